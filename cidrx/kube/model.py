@@ -1,0 +1,92 @@
+"""The in-cluster part of a snapshot: compact records of nodes, pods, events and CNI configuration.
+
+Only the fields analysis reads are kept, so a 2,000-node, 60,000-pod cluster stays small in memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class KubeNode:
+    name: str
+    zone: str
+    instance_type: str
+    created: str
+    ready: bool = True
+    pod_cidrs: tuple[str, ...] = ()
+    internal_ip: str = ""
+    allocatable_pods: int | None = None
+    pool: str = ""  # node group / node pool label when present
+
+
+@dataclass(frozen=True)
+class KubePod:
+    """A pod that is waiting: Pending, or Running-phase-less ContainerCreating."""
+
+    namespace: str
+    name: str
+    phase: str
+    node: str
+    reason: str  # e.g. ContainerCreating, Unschedulable
+    created: str
+
+
+@dataclass(frozen=True)
+class KubeEvent:
+    namespace: str
+    kind: str
+    name: str
+    reason: str
+    type: str
+    message: str
+    count: int
+    last_seen: str
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    name: str
+    value: str
+
+
+@dataclass(frozen=True)
+class WorkloadEnv:
+    """The env of one container of a DaemonSet, e.g. aws-node's aws-node container."""
+
+    namespace: str
+    name: str
+    container: str
+    env: tuple[EnvVar, ...]
+    resource_version: str
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        for var in self.env:
+            if var.name == key:
+                return var.value
+        return default
+
+
+@dataclass(frozen=True)
+class EniConfig:
+    name: str
+    subnet: str
+    security_groups: tuple[str, ...]
+    created: str
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class KubeSection:
+    available: bool
+    reason: str = ""  # why not available (e.g. --no-kube, unreachable)
+    context: str = ""
+    api_groups: tuple[str, ...] = ()
+    nodes: tuple[KubeNode, ...] = ()
+    pods_per_node: dict[str, int] = field(default_factory=dict)  # pod-network pods, not hostNetwork
+    waiting_pods: tuple[KubePod, ...] = ()
+    events: tuple[KubeEvent, ...] = ()
+    aws_node: WorkloadEnv | None = None
+    eniconfigs: tuple[EniConfig, ...] = ()

@@ -1,0 +1,54 @@
+"""Canonical JSON for every document cidrx writes, and typed decoding of what it reads back.
+
+msgspec turns frozen dataclasses into JSON and back with type checks, so a corrupt or hand-edited file
+fails with one clear message instead of a traceback deep in analysis code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, TypeVar
+
+import msgspec
+
+from cidrx.errors import InvalidInput
+
+T = TypeVar("T")
+
+
+def to_builtins(obj: Any) -> Any:
+    """Plain dicts/lists/str/int of a model object (dataclasses, tuples, enums)."""
+    return msgspec.to_builtins(obj)
+
+
+def canonical_json(obj: Any) -> str:
+    """Sorted keys, no whitespace: the text every fingerprint and digest is taken over."""
+    return json.dumps(to_builtins(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def sha256_of(obj: Any) -> str:
+    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()
+
+
+def dumps(obj: Any) -> str:
+    """Human-readable JSON for files a person may review (plans in pull requests, snapshots)."""
+    return json.dumps(to_builtins(obj), indent=2, sort_keys=False) + "\n"
+
+
+def loads(data: str | bytes, kind: type[T], *, what: str) -> T:
+    """Decode `data` as `kind`; any syntax or type problem becomes InvalidInput naming `what`."""
+    try:
+        return msgspec.json.decode(data, type=kind)
+    except msgspec.ValidationError as exc:
+        raise InvalidInput(f"{what} does not match the expected format: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise InvalidInput(f"{what} is not valid JSON ({exc}); is the file truncated?") from None
+
+
+def convert(data: Any, kind: type[T], *, what: str) -> T:
+    """Like `loads` but from already-parsed builtins."""
+    try:
+        return msgspec.convert(data, type=kind)
+    except msgspec.ValidationError as exc:
+        raise InvalidInput(f"{what} does not match the expected format: {exc}") from None

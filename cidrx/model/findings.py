@@ -1,0 +1,82 @@
+"""The result of analysis: findings a person acts on and capacity figures a person or alert reads.
+
+Finding ids are stable strings (documented in docs/findings.md); changing one breaks users' alert rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from cidrx.model.target import Target
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self]
+
+
+_RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.CRITICAL: 2}
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    severity: Severity
+    subject: str
+    summary: str
+    evidence: tuple[str, ...] = ()
+    remediation: str = ""
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """One address space (subnet, pod range, pool) or one consumer of space (node group).
+
+    `size`/`used`/`free` count addresses for address spaces and pod slots for node groups.
+    `max_nodes`/`nodes` are set only for node-scoped spaces.
+    """
+
+    kind: str
+    name: str
+    cidr: str | None
+    size: int
+    used: int
+    free: int
+    utilization: float
+    max_nodes: int | None = None
+    nodes: int | None = None
+    zone: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    target: Target
+    snapshot_fingerprint: str
+    capacity: tuple[Capacity, ...]
+    findings: tuple[Finding, ...]
+    counts: dict[str, int] = field(default_factory=dict)
+    schema: str = "cidrx.diagnosis/v1"
+
+
+def make_diagnosis(
+    target: Target, fingerprint: str, capacity: list[Capacity], findings: list[Finding]
+) -> Diagnosis:
+    """Findings sorted worst first (stable within a severity), counts filled for every severity."""
+    ordered = sorted(findings, key=lambda f: -f.severity.rank)
+    counts = {s.value: sum(1 for f in findings if f.severity is s) for s in Severity}
+    return Diagnosis(target, fingerprint, tuple(capacity), tuple(ordered), counts)
+
+
+def utilization(used: int, size: int) -> float:
+    return round(used / size, 4) if size > 0 else 1.0
+
+
+def worst(findings: tuple[Finding, ...] | list[Finding]) -> Severity | None:
+    return max((f.severity for f in findings), key=lambda s: s.rank, default=None)

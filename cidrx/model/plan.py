@@ -1,0 +1,91 @@
+"""Plan: the ordered, idempotent steps that carry out a fix, as a reviewable JSON file.
+
+The digest covers target, strategy, basis and steps, so a hand-edited plan is refused (exit 2), and every
+resource apply creates is tagged with `plan_id` (the digest's first 16 hex digits, short enough for a GCE
+label) so a resumed apply finds what it made even when the journal is gone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cidrx.errors import InvalidInput
+from cidrx.model import codec
+from cidrx.model.target import Target
+
+PLAN_SCHEMA = "cidrx.plan/v1"
+DIGEST_TAG = "cidrx.io/plan"  # tag/label key carrying plan_id on created resources
+
+
+@dataclass(frozen=True)
+class Step:
+    id: str
+    action: str
+    params: dict[str, Any]
+    description: str
+    depends_on: tuple[str, ...] = ()
+    permissions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    target: Target
+    created_at: str
+    snapshot_fingerprint: str
+    strategy: str
+    basis: dict[str, Any]
+    steps: tuple[Step, ...]
+    notes: tuple[str, ...] = ()
+    summary: dict[str, Any] = field(default_factory=dict)
+    digest: str = ""
+    schema: str = PLAN_SCHEMA
+
+    @property
+    def plan_id(self) -> str:
+        return self.digest[:16]
+
+    def step(self, step_id: str) -> Step:
+        for s in self.steps:
+            if s.id == step_id:
+                return s
+        raise KeyError(step_id)
+
+
+def digest_of(plan: Plan) -> str:
+    return codec.sha256_of(
+        {"target": plan.target, "strategy": plan.strategy, "basis": plan.basis, "steps": plan.steps}
+    )
+
+
+def seal(plan: Plan) -> Plan:
+    return dataclasses.replace(plan, digest=digest_of(plan))
+
+
+def load_plan(path: str | Path) -> Plan:
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read plan {p}: {exc.strerror or exc}") from None
+    plan = codec.loads(data, Plan, what=f"plan {p}")
+    if plan.schema != PLAN_SCHEMA:
+        raise InvalidInput(f"plan {p} has schema {plan.schema!r}; this cidrx applies {PLAN_SCHEMA}")
+    if plan.digest != digest_of(plan):
+        raise InvalidInput(
+            f"plan {p} was modified after it was made (digest mismatch); make a new one with --plan"
+        )
+    ids = [s.id for s in plan.steps]
+    if len(set(ids)) != len(ids):
+        raise InvalidInput(f"plan {p} has duplicate step ids")
+    for s in plan.steps:
+        missing = [d for d in s.depends_on if d not in ids]
+        if missing:
+            raise InvalidInput(f"plan {p}: step {s.id} depends on unknown step(s) {', '.join(missing)}")
+    return plan
+
+
+def save_plan(plan: Plan, path: str | Path) -> None:
+    Path(path).write_text(codec.dumps(plan))

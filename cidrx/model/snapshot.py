@@ -1,0 +1,61 @@
+"""Snapshot: everything diagnosis and planning read, frozen at one moment.
+
+Collect produces it, analyze and plan consume it, and `cidrx snapshot` writes it so the same diagnosis
+can be run offline or attached to a bug report. The fingerprint covers the content, not the time taken,
+so two snapshots of an unchanged estate match.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from cidrx.eks.model import EksSection
+from cidrx.errors import InvalidInput
+from cidrx.kube.model import KubeSection
+from cidrx.model import codec
+from cidrx.model.target import Target
+
+SNAPSHOT_SCHEMA = "cidrx.snapshot/v1"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    target: Target
+    taken_at: str
+    kube: KubeSection
+    eks: EksSection | None = None
+    fingerprint: str = ""
+    schema: str = SNAPSHOT_SCHEMA
+
+
+def fingerprint_of(snap: Snapshot) -> str:
+    content = dataclasses.replace(snap, taken_at="", fingerprint="")
+    return codec.sha256_of(content)
+
+
+def seal(snap: Snapshot) -> Snapshot:
+    """The same snapshot with its fingerprint filled in."""
+    return dataclasses.replace(snap, fingerprint=fingerprint_of(snap))
+
+
+def load_snapshot(path: str | Path) -> Snapshot:
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read snapshot {p}: {exc.strerror or exc}") from None
+    head = data[:4096]
+    if b"cidrx.snapshot/" not in head and b'"schema"' not in data:
+        raise InvalidInput(f"{p} is not a cidrx snapshot (no schema field); make one with `cidrx snapshot`")
+    snap = codec.loads(data, Snapshot, what=f"snapshot {p}")
+    if snap.schema != SNAPSHOT_SCHEMA:
+        raise InvalidInput(f"snapshot {p} has schema {snap.schema!r}; this cidrx reads {SNAPSHOT_SCHEMA}")
+    if snap.fingerprint and snap.fingerprint != fingerprint_of(snap):
+        raise InvalidInput(f"snapshot {p} was edited after it was taken (fingerprint mismatch)")
+    return snap
+
+
+def save_snapshot(snap: Snapshot, path: str | Path) -> None:
+    Path(path).write_text(codec.dumps(snap))

@@ -1,0 +1,24 @@
+"""What a command points at: one cluster on one provider. Plans and snapshots carry it so that a plan
+can never be applied to a different cluster than the one it was made for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Provider = Literal["eks", "gke", "k8s"]
+
+
+@dataclass(frozen=True)
+class Target:
+    provider: Provider
+    cluster: str
+    region: str | None = None
+    project: str | None = None
+    location: str | None = None
+    context: str | None = None
+
+    def label(self) -> str:
+        """Short human name, e.g. `eks:ap-southeast-2/demo`."""
+        where = self.region or (f"{self.project}/{self.location}" if self.project else self.context or "")
+        return f"{self.provider}:{where}/{self.cluster}" if where else f"{self.provider}:{self.cluster}"
