@@ -1,0 +1,168 @@
+"""The apply loop every fix runs through, whatever the provider: check -> act -> wait -> verify per step.
+
+Safety comes from the order of operations, not from the journal: each step first asks the cloud whether
+its effect already exists (created resources carry the plan tag), so a rerun after any crash, with or
+without the journal, converges without duplicates. The journal records each event durably as it happens
+(the ids of what `act` created go in before the slow wait) for review and as hints for executors.
+
+Error policy (exit codes of DESIGN.md §3): access (6) and stale (4) errors pass through unchanged; any
+other cidrx error, a timeout or Ctrl-C becomes ApplyInterrupted (5, "run the same command again"); an
+unexpected exception is recorded and re-raised for the CLI to report as a bug (1).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from cidrx.engine.executor import Executor, Outputs, StepContext, resolve_params
+from cidrx.engine.journal import Journal
+from cidrx.errors import AccessDenied, ApplyInterrupted, CidrxError, InvalidInput, StalePlan
+from cidrx.model.plan import Plan, Step
+
+StepStatus = Literal["done", "skipped"]
+
+
+@dataclass(frozen=True)
+class StepResult:
+    step_id: str
+    action: str
+    status: StepStatus
+    outputs: Outputs = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    plan_id: str
+    steps: tuple[StepResult, ...]
+
+    @property
+    def done(self) -> int:
+        """Steps that changed something in this run."""
+        return sum(1 for s in self.steps if s.status == "done")
+
+    @property
+    def skipped(self) -> int:
+        """Steps found already done (by an earlier run, or by hand)."""
+        return sum(1 for s in self.steps if s.status == "skipped")
+
+    @property
+    def changed(self) -> bool:
+        return self.done > 0
+
+    def outputs(self, step_id: str) -> Outputs:
+        for s in self.steps:
+            if s.step_id == step_id:
+                return s.outputs
+        raise KeyError(step_id)
+
+
+def execution_order(plan: Plan) -> list[Step]:
+    """Plan order, except that a step never runs before the steps it depends on (stable topological sort).
+
+    Raises InvalidInput for unknown dependencies or a cycle; `load_plan` checks the former too, this also
+    covers plans built in code.
+    """
+    ids = {s.id for s in plan.steps}
+    for s in plan.steps:
+        missing = [d for d in s.depends_on if d not in ids]
+        if missing:
+            raise InvalidInput(f"step {s.id} depends on unknown step(s) {', '.join(missing)}; re-plan")
+    pending = list(plan.steps)
+    finished: set[str] = set()
+    order: list[Step] = []
+    while pending:
+        ready = next((s for s in pending if all(d in finished for d in s.depends_on)), None)
+        if ready is None:
+            cycle = ", ".join(s.id for s in pending)
+            raise InvalidInput(f"plan steps depend on each other in a cycle ({cycle}); re-plan")
+        pending.remove(ready)
+        finished.add(ready.id)
+        order.append(ready)
+    return order
+
+
+def _safe_record(journal: Journal, step_id: str, error: str) -> None:
+    # The failure record is for humans; if the disk is the problem, the original error matters more.
+    with contextlib.suppress(OSError):
+        journal.record(step_id, "failed", error=error)
+
+
+def run_plan(
+    plan: Plan,
+    executors: Mapping[str, Executor],
+    ctx: StepContext,
+    journal: Journal,
+    *,
+    preflight: Callable[[], None] | None = None,
+) -> ApplyResult:
+    """Run every step of `plan` (see the module doc); returns what each step did and produced.
+
+    `preflight` (e.g. the provider's drift check) runs after the plan is validated and before any write.
+    `ctx.outputs` is filled as steps finish; `ctx.journal_outputs` is set from the journal.
+    """
+    order = execution_order(plan)
+    unknown = sorted({s.action for s in order if s.action not in executors})
+    if unknown:
+        raise InvalidInput(
+            f"plan uses action(s) this cidrx cannot apply: {', '.join(unknown)}; "
+            "apply it with the cidrx version that made it, or re-plan"
+        )
+    if preflight is not None:
+        preflight()
+
+    ctx.journal_outputs = {s.id: out for s in order if (out := journal.outputs_of(s.id)) is not None}
+    results: list[StepResult] = []
+    total = len(order)
+    for index, step in enumerate(order, start=1):
+        executor = executors[step.action]
+        ctx.progress.step_started(step, index, total)
+        try:
+            params = resolve_params(step.params, ctx.outputs)
+            found = executor.check(step, params, ctx)
+            if found is not None:
+                outputs = dict(found)
+                journal.record(step.id, "skipped", outputs)
+                status: StepStatus = "skipped"
+            else:
+                if journal.is_done(step.id):
+                    ctx.progress.note(
+                        f"{step.id}: the journal says this step was done, but the cloud no longer shows it; "
+                        "doing it again"
+                    )
+                journal.record(step.id, "started")
+                outputs = dict(executor.act(step, params, ctx))
+                journal.record(step.id, "acted", outputs)
+                executor.wait(step, params, ctx, outputs)
+                executor.verify(step, params, ctx, outputs)
+                journal.record(step.id, "done", outputs)
+                status = "done"
+        except (AccessDenied, StalePlan) as exc:
+            _safe_record(journal, step.id, str(exc))
+            ctx.progress.step_finished(step, "failed", {})
+            raise
+        except ApplyInterrupted as exc:  # e.g. a wait that timed out; its message already says to rerun
+            _safe_record(journal, step.id, str(exc))
+            ctx.progress.step_finished(step, "failed", {})
+            raise ApplyInterrupted(f"step {step.id} ({step.description}): {exc.message}", hint=exc.hint) from exc
+        except CidrxError as exc:
+            _safe_record(journal, step.id, str(exc))
+            ctx.progress.step_finished(step, "failed", {})
+            raise ApplyInterrupted(
+                f"step {step.id} ({step.description}) failed: {exc}; "
+                "fix the cause and run the same command again to resume"
+            ) from exc
+        except KeyboardInterrupt as exc:
+            _safe_record(journal, step.id, "interrupted")
+            ctx.progress.step_finished(step, "interrupted", {})
+            raise ApplyInterrupted(f"interrupted during step {step.id}; run the same command again to resume") from exc
+        except Exception as exc:
+            _safe_record(journal, step.id, f"{type(exc).__name__}: {exc}")
+            ctx.progress.step_finished(step, "failed", {})
+            raise
+        ctx.outputs[step.id] = outputs
+        ctx.progress.step_finished(step, status, outputs)
+        results.append(StepResult(step.id, step.action, status, outputs))
+    return ApplyResult(plan.plan_id, tuple(results))
