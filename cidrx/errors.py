@@ -54,6 +54,9 @@ class AccessDenied(CidrxError):
 
 
 class CloudError(CidrxError):
-    """The cloud rejected a request for a reason that is neither access nor input (surfaced verbatim)."""
+    """The cloud rejected a request for a reason that is neither access nor input (surfaced verbatim).
 
-    exit_code = EXIT_PARTIAL
+    Exit 1 outside apply (no code in DESIGN.md §3 fits better); the apply loop turns it into exit 5.
+    """
+
+    exit_code = EXIT_INTERNAL

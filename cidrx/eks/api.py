@@ -1,0 +1,455 @@
+"""The one door to AWS for the EKS target: a thin boto3 adapter plus the single AWS-error translator.
+
+Why it exists: collect/steps code must be testable against moto and must not pay for boto3 at import
+time (`cidrx --help` budget), and every AWS failure must reach the user as one actionable line with the
+right exit code. So boto3/botocore are imported only inside functions here, every list call is
+paginated, results are the plain dicts boto3 returns, and every call runs under `_aws(...)`, which
+hands any SDK exception to `translate()`.
+
+Endpoint overrides: botocore itself honours `AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_<SERVICE>` (and
+`endpoint_url` in the profile), so nothing here passes an endpoint; tests point the CLI at a moto
+server that way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from cidrx.errors import AccessDenied, CidrxError, CloudError
+
+if TYPE_CHECKING:
+    from mypy_boto3_ec2.client import EC2Client
+    from mypy_boto3_eks.client import EKSClient
+
+Json = dict[str, Any]
+
+VPC_CNI = "vpc-cni"
+# Service Quotas code of "IPv4 CIDR blocks per VPC" (service code "vpc").
+VPC_CIDR_QUOTA_CODE = "L-83CA0A9D"
+DEFAULT_VPC_CIDR_QUOTA = 5
+
+# What `collect_eks` needs; docs and plan `permissions` can quote it. DescribeSecurityGroups is only used
+# when EKS does not report the cluster security group.
+COLLECT_PERMISSIONS = (
+    "eks:DescribeCluster",
+    "eks:ListNodegroups",
+    "eks:DescribeNodegroup",
+    "eks:DescribeAddon",
+    "ec2:DescribeVpcs",
+    "ec2:DescribeSubnets",
+    "ec2:DescribeRouteTables",
+    "ec2:DescribeVpcPeeringConnections",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeInstanceTypes",
+    "ec2:GetSubnetCidrReservations",
+    "ec2:DescribeSecurityGroups",
+    "servicequotas:GetServiceQuota",
+)
+
+# Error codes, by what the user has to do about them.
+_PERMISSION_CODES = frozenset({"UnauthorizedOperation", "AccessDenied", "AccessDeniedException"})
+_CREDENTIAL_CODES = frozenset(
+    {
+        "AuthFailure",
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "InvalidClientTokenId",
+        "UnrecognizedClientException",
+        "SignatureDoesNotMatch",
+        "MissingAuthenticationToken",
+        "RequestExpired",
+    }
+)
+_NOT_FOUND_CODES = frozenset(
+    {
+        "ResourceNotFoundException",
+        "InvalidVpcID.NotFound",
+        "InvalidSubnetID.NotFound",
+        "InvalidRouteTableID.NotFound",
+        "InvalidGroup.NotFound",
+        "InvalidVpcPeeringConnectionID.NotFound",
+    }
+)
+_REJECTED_CODES = frozenset(
+    {
+        "InvalidParameterValue",
+        "InvalidParameterCombination",
+        "InvalidParameterException",
+        "CidrConflict",
+        "CidrLimitExceeded",
+        "InvalidVpc.Range",
+        "InvalidSubnet.Range",
+        "InvalidSubnet.Conflict",
+    }
+)
+_PEERING_STATES = frozenset({"active", "pending-acceptance", "provisioning"})
+_CREDENTIALS_HINT = "use --profile / AWS_PROFILE, run `aws sso login`, or export AWS_ACCESS_KEY_ID/SECRET"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _xml_field(text: str, tag: str) -> str:
+    match = re.search(rf"<{tag}>(.*?)</{tag}>", text)
+    return _one_line(match.group(1)) if match else ""
+
+
+def translate(exc: BaseException, action: str, subject: str | None = None) -> CidrxError:
+    """Map an SDK exception raised while doing `action` (an IAM action, e.g. "ec2:DescribeSubnets") to
+    the cidrx error the user sees. `subject` names the object, e.g. "EKS cluster 'demo' in ap-southeast-2".
+    """
+    from botocore import exceptions as bx
+
+    on = f" on {subject}" if subject else ""
+    if isinstance(exc, CidrxError):
+        return exc
+    if isinstance(exc, bx.ProfileNotFound):
+        return AccessDenied(
+            f"AWS profile {exc.kwargs.get('profile')!r} not found",
+            hint="check --profile / AWS_PROFILE and ~/.aws/config",
+        )
+    if isinstance(exc, bx.NoCredentialsError | bx.PartialCredentialsError):
+        return AccessDenied(f"no AWS credentials found for {action}", hint=_CREDENTIALS_HINT)
+    if isinstance(
+        exc,
+        bx.CredentialRetrievalError
+        | bx.TokenRetrievalError
+        | bx.SSOError
+        | bx.NoAuthTokenError
+        | bx.UnknownCredentialError,
+    ):
+        return AccessDenied(
+            f"could not load AWS credentials for {action}: {_one_line(str(exc))}", hint=_CREDENTIALS_HINT
+        )
+    if isinstance(exc, bx.ConnectionError):
+        url = exc.kwargs.get("endpoint_url", "the AWS endpoint")
+        return AccessDenied(
+            f"cannot reach {url} for {action}", hint="check --region / AWS_ENDPOINT_URL and the network"
+        )
+    if isinstance(exc, bx.ParamValidationError):
+        return CidrxError(f"internal error: cidrx built an invalid {action} request: {_one_line(str(exc))}")
+    if isinstance(exc, bx.ClientError):
+        err = exc.response.get("Error", {})
+        code = str(err.get("Code", "Unknown"))
+        message = _one_line(str(err.get("Message", "")))
+        status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+        if code.isdigit():
+            # The body was not in the service's error format (a proxy, or an emulator answering a JSON
+            # API in XML): botocore then reports the HTTP status as the code. Recover what we can.
+            inner_code, inner_message = _xml_field(message, "Code"), _xml_field(message, "Message")
+            code = inner_code or ("AccessDenied" if status in (401, 403) else code)
+            message = inner_message or message[:200]
+        if code in _PERMISSION_CODES:
+            # EC2 appends a long encoded blob; it helps only through sts:DecodeAuthorizationMessage.
+            head, sep, _ = message.partition("Encoded authorization failure message:")
+            extra = " (decode the rest with `aws sts decode-authorization-message`)" if sep else ""
+            return AccessDenied(
+                f"permission denied for {action}{on}: {head.strip()}{extra}",
+                hint=f"grant IAM permission {action} to the caller",
+            )
+        if code in _CREDENTIAL_CODES:
+            return AccessDenied(
+                f"AWS rejected the credentials for {action} ({code}: {message})", hint=_CREDENTIALS_HINT
+            )
+        if code in _NOT_FOUND_CODES:
+            what = subject or "AWS resource"
+            return AccessDenied(
+                f"{what} not found ({code}: {message})",
+                hint="check --cluster, --region and --profile (the account the credentials belong to)",
+            )
+        if code in _REJECTED_CODES:
+            quota = code == "CidrLimitExceeded"
+            hint = f"raise the VPC quota {VPC_CIDR_QUOTA_CODE} (IPv4 CIDR blocks per VPC) in Service Quotas"
+            return CloudError(f"AWS rejected {action}{on}: {code}: {message}", hint=hint if quota else None)
+        return CloudError(f"{action}{on} failed: {code}: {message}", hint="retry; if it persists, check AWS Health")
+    if isinstance(exc, bx.BotoCoreError):
+        return CloudError(f"{action}{on} failed: {_one_line(str(exc))}", hint="retry; check the network")
+    return CidrxError(f"internal error during {action}: {type(exc).__name__}: {_one_line(str(exc))}")
+
+
+@contextmanager
+def _aws(action: str, subject: str | None = None) -> Iterator[None]:
+    """Run an SDK call; any botocore exception leaves as the CidrxError `translate` picks."""
+    try:
+        yield
+    except CidrxError:
+        raise
+    except Exception as exc:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        if isinstance(exc, ClientError | BotoCoreError):
+            raise translate(exc, action, subject) from exc
+        raise
+
+
+def _tag_spec(resource_type: str, tags: Mapping[str, str]) -> list[Any]:
+    if not tags:
+        return []
+    return [{"ResourceType": resource_type, "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}]
+
+
+def _vpc_filter(vpc_id: str) -> list[Any]:
+    return [{"Name": "vpc-id", "Values": [vpc_id]}]
+
+
+class EksApi:
+    """Thin, paginating adapter over the EC2, EKS and Service Quotas clients of one region/profile.
+
+    Clients are created on first use, so a test can hook events on an injected session after building
+    the adapter.
+    """
+
+    def __init__(self, region: str, profile: str | None = None, *, session: Any | None = None) -> None:
+        self.region = region
+        self.profile = profile
+        self._session = session
+        self._clients: dict[str, Any] = {}
+
+    # -- plumbing -----------------------------------------------------------------------------------
+
+    def _client(self, service: str) -> Any:
+        client = self._clients.get(service)
+        if client is None:
+            with _aws(f"creating the {service} client"):
+                if self._session is None:
+                    import boto3
+
+                    self._session = boto3.Session(profile_name=self.profile, region_name=self.region)
+                from botocore.config import Config
+
+                # Standard mode retries throttling and transient errors; AWS_MAX_ATTEMPTS still applies.
+                config = Config(retries={"mode": "standard"}, user_agent_extra="cidrx")
+                session: Any = self._session
+                client = session.client(service, region_name=self.region, config=config)
+            self._clients[service] = client
+        return client
+
+    @property
+    def _ec2(self) -> EC2Client:
+        client: EC2Client = self._client("ec2")
+        return client
+
+    @property
+    def _eks(self) -> EKSClient:
+        client: EKSClient = self._client("eks")
+        return client
+
+    def _cluster_subject(self, cluster: str) -> str:
+        return f"EKS cluster {cluster!r} in {self.region}"
+
+    # -- reads --------------------------------------------------------------------------------------
+
+    def describe_cluster(self, name: str) -> Json:
+        with _aws("eks:DescribeCluster", self._cluster_subject(name)):
+            return dict(self._eks.describe_cluster(name=name)["cluster"])
+
+    def list_nodegroups(self, cluster: str) -> list[str]:
+        with _aws("eks:ListNodegroups", self._cluster_subject(cluster)):
+            pages = self._eks.get_paginator("list_nodegroups").paginate(clusterName=cluster)
+            return [name for page in pages for name in page.get("nodegroups", [])]
+
+    def describe_nodegroup(self, cluster: str, name: str) -> Json:
+        with _aws("eks:DescribeNodegroup", f"node group {name!r} of {self._cluster_subject(cluster)}"):
+            return dict(self._eks.describe_nodegroup(clusterName=cluster, nodegroupName=name)["nodegroup"])
+
+    def describe_vpc(self, vpc_id: str) -> Json:
+        with _aws("ec2:DescribeVpcs", f"VPC {vpc_id}"):
+            vpcs = self._ec2.describe_vpcs(VpcIds=[vpc_id])["Vpcs"]
+        if not vpcs:
+            raise AccessDenied(f"VPC {vpc_id} not found in {self.region}", hint="check --region and --profile")
+        return dict(vpcs[0])
+
+    def describe_subnets(self, vpc_id: str) -> list[Json]:
+        with _aws("ec2:DescribeSubnets", f"VPC {vpc_id}"):
+            pages = self._ec2.get_paginator("describe_subnets").paginate(Filters=_vpc_filter(vpc_id))
+            return [dict(s) for page in pages for s in page["Subnets"]]
+
+    def describe_subnets_by_ids(self, subnet_ids: Sequence[str]) -> list[Json]:
+        if not subnet_ids:
+            return []
+        with _aws("ec2:DescribeSubnets", f"subnets {', '.join(subnet_ids)}"):
+            pages = self._ec2.get_paginator("describe_subnets").paginate(SubnetIds=list(subnet_ids))
+            return [dict(s) for page in pages for s in page["Subnets"]]
+
+    def describe_route_tables(self, vpc_id: str) -> list[Json]:
+        with _aws("ec2:DescribeRouteTables", f"VPC {vpc_id}"):
+            pages = self._ec2.get_paginator("describe_route_tables").paginate(Filters=_vpc_filter(vpc_id))
+            return [dict(t) for page in pages for t in page["RouteTables"]]
+
+    def describe_peerings(self, vpc_id: str) -> list[Json]:
+        """Active or pending peerings where the VPC is either side, each once."""
+        found: dict[str, Json] = {}
+        with _aws("ec2:DescribeVpcPeeringConnections", f"VPC {vpc_id}"):
+            paginator = self._ec2.get_paginator("describe_vpc_peering_connections")
+            for side in ("requester-vpc-info.vpc-id", "accepter-vpc-info.vpc-id"):
+                filters: list[Any] = [
+                    {"Name": side, "Values": [vpc_id]},
+                    {"Name": "status-code", "Values": sorted(_PEERING_STATES)},
+                ]
+                for page in paginator.paginate(Filters=filters):
+                    for pcx in page["VpcPeeringConnections"]:
+                        found[pcx.get("VpcPeeringConnectionId", "")] = dict(pcx)
+        # Checked again here: the filters are a server-side nicety some endpoints (moto) ignore.
+        return [
+            p
+            for p in found.values()
+            if p.get("Status", {}).get("Code") in _PEERING_STATES
+            and vpc_id in (p.get("RequesterVpcInfo", {}).get("VpcId"), p.get("AccepterVpcInfo", {}).get("VpcId"))
+        ]
+
+    def describe_network_interfaces(self, vpc_id: str) -> list[Json]:
+        with _aws("ec2:DescribeNetworkInterfaces", f"VPC {vpc_id}"):
+            paginator = self._ec2.get_paginator("describe_network_interfaces")
+            pages = paginator.paginate(Filters=_vpc_filter(vpc_id))
+            return [dict(n) for page in pages for n in page["NetworkInterfaces"]]
+
+    def describe_instance_types(self, names: Sequence[str]) -> list[Json]:
+        wanted = sorted(set(names))
+        if not wanted:
+            return []
+        with _aws("ec2:DescribeInstanceTypes", f"instance types {', '.join(wanted)}"):
+            paginator = self._ec2.get_paginator("describe_instance_types")
+            pages = paginator.paginate(InstanceTypes=wanted)  # type: ignore[arg-type]
+            return [dict(t) for page in pages for t in page["InstanceTypes"]]
+
+    def describe_security_groups_by_tag(self, vpc_id: str, key: str, value: str) -> list[Json]:
+        with _aws("ec2:DescribeSecurityGroups", f"VPC {vpc_id}"):
+            filters: list[Any] = [*_vpc_filter(vpc_id), {"Name": f"tag:{key}", "Values": [value]}]
+            pages = self._ec2.get_paginator("describe_security_groups").paginate(Filters=filters)
+            return [dict(g) for page in pages for g in page["SecurityGroups"]]
+
+    def describe_addon(self, cluster: str, name: str = VPC_CNI) -> Json | None:
+        """The managed add-on, or None when the cluster runs it self-managed (not installed as add-on).
+
+        An endpoint that does not implement the add-on API at all (moto 5 answers HTTP 404 with the bare
+        code "404") also gives None: EKS itself always names its errors (ResourceNotFoundException), so
+        this cannot swallow a real one, and AccessDeniedException is still raised as AccessDenied.
+        """
+        from botocore.exceptions import ClientError
+
+        with _aws("eks:DescribeAddon", f"add-on {name!r} of {self._cluster_subject(cluster)}"):
+            try:
+                return dict(self._eks.describe_addon(clusterName=cluster, addonName=name)["addon"])
+            except ClientError as exc:
+                if str(exc.response.get("Error", {}).get("Code", "")) in ("ResourceNotFoundException", "404"):
+                    return None
+                raise
+
+    def get_subnet_cidr_reservations(self, subnet_id: str) -> list[Json]:
+        """IPv4 CIDR reservations of a subnet (GetSubnetCidrReservations has no boto3 paginator)."""
+        out: list[Json] = []
+        kwargs: dict[str, Any] = {"SubnetId": subnet_id}
+        with _aws("ec2:GetSubnetCidrReservations", f"subnet {subnet_id}"):
+            while True:
+                page = self._ec2.get_subnet_cidr_reservations(**kwargs)
+                out.extend(dict(r) for r in page.get("SubnetIpv4CidrReservations", []))
+                token = page.get("NextToken")
+                if not token:
+                    return out
+                kwargs["NextToken"] = token
+
+    def vpc_cidr_quota(self) -> int:
+        """Applied value of "IPv4 CIDR blocks per VPC".
+
+        Falls back to AWS's default of 5 when Service Quotas cannot answer (no
+        servicequotas:GetServiceQuota permission, endpoint unreachable or not implemented): the quota
+        only bounds how many CIDRs a plan may add, and 5 is the value unless someone raised it.
+        """
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            quotas = self._client("service-quotas")
+            resp = quotas.get_service_quota(ServiceCode="vpc", QuotaCode=VPC_CIDR_QUOTA_CODE)
+            return int(resp["Quota"]["Value"])
+        except (ClientError, BotoCoreError, KeyError, TypeError, ValueError):
+            return DEFAULT_VPC_CIDR_QUOTA
+
+    # -- writes (apply steps); each returns what it created ------------------------------------------
+
+    def associate_vpc_cidr(self, vpc_id: str, cidr: str) -> Json:
+        with _aws("ec2:AssociateVpcCidrBlock", f"VPC {vpc_id}"):
+            resp = self._ec2.associate_vpc_cidr_block(VpcId=vpc_id, CidrBlock=cidr)
+            return dict(resp["CidrBlockAssociation"])
+
+    def find_vpc_cidr(self, vpc_id: str, cidr: str) -> Json | None:
+        """The VPC's association of `cidr` unless it is gone or failed."""
+        vpc = self.describe_vpc(vpc_id)
+        for assoc in vpc.get("CidrBlockAssociationSet", []):
+            state = assoc.get("CidrBlockState", {}).get("State", "")
+            if assoc.get("CidrBlock") == cidr and state not in ("disassociating", "disassociated", "failing", "failed"):
+                return dict(assoc)
+        return None
+
+    def create_subnet(self, vpc_id: str, az: str, cidr: str, tags: Mapping[str, str]) -> Json:
+        with _aws("ec2:CreateSubnet", f"VPC {vpc_id}"):
+            resp = self._ec2.create_subnet(
+                VpcId=vpc_id, AvailabilityZone=az, CidrBlock=cidr, TagSpecifications=_tag_spec("subnet", tags)
+            )
+            return dict(resp["Subnet"])
+
+    def find_subnets_by_tag(self, vpc_id: str, key: str, value: str) -> list[Json]:
+        with _aws("ec2:DescribeSubnets", f"VPC {vpc_id}"):
+            filters: list[Any] = [*_vpc_filter(vpc_id), {"Name": f"tag:{key}", "Values": [value]}]
+            pages = self._ec2.get_paginator("describe_subnets").paginate(Filters=filters)
+            return [dict(s) for page in pages for s in page["Subnets"]]
+
+    def associate_route_table(self, route_table_id: str, subnet_id: str) -> str:
+        with _aws("ec2:AssociateRouteTable", f"route table {route_table_id}"):
+            resp = self._ec2.associate_route_table(RouteTableId=route_table_id, SubnetId=subnet_id)
+            return str(resp["AssociationId"])
+
+    def create_subnet_cidr_reservation(
+        self,
+        subnet_id: str,
+        cidr: str,
+        description: str,
+        *,
+        reservation_type: str = "prefix",
+        tags: Mapping[str, str] | None = None,
+    ) -> Json:
+        """Reserve `cidr` in the subnet; type "prefix" keeps it for /28 prefix assignment only."""
+        with _aws("ec2:CreateSubnetCidrReservation", f"subnet {subnet_id}"):
+            resp = self._ec2.create_subnet_cidr_reservation(
+                SubnetId=subnet_id,
+                Cidr=cidr,
+                ReservationType=reservation_type,  # type: ignore[arg-type]
+                Description=description,
+                TagSpecifications=_tag_spec("subnet-cidr-reservation", tags or {}),
+            )
+            return dict(resp["SubnetCidrReservation"])
+
+    def update_addon_configuration(
+        self, cluster: str, addon: str, configuration_values: str, *, resolve_conflicts: str = "PRESERVE"
+    ) -> str:
+        """Start an add-on update that sets configurationValues; returns the update id to poll.
+
+        PRESERVE keeps settings someone changed on the cluster by hand instead of overwriting them.
+        """
+        with _aws("eks:UpdateAddon", f"add-on {addon!r} of {self._cluster_subject(cluster)}"):
+            resp = self._eks.update_addon(
+                clusterName=cluster,
+                addonName=addon,
+                configurationValues=configuration_values,
+                resolveConflicts=resolve_conflicts,  # type: ignore[arg-type]
+            )
+            return str(resp["update"]["id"])
+
+    def describe_update(self, cluster: str, update_id: str, addon: str | None = None) -> Json:
+        with _aws("eks:DescribeUpdate", f"update {update_id} of {self._cluster_subject(cluster)}"):
+            if addon:
+                resp = self._eks.describe_update(name=cluster, updateId=update_id, addonName=addon)
+            else:
+                resp = self._eks.describe_update(name=cluster, updateId=update_id)
+            return dict(resp["update"])
+
+    def create_nodegroup(self, **kwargs: Any) -> Json:
+        """CreateNodegroup with boto3's own keyword names (clusterName, nodegroupName, subnets, tags...)."""
+        subject = (
+            f"node group {kwargs.get('nodegroupName')!r} of {self._cluster_subject(str(kwargs.get('clusterName')))}"
+        )
+        with _aws("eks:CreateNodegroup", subject):
+            return dict(self._eks.create_nodegroup(**kwargs)["nodegroup"])

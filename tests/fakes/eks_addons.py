@@ -1,0 +1,174 @@
+"""A project-owned stand-in for the three EKS add-on operations moto 5 does not implement.
+
+DescribeAddon, UpdateAddon and DescribeUpdate (for add-on updates) are answered in-process through
+botocore's `before-send` event, so the real boto3 client still builds, signs and parses every request:
+only the HTTP exchange is replaced. Handlers are registered for the specific operation events, which
+botocore runs before moto's catch-all `before-send` hook, so the two coexist under `mock_aws`.
+
+Stateful, like EKS: add-ons per cluster; UpdateAddon stores configurationValues/addonVersion, answers
+an update "InProgress", and the next DescribeUpdate of it reports "Successful" (the add-on goes back to
+ACTIVE then). Shapes follow the EKS API reference (rest-json; errors carry `x-amzn-ErrorType`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from botocore.awsrequest import AWSResponse
+
+ACCOUNT = "123456789012"
+
+
+class _Raw(io.BytesIO):
+    """The raw body botocore reads from (`AWSResponse.content` calls `raw.stream()`)."""
+
+    def stream(self, **_: Any) -> Any:
+        yield self.getvalue()
+
+
+@dataclass
+class FakeEksAddons:
+    region: str = "ap-southeast-2"
+    addons: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    updates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)  # operation names, in order
+
+    # -- seeding and inspection ------------------------------------------------------------------
+
+    def put_addon(
+        self,
+        cluster: str,
+        name: str = "vpc-cni",
+        *,
+        version: str = "v1.18.1-eksbuild.1",
+        configuration_values: str = "",
+        status: str = "ACTIVE",
+    ) -> dict[str, Any]:
+        now = time.time()
+        addon: dict[str, Any] = {
+            "addonName": name,
+            "clusterName": cluster,
+            "status": status,
+            "addonVersion": version,
+            "health": {"issues": []},
+            "addonArn": f"arn:aws:eks:{self.region}:{ACCOUNT}:addon/{cluster}/{name}/{uuid.uuid4()}",
+            "createdAt": now,
+            "modifiedAt": now,
+            "tags": {},
+        }
+        if configuration_values:
+            addon["configurationValues"] = configuration_values
+        self.addons[(cluster, name)] = addon
+        return addon
+
+    def addon(self, cluster: str, name: str = "vpc-cni") -> dict[str, Any] | None:
+        return self.addons.get((cluster, name))
+
+    # -- wiring ------------------------------------------------------------------------------------
+
+    def install(self, session_or_client: Any) -> FakeEksAddons:
+        """Hook into a boto3 Session (before its clients are created) or an existing client."""
+        meta = getattr(session_or_client, "meta", None)
+        events = meta.events if meta is not None and hasattr(meta, "events") else session_or_client.events
+        for op, handler in (
+            ("DescribeAddon", self._describe_addon),
+            ("UpdateAddon", self._update_addon),
+            ("DescribeUpdate", self._describe_update),
+        ):
+            events.register_first(f"before-send.eks.{op}", handler, unique_id=f"cidrx-fake-eks-{op}-{id(self)}")
+        return self
+
+    # -- handlers ----------------------------------------------------------------------------------
+
+    def _describe_addon(self, request: Any, **_: Any) -> AWSResponse:
+        self.calls.append("DescribeAddon")
+        cluster, _addons, name = _path(request)[1:4]
+        addon = self.addons.get((cluster, name))
+        if addon is None:
+            return _error(request, 404, "ResourceNotFoundException", f"No addon: {name} found in cluster: {cluster}")
+        return _ok(request, {"addon": addon})
+
+    def _update_addon(self, request: Any, **_: Any) -> AWSResponse:
+        self.calls.append("UpdateAddon")
+        cluster, _addons, name = _path(request)[1:4]
+        addon = self.addons.get((cluster, name))
+        if addon is None:
+            return _error(request, 404, "ResourceNotFoundException", f"No addon: {name} found in cluster: {cluster}")
+        body = json.loads(request.body or b"{}")
+        params = []
+        values = body.get("configurationValues")
+        if values is not None:
+            # EKS validates against the add-on's schema (JSON or YAML); the fake accepts JSON only.
+            try:
+                json.loads(values)
+            except ValueError:
+                return _error(request, 400, "InvalidParameterException", "configurationValues is not valid JSON")
+            addon["configurationValues"] = values
+            params.append({"type": "ConfigurationValues", "value": values})
+        if body.get("addonVersion"):
+            addon["addonVersion"] = body["addonVersion"]
+            params.append({"type": "AddonVersion", "value": body["addonVersion"]})
+        if body.get("resolveConflicts"):
+            params.append({"type": "ResolveConflicts", "value": body["resolveConflicts"]})
+        addon["status"] = "UPDATING"
+        addon["modifiedAt"] = time.time()
+        update: dict[str, Any] = {
+            "id": str(uuid.uuid4()),
+            "status": "InProgress",
+            "type": "AddonUpdate",
+            "params": params,
+            "createdAt": time.time(),
+            "errors": [],
+        }
+        self.updates[update["id"]] = {"update": update, "cluster": cluster, "addon": name}
+        return _ok(request, {"update": update})
+
+    def _describe_update(self, request: Any, **_: Any) -> AWSResponse:
+        self.calls.append("DescribeUpdate")
+        parts = _path(request)
+        cluster, update_id = parts[1], parts[3]
+        addon_name = (parse_qs(urlsplit(request.url).query).get("addonName") or [None])[0]
+        entry = self.updates.get(update_id)
+        if entry is None or entry["cluster"] != cluster or (addon_name and entry["addon"] != addon_name):
+            return _error(request, 404, "ResourceNotFoundException", f"No update found for ID: {update_id}")
+        update = entry["update"]
+        if update["status"] == "InProgress":
+            update["status"] = "Successful"
+            addon = self.addons.get((cluster, entry["addon"]))
+            if addon is not None:
+                addon["status"] = "ACTIVE"
+        return _ok(request, {"update": update})
+
+
+def install(session_or_client: Any, fake: FakeEksAddons | None = None) -> FakeEksAddons:
+    """Answer the EKS add-on operations of `session_or_client` from `fake` (a new one by default)."""
+    return (fake or FakeEksAddons()).install(session_or_client)
+
+
+def _path(request: Any) -> list[str]:
+    """URL path segments after the leading slash: ["clusters", name, "addons"|"updates", id, ...]."""
+    return [unquote(p) for p in urlsplit(request.url).path.split("/")[1:]]
+
+
+def raw_response(url: str, status: int, body: bytes, headers: dict[str, str]) -> AWSResponse:
+    """An HTTP answer a `before-send` handler can return; also used by tests to replay AWS errors."""
+    all_headers: Any = {"x-amzn-RequestId": str(uuid.uuid4()), **headers}  # AWSResponse wraps it in HTTPHeaders
+    return AWSResponse(url, status, all_headers, _Raw(body))
+
+
+def _response(request: Any, status: int, headers: dict[str, str], body: dict[str, Any]) -> AWSResponse:
+    return raw_response(request.url, status, json.dumps(body).encode(), {"Content-Type": "application/json", **headers})
+
+
+def _ok(request: Any, body: dict[str, Any]) -> AWSResponse:
+    return _response(request, 200, {}, body)
+
+
+def _error(request: Any, status: int, code: str, message: str) -> AWSResponse:
+    return _response(request, status, {"x-amzn-ErrorType": f"{code}:"}, {"message": message})
