@@ -1,0 +1,721 @@
+"""The one module that talks to the Kubernetes API (through lightkube), for every provider.
+
+Why it exists: collection must stay fast and small on a 2,000-node, 60,000-pod cluster (DESIGN.md §7), and
+apply steps must write with optimistic concurrency. So reads are paginated list calls only (never a GET per
+object), decoded straight from the response bytes into compact msgspec records that hold only the fields
+cidrx reads, and yielded as plain dicts shaped like the Kubernetes objects (trimmed); custom resources are
+yielded whole, as plain dicts. Writes are guarded by resourceVersion (409 -> `Conflict`) or by a JSON-patch
+`test` (422 -> `PatchTestFailed`). Every failure goes through `KubeApi._translate`, so callers see
+cidrx errors that say what to grant or fix.
+
+lightkube is imported inside functions only, so `import cidrx.kube.api` (and `cidrx --help`) stays cheap.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import msgspec
+
+from cidrx.errors import AccessDenied, CidrxError, CloudError
+
+if TYPE_CHECKING:
+    from lightkube import Client, SingleConfig
+
+JSON = dict[str, Any]
+CHUNK_SIZE = 500  # items per list page (limit/continue)
+TIMEOUT = 30.0  # seconds per request; connecting gets at most CONNECT_TIMEOUT
+CONNECT_TIMEOUT = 5.0
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+NETWORK_STATUS = "k8s.v1.cni.cncf.io/network-status"
+NETWORKS_STATUS = "k8s.v1.cni.cncf.io/networks-status"  # the Multus name before network-status
+
+
+class KubeUnavailable(AccessDenied):
+    """No Kubernetes configuration, or the API server cannot be reached (collection degrades, never fails)."""
+
+
+class Conflict(CloudError):
+    """A write lost a race: stale resourceVersion, failed delete precondition, or the object already exists."""
+
+
+class AlreadyExists(Conflict):
+    """Create of an object whose name is taken."""
+
+
+class PatchTestFailed(Conflict):
+    """A JSON patch was rejected with 422: a `test` op failed (or a path it touches no longer exists)."""
+
+
+class NotFound(CloudError):
+    """The object (or the whole resource type) does not exist."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Compact records: only what cidrx reads. Unknown fields are skipped while decoding, so a pod costs a
+# few hundred bytes instead of several kilobytes.
+# --------------------------------------------------------------------------------------------------
+
+
+class _Struct(msgspec.Struct, omit_defaults=True):
+    pass
+
+
+class _Condition(_Struct):
+    type: str = ""
+    status: str = ""
+    reason: str | None = None
+
+
+class _Address(_Struct):
+    type: str = ""
+    address: str = ""
+
+
+class _Allocatable(_Struct):
+    pods: str | int | None = None
+
+
+class _NodeMeta(_Struct):
+    name: str = ""
+    creationTimestamp: str | None = None
+    labels: dict[str, str] | None = None
+
+
+class _NodeSpec(_Struct):
+    podCIDR: str | None = None
+    podCIDRs: list[str] | None = None
+    providerID: str | None = None
+
+
+class _NodeStatus(_Struct):
+    conditions: list[_Condition] | None = None
+    addresses: list[_Address] | None = None
+    allocatable: _Allocatable | None = None
+
+
+class NodeRecord(_Struct):
+    metadata: _NodeMeta | None = None
+    spec: _NodeSpec | None = None
+    status: _NodeStatus | None = None
+
+
+class _PodAnnotations(_Struct):
+    network_status: str | None = msgspec.field(name=NETWORK_STATUS, default=None)
+    networks_status: str | None = msgspec.field(name=NETWORKS_STATUS, default=None)
+
+
+class _PodMeta(_Struct):
+    name: str = ""
+    namespace: str | None = None
+    uid: str | None = None
+    creationTimestamp: str | None = None
+    annotations: _PodAnnotations | None = None
+
+
+class _PodSpec(_Struct):
+    nodeName: str | None = None
+    hostNetwork: bool | None = None
+
+
+class _Waiting(_Struct):
+    reason: str | None = None
+
+
+class _ContainerState(_Struct):
+    waiting: _Waiting | None = None
+
+
+class _ContainerStatus(_Struct):
+    name: str = ""
+    state: _ContainerState | None = None
+
+
+class _PodIP(_Struct):
+    ip: str = ""
+
+
+class _PodStatus(_Struct):
+    phase: str | None = None
+    podIP: str | None = None
+    podIPs: list[_PodIP] | None = None
+    conditions: list[_Condition] | None = None
+    containerStatuses: list[_ContainerStatus] | None = None
+
+
+class PodRecord(_Struct):
+    metadata: _PodMeta | None = None
+    spec: _PodSpec | None = None
+    status: _PodStatus | None = None
+
+
+class _EventMeta(_Struct):
+    name: str = ""
+    namespace: str | None = None
+
+
+class _ObjectRef(_Struct):
+    kind: str = ""
+    namespace: str | None = None
+    name: str = ""
+
+
+class _EventSource(_Struct):
+    component: str | None = None
+    host: str | None = None
+
+
+class _EventSeries(_Struct):
+    count: int | None = None
+    lastObservedTime: str | None = None
+
+
+class EventRecord(_Struct):
+    metadata: _EventMeta | None = None
+    involvedObject: _ObjectRef | None = None
+    reason: str | None = None
+    type: str | None = None
+    message: str | None = None
+    count: int | None = None
+    firstTimestamp: str | None = None
+    lastTimestamp: str | None = None
+    eventTime: str | None = None
+    series: _EventSeries | None = None
+    source: _EventSource | None = None
+    reportingComponent: str | None = None
+
+
+class _ApiGroup(_Struct):
+    name: str = ""
+
+
+class _ApiGroupList(_Struct):
+    groups: list[_ApiGroup] = msgspec.field(default_factory=list)
+
+
+class _Rows(NamedTuple):
+    node: type[Any]
+    pod: type[Any]
+    event: type[Any]
+
+
+@cache
+def _rows() -> _Rows:
+    """lightkube resource classes that decode list pages into the compact records above.
+
+    lightkube 1.x decodes list items of a msgspec.Struct resource class directly from the page bytes
+    (core/decoders.py), so these cost no intermediate dicts. Namespaced ones must subclass
+    NamespacedResourceG for lightkube to build the all-namespaces list path.
+    """
+    from lightkube.core import resource as r
+
+    def info(kind: str, plural: str) -> r.ApiInfo:
+        return r.ApiInfo(resource=r.ResourceDef("", "v1", kind), plural=plural, verbs=["list", "global_list"])
+
+    class NodeRows(r.GlobalResource, NodeRecord):
+        _api_info = info("Node", "nodes")
+
+    class PodRows(r.NamespacedResourceG, PodRecord):
+        _api_info = info("Pod", "pods")
+
+    class EventRows(r.NamespacedResourceG, EventRecord):
+        _api_info = info("Event", "events")
+
+    return _Rows(NodeRows, PodRows, EventRows)
+
+
+@cache
+def _dict_resource(group: str, version: str, plural: str, namespaced: bool, kind: str = "") -> type[Any]:
+    """A lightkube resource class whose objects are plain dicts (any group, core and apps included).
+
+    Not put in lightkube's global resource registry, so it cannot clash with classes others register.
+    A cluster-scoped class also serves cluster-wide lists of namespaced types: the path is the same.
+    """
+    from lightkube.generic_resource import GenericGlobalResource, GenericNamespacedResource, create_api_info
+
+    base = GenericNamespacedResource if namespaced else GenericGlobalResource
+    name = f"Cidrx{kind or plural.title()}"
+    return type(name, (base,), {"_api_info": create_api_info(group, version, kind or plural, plural)})
+
+
+# --------------------------------------------------------------------------------------------------
+# Kubeconfig resolution
+# --------------------------------------------------------------------------------------------------
+
+_PATH_KEYS = {"cluster": ("certificate-authority",), "user": ("client-certificate", "client-key", "tokenFile")}
+
+
+def _read_kubeconfig(path: Path) -> JSON:
+    import yaml
+
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise KubeUnavailable(f"cannot read kubeconfig {path}: {_one_line(str(exc))}") from None
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise KubeUnavailable(f"kubeconfig {path} is not a kubeconfig (expected a mapping)")
+    return doc
+
+
+def _merge_kubeconfigs(paths: Sequence[Path]) -> JSON:
+    """Merge like kubectl: the first file to define a name (or current-context) wins.
+
+    Relative file paths inside each file are made absolute against that file's directory.
+    """
+    merged: JSON = {"clusters": [], "contexts": [], "users": []}
+    seen: dict[str, set[str]] = {"clusters": set(), "contexts": set(), "users": set()}
+    for path in paths:
+        doc = _read_kubeconfig(path)
+        if not merged.get("current-context") and doc.get("current-context"):
+            merged["current-context"] = doc["current-context"]
+        for section, inner in (("clusters", "cluster"), ("contexts", "context"), ("users", "user")):
+            for entry in doc.get(section) or []:
+                if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                    continue
+                if entry["name"] in seen[section]:
+                    continue
+                seen[section].add(entry["name"])
+                body = dict(entry.get(inner) or {})
+                for key in _PATH_KEYS.get(inner, ()):
+                    if isinstance(body.get(key), str) and not Path(body[key]).expanduser().is_absolute():
+                        body[key] = str(path.parent / body[key])
+                merged[section].append({"name": entry["name"], inner: body})
+    return merged
+
+
+def _kubeconfig_paths(kubeconfig: str | None) -> tuple[list[Path], str] | None:
+    """Explicit path, else $KUBECONFIG (a path list), else ~/.kube/config; None when there is none."""
+    if kubeconfig:
+        path = Path(kubeconfig).expanduser()
+        if not path.is_file():
+            raise KubeUnavailable(f"kubeconfig {kubeconfig} not found")
+        return [path], str(path)
+    env = os.environ.get("KUBECONFIG", "")
+    if env:
+        paths = [Path(p).expanduser() for p in env.split(os.pathsep) if p]
+        existing = [p for p in paths if p.is_file()]
+        if not existing:
+            raise KubeUnavailable(f"no file named by $KUBECONFIG={env} exists")
+        return existing, os.pathsep.join(str(p) for p in existing)
+    default = Path("~/.kube/config").expanduser()
+    if default.is_file():
+        return [default], str(default)
+    return None
+
+
+def _in_cluster() -> bool:
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and (SERVICE_ACCOUNT / "token").is_file()
+
+
+def load_config(kubeconfig: str | None, context: str | None) -> tuple[SingleConfig, str]:
+    """The connection settings to use and the context name to report, by standard kubeconfig resolution.
+
+    Raises KubeUnavailable when there is no configuration at all, AccessDenied when `context` (or the
+    current-context) is not defined.
+    """
+    from lightkube import ConfigError, KubeConfig
+    from lightkube.config.models import User
+
+    found = _kubeconfig_paths(kubeconfig)
+    if found is None:
+        if not _in_cluster():
+            raise KubeUnavailable(
+                "no Kubernetes configuration: --kubeconfig not given, $KUBECONFIG not set, ~/.kube/config "
+                "missing, and not running in a pod",
+                hint="pass --kubeconfig/--context, or --no-kube to skip in-cluster checks",
+            )
+        if context:
+            raise AccessDenied(f"context {context} not found: running in a pod with no kubeconfig")
+        try:
+            single = KubeConfig.from_service_account(str(SERVICE_ACCOUNT)).get()
+        except (ConfigError, KeyError, OSError) as exc:
+            raise KubeUnavailable(f"in-cluster configuration unusable: {_one_line(str(exc))}") from None
+        assert single is not None
+        return single, "in-cluster"
+    paths, label = found
+    doc = _merge_kubeconfigs(paths)
+    name = context or doc.get("current-context")
+    if not name:
+        raise KubeUnavailable(f"kubeconfig {label} has no current-context", hint="pass --context")
+    contexts = {c["name"]: c["context"] for c in doc["contexts"]}
+    if name not in contexts:
+        raise AccessDenied(
+            f"context {name} not found in kubeconfig {label}",
+            hint=f"contexts there: {', '.join(sorted(contexts)) or 'none'}",
+        )
+    ctx = contexts[name]
+    if ctx.get("cluster") not in {c["name"] for c in doc["clusters"]}:
+        raise AccessDenied(
+            f"context {name} in kubeconfig {label} names cluster {ctx.get('cluster')!r}, not defined there"
+        )
+    if ctx.get("user") and ctx["user"] not in {u["name"] for u in doc["users"]}:
+        raise AccessDenied(f"context {name} in kubeconfig {label} names user {ctx['user']!r}, not defined there")
+    try:
+        single = KubeConfig.from_dict(doc, fname=paths[0]).get(name)
+    except (ConfigError, KeyError, msgspec.ValidationError) as exc:
+        raise KubeUnavailable(f"kubeconfig {label} is not valid: {_one_line(str(exc))}") from None
+    assert single is not None
+    if single.user is None:  # lightkube's HTTP adapter asserts a user; no user means no credentials
+        single = single._replace(user=User())
+    return single, name
+
+
+# --------------------------------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------------------------------
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class _Call:
+    """What a request was doing, for error messages: an RBAC verb on a resource, a scope, an object."""
+
+    verb: str
+    group: str
+    plural: str
+    namespace: str | None = None
+    name: str | None = None
+    what: str = ""  # overrides the resource description (discovery)
+
+    @property
+    def resource(self) -> str:
+        return self.what or (f"{self.plural}.{self.group}" if self.group else self.plural)
+
+    @property
+    def subject(self) -> str:
+        if self.what:
+            return self.what
+        if self.name is not None:
+            where = f" in namespace {self.namespace}" if self.namespace else ""
+            return f'{self.resource} "{self.name}"{where}'
+        scope = f"in namespace {self.namespace}" if self.namespace else "at cluster scope"
+        return f"{self.resource} {scope}"
+
+
+def _status_of(exc: BaseException) -> tuple[int, str, str] | None:
+    """(HTTP code, Status reason, message) of an HTTP error response, or None."""
+    import httpx2
+    from lightkube import ApiError
+
+    if isinstance(exc, ApiError):
+        status = exc.status
+        return (exc.response.status_code, status.reason or "", status.message or "")
+    # lightkube turns an error into ApiError only when Content-Type is exactly application/json;
+    # anything else (a proxy's HTML page, "application/json; charset=utf-8") stays an HTTPStatusError.
+    if isinstance(exc, httpx2.HTTPStatusError):
+        response = exc.response
+        try:
+            body = msgspec.json.decode(response.content)
+        except msgspec.DecodeError:
+            return (response.status_code, "", response.text[:300])
+        if isinstance(body, dict):
+            return (response.status_code, str(body.get("reason") or ""), str(body.get("message") or ""))
+        return (response.status_code, "", response.text[:300])
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
+# The client
+# --------------------------------------------------------------------------------------------------
+
+
+class KubeApi:
+    """A connected Kubernetes API client: paginated reads as plain dicts, guarded writes.
+
+    `KubeApi(kubeconfig, context)` and `KubeApi.connect(kubeconfig, context)` are the same; neither
+    touches the network (the first request does). Close it (or use `with`) to release the connection.
+    """
+
+    def __init__(
+        self,
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        *,
+        chunk_size: int = CHUNK_SIZE,
+        timeout: float = TIMEOUT,
+    ) -> None:
+        import httpx2
+        from lightkube import Client, ConfigError
+
+        config, self.context = load_config(kubeconfig, context)
+        self.server: str = config.cluster.server
+        self.chunk_size = chunk_size
+        try:
+            self._client: Client = Client(
+                config=config,
+                timeout=httpx2.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT)),
+                field_manager="cidrx",
+            )
+        except ConfigError as exc:  # e.g. an auth-provider user (removed from kubectl too)
+            raise AccessDenied(
+                f"context {self.context}: {_one_line(str(exc))}",
+                hint="use an exec credential plugin (gke-gcloud-auth-plugin, aws eks get-token)",
+            ) from None
+        except OSError as exc:  # unreadable CA / client certificate files
+            raise KubeUnavailable(f"context {self.context}: {_one_line(str(exc))}") from None
+
+    @classmethod
+    def connect(
+        cls,
+        kubeconfig: str | None,
+        context: str | None,
+        *,
+        chunk_size: int = CHUNK_SIZE,
+        timeout: float = TIMEOUT,
+    ) -> KubeApi:
+        return cls(kubeconfig, context, chunk_size=chunk_size, timeout=timeout)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> KubeApi:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # ---- errors ---------------------------------------------------------------------------------
+
+    def _translate(self, exc: BaseException, call: _Call) -> CidrxError | None:
+        """The one place a client/transport failure becomes a cidrx error; None: not ours, re-raise."""
+        import httpx2
+        from lightkube import ConfigError
+
+        if isinstance(exc, CidrxError):
+            return exc
+        status = _status_of(exc)
+        if status is not None:
+            code, reason, message = status
+            said = _one_line(message) or f"HTTP {code}"
+            if code == 401:
+                return AccessDenied(
+                    f"unauthorized: the Kubernetes API at {self.server} rejected the credentials of context "
+                    f"{self.context}",
+                    hint="refresh them (aws eks update-kubeconfig, gcloud container clusters get-credentials)",
+                )
+            if code == 403:
+                group = f'"{call.group}"'
+                return AccessDenied(
+                    f"forbidden: cannot {call.verb} {call.subject}",
+                    hint=f"grant verb {call.verb} on resource {call.plural or call.what} in apiGroup {group} "
+                    f"to the identity of context {self.context}; the server said: {said}",
+                )
+            if code == 404:
+                return NotFound(f"{call.subject} not found ({said})")
+            if code == 409:
+                cls = AlreadyExists if reason == "AlreadyExists" else Conflict
+                return cls(f"cannot {call.verb} {call.subject}: {said}", hint="re-read it and decide again")
+            if code == 422 and call.verb == "patch":
+                return PatchTestFailed(f"cannot patch {call.subject}: {said}", hint="re-read it and decide again")
+            if code == 410:
+                return CloudError(
+                    f"cannot {call.verb} {call.subject}: {said}",
+                    hint="the list took longer than the API server keeps its continue token; run again",
+                )
+            if code == 429:
+                return CloudError(f"the Kubernetes API at {self.server} is throttling requests: {said}")
+            return CloudError(f"the Kubernetes API at {self.server} failed to {call.verb} {call.subject}: {said}")
+        if isinstance(exc, httpx2.TransportError):
+            detail = _one_line(str(exc)) or type(exc).__name__
+            return KubeUnavailable(
+                f"cannot reach the Kubernetes API at {self.server} (context {self.context}): {detail}",
+                hint="check network access to the cluster endpoint, or pass --no-kube",
+            )
+        if isinstance(exc, ConfigError | FileNotFoundError):  # exec credential plugin failed / missing
+            return AccessDenied(
+                f"cannot get credentials for context {self.context}: {_one_line(str(exc))}",
+                hint="log in again (aws sso login, gcloud auth login) and check the plugin is on PATH",
+            )
+        if isinstance(exc, msgspec.ValidationError | msgspec.DecodeError):
+            return CloudError(f"unexpected answer to {call.verb} {call.subject} from {self.server}: {exc}")
+        return None
+
+    @contextmanager
+    def _guard(self, call: _Call) -> Iterator[None]:
+        try:
+            yield
+        except Exception as exc:
+            mapped = self._translate(exc, call)
+            if mapped is None or mapped is exc:
+                raise
+            raise mapped from exc
+
+    # ---- reads ----------------------------------------------------------------------------------
+
+    def api_groups(self) -> set[str]:
+        """Names of the API groups the server serves (one GET /apis)."""
+        with self._guard(_Call("get", "", "", what="API discovery (/apis)")):
+            generic = self._client._client  # lightkube has no discovery call; use its HTTP client
+            response = generic.send(generic._client.build_request("GET", "/apis"))
+            response.raise_for_status()
+            found = msgspec.json.decode(response.content, type=_ApiGroupList)
+        return {g.name for g in found.groups if g.name}
+
+    def _list_records(
+        self, res: type[Any], call: _Call, fields: dict[str, Any] | None = None, *, namespaced: bool = True
+    ) -> Iterator[JSON]:
+        from lightkube import ALL_NS
+
+        to_builtins = msgspec.to_builtins
+        namespace = ALL_NS if namespaced else None
+        with self._guard(call):
+            for item in self._client.list(res, namespace=namespace, chunk_size=self.chunk_size, fields=fields):
+                yield to_builtins(item)
+
+    def iter_nodes(self) -> Iterator[JSON]:
+        """Every node, trimmed to name/creationTimestamp/labels, podCIDR(s), conditions, addresses, allocatable."""
+        yield from self._list_records(_rows().node, _Call("list", "", "nodes"), namespaced=False)
+
+    def iter_pods(self, field_selector: str | None = None) -> Iterator[JSON]:
+        """Pods in all namespaces, trimmed to: metadata name/namespace/uid/creationTimestamp and the Multus
+        network-status annotations; spec nodeName/hostNetwork; status phase/podIP(s)/conditions and
+        containerStatuses[].state.waiting.reason. `field_selector`: e.g. "status.phase!=Succeeded"."""
+        yield from self._list_records(_rows().pod, _Call("list", "", "pods"), _fields(field_selector))
+
+    def iter_events(self, reason: str) -> Iterator[JSON]:
+        """Events of one reason in all namespaces (fieldSelector reason=X), trimmed to what KubeEvent keeps."""
+        yield from self._list_records(_rows().event, _Call("list", "", "events"), _fields(f"reason={reason}"))
+
+    def iter_custom(self, group: str, version: str, plural: str, namespace: str | None = None) -> Iterator[JSON]:
+        """Every object of a resource type (cluster-wide, or in `namespace`) as a plain dict.
+
+        A resource type the server does not serve (CRD not installed) yields nothing.
+        """
+        res = _dict_resource(group, version, plural, namespace is not None)
+        call = _Call("list", group, plural, namespace)
+        try:
+            with self._guard(call):
+                for item in self._client.list(res, namespace=namespace, chunk_size=self.chunk_size):
+                    yield dict(item)
+        except NotFound:
+            return
+
+    def get_custom(self, group: str, version: str, plural: str, name: str, namespace: str | None = None) -> JSON | None:
+        """One object as a plain dict; None when it (or its resource type) does not exist."""
+        res = _dict_resource(group, version, plural, namespace is not None)
+        try:
+            with self._guard(_Call("get", group, plural, namespace, name)):
+                return dict(self._client.get(res, name, namespace=namespace))
+        except NotFound:
+            return None
+
+    def get_daemonset(self, namespace: str, name: str) -> JSON | None:
+        """The whole DaemonSet (for a later guarded replace), or None."""
+        return self.get_custom("apps", "v1", "daemonsets", name, namespace)
+
+    # ---- writes ---------------------------------------------------------------------------------
+
+    def create_custom(self, group: str, version: str, plural: str, kind: str, obj: Mapping[str, Any]) -> JSON:
+        """Create `obj` (namespaced when its metadata names a namespace); AlreadyExists when the name is taken."""
+        body = {**obj, "apiVersion": f"{group}/{version}" if group else version, "kind": kind}
+        namespace = (body.get("metadata") or {}).get("namespace")
+        res = _dict_resource(group, version, plural, namespace is not None, kind)
+        name = (body.get("metadata") or {}).get("name")
+        with self._guard(_Call("create", group, plural, namespace, name)):
+            return dict(self._client.create(res(body)))
+
+    def replace_custom(self, group: str, version: str, plural: str, obj: Mapping[str, Any]) -> JSON:
+        """Replace `obj` guarded by its metadata.resourceVersion: Conflict when someone wrote it since."""
+        meta = obj.get("metadata") or {}
+        if not meta.get("resourceVersion"):
+            raise ValueError(f"replace of {plural} {meta.get('name')!r} needs metadata.resourceVersion")
+        namespace = meta.get("namespace")
+        res = _dict_resource(group, version, plural, namespace is not None)
+        with self._guard(_Call("update", group, plural, namespace, meta.get("name"))):
+            return dict(self._client.replace(res(obj)))
+
+    def replace_daemonset(self, obj: Mapping[str, Any]) -> JSON:
+        """Replace a DaemonSet read with get_daemonset, guarded by its resourceVersion."""
+        return self.replace_custom("apps", "v1", "daemonsets", obj)
+
+    def json_patch(
+        self,
+        group: str,
+        version: str,
+        plural: str,
+        name: str,
+        ops: Sequence[Mapping[str, Any]],
+        namespace: str | None = None,
+    ) -> JSON:
+        """Apply an RFC 6902 JSON patch; PatchTestFailed on 422 (start `ops` with a `test` of
+        /metadata/resourceVersion to make it a compare-and-swap)."""
+        from lightkube.types import PatchType
+
+        res = _dict_resource(group, version, plural, namespace is not None)
+        body = [dict(op) for op in ops]
+        with self._guard(_Call("patch", group, plural, namespace, name)):
+            patched = self._client.patch(res, name, body, namespace=namespace, patch_type=PatchType.JSON)
+            return dict(patched)
+
+    def delete_custom(
+        self,
+        group: str,
+        version: str,
+        plural: str,
+        name: str,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+    ) -> bool:
+        """Delete one object; False when it was already gone. With `resource_version`, only that version
+        is deleted (a DeleteOptions precondition): Conflict when the object changed since it was read."""
+        res = _dict_resource(group, version, plural, namespace is not None)
+        try:
+            with self._guard(_Call("delete", group, plural, namespace, name)):
+                if resource_version is None:
+                    self._client.delete(res, name, namespace=namespace)
+                    return True
+                # lightkube's delete sends no body; build its request and add the DeleteOptions.
+                generic = self._client._client
+                request = generic.prepare_request("delete", res=res, name=name, namespace=namespace)
+                request.data = {
+                    "apiVersion": "v1",
+                    "kind": "DeleteOptions",
+                    "preconditions": {"resourceVersion": resource_version},
+                }
+                generic.send(generic.build_adapter_request(request)).raise_for_status()
+                return True
+        except NotFound:
+            return False
+
+
+def _fields(selector: str | None) -> dict[str, Any] | None:
+    """A field-selector string ("a=b,c!=d,c!=e") as lightkube's selector mapping."""
+    if not selector:
+        return None
+    from lightkube import operators
+
+    equal: dict[str, str] = {}
+    unequal: dict[str, list[str]] = {}
+    for part in (p.strip() for p in selector.split(",")):
+        if not part:
+            continue
+        if "!=" in part:
+            key, value = part.split("!=", 1)
+            unequal.setdefault(key.strip(), []).append(value.strip())
+            continue
+        key, sep, value = part.replace("==", "=", 1).partition("=")
+        if not sep or key.strip() in equal:
+            raise ValueError(f"unsupported field selector {selector!r}")
+        equal[key.strip()] = value.strip()
+    out: dict[str, Any] = {k: operators.equal(v) for k, v in equal.items()}
+    for key, values in unequal.items():
+        if key in out:
+            raise ValueError(f"unsupported field selector {selector!r}: {key} has both = and !=")
+        out[key] = operators.not_equal(values[0]) if len(values) == 1 else operators.not_in(values)
+    return out

@@ -1,0 +1,233 @@
+"""Collect the in-cluster part of a snapshot (KubeSection), the same way for every provider.
+
+Two layers: `collect_kube` / `collect_with` do the I/O through KubeApi (list calls only), and
+`section_from` builds the section from iterables of plain dicts with small pure converters, so the
+conversion is testable from JSON and the records stay compact (only the fields the model keeps).
+An unreachable or unconfigured cluster gives `KubeSection(available=False, reason=...)`; access denied
+on a list cidrx needs is an error (exit 6), because a silently partial snapshot would mislead the plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from itertools import chain
+from typing import Any
+
+from cidrx.kube.api import KubeApi, KubeUnavailable
+from cidrx.kube.model import EniConfig, EnvVar, KubeEvent, KubeNode, KubePod, KubeSection, WorkloadEnv
+
+JSON = Mapping[str, Any]
+
+EVENT_REASONS = (
+    "FailedCreatePodSandBox",
+    "InsufficientFreeAddressesInSubnet",
+    "FailedScaleUp",
+    "NotTriggerScaleUp",
+    "FailedScheduling",
+    "CIDRNotAvailable",
+)
+ENICONFIG_GROUP, ENICONFIG_VERSION, ENICONFIG_PLURAL = "crd.k8s.amazonaws.com", "v1alpha1", "eniconfigs"
+AWS_NODE = ("kube-system", "aws-node", "aws-node")  # namespace, DaemonSet, container
+# Finished pods hold no address; leaving them out server-side keeps Job-heavy clusters' lists short.
+POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+
+ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
+POOL_LABELS = ("eks.amazonaws.com/nodegroup", "cloud.google.com/gke-nodepool", "alpha.eksctl.io/nodegroup-name")
+CLUSTER_SCOPED_KINDS = frozenset({"Node", "Namespace", "PersistentVolume"})
+
+
+def collect_kube(kubeconfig: str | None, context: str | None, *, provider: str) -> KubeSection:
+    """The cluster as cidrx needs it; `available=False` with a reason when it cannot be reached.
+
+    Raises AccessDenied when the context does not exist or a needed list is forbidden.
+    """
+    try:
+        api = KubeApi.connect(kubeconfig, context)
+    except KubeUnavailable as exc:
+        return KubeSection(available=False, reason=str(exc), context=context or "")
+    with api:
+        return collect_with(api, provider=provider)
+
+
+def collect_with(api: KubeApi, *, provider: str) -> KubeSection:
+    """Collect through an already connected `api` (one list per resource, one per event reason)."""
+    try:
+        groups = api.api_groups()
+        aws_node = api.get_daemonset(*AWS_NODE[:2]) if provider == "eks" else None
+        eniconfigs: Iterable[JSON] = ()
+        if ENICONFIG_GROUP in groups:
+            eniconfigs = api.iter_custom(ENICONFIG_GROUP, ENICONFIG_VERSION, ENICONFIG_PLURAL)
+        events = chain.from_iterable(api.iter_events(reason) for reason in EVENT_REASONS)
+        return section_from(
+            groups, api.iter_nodes(), api.iter_pods(POD_FIELD_SELECTOR), events, aws_node, eniconfigs, api.context
+        )
+    except KubeUnavailable as exc:
+        return KubeSection(available=False, reason=str(exc), context=api.context)
+
+
+def section_from(
+    api_groups: Iterable[str],
+    nodes: Iterable[JSON],
+    pods: Iterable[JSON],
+    events: Iterable[JSON],
+    aws_node: JSON | None,
+    eniconfigs: Iterable[JSON],
+    context: str,
+) -> KubeSection:
+    """A KubeSection from Kubernetes objects as dicts (whole or trimmed); sorted for a stable fingerprint."""
+    per_node: dict[str, int] = {}
+    waiting: list[KubePod] = []
+    for pod in pods:
+        node = pod_ip_node(pod)
+        if node:
+            per_node[node] = per_node.get(node, 0) + 1
+        w = waiting_pod_from(pod)
+        if w is not None:
+            waiting.append(w)
+    return KubeSection(
+        available=True,
+        context=context,
+        api_groups=tuple(sorted(set(api_groups))),
+        nodes=tuple(sorted((node_from(n) for n in nodes), key=lambda n: n.name)),
+        pods_per_node=dict(sorted(per_node.items())),
+        waiting_pods=tuple(sorted(waiting, key=lambda p: (p.namespace, p.name))),
+        events=tuple(
+            sorted((event_from(e) for e in events), key=lambda e: (e.reason, e.namespace, e.kind, e.name, e.last_seen))
+        ),
+        aws_node=workload_env_from(aws_node, AWS_NODE[2]) if aws_node is not None else None,
+        eniconfigs=tuple(sorted((eniconfig_from(e) for e in eniconfigs), key=lambda e: e.name)),
+    )
+
+
+# ---- converters -----------------------------------------------------------------------------------
+
+
+def _get(obj: JSON | None, *path: str) -> Any:
+    cur: Any = obj
+    for key in path:
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(key)
+    return cur
+
+
+def _first_label(labels: JSON, keys: Iterable[str]) -> str:
+    return next((str(labels[k]) for k in keys if labels.get(k)), "")
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def node_from(obj: JSON) -> KubeNode:
+    labels = _get(obj, "metadata", "labels") or {}
+    status = obj.get("status") or {}
+    conditions = status.get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    cidrs = _get(obj, "spec", "podCIDRs") or ([_get(obj, "spec", "podCIDR")] if _get(obj, "spec", "podCIDR") else [])
+    internal = next((a.get("address", "") for a in status.get("addresses") or [] if a.get("type") == "InternalIP"), "")
+    return KubeNode(
+        name=str(_get(obj, "metadata", "name") or ""),
+        zone=_first_label(labels, ZONE_LABELS),
+        instance_type=_first_label(labels, INSTANCE_TYPE_LABELS),
+        created=str(_get(obj, "metadata", "creationTimestamp") or ""),
+        ready=ready,
+        pod_cidrs=tuple(str(c) for c in cidrs),
+        internal_ip=str(internal),
+        allocatable_pods=_int_or_none(_get(status, "allocatable", "pods")),
+        pool=_first_label(labels, POOL_LABELS),
+    )
+
+
+def pod_ip_node(pod: JSON) -> str:
+    """The node whose pod addresses `pod` uses: scheduled, Running or Pending, not hostNetwork; else ""."""
+    node = _get(pod, "spec", "nodeName")
+    if not node or _get(pod, "spec", "hostNetwork"):
+        return ""
+    return str(node) if _get(pod, "status", "phase") in ("Running", "Pending") else ""
+
+
+def _waiting_reason(status: JSON) -> str:
+    for cs in status.get("containerStatuses") or []:
+        reason = _get(cs, "state", "waiting", "reason")
+        if reason:
+            return str(reason)
+    return ""
+
+
+def waiting_pod_from(pod: JSON) -> KubePod | None:
+    """A KubePod when `pod` waits: phase Pending, or no phase yet while a container is ContainerCreating."""
+    status = pod.get("status") or {}
+    phase = status.get("phase") or ""
+    container_reason = _waiting_reason(status)
+    if not (phase == "Pending" or (not phase and container_reason == "ContainerCreating")):
+        return None
+    scheduled: JSON = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), {})
+    reason = container_reason or scheduled.get("reason") or phase or "Pending"
+    return KubePod(
+        namespace=str(_get(pod, "metadata", "namespace") or ""),
+        name=str(_get(pod, "metadata", "name") or ""),
+        phase=phase,
+        node=str(_get(pod, "spec", "nodeName") or ""),
+        reason=str(reason),
+        created=str(_get(pod, "metadata", "creationTimestamp") or ""),
+    )
+
+
+def event_from(obj: JSON) -> KubeEvent:
+    involved = obj.get("involvedObject") or {}
+    kind = str(involved.get("kind") or "")
+    # A Node's events are stored in "default" but concern no namespace.
+    own_namespace = "" if kind in CLUSTER_SCOPED_KINDS else _get(obj, "metadata", "namespace")
+    namespace = involved.get("namespace") or own_namespace
+    series = obj.get("series") or {}
+    # events.k8s.io-style events (written by newer components, read here through core/v1) leave count and
+    # lastTimestamp empty and keep them in series; eventTime is the first occurrence, not the last.
+    count = obj.get("count") or series.get("count") or 1
+    last_seen = obj.get("lastTimestamp") or series.get("lastObservedTime") or obj.get("eventTime") or ""
+    source = _get(obj, "source", "component") or obj.get("reportingComponent") or obj.get("reportingController")
+    return KubeEvent(
+        namespace=str(namespace or ""),
+        kind=kind,
+        name=str(involved.get("name") or ""),
+        reason=str(obj.get("reason") or ""),
+        type=str(obj.get("type") or ""),
+        message=str(obj.get("message") or ""),
+        count=int(count),
+        last_seen=str(last_seen),
+        source=str(source or ""),
+    )
+
+
+def _containers(obj: JSON) -> Iterator[JSON]:
+    yield from _get(obj, "spec", "template", "spec", "containers") or []
+
+
+def workload_env_from(obj: JSON, container: str) -> WorkloadEnv | None:
+    """The env of `container` in a DaemonSet/Deployment; valueFrom entries are kept with value ""."""
+    found = next((c for c in _containers(obj) if c.get("name") == container), None)
+    if found is None:
+        return None
+    env = tuple(EnvVar(str(e.get("name", "")), str(e.get("value") or "")) for e in found.get("env") or [])
+    return WorkloadEnv(
+        namespace=str(_get(obj, "metadata", "namespace") or ""),
+        name=str(_get(obj, "metadata", "name") or ""),
+        container=container,
+        env=env,
+        resource_version=str(_get(obj, "metadata", "resourceVersion") or ""),
+    )
+
+
+def eniconfig_from(obj: JSON) -> EniConfig:
+    spec = obj.get("spec") or {}
+    return EniConfig(
+        name=str(_get(obj, "metadata", "name") or ""),
+        subnet=str(spec.get("subnet") or ""),
+        security_groups=tuple(str(g) for g in spec.get("securityGroups") or []),
+        created=str(_get(obj, "metadata", "creationTimestamp") or ""),
+        labels={str(k): str(v) for k, v in (_get(obj, "metadata", "labels") or {}).items()},
+    )
