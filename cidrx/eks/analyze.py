@@ -162,7 +162,11 @@ def _subnet_findings(uses: list[SubnetUse], cni: CniConfig) -> list[Finding]:
                 )
             )
     for az, az_uses in sorted(by_az.items()):
-        if all(u.subnet.available_ips < u.need for u in az_uses):
+        # A new node needs both its own address (node subnets) and, with custom networking, pod addresses
+        # from its zone's ENIConfig subnet: the AZ is stuck when either side has no subnet with room.
+        node_side = [u for u in az_uses if u.need_node]
+        pod_side = [u for u in az_uses if not u.need_node]
+        if any(side and all(u.subnet.available_ips < u.need for u in side) for side in (node_side, pod_side)):
             findings.append(
                 Finding(
                     "EKS-AZ-EXHAUSTED",
@@ -390,7 +394,8 @@ def _prefix_findings(uses: list[SubnetUse], cni: CniConfig, exhausted: bool) -> 
             for u in pods
             if u.free_28 == 0
         ]
-    if not exhausted:
+    full = [u for u in pods if u.subnet.available_ips < u.need]
+    if not exhausted or any(u.free_28 for u in full):
         return []
     return [
         Finding(

@@ -34,6 +34,7 @@ from cidrx.model.snapshot import Snapshot
 STRATEGIES = ("custom-networking", "prefix-delegation")
 DEFAULT_CIDR_PREFIX = 20  # the incident's 100.64.0.0/20: room to grow, cheap in 100.64/10
 ACTIVE_STATES = ("associated", "associating")
+SUBNET_MAX_PREFIX = 28  # CreateSubnet accepts /16 to /28
 
 
 @dataclass(frozen=True)
@@ -255,7 +256,7 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
     if add_nodes < 1:
         raise InvalidInput("--add-nodes must be at least 1")
     active = _active_cidrs(eks)
-    if len(active) >= eks.vpc_cidr_quota and not opts.cidr:
+    if len(active) >= eks.vpc_cidr_quota:
         raise InvalidInput(
             f"{eks.vpc.vpc_id} already has {len(active)} CIDR blocks (quota {eks.vpc_cidr_quota}); request a "
             "quota increase (L-83CA0A9D) first"
@@ -266,10 +267,12 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
         cidr = choose_cidr(eks, _cidr_prefix_for(add_nodes * per_node * 2, len(zones)))
     pieces = netmath.split_equal(cidr, len(zones))
     min_per_zone = per_node + netmath.AWS_RESERVED_PER_SUBNET
-    if usable_addresses(str(pieces[0])) < min_per_zone - netmath.AWS_RESERVED_PER_SUBNET:
+    # A /29 zone subnet may hold one node's pods, yet CreateSubnet rejects it.
+    too_small = pieces[0].prefixlen > SUBNET_MAX_PREFIX
+    if too_small or usable_addresses(str(pieces[0])) < min_per_zone - netmath.AWS_RESERVED_PER_SUBNET:
         raise InvalidInput(
-            f"{cidr} is too small: each of {len(zones)} zone subnets ({pieces[0]}) must hold at least one node's "
-            f"{per_node} pods"
+            f"{cidr} is too small: each of {len(zones)} zone subnets ({pieces[0]}) must be a /28 or larger and "
+            f"hold at least one node's {per_node} pods"
         )
     placement, placement_notes = _node_placement(eks, template, zones, template.max_size + add_nodes)
     cluster = eks.cluster.name
@@ -507,12 +510,16 @@ def _custom_networking_drift(plan: Plan, eks: EksSection, snapshot: Snapshot) ->
     problems: list[str] = []
     cidr = netmath.parse_cidr(b["cidr"])
     mine = plan.plan_id
+    ours_associated = any(c.cidr == str(cidr) and c.state in ACTIVE_STATES for c in eks.vpc.cidrs)
     for net, where in occupied_space(eks, ignore_plan=mine):
         if where.startswith(f"VPC {eks.vpc.vpc_id} CIDR") and net == cidr:
             continue  # our own association, made by an earlier run of this plan
+        if ours_associated and where.startswith("route to ") and net == cidr:
+            # Every route table of a VPC has one local route per VPC CIDR block (VPC User Guide, "Replace
+            # or restore the target for a local route"): our own association brings these along.
+            continue
         if netmath.overlaps(net, cidr):
             problems.append(f"{cidr} now overlaps {where}")
-    ours_associated = any(c.cidr == str(cidr) and c.state in ACTIVE_STATES for c in eks.vpc.cidrs)
     if not ours_associated and len(_active_cidrs(eks)) >= eks.vpc_cidr_quota:
         problems.append(f"{eks.vpc.vpc_id} has reached its CIDR block quota ({eks.vpc_cidr_quota})")
     tables = {rt.route_table_id for rt in eks.route_tables}
