@@ -174,6 +174,8 @@ def build_incident(ec2: Any, eks: Any, *, region: str = "ap-southeast-2", cluste
         TransitGatewayId=tgw, VpcId=vpc_id, SubnetIds=[subnet["PrivateSubnet01"], subnet["PrivateSubnet02"]]
     )
     ec2.create_route(RouteTableId=private_rt, DestinationCidrBlock=TGW_ROUTE, TransitGatewayId=tgw)
+    # Private subnets reach the internet (EKS endpoint, ECR) through a central egress VPC behind the TGW.
+    ec2.create_route(RouteTableId=private_rt, DestinationCidrBlock="0.0.0.0/0", TransitGatewayId=tgw)
 
     control_plane_sg = ec2.create_security_group(
         GroupName="eks-demo-ip-vpc-stack-ControlPlaneSecurityGroup",

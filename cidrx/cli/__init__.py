@@ -1,0 +1,86 @@
+"""The `cidrx` command: a click group with one module per command, run inside the single error boundary.
+
+`CidrxGroup.main` wraps click itself, so the console script, `python -m cidrx` and click's test runner all
+go through `boundary.run` and get the same exit codes (DESIGN.md §3).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from cidrx import __version__
+from cidrx.cli import boundary
+from cidrx.cli.diagnose import diagnose
+from cidrx.cli.expand import expand
+from cidrx.cli.snapshot import snapshot
+
+EXIT_CODES_HELP = """\b
+Exit codes:
+  0  success; diagnose found nothing at or above --fail-on
+  1  internal error (a bug: the message says where to report it)
+  2  usage or invalid input (bad flag or CIDR, unreadable/corrupt/edited file)
+  3  diagnose found problems at or above --fail-on (default: critical)
+  4  plan is stale: the cloud or cluster changed since it was made; nothing applied
+  5  apply stopped partway; running the same command again resumes
+  6  access: credentials missing, permission denied, target not found
+
+\b
+Every TARGET option can also be set as CIDRX_<OPTION>, e.g. CIDRX_EKS=1
+CIDRX_REGION=ap-southeast-2 CIDRX_CLUSTER=demo-ip.
+"""
+
+
+class CidrxGroup(click.Group):
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        # Verbosity must be known even when parsing fails before the group callback runs.
+        boundary.set_verbosity(1 if any(a in ("-v", "--verbose") or a.startswith("-vv") for a in argv) else 0)
+        code = boundary.run(
+            lambda: super(CidrxGroup, self).main(
+                argv, prog_name or "cidrx", complete_var, standalone_mode=False, **extra
+            )
+        )
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+@click.group(cls=CidrxGroup, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="cidrx", message="%(prog)s %(version)s")
+@click.option("-v", "--verbose", count=True, help="More detail on stderr; -v also shows tracebacks of bugs.")
+def cli(verbose: int) -> None:
+    """Find why Kubernetes pods cannot get IP addresses, then plan and apply the fix.
+
+    \b
+      cidrx diagnose --eks --region R --cluster C     what is full, and why
+      cidrx diagnose --snapshot FILE                  the same, offline
+      cidrx expand --eks ... --plan                   a reviewable fix plan
+      cidrx expand --apply PLAN.json --yes            carry it out (resumable)
+      cidrx snapshot --eks ... --out FILE             everything diagnose reads
+    """
+    import logging
+
+    boundary.set_verbosity(verbose)
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, stream=sys.stderr, format="cidrx: %(levelname)s: %(name)s: %(message)s")
+
+
+cli.add_command(diagnose)
+cli.add_command(snapshot)
+cli.add_command(expand)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli.main(prog_name="cidrx")

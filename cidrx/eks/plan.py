@@ -90,7 +90,8 @@ def _template(eks: EksSection, name: str | None) -> Nodegroup:
                 return ng
         known = ", ".join(ng.name for ng in eks.nodegroups)
         raise InvalidInput(f"node group {name!r} not found in cluster {eks.cluster.name} (known: {known})")
-    return max(eks.nodegroups, key=lambda ng: (ng.desired_size, ng.max_size, ng.name))
+    # Prefer groups cidrx did not make, so re-planning after an apply copies the user's own group.
+    return max(eks.nodegroups, key=lambda ng: (DIGEST_TAG not in ng.tags, ng.desired_size, ng.max_size, ng.name))
 
 
 def _zones(eks: EksSection, snapshot: Snapshot) -> list[str]:
@@ -118,22 +119,32 @@ def _route_table_for(eks: EksSection, az: str, placed: str | None) -> tuple[str,
     raise InvalidInput(f"no subnet of the cluster in {az} has a route table to copy")
 
 
-def _cidr_prefix_for(pods_needed: int, zones: int) -> int:
+def _cidr_prefixes_for(pods_needed: int, zones: int) -> tuple[int, int]:
+    """(preferred, largest acceptable) prefix lengths for a secondary CIDR holding `pods_needed` pod
+    addresses split over `zones` subnets: at least the needed size, /20 by default when less is needed."""
     per_zone = math.ceil(pods_needed / zones) + netmath.AWS_RESERVED_PER_SUBNET
-    zone_prefix = netmath.smallest_prefix_for(per_zone)
-    total = zone_prefix - math.ceil(math.log2(zones)) if zones > 1 else zone_prefix
-    return max(netmath.AWS_SECONDARY_MIN_PREFIX, min(total, DEFAULT_CIDR_PREFIX))
+    needed = netmath.smallest_prefix_for(per_zone) - math.ceil(math.log2(zones)) if zones > 1 else 0
+    if zones <= 1:
+        needed = netmath.smallest_prefix_for(per_zone)
+    if needed < netmath.AWS_SECONDARY_MIN_PREFIX:
+        raise InvalidInput(
+            f"{pods_needed} pod addresses do not fit one secondary CIDR (AWS allows /16 at most); "
+            "lower --add-nodes or run expand twice"
+        )
+    # One size up for headroom (so today's scale-up is not the next incident), /20 at least, /16 at most.
+    return max(netmath.AWS_SECONDARY_MIN_PREFIX, min(needed - 1, DEFAULT_CIDR_PREFIX)), needed
 
 
-def choose_cidr(eks: EksSection, prefix: int) -> IPv4Network:
+def choose_cidr(eks: EksSection, preferred: int, needed: int) -> IPv4Network:
+    """The first free block, largest preferred size first, that no occupied range touches and AWS allows."""
     occupied = [net for net, _ in occupied_space(eks)]
     primary = netmath.parse_cidr(eks.vpc.primary_cidr)
     spaces = netmath.aws_secondary_candidate_spaces(primary)
-    for pre in range(prefix, netmath.AWS_SECONDARY_MAX_PREFIX + 1):
+    for pre in range(preferred, needed + 1):
         found = netmath.first_free_block(pre, spaces, occupied)
         if found is not None:
             return found
-    raise InvalidInput(f"no free space for a secondary CIDR in VPC {eks.vpc.vpc_id}; pass --cidr")
+    raise InvalidInput(f"no free /{needed} or larger for a secondary CIDR in VPC {eks.vpc.vpc_id}; pass --cidr")
 
 
 def validate_cidr(eks: EksSection, text: str) -> IPv4Network:
@@ -160,10 +171,21 @@ def _node_placement(
     per_zone = math.ceil(max_nodes / len(zones)) + 1
     wanted = set(eks.cluster.subnet_ids) | node_subnet_ids(eks)
     template_tables = {s.route_table_id for s in eks.subnets if s.subnet_id in template.subnet_ids}
+    egress = {rt.route_table_id for rt in eks.route_tables if "0.0.0.0/0" in rt.destinations}
+    # Nodes must reach the EKS endpoint and image registries: where the template's nodes have a default
+    # route, only subnets that also have one are candidates.
+    need_egress = bool(template_tables & egress)
     placement: dict[str, str | None] = {}
     notes: list[str] = []
     for az in zones:
-        fits = [s for s in eks.subnets if s.az == az and s.subnet_id in wanted and s.available_ips >= per_zone]
+        fits = [
+            s
+            for s in eks.subnets
+            if s.az == az
+            and s.subnet_id in wanted
+            and s.available_ips >= per_zone
+            and (s.route_table_id in egress or not need_egress)
+        ]
         best = max(
             fits, key=lambda s: (s.route_table_id in template_tables, s.available_ips, s.subnet_id), default=None
         )
@@ -264,7 +286,7 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
     if opts.cidr:
         cidr = validate_cidr(eks, opts.cidr)
     else:
-        cidr = choose_cidr(eks, _cidr_prefix_for(add_nodes * per_node * 2, len(zones)))
+        cidr = choose_cidr(eks, *_cidr_prefixes_for(add_nodes * per_node, len(zones)))
     pieces = netmath.split_equal(cidr, len(zones))
     min_per_zone = per_node + netmath.AWS_RESERVED_PER_SUBNET
     # A /29 zone subnet may hold one node's pods, yet CreateSubnet rejects it.

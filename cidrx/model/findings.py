@@ -65,9 +65,7 @@ class Diagnosis:
     schema: str = "cidrx.diagnosis/v1"
 
 
-def make_diagnosis(
-    target: Target, fingerprint: str, capacity: list[Capacity], findings: list[Finding]
-) -> Diagnosis:
+def make_diagnosis(target: Target, fingerprint: str, capacity: list[Capacity], findings: list[Finding]) -> Diagnosis:
     """Findings sorted worst first (stable within a severity), counts filled for every severity."""
     ordered = sorted(findings, key=lambda f: -f.severity.rank)
     counts = {s.value: sum(1 for f in findings if f.severity is s) for s in Severity}

@@ -55,9 +55,7 @@ class Plan:
 
 
 def digest_of(plan: Plan) -> str:
-    return codec.sha256_of(
-        {"target": plan.target, "strategy": plan.strategy, "basis": plan.basis, "steps": plan.steps}
-    )
+    return codec.sha256_of({"target": plan.target, "strategy": plan.strategy, "basis": plan.basis, "steps": plan.steps})
 
 
 def seal(plan: Plan) -> Plan:
@@ -74,9 +72,7 @@ def load_plan(path: str | Path) -> Plan:
     if plan.schema != PLAN_SCHEMA:
         raise InvalidInput(f"plan {p} has schema {plan.schema!r}; this cidrx applies {PLAN_SCHEMA}")
     if plan.digest != digest_of(plan):
-        raise InvalidInput(
-            f"plan {p} was modified after it was made (digest mismatch); make a new one with --plan"
-        )
+        raise InvalidInput(f"plan {p} was modified after it was made (digest mismatch); make a new one with --plan")
     ids = [s.id for s in plan.steps]
     if len(set(ids)) != len(ids):
         raise InvalidInput(f"plan {p} has duplicate step ids")

@@ -1,0 +1,46 @@
+"""Renderers: pure functions from a Diagnosis or Plan to text, one module per format.
+
+`render_diagnosis(d, fmt)` / `render_plan(plan, fmt)` pick the module, importing only the one asked for.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cidrx.model.findings import Diagnosis
+    from cidrx.model.plan import Plan
+
+FORMATS = ("table", "json", "markdown")
+
+
+def render_diagnosis(d: Diagnosis, fmt: str) -> str:
+    if fmt == "table":
+        from cidrx.render import table
+
+        return table.render_diagnosis(d)
+    if fmt == "json":
+        from cidrx.render import jsonout
+
+        return jsonout.render_diagnosis(d)
+    if fmt == "markdown":
+        from cidrx.render import markdown
+
+        return markdown.render_diagnosis(d)
+    raise ValueError(f"unknown output format {fmt!r}")
+
+
+def render_plan(plan: Plan, fmt: str) -> str:
+    if fmt == "table":
+        from cidrx.render import table
+
+        return table.render_plan(plan)
+    if fmt == "json":
+        from cidrx.render import jsonout
+
+        return jsonout.render_plan(plan)
+    if fmt == "markdown":
+        from cidrx.render import markdown
+
+        return markdown.render_plan(plan)
+    raise ValueError(f"unknown output format {fmt!r}")

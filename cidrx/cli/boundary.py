@@ -1,0 +1,107 @@
+"""The single place where exceptions become exit codes (DESIGN.md §3) and one line on stderr.
+
+Every command runs inside `run`: a CidrxError prints `cidrx: error: <message>` (and `hint: ...`) and
+exits with its code; click's usage errors keep click's text and exit 2; an unexpected exception is a bug,
+reported in one line (the traceback only with -v). Nothing else in cidrx decides an exit code, so a CI job
+can trust them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import click
+
+from cidrx.errors import EXIT_INTERNAL, EXIT_OK, EXIT_PARTIAL, CidrxError
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C; used when nothing was being applied
+REPORT_HINT = "this is a bug; please report it with the output of `cidrx snapshot`"
+
+
+@dataclass
+class _State:
+    verbose: int = 0
+    applying: bool = False
+
+
+state = _State()
+
+
+def set_verbosity(level: int) -> None:
+    state.verbose = level
+
+
+@contextlib.contextmanager
+def applying() -> Iterator[None]:
+    """Mark the stretch where cloud writes happen: a Ctrl-C here means "stopped partway" (exit 5).
+
+    The mark stays set when an exception leaves the block, so `run` still sees it; `run` clears it.
+    """
+    state.applying = True
+    yield
+    state.applying = False
+
+
+def _err(text: str) -> None:
+    click.echo(text, err=True)
+
+
+def report_error(exc: CidrxError) -> int:
+    message = " ".join(exc.message.split("\n")) if exc.message else type(exc).__name__
+    _err(f"cidrx: error: {message}")
+    if exc.hint:
+        _err(f"hint: {exc.hint}")
+    return exc.exit_code
+
+
+def _interrupted() -> int:
+    if state.applying:
+        _err("cidrx: error: interrupted while applying; run the same command again to resume")
+        return EXIT_PARTIAL
+    _err("cidrx: interrupted")
+    return EXIT_INTERRUPTED
+
+
+def run(invoke: Callable[[], object]) -> int:
+    """Call `invoke` (click in non-standalone mode) and turn its outcome into an exit code."""
+    state.applying = False
+    try:
+        rv = invoke()
+    except CidrxError as exc:
+        return report_error(exc)
+    except click.exceptions.Abort:
+        # click turns Ctrl-C and EOF (e.g. at a confirmation prompt) into Abort.
+        return _interrupted()
+    except KeyboardInterrupt:
+        return _interrupted()
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except BrokenPipeError:
+        # `cidrx diagnose | head`: the reader went away; not an error worth a message. Point stdout at
+        # /dev/null so the interpreter's final flush does not complain either.
+        with contextlib.suppress(Exception):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except Exception as exc:
+        return report_bug(exc)
+    if isinstance(rv, bool) or not isinstance(rv, int):
+        return EXIT_OK
+    return rv
+
+
+def report_bug(exc: BaseException) -> int:
+    detail = " ".join(str(exc).split()) or "(no message)"
+    _err(f"cidrx: internal error: {type(exc).__name__}: {detail} — {REPORT_HINT}")
+    if state.verbose:
+        _err("".join(traceback.format_exception(exc)).rstrip())
+    else:
+        _err("hint: run again with -v to see the traceback")
+    return EXIT_INTERNAL

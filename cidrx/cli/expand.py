@@ -1,0 +1,173 @@
+"""`cidrx expand`: make a reviewable plan that adds pod address space (`--plan`), or carry one out
+(`--apply PLAN.json`).
+
+The two halves are separate on purpose: a plan is a file reviewed in a pull request, and apply refuses
+anything but that exact file (digest), against anything but the estate it was made from (drift check on
+a fresh snapshot), and without an explicit yes (a prompt on a terminal, `--yes` in a pipeline).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+from typing import TYPE_CHECKING
+
+import click
+
+from cidrx.cli import boundary
+from cidrx.cli.diagnose import get_snapshot
+from cidrx.cli.options import TargetOptions, check_matches, target_options
+from cidrx.cli.snapshot import write_atomically
+from cidrx.errors import InvalidInput
+from cidrx.render import FORMATS, render_plan
+
+if TYPE_CHECKING:
+    from cidrx.model.plan import Plan
+    from cidrx.targets import PlanOptions
+
+STRATEGIES = ("custom-networking", "prefix-delegation")
+
+
+def default_plan_path(plan: Plan) -> str:
+    return f"cidrx-plan-{plan.target.cluster}.json"
+
+
+def _stdin_is_terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (ValueError, AttributeError):  # closed or replaced stdin
+        return False
+
+
+def _check_cidr(cidr: str) -> None:
+    try:
+        ipaddress.IPv4Network(cidr, strict=True)
+    except ValueError as exc:
+        raise InvalidInput(f"--cidr {cidr}: {exc}; give an IPv4 network such as 100.64.0.0/20") from None
+
+
+def _warn_foreign_journal(path: str, plan: Plan) -> None:
+    from cidrx.engine.journal import Journal, journal_path
+
+    if not journal_path(path).exists():
+        return
+    try:
+        Journal.open(path, plan)
+    except InvalidInput as exc:
+        click.echo(f"cidrx: warning: {exc.message}; apply will refuse until it is moved", err=True)
+
+
+def make(target: TargetOptions, snapshot_path: str | None, out: str | None, options: PlanOptions, output: str) -> int:
+    from cidrx import targets
+    from cidrx.model import codec
+
+    if options.cidr:
+        _check_cidr(options.cidr)
+    snap = get_snapshot(target, snapshot_path)
+    plan = targets.make_plan(snap, options)
+    if out == "-":
+        click.echo(render_plan(plan, "json"), nl=False)
+        return 0
+    path = out or default_plan_path(plan)
+    write_atomically(path, codec.dumps(plan))
+    click.echo(render_plan(plan, output), nl=False)
+    _warn_foreign_journal(path, plan)
+    click.echo(f"cidrx: plan {plan.plan_id} written to {path}; review it, then: cidrx expand --apply {path}", err=True)
+    return 0
+
+
+def apply(target: TargetOptions, plan_path: str, yes: bool) -> int:
+    from cidrx import targets
+    from cidrx.model.plan import load_plan
+    from cidrx.render.progress import make_progress
+    from cidrx.render.table import render_plan as plan_table
+    from cidrx.render.table import render_results
+
+    plan = load_plan(plan_path)
+    check_matches(target, plan.target, f"plan {plan_path}")
+    targets.require_supported(plan.target)
+    if not yes:
+        if not _stdin_is_terminal():
+            raise InvalidInput(
+                "refusing to apply without --yes: stdin is not a terminal",
+                hint=f"review the plan, then run: cidrx expand --apply {plan_path} --yes",
+            )
+        click.echo(plan_table(plan), err=True)
+        if not click.confirm(f"Apply plan {plan.plan_id} to {plan.target.label()}?", default=False, err=True):
+            raise InvalidInput("apply cancelled at the prompt; nothing was changed")
+    progress = make_progress(sys.stderr)
+    progress.note(f"taking a fresh snapshot of {plan.target.label()} to check the plan still holds")
+    snap = targets.collect_snapshot(plan.target, target)
+    with boundary.applying():
+        outcomes = targets.apply_plan(plan, plan_path, snap, target, progress)
+    rows = [(o.step_id, o.status, o.outputs) for o in outcomes]
+    click.echo(render_results(rows, plan.notes), nl=False)
+    return 0
+
+
+@click.command(short_help="Plan (--plan) or apply (--apply) more pod address space.")
+@target_options
+@click.option("--plan", "plan_mode", is_flag=True, help="Make a plan and write it to --out (changes nothing).")
+@click.option("--apply", "apply_path", metavar="PLAN.json", help="Carry out a plan made with --plan.")
+@click.option("--snapshot", "snapshot_path", metavar="FILE", help="With --plan: plan from a saved snapshot (offline).")
+@click.option(
+    "--out",
+    metavar="PLAN.json",
+    help="With --plan: where to write the plan [default: cidrx-plan-<cluster>.json]; - prints its JSON instead.",
+)
+@click.option("--strategy", type=click.Choice(STRATEGIES), help="How to add space [default: custom-networking].")
+@click.option("--cidr", metavar="CIDR", help="Secondary CIDR to use (default: the first free one that is allowed).")
+@click.option("--add-nodes", type=click.IntRange(min=1), metavar="N", help="Size of the new node group.")
+@click.option("--nodegroup-name", metavar="NAME", help="Name of the new node group.")
+@click.option("--template-nodegroup", metavar="NAME", help="Node group whose settings the new one copies.")
+@click.option(
+    "-o", "--output", type=click.Choice(FORMATS), default="table", show_default=True, help="Plan output format."
+)
+@click.option("--yes", is_flag=True, help="With --apply: do not ask (required when stdin is not a terminal).")
+def expand(
+    target: TargetOptions,
+    plan_mode: bool,
+    apply_path: str | None,
+    snapshot_path: str | None,
+    out: str | None,
+    strategy: str | None,
+    cidr: str | None,
+    add_nodes: int | None,
+    nodegroup_name: str | None,
+    template_nodegroup: str | None,
+    output: str,
+    yes: bool,
+) -> int:
+    """Add pod address space: --plan writes a reviewable plan, --apply PLAN.json carries it out.
+
+    \b
+      cidrx expand --eks --region R --cluster C --plan [--out PLAN.json]
+      cidrx expand --apply PLAN.json [--yes]
+
+    Apply takes a fresh snapshot and refuses (exit 4) if the estate changed since the plan was made;
+    if it stops partway (exit 5), the same command resumes.
+    """
+    if plan_mode and apply_path:
+        raise InvalidInput("--plan and --apply are mutually exclusive: make the plan, review it, then apply it")
+    if not plan_mode and not apply_path:
+        raise InvalidInput("expand needs --plan (make a plan) or --apply PLAN.json (carry one out)")
+    plan_only = {
+        "--snapshot": snapshot_path,
+        "--out": out,
+        "--strategy": strategy,
+        "--cidr": cidr,
+        "--add-nodes": add_nodes,
+        "--nodegroup-name": nodegroup_name,
+        "--template-nodegroup": template_nodegroup,
+    }
+    if apply_path:
+        given = [name for name, value in plan_only.items() if value is not None]
+        if given:
+            raise InvalidInput(f"{', '.join(given)} only work with --plan; the plan file already fixes them")
+        return apply(target, apply_path, yes)
+    if yes:
+        raise InvalidInput("--yes only works with --apply; --plan never changes anything")
+    from cidrx.targets import PlanOptions
+
+    options = PlanOptions(strategy, cidr, add_nodes, nodegroup_name, template_nodegroup)
+    return make(target, snapshot_path, out, options, output)

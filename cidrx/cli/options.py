@@ -1,0 +1,139 @@
+"""The TARGET options every command shares (DESIGN.md §3), their env vars, and their validation.
+
+One decorator adds them and hands the command a single `TargetOptions`; `resolve_target` turns that into
+a Target or a one-line InvalidInput (exit 2), so every command names targets and fails the same way.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from cidrx.errors import InvalidInput
+from cidrx.model.target import Provider, Target
+
+PROVIDER_FLAGS: tuple[Provider, ...] = ("eks", "gke", "k8s")
+
+
+@dataclass(frozen=True)
+class TargetOptions:
+    """The TARGET flags as given (flag or CIDRX_<OPTION> env var), before validation."""
+
+    provider: Provider | None = None
+    region: str | None = None
+    cluster: str | None = None
+    profile: str | None = None
+    project: str | None = None
+    location: str | None = None
+    kubeconfig: str | None = None
+    context: str | None = None
+    no_kube: bool = False
+
+    def given(self) -> list[str]:
+        """The target-naming flags that were set, as `--flag` strings (for error messages)."""
+        names = ("region", "cluster", "project", "location")
+        return [f"--{n}" for n in names if getattr(self, n)]
+
+
+_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
+    click.option("--eks", "eks", is_flag=True, envvar="CIDRX_EKS", help="Target an EKS cluster (AWS VPC CNI)."),
+    click.option("--gke", "gke", is_flag=True, envvar="CIDRX_GKE", help="Target a GKE cluster."),
+    click.option("--k8s", "k8s", is_flag=True, envvar="CIDRX_K8S", help="Target a plain Kubernetes cluster."),
+    click.option("--region", envvar="CIDRX_REGION", metavar="R", help="AWS region of the EKS cluster."),
+    click.option("--cluster", envvar="CIDRX_CLUSTER", metavar="C", help="Cluster name."),
+    click.option("--profile", envvar="CIDRX_PROFILE", metavar="NAME", help="AWS profile (default: the usual chain)."),
+    click.option("--project", envvar="CIDRX_PROJECT", metavar="P", help="GCP project of the GKE cluster."),
+    click.option("--location", envvar="CIDRX_LOCATION", metavar="L", help="GKE region or zone."),
+    click.option(
+        "--kubeconfig", envvar="CIDRX_KUBECONFIG", metavar="PATH", help="Kubeconfig (default: standard resolution)."
+    ),
+    click.option("--context", envvar="CIDRX_CONTEXT", metavar="NAME", help="Kubeconfig context (default: current)."),
+    click.option("--no-kube", is_flag=True, envvar="CIDRX_NO_KUBE", help="Skip in-cluster checks."),
+]
+
+
+def target_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the TARGET options to a click command; it receives them as one `target: TargetOptions`."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        chosen = [p for p in PROVIDER_FLAGS if kwargs.pop(p)]
+        if len(chosen) > 1:
+            raise InvalidInput(f"choose one provider, not {' and '.join('--' + p for p in chosen)}")
+        opts = TargetOptions(
+            provider=chosen[0] if chosen else None,
+            region=kwargs.pop("region"),
+            cluster=kwargs.pop("cluster"),
+            profile=kwargs.pop("profile"),
+            project=kwargs.pop("project"),
+            location=kwargs.pop("location"),
+            kubeconfig=kwargs.pop("kubeconfig"),
+            context=kwargs.pop("context"),
+            no_kube=kwargs.pop("no_kube"),
+        )
+        return f(*args, target=opts, **kwargs)
+
+    for option in reversed(_OPTIONS):
+        wrapper = option(wrapper)
+    return wrapper
+
+
+def _missing(opts: TargetOptions, names: tuple[str, ...]) -> list[str]:
+    return [f"--{n}" for n in names if not getattr(opts, n)]
+
+
+def _refuse(opts: TargetOptions, provider: str, names: tuple[str, ...], instead: str) -> None:
+    extra = [f"--{n}" for n in names if getattr(opts, n)]
+    if extra:
+        raise InvalidInput(
+            f"{', '.join(extra)} {'is' if len(extra) == 1 else 'are'} not used with --{provider}; {instead}"
+        )
+
+
+def resolve_target(opts: TargetOptions) -> Target:
+    """The validated Target the flags name; InvalidInput (exit 2) with one line saying what to pass."""
+    if opts.provider is None:
+        raise InvalidInput(
+            "no target: pass --eks --region R --cluster C (or --gke / --k8s), or --snapshot FILE",
+            hint="every target option can also come from the environment, e.g. CIDRX_EKS=1 CIDRX_REGION=...",
+        )
+    if opts.provider == "eks":
+        missing = _missing(opts, ("region", "cluster"))
+        if missing:
+            raise InvalidInput(f"--eks needs {' and '.join(missing)} (or CIDRX_REGION / CIDRX_CLUSTER)")
+        _refuse(opts, "eks", ("project", "location"), "EKS clusters are named by --region and --cluster")
+        assert opts.region and opts.cluster
+        # The kube context is how we reach the cluster, not which cluster it is: keep it out of the
+        # Target so a plan made through one kubeconfig applies through another.
+        return Target("eks", opts.cluster, region=opts.region)
+    if opts.provider == "gke":
+        missing = _missing(opts, ("project", "location", "cluster"))
+        if missing:
+            raise InvalidInput(
+                f"--gke needs {' and '.join(missing)} (or CIDRX_PROJECT / CIDRX_LOCATION / CIDRX_CLUSTER)"
+            )
+        _refuse(opts, "gke", ("region", "profile"), "GKE clusters are named by --project, --location and --cluster")
+        assert opts.project and opts.location and opts.cluster
+        return Target("gke", opts.cluster, project=opts.project, location=opts.location)
+    _refuse(opts, "k8s", ("region", "profile", "project", "location"), "--k8s reads the cluster through kubeconfig")
+    if opts.no_kube:
+        raise InvalidInput("--k8s works only through the Kubernetes API; drop --no-kube")
+    return Target("k8s", opts.cluster or opts.context or "current-context", context=opts.context)
+
+
+def check_matches(opts: TargetOptions, target: Target, what: str) -> None:
+    """When target flags are given next to a file that carries its own target (a snapshot, a plan), they
+    must agree with it: pointing a plan at the wrong cluster by accident must be impossible."""
+    wrong = []
+    if opts.provider and opts.provider != target.provider:
+        wrong.append(f"--{opts.provider}")
+    for name in ("region", "cluster", "project", "location"):
+        given = getattr(opts, name)
+        if given and given != getattr(target, name):
+            wrong.append(f"--{name} {given}")
+    if wrong:
+        raise InvalidInput(f"{what} is for {target.label()}, but {', '.join(wrong)} was given")
