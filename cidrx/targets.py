@@ -101,8 +101,10 @@ def collect_snapshot(target: Target, opts: TargetOptions) -> Snapshot:
 
     assert target.region is not None  # resolve_target guarantees it for EKS
     taken_at = utc_now()
-    eks = collect_eks(EksApi(target.region, opts.profile), target.cluster)
     kube = _collect_kube(opts, target.provider)
+    # Nodes may run instance types no node group names (self-managed groups, Karpenter).
+    node_types = sorted({n.instance_type for n in kube.nodes if "." in n.instance_type})
+    eks = collect_eks(EksApi(target.region, opts.profile), target.cluster, extra_instance_types=node_types)
     check_same_cluster(kube, eks, target)
     return seal(Snapshot(target=target, taken_at=taken_at, kube=kube, eks=eks))
 
