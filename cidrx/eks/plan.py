@@ -397,18 +397,7 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
         "pod_addresses": sum(usable_addresses(str(p)) for p in pieces),
         "nodegroup": ng_name,
     }
-    return seal(
-        Plan(
-            target=snapshot.target,
-            created_at=opts.created_at,
-            snapshot_fingerprint=snapshot.fingerprint,
-            strategy="custom-networking",
-            basis=basis,
-            steps=tuple(steps),
-            notes=tuple(notes),
-            summary=summary,
-        )
-    )
+    return _sealed(snapshot, opts, "custom-networking", basis, steps, notes, summary)
 
 
 def _prefix_delegation(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions) -> Plan:
@@ -471,18 +460,8 @@ def _prefix_delegation(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
         "reservations": {u.subnet.subnet_id: list(u.subnet.reservations) for u in uses},
         "cni_source": cni.source,
     }
-    return seal(
-        Plan(
-            target=snapshot.target,
-            created_at=opts.created_at,
-            snapshot_fingerprint=snapshot.fingerprint,
-            strategy="prefix-delegation",
-            basis=basis,
-            steps=tuple(steps),
-            notes=tuple(notes),
-            summary={"free_28": {u.subnet.subnet_id: u.free_28 for u in uses}},
-        )
-    )
+    summary = {"free_28": {u.subnet.subnet_id: u.free_28 for u in uses}}
+    return _sealed(snapshot, opts, "prefix-delegation", basis, steps, notes, summary)
 
 
 def _largest_free_block(subnet: Subnet, occupied: list[IPv4Network]) -> IPv4Network | None:
@@ -492,6 +471,28 @@ def _largest_free_block(subnet: Subnet, occupied: list[IPv4Network]) -> IPv4Netw
         if block is not None:
             return block
     return None
+
+
+def _sealed(
+    snapshot: Snapshot,
+    opts: EksPlanOptions,
+    strategy: str,
+    basis: dict[str, Any],
+    steps: list[Step],
+    notes: list[str],
+    summary: dict[str, Any],
+) -> Plan:
+    plan = Plan(
+        target=snapshot.target,
+        created_at=opts.created_at,
+        snapshot_fingerprint=snapshot.fingerprint,
+        strategy=strategy,
+        basis=basis,
+        steps=tuple(steps),
+        notes=tuple(notes),
+        summary=summary,
+    )
+    return seal(plan)
 
 
 def make_plan(snapshot: Snapshot, opts: EksPlanOptions) -> Plan:
