@@ -210,6 +210,18 @@ def _env_applied(container: dict[str, Any], env: dict[str, str]) -> bool:
     return all(have.get(k) == v for k, v in env.items())
 
 
+def _rolled_out(ds: dict[str, Any]) -> bool:
+    """The controller has seen the DaemonSet's latest spec and every scheduled pod runs it and is available."""
+    generation = int(ds.get("metadata", {}).get("generation", 0))
+    status = ds.get("status") or {}
+    if int(status.get("observedGeneration", generation)) < generation:
+        return False
+    desired = int(status.get("desiredNumberScheduled", 0))
+    updated = int(status.get("updatedNumberScheduled", desired))
+    available = int(status.get("numberAvailable", desired))
+    return updated >= desired and available >= desired
+
+
 class SetDaemonSetEnv:
     def _get(self, step: Step, params: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
         ds = _kube(ctx, step).get_daemonset(params["namespace"], params["name"])
@@ -219,7 +231,9 @@ class SetDaemonSetEnv:
 
     def check(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
         ds = self._get(step, params, ctx)
-        if _env_applied(_container(ds, params["container"]), params["env"]):
+        # Done means rolled out too: after a rollout wait that timed out, the rerun must wait again rather
+        # than go on to the node group while aws-node still runs the old env.
+        if _env_applied(_container(ds, params["container"]), params["env"]) and _rolled_out(ds):
             return {"generation": ds["metadata"].get("generation", 0)}
         return None
 
@@ -245,21 +259,12 @@ class SetDaemonSetEnv:
 
     def wait(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
         def rolled_out() -> bool | None:
-            ds = self._get(step, params, ctx)
-            status = ds.get("status") or {}
-            if status.get("observedGeneration", ds["metadata"].get("generation", 0)) < ds["metadata"].get(
-                "generation", 0
-            ):
-                return None
-            desired = int(status.get("desiredNumberScheduled", 0))
-            updated = int(status.get("updatedNumberScheduled", desired))
-            available = int(status.get("numberAvailable", desired))
-            return True if updated >= desired and available >= desired else None
+            return True if _rolled_out(self._get(step, params, ctx)) else None
 
         ctx.wait_until(f"DaemonSet {params['name']} rollout", rolled_out, timeout=15 * 60.0, interval=5.0)
 
     def verify(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
-        if self.check(step, params, ctx) is None:
+        if not _env_applied(_container(self._get(step, params, ctx), params["container"]), params["env"]):
             raise CloudError(f"DaemonSet {params['name']} env does not carry {', '.join(params['env'])}")
 
 
