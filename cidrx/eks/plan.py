@@ -520,10 +520,7 @@ def check_drift(plan: Plan, snapshot: Snapshot) -> None:
     if plan.strategy == "custom-networking":
         problems += _custom_networking_drift(plan, eks, snapshot)
     else:
-        for sid, cidr in b["subnets"].items():
-            s = next((x for x in eks.subnets if x.subnet_id == sid), None)
-            if s is None or s.cidr != cidr:
-                problems.append(f"subnet {sid} ({cidr}) is gone or changed")
+        problems += _prefix_drift(plan, eks)
     if problems:
         raise StalePlan("the plan is stale: " + "; ".join(problems) + ". Nothing was applied; make a new plan")
 
@@ -562,6 +559,31 @@ def _custom_networking_drift(plan: Plan, eks: EksSection, snapshot: Snapshot) ->
         foreign = e.labels.get(DIGEST_TAG) != mine and e.subnet not in our_subnets
         if e.name in b["route_tables"] and e.name not in b["eniconfigs"] and foreign:
             problems.append(f"ENIConfig {e.name} was created by someone else (subnet {e.subnet})")
+    return problems
+
+
+def _prefix_drift(plan: Plan, eks: EksSection) -> list[str]:
+    problems: list[str] = []
+    subnets = {s.subnet_id: s for s in eks.subnets}
+    for sid, cidr in plan.basis["subnets"].items():
+        s = subnets.get(sid)
+        if s is None or s.cidr != cidr:
+            problems.append(f"subnet {sid} ({cidr}) is gone or changed")
+    for step in plan.steps:
+        if step.action != "eks.reserve-subnet-cidr":
+            continue
+        s = subnets.get(step.params["subnet_id"])
+        if s is None:
+            continue
+        block = netmath.parse_cidr(step.params["cidr"])
+        before = set(plan.basis["reservations"].get(s.subnet_id, ()))
+        for r in s.reservations:
+            # Our own reservation from an earlier run of this plan is progress, not drift.
+            if r != str(block) and r not in before and netmath.overlaps(netmath.parse_cidr(r), block):
+                problems.append(f"{r} was reserved in {s.subnet_id} and overlaps the planned {block}")
+        taken = [u for u in s.used if netmath.overlaps(IPv4Network(u, strict=False), block)]
+        if taken and str(block) not in s.reservations:
+            problems.append(f"{', '.join(taken[:3])} in {s.subnet_id} now sit inside the planned {block}")
     return problems
 
 

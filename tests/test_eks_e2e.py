@@ -1,0 +1,583 @@
+"""End to end, the way users and CI run it: `python -m cidrx` in a real process against moto's server (AWS, via
+AWS_ENDPOINT_URL) and the fake Kubernetes API server (via --kubeconfig), both holding the incident of the talk.
+
+diagnose -> snapshot -> expand --plan -> expand --apply -> apply again -> diagnose, then the end state is
+read back with boto3 and from the API server: what the plan promised, nothing more, nothing twice. Also:
+apply refuses a plan the estate moved away from (exit 4, nothing created); the prefix-delegation plan on a
+/24 world, with another writer changing aws-node between our read and our write; and the managed vpc-cni
+add-on path, in process (its fake hooks botocore's events, which a child process cannot share).
+
+moto does not enforce subnet exhaustion, CIDR restrictions or prefix delegation: the worlds reproduce the
+addresses in use with real ENIs and the checks are cidrx's own.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from ipaddress import IPv4Network, ip_network
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cidrx.model import codec
+from cidrx.model.findings import Diagnosis
+from cidrx.model.plan import Plan, load_plan
+from cidrx.model.snapshot import load_snapshot
+from tests.eks_cluster import (
+    AWS_NODE_PATH,
+    PLAN_TAG,
+    SANDBOX_MESSAGE,
+    DaemonSetController,
+    Hooks,
+    aws_node_env_of,
+    build_prefix_world,
+    env_values,
+    incident_server,
+    shared_botocore_loader,
+)
+from tests.eks_world import REGION, World, build_incident, fake_aws_env
+from tests.fakes.kube_server import FakeKubeServer, RequestRecord
+
+CLUSTER = "demo"
+ZONES = ("ap-southeast-2a", "ap-southeast-2b")
+CUSTOM_NETWORK = "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG"
+LABEL_DEF = "ENI_CONFIG_LABEL_DEF"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+SHARED_ADDRESS_SPACE = IPv4Network("100.64.0.0/10")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fast_sessions() -> Iterator[None]:
+    with shared_botocore_loader():
+        yield
+
+
+@pytest.fixture(scope="module")
+def moto_url() -> Iterator[str]:
+    """moto's server on a free loopback port; this process (and its children) reach it via AWS_ENDPOINT_URL."""
+    from moto.server import ThreadedMotoServer
+
+    werkzeug = logging.getLogger("werkzeug")
+    level = werkzeug.level
+    werkzeug.setLevel(logging.ERROR)  # one line per request otherwise
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    url = f"http://{host}:{port}"
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            fake_aws_env(mp, AWS_ENDPOINT_URL=url)
+            for name in list(os.environ):
+                if name.startswith("CIDRX_") or name == "KUBECONFIG":
+                    mp.delenv(name)
+            yield url
+    finally:
+        server.stop()
+        werkzeug.setLevel(level)
+
+
+@dataclass
+class Live:
+    url: str
+    session: Any
+    world: World
+    kube: FakeKubeServer
+    hooks: Hooks
+    controller: DaemonSetController
+    kubeconfig: str
+    tmp: Path
+
+    @property
+    def target(self) -> list[str]:
+        return ["--eks", "--region", REGION, "--cluster", CLUSTER, "--kubeconfig", self.kubeconfig]
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "cidrx", *args],
+            cwd=self.tmp,
+            env=dict(os.environ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def cidrx(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return finish(self.start(*args))
+
+    def client(self, service: str) -> Any:
+        return self.session.client(service)
+
+    def plan(self, *extra: str) -> Plan:
+        proc = self.cidrx("expand", *self.target, "--plan", "--out", "plan.json", *extra)
+        assert proc.returncode == 0, proc.stderr
+        return load_plan(self.tmp / "plan.json")
+
+    def apply(self) -> subprocess.CompletedProcess[str]:
+        return self.cidrx("expand", "--apply", "plan.json", "--yes", "--kubeconfig", self.kubeconfig)
+
+
+def finish(proc: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+@pytest.fixture
+def make_live(moto_url: str, tmp_path: Path) -> Iterator[Callable[..., Live]]:
+    """Reset moto, build a world in it (the incident by default) and the matching cluster in a fresh fake
+    API server with a DaemonSet controller running."""
+    import boto3
+    import requests
+
+    servers: list[FakeKubeServer] = []
+
+    def make(builder: Callable[..., World] = build_incident) -> Live:
+        requests.post(f"{moto_url}/moto-api/reset", timeout=10).raise_for_status()
+        session = boto3.Session(region_name=REGION)
+        world = builder(session.client("ec2"), session.client("eks"), region=REGION, cluster=CLUSTER)
+        server, hooks, controller = incident_server(world)
+        servers.append(server)
+        kubeconfig = str(server.kubeconfig(tmp_path / "kubeconfig"))
+        return Live(moto_url, session, world, server, hooks, controller, kubeconfig, tmp_path)
+
+    yield make
+    for server in servers:
+        server.stop()
+        if server.errors:
+            raise server.errors[0]
+
+
+# --- helpers ------------------------------------------------------------------------------------------
+
+
+def assert_diagnosis_v1(doc: Mapping[str, Any]) -> None:
+    """The cidrx.diagnosis/v1 shape of DESIGN.md §4: every key present, types and ranges right, counts add up."""
+    assert set(doc) == {"schema", "target", "snapshot_fingerprint", "capacity", "findings", "counts"}
+    assert doc["schema"] == "cidrx.diagnosis/v1"
+    assert doc["target"] == {
+        "provider": "eks",
+        "cluster": CLUSTER,
+        "region": REGION,
+        "project": None,
+        "location": None,
+        "context": None,
+    }
+    assert isinstance(doc["snapshot_fingerprint"], str) and len(doc["snapshot_fingerprint"]) == 64
+    for c in doc["capacity"]:
+        assert set(c) == {"kind", "name", "cidr", "size", "used", "free", "utilization", "max_nodes", "nodes"} | {
+            "zone",
+            "note",
+        }
+        assert all(isinstance(c[k], int) and c[k] >= 0 for k in ("size", "used", "free"))
+        assert 0.0 <= c["utilization"] <= 1.0
+        if c["kind"] == "subnet":
+            assert c["used"] + c["free"] == c["size"] and ip_network(c["cidr"])
+    for f in doc["findings"]:
+        assert set(f) == {"id", "severity", "subject", "summary", "evidence", "remediation"}
+        assert f["severity"] in ("critical", "warning", "info") and f["id"].isupper()
+        assert all(isinstance(e, str) for e in f["evidence"])
+    assert doc["counts"] == {
+        s: sum(f["severity"] == s for f in doc["findings"]) for s in ("critical", "warning", "info")
+    }
+    codec.loads(json.dumps(doc), Diagnosis, what="diagnosis")  # and it decodes into the model
+
+
+def findings(doc: Mapping[str, Any], finding_id: str) -> list[dict[str, Any]]:
+    return [f for f in doc["findings"] if f["id"] == finding_id]
+
+
+def subnet_rows(doc: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["name"].split()[0]: c for c in doc["capacity"] if c["kind"] == "subnet"}
+
+
+def result_statuses(stdout: str, plan: Plan) -> dict[str, str]:
+    ids = {s.id for s in plan.steps}
+    return {row[0]: row[1] for row in (line.split() for line in stdout.splitlines()) if len(row) > 1 and row[0] in ids}
+
+
+def estate(live: Live) -> dict[str, Any]:
+    """Counts of everything an apply may create."""
+    ec2, eks = live.client("ec2"), live.client("eks")
+    vpc_filter = [{"Name": "vpc-id", "Values": [live.world.vpc_id]}]
+    vpc = ec2.describe_vpcs(VpcIds=[live.world.vpc_id])["Vpcs"][0]
+    tables = ec2.describe_route_tables(Filters=vpc_filter)["RouteTables"]
+    aws_node = live.kube.get("apps", "v1", "daemonsets", "aws-node", "kube-system")
+    assert aws_node is not None
+    return {
+        "vpc_cidrs": sorted(a["CidrBlock"] for a in vpc["CidrBlockAssociationSet"]),
+        "subnets": sorted(s["SubnetId"] for s in ec2.describe_subnets(Filters=vpc_filter)["Subnets"]),
+        "route_table_associations": sorted(a["RouteTableAssociationId"] for t in tables for a in t["Associations"]),
+        "nodegroups": sorted(eks.list_nodegroups(clusterName=CLUSTER)["nodegroups"]),
+        "eniconfigs": sorted(e["metadata"]["name"] for e in live.kube.objects_of("ENIConfig")),
+        "aws_node_resource_version": aws_node["metadata"]["resourceVersion"],
+    }
+
+
+def resolve(value: Any, subnet_by_az: Mapping[str, str]) -> Any:
+    """A plan parameter with `${create-subnet-<az>.subnet_id}` references replaced by the created subnet."""
+    if isinstance(value, list):
+        return [resolve(v, subnet_by_az) for v in value]
+    if isinstance(value, str) and value.startswith("${create-subnet-"):
+        return subnet_by_az[value.removeprefix("${create-subnet-").removesuffix(".subnet_id}")]
+    return value
+
+
+# --- diagnose and snapshot ------------------------------------------------------------------------------
+
+
+def test_diagnose_names_both_full_subnets_and_the_snapshot_diagnoses_the_same(make_live: Callable[..., Live]) -> None:
+    live = make_live()
+    w = live.world
+    full = {w.public_subnet_a: "10.0.208.0/27", w.public_subnet_b: "10.0.224.0/27"}
+    running = [
+        live.start("diagnose", *live.target),
+        live.start("diagnose", *live.target, "-o", "json"),
+        live.start("snapshot", *live.target, "--out", "snap.json"),
+    ]
+    table, as_json, snap = (finish(p) for p in running)
+
+    assert table.returncode == 3, table.stderr
+    assert table.stderr == ""
+    for subnet_id, cidr in full.items():
+        row = next(line for line in table.stdout.splitlines() if line.startswith("subnet") and subnet_id in line)
+        assert cidr in row and "100.0%" in row
+        assert f"EKS-SUBNET-EXHAUSTED  {subnet_id} (eks-demo-ip-vpc-stack-PublicSubnet0" in table.stdout
+    assert "EKS-POD-IP-ASSIGN-FAILED  cluster demo" in table.stdout
+    assert "failed to assign an IP address to container" in table.stdout
+
+    assert as_json.returncode == 3, as_json.stderr
+    doc = json.loads(as_json.stdout)
+    assert_diagnosis_v1(doc)
+    rows = subnet_rows(doc)
+    assert {sid: (rows[sid]["cidr"], rows[sid]["free"]) for sid in full} == {sid: (c, 0) for sid, c in full.items()}
+    assert {f["subject"].split()[0] for f in findings(doc, "EKS-SUBNET-EXHAUSTED")} == set(full)
+    assert {f["subject"] for f in findings(doc, "EKS-AZ-EXHAUSTED")} == set(ZONES)
+    (failed,) = findings(doc, "EKS-POD-IP-ASSIGN-FAILED")
+    assert f"default/mydeploy-6bdbfc484d-2frv4: {SANDBOX_MESSAGE}" in failed["evidence"]
+    assert failed["severity"] == "critical"
+
+    assert snap.returncode == 0, snap.stderr
+    assert snap.stdout == "" and "snapshot of eks:ap-southeast-2/demo written to snap.json" in snap.stderr
+    saved = load_snapshot(live.tmp / "snap.json")
+    assert saved.kube.available and saved.eks is not None and saved.eks.vpc.vpc_id == w.vpc_id
+    offline = live.cidrx("diagnose", "--snapshot", "snap.json", "-o", "json")
+    assert offline.returncode == 3, offline.stderr
+    offline_doc = json.loads(offline.stdout)
+    assert offline_doc["snapshot_fingerprint"] == saved.fingerprint
+    assert offline_doc["capacity"] == doc["capacity"]
+    assert offline_doc["findings"] == doc["findings"]
+
+
+# --- plan, apply, apply again ------------------------------------------------------------------------
+
+
+def test_plan_apply_and_apply_again_leave_exactly_the_fix(make_live: Callable[..., Live]) -> None:
+    live = make_live()
+    w = live.world
+    ec2, eks = live.client("ec2"), live.client("eks")
+    vpc_filter = [{"Name": "vpc-id", "Values": [w.vpc_id]}]
+    before_subnets = {s["SubnetId"]: s["CidrBlock"] for s in ec2.describe_subnets(Filters=vpc_filter)["Subnets"]}
+    before_routes = {
+        r["DestinationCidrBlock"]
+        for t in ec2.describe_route_tables(Filters=vpc_filter)["RouteTables"]
+        for r in t["Routes"]
+        if r.get("DestinationCidrBlock") not in (None, "0.0.0.0/0")
+    }
+    peer = ec2.describe_vpcs(VpcIds=[w.peer_vpc_id])["Vpcs"][0]["CidrBlock"]
+    env_before = env_values(aws_node_env_of(live.kube))
+    template = eks.describe_nodegroup(clusterName=CLUSTER, nodegroupName=w.nodegroup)["nodegroup"]
+
+    made = live.cidrx("expand", *live.target, "--plan", "--out", "plan.json")
+    assert made.returncode == 0, made.stderr
+    plan = load_plan(live.tmp / "plan.json")
+    assert made.stdout.startswith(f"cidrx plan {plan.plan_id} for eks:ap-southeast-2/demo")
+    for i, step in enumerate(plan.steps, start=1):
+        assert any(line.split()[:3] == [str(i), step.id, step.action] for line in made.stdout.splitlines()), step.id
+    assert "written to plan.json; review it, then: cidrx expand --apply plan.json" in made.stderr
+
+    applied = live.apply()
+    assert applied.returncode == 0, applied.stderr
+    total = len(plan.steps)
+    for i, step in enumerate(plan.steps, start=1):
+        assert f"[{i}/{total}] {step.id}: started: {step.description}" in applied.stderr
+        assert f"[{i}/{total}] {step.id}: done" in applied.stderr
+    assert result_statuses(applied.stdout, plan) == {s.id: "done" for s in plan.steps}
+    assert f"{total} step(s) changed something, 0 were already done" in applied.stdout
+
+    # The secondary CIDR: associated, in 100.64.0.0/10, clear of everything that was there.
+    cidr = IPv4Network(plan.basis["cidr"])
+    vpc = ec2.describe_vpcs(VpcIds=[w.vpc_id])["Vpcs"][0]
+    states = {a["CidrBlock"]: a["CidrBlockState"]["State"] for a in vpc["CidrBlockAssociationSet"]}
+    assert states == {"10.0.0.0/16": "associated", str(cidr): "associated"}
+    assert cidr.subnet_of(SHARED_ADDRESS_SPACE)
+    taken = [*before_subnets.values(), *before_routes, peer]
+    assert not [t for t in taken if ip_network(t).overlaps(cidr)]
+
+    # One new subnet per AZ inside it, tagged, routed by the table the plan named.
+    after = ec2.describe_subnets(Filters=vpc_filter)["Subnets"]
+    new = [s for s in after if s["SubnetId"] not in before_subnets]
+    assert sorted(s["AvailabilityZone"] for s in new) == list(ZONES)
+    subnet_by_az = {s["AvailabilityZone"]: s["SubnetId"] for s in new}
+    tables = ec2.describe_route_tables(Filters=vpc_filter)["RouteTables"]
+    table_of = {a["SubnetId"]: t["RouteTableId"] for t in tables for a in t["Associations"] if a.get("SubnetId")}
+    for s in new:
+        assert IPv4Network(s["CidrBlock"]).subnet_of(cidr)
+        tags = {t["Key"]: t["Value"] for t in s["Tags"]}
+        assert tags[PLAN_TAG] == plan.plan_id and tags[f"kubernetes.io/cluster/{CLUSTER}"] == "shared"
+        assert table_of[s["SubnetId"]] == plan.basis["route_tables"][s["AvailabilityZone"]]
+    assert not ip_network(new[0]["CidrBlock"]).overlaps(ip_network(new[1]["CidrBlock"]))
+
+    # The node group: tagged, a copy of the template, in the subnets the plan chose (ones with room).
+    step = next(s for s in plan.steps if s.action == "eks.create-nodegroup")
+    ng = eks.describe_nodegroup(clusterName=CLUSTER, nodegroupName=plan.basis["nodegroup_name"])["nodegroup"]
+    assert ng["tags"][PLAN_TAG] == plan.plan_id
+    assert ng["instanceTypes"] == template["instanceTypes"] == ["m5.large"]
+    assert ng["nodeRole"] == template["nodeRole"] and ng["labels"] == template["labels"]
+    assert sorted(ng["subnets"]) == sorted(resolve(step.params["subnets"], subnet_by_az))
+    free = {s["SubnetId"]: s["AvailableIpAddressCount"] for s in after}
+    assert all(free[s] > 0 for s in ng["subnets"]) and not set(ng["subnets"]) & set(w.public_subnets)
+
+    # The cluster side: an ENIConfig per AZ and custom networking on aws-node, its other env kept.
+    eniconfigs = {e["metadata"]["name"]: e for e in live.kube.objects_of("ENIConfig")}
+    assert sorted(eniconfigs) == list(ZONES)
+    for az, e in eniconfigs.items():
+        assert e["spec"] == {"subnet": subnet_by_az[az], "securityGroups": [w.cluster_security_group_id]}
+        assert e["metadata"]["labels"][PLAN_TAG] == plan.plan_id
+    env_after = env_values(aws_node_env_of(live.kube))
+    assert env_after[CUSTOM_NETWORK] == "true" and env_after[LABEL_DEF] == ZONE_LABEL
+    assert {k: v for k, v in env_after.items() if k not in (CUSTOM_NETWORK, LABEL_DEF)} == {
+        k: v for k, v in env_before.items() if k != CUSTOM_NETWORK
+    }
+    assert live.controller.rollouts == 1  # the apply waited for the DaemonSet to roll out
+
+    # Applying the same plan again finds everything done and changes nothing.
+    counts = estate(live)
+    live.kube.reset_log()
+    again = live.apply()
+    assert again.returncode == 0, again.stderr
+    assert result_statuses(again.stdout, plan) == {s.id: "skipped" for s in plan.steps}
+    assert f"0 step(s) changed something, {total} were already done" in again.stdout
+    assert again.stderr.count("skipped (already done)") == total
+    assert estate(live) == counts
+    assert live.kube.count("PUT") == live.kube.count("POST") == 0
+
+    # A new diagnosis: no AZ is stuck any more, but the old node group's subnets are still full.
+    rediagnosed = live.cidrx("diagnose", *live.target, "-o", "json")
+    assert rediagnosed.returncode == 3, rediagnosed.stderr
+    doc = json.loads(rediagnosed.stdout)
+    assert_diagnosis_v1(doc)
+    assert findings(doc, "EKS-AZ-EXHAUSTED") == []
+    assert findings(doc, "EKS-CUSTOM-NETWORKING-NO-ENICONFIG") == []
+    exhausted = findings(doc, "EKS-SUBNET-EXHAUSTED")
+    assert {f["subject"].split()[0] for f in exhausted} == set(w.public_subnets)
+    assert all("nodes subnet" in f["summary"] and "a new node needs 1" in f["summary"] for f in exhausted)
+    rows = subnet_rows(doc)
+    for sid in subnet_by_az.values():
+        assert rows[sid]["note"].startswith("pods;") and rows[sid]["free"] > 1000
+    for sid in ng["subnets"]:
+        assert rows[sid]["note"].startswith("nodes")
+    (predate,) = findings(doc, "EKS-NODES-PREDATE-ENICONFIG")
+    assert predate["severity"] == "warning" and "2 node(s)" in predate["summary"]
+
+
+# --- refusals and other paths ------------------------------------------------------------------------
+
+
+def test_apply_refuses_a_plan_whose_space_was_taken_and_creates_nothing(make_live: Callable[..., Live]) -> None:
+    live = make_live()
+    w = live.world
+    plan = live.plan()
+    env_before = aws_node_env_of(live.kube)
+    # Meanwhile someone follows the talk by hand: the same secondary CIDR, and a subnet in it.
+    ec2 = live.client("ec2")
+    ec2.associate_vpc_cidr_block(VpcId=w.vpc_id, CidrBlock=plan.basis["cidr"])
+    theirs = ec2.create_subnet(VpcId=w.vpc_id, CidrBlock="100.64.1.0/24", AvailabilityZone=ZONES[0])["Subnet"]
+    counts = estate(live)
+
+    applied = live.apply()
+    assert applied.returncode == 4, applied.stderr
+    assert applied.stdout == ""
+    error = applied.stderr.strip().splitlines()[-1]
+    assert error.startswith("cidrx: error: the plan is stale:")
+    assert f"{plan.basis['cidr']} now overlaps subnet {theirs['SubnetId']}" in error
+    assert "Nothing was applied; make a new plan" in error
+    assert estate(live) == counts
+    assert ec2.describe_subnets(Filters=[{"Name": f"tag:{PLAN_TAG}", "Values": [plan.plan_id]}])["Subnets"] == []
+    assert aws_node_env_of(live.kube) == env_before
+    assert not (live.tmp / "plan.json.journal.jsonl").exists()
+
+
+def test_prefix_delegation_reserves_prefixes_and_survives_a_concurrent_aws_node_writer(
+    make_live: Callable[..., Live],
+) -> None:
+    live = make_live(build_prefix_world)
+    w = live.world
+    plan = live.plan("--strategy", "prefix-delegation")
+    reserve = [s for s in plan.steps if s.action == "eks.reserve-subnet-cidr"]
+    assert sorted(s.params["subnet_id"] for s in reserve) == sorted(w.public_subnets)
+
+    # Another controller (say, a GitOps sync) changes aws-node between our read and our write.
+    puts: list[RequestRecord] = []
+
+    def other_writer(record: RequestRecord) -> None:
+        if record.method == "PUT" and record.path == AWS_NODE_PATH:
+            puts.append(record)
+            if len(puts) == 1:
+                live.kube.patch(
+                    "apps",
+                    "v1",
+                    "daemonsets",
+                    "aws-node",
+                    [
+                        {
+                            "op": "add",
+                            "path": "/spec/template/spec/containers/0/env/-",
+                            "value": {"name": "AWS_VPC_K8S_CNI_CONFIGURE_RPFILTER", "value": "false"},
+                        },
+                        {"op": "add", "path": "/metadata/annotations", "value": {"gitops/synced": "yes"}},
+                    ],
+                    "kube-system",
+                    patch_type="json",
+                )
+
+    live.hooks.add(other_writer)
+    applied = live.apply()
+    assert applied.returncode == 0, applied.stderr
+    assert result_statuses(applied.stdout, plan) == {s.id: "done" for s in plan.steps}
+    assert len(puts) == 2  # the first replace hit 409 Conflict; the step re-read and wrote again
+
+    ec2 = live.client("ec2")
+    for step in reserve:
+        (r,) = ec2.get_subnet_cidr_reservations(SubnetId=step.params["subnet_id"])["SubnetIpv4CidrReservations"]
+        # (moto keeps a reservation's tags to itself, so its plan tag cannot be read back here)
+        assert (r["Cidr"], r["ReservationType"]) == (step.params["cidr"], "prefix")
+        subnet = ec2.describe_subnets(SubnetIds=[step.params["subnet_id"]])["Subnets"][0]
+        block = IPv4Network(r["Cidr"])
+        assert block.subnet_of(IPv4Network(subnet["CidrBlock"])) and block.prefixlen <= 28
+    ds = live.kube.get("apps", "v1", "daemonsets", "aws-node", "kube-system")
+    assert ds is not None and ds["metadata"]["annotations"] == {"gitops/synced": "yes"}
+    env = aws_node_env_of(live.kube)
+    values = env_values(env)  # also: no name twice
+    assert values["ENABLE_PREFIX_DELEGATION"] == "true" and values["WARM_PREFIX_TARGET"] == "1"
+    assert values["AWS_VPC_K8S_CNI_CONFIGURE_RPFILTER"] == "false"  # the other writer's change survived ours
+    assert values[CUSTOM_NETWORK] == "false"
+
+    again = live.apply()
+    assert again.returncode == 0, again.stderr
+    assert result_statuses(again.stdout, plan) == {s.id: "skipped" for s in plan.steps}
+    for step in reserve:
+        assert (
+            len(ec2.get_subnet_cidr_reservations(SubnetId=step.params["subnet_id"])["SubnetIpv4CidrReservations"]) == 1
+        )
+
+
+def test_prefix_plan_is_stale_when_its_block_was_reserved_meanwhile(make_live: Callable[..., Live]) -> None:
+    from click.testing import CliRunner
+
+    from cidrx.cli import cli
+
+    live = make_live(build_prefix_world)  # in process this time: AWS_ENDPOINT_URL points it at the server too
+    plan_path = str(live.tmp / "plan.json")
+    plan_args = ["--plan", "--out", plan_path, "--strategy", "prefix-delegation"]
+    made = CliRunner().invoke(cli, ["expand", *live.target, *plan_args])
+    assert made.exit_code == 0, made.output
+    step = load_plan(plan_path).steps[0]
+    assert step.action == "eks.reserve-subnet-cidr"
+    block = IPv4Network(step.params["cidr"])
+    # Someone reserves part of the planned block in the meantime.
+    live.client("ec2").create_subnet_cidr_reservation(
+        SubnetId=step.params["subnet_id"], Cidr=str(next(block.subnets(new_prefix=28))), ReservationType="explicit"
+    )
+    applied = CliRunner().invoke(cli, ["expand", "--apply", plan_path, "--yes", "--kubeconfig", live.kubeconfig])
+    assert applied.exit_code == 4, applied.output
+
+
+class _BuiltinHandlers:
+    """Stands in for a botocore session when installing the add-on fake: what the fake registers goes into
+    botocore's BUILTIN_HANDLERS instead, which every new session starts with, the sessions cidrx makes for
+    itself included (the same door moto's own interception uses)."""
+
+    def __init__(self) -> None:
+        self.specs: list[tuple[str, Any, object]] = []
+
+    @property
+    def events(self) -> _BuiltinHandlers:
+        return self
+
+    def register_first(self, event_name: str, handler: Any, unique_id: str | None = None) -> None:
+        from botocore.handlers import REGISTER_FIRST
+
+        self.specs.append((event_name, handler, REGISTER_FIRST))
+
+
+def test_managed_vpc_cni_addon_is_configured_through_update_addon_keeping_its_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import botocore.handlers
+    from click.testing import CliRunner
+
+    from cidrx.cli import cli
+    from tests.eks_world import moto_incident
+    from tests.fakes.eks_addons import FakeEksAddons
+
+    fake_aws_env(monkeypatch)
+    for name in list(os.environ):
+        if name.startswith("CIDRX_") or name == "KUBECONFIG":
+            monkeypatch.delenv(name)
+    addons = FakeEksAddons(region=REGION)
+    builtin = _BuiltinHandlers()
+    addons.install(builtin)
+    monkeypatch.setattr(botocore.handlers, "BUILTIN_HANDLERS", [*botocore.handlers.BUILTIN_HANDLERS, *builtin.specs])
+    before: dict[str, dict[str, Any]] = {
+        "env": {"WARM_IP_TARGET": "5", "MINIMUM_IP_TARGET": "10"},
+        "init": {"env": {"DISABLE_TCP_EARLY_DEMUX": "true"}},
+    }
+
+    with moto_incident(cluster=CLUSTER) as (_session, world):
+        addons.put_addon(CLUSTER, configuration_values=json.dumps(before))
+        kube, _hooks, _controller = incident_server(world)
+        try:
+            kubeconfig = str(kube.kubeconfig(tmp_path / "kubeconfig"))
+            target = ["--eks", "--region", REGION, "--cluster", CLUSTER, "--kubeconfig", kubeconfig]
+            plan_path = str(tmp_path / "plan.json")
+            made = CliRunner().invoke(cli, ["expand", *target, "--plan", "--out", plan_path])
+            assert made.exit_code == 0, made.output
+            plan = load_plan(plan_path)
+            step = next(s for s in plan.steps if s.id == "enable-custom-networking")
+            assert step.action == "eks.update-addon-env" and step.params["addon"] == "vpc-cni"
+
+            apply = ["expand", "--apply", plan_path, "--yes", "--kubeconfig", kubeconfig]
+            applied = CliRunner().invoke(cli, apply)
+            assert applied.exit_code == 0, applied.output
+            assert result_statuses(applied.stdout, plan) == {s.id: "done" for s in plan.steps}
+            addon = addons.addon(CLUSTER)
+            assert addon is not None and addon["status"] == "ACTIVE"
+            after = json.loads(addon["configurationValues"])
+            assert after == {
+                "env": {**before["env"], CUSTOM_NETWORK: "true", LABEL_DEF: ZONE_LABEL},
+                "init": before["init"],
+            }
+            (update,) = addons.updates.values()
+            assert update["update"]["status"] == "Successful"  # the step waited for it (DescribeUpdate)
+            assert {"type": "ResolveConflicts", "value": "PRESERVE"} in update["update"]["params"]
+            assert addons.calls.count("UpdateAddon") == 1 and "DescribeUpdate" in addons.calls
+            assert kube.count("PUT", "daemonsets") == 0  # EKS owns aws-node here; cidrx leaves it alone
+
+            again = CliRunner().invoke(cli, apply)
+            assert again.exit_code == 0, again.output
+            assert result_statuses(again.stdout, plan) == {s.id: "skipped" for s in plan.steps}
+            assert addons.calls.count("UpdateAddon") == 1
+        finally:
+            kube.stop()
+        assert not kube.errors
