@@ -1,19 +1,23 @@
 """Dispatch by provider: which collect/analyze/plan/apply functions serve a Target.
 
-The CLI knows flags, the providers know clouds; this thin layer is the only place that joins them, so
-adding a provider means one more branch here and nothing in the commands. Provider modules are imported
-inside the functions: `cidrx --help` and `diagnose --snapshot` never pay for cloud SDKs.
+The CLI knows flags, the providers know clouds; this thin layer is the only place that joins them. Each
+provider is a module `cidrx.<provider>.provider` with the same five entry points (see `ProviderModule`),
+so adding one means one module and one line in PROVIDERS. Plans for in-cluster IPAMs (strategies in
+IPAM_STRATEGIES) are served by `cidrx.kube.ipam` whatever the target's cloud, since they only touch the
+Kubernetes API. Provider modules are imported lazily: `cidrx --help` and `diagnose --snapshot` never pay
+for cloud SDKs.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+import importlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from ipaddress import ip_address, ip_network
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from cidrx.errors import InvalidInput
 from cidrx.kube.model import KubeSection
@@ -22,28 +26,35 @@ from cidrx.model.target import Target
 
 if TYPE_CHECKING:
     from cidrx.cli.options import TargetOptions
-    from cidrx.eks.model import EksSection
+    from cidrx.engine.executor import Executor
     from cidrx.kube.api import KubeApi
     from cidrx.model.findings import Diagnosis
     from cidrx.model.plan import Plan
     from cidrx.render.progress import Progress
 
-SUPPORTED = ("eks",)
+PROVIDERS = ("eks",)
 _NOT_YET = {
     "gke": "GKE support is not in this release yet",
     "k8s": "plain Kubernetes targets (--k8s) are not in this release yet",
 }
+# Plan strategies served by the in-cluster IPAM module, whichever cloud the cluster runs on.
+IPAM_STRATEGIES: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class PlanOptions:
-    """What `expand --plan` may choose; each provider maps it to its own options type."""
+    """What `expand --plan` may choose; each provider maps it to its own options type.
+
+    `pool_name` / `template` name the new node group (EKS) or node pool (GKE) and the one it copies.
+    """
 
     strategy: str | None = None
     cidr: str | None = None
     add_nodes: int | None = None
-    nodegroup_name: str | None = None
-    template_nodegroup: str | None = None
+    pool_name: str | None = None
+    template: str | None = None
+    max_pods_per_node: int | None = None
+    allow_class_e: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,14 +67,49 @@ class StepOutcome:
     outputs: Mapping[str, Any]
 
 
+class ProviderModule(Protocol):
+    """What `cidrx.<provider>.provider` offers. analyze/make_plan/check_drift are pure."""
+
+    STRATEGIES: tuple[str, ...]
+
+    def collect(self, target: Target, opts: TargetOptions, kube: KubeSection, taken_at: str) -> Snapshot: ...
+
+    def analyze(self, snapshot: Snapshot) -> Diagnosis: ...
+
+    def make_plan(self, snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan: ...
+
+    def check_drift(self, plan: Plan, snapshot: Snapshot) -> None: ...
+
+    def executors(self) -> Mapping[str, Executor]: ...
+
+    def apis(self, plan: Plan, opts: TargetOptions, kube: KubeApi | None) -> Any: ...
+
+
 def utc_now() -> str:
     """UTC ISO-8601 to the second, the form every document cidrx writes uses."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def require_supported(target: Target) -> None:
-    if target.provider not in SUPPORTED:
+    if target.provider not in PROVIDERS:
         raise InvalidInput(_NOT_YET.get(target.provider, f"unknown provider {target.provider!r}"))
+
+
+def provider(target: Target) -> ProviderModule:
+    require_supported(target)
+    return cast("ProviderModule", importlib.import_module(f"cidrx.{target.provider}.provider"))
+
+
+def strategies() -> tuple[str, ...]:
+    """Every strategy any provider (or the IPAM module) plans, for the CLI's choice list."""
+    names = [s for p in PROVIDERS for s in _strategies_of(p)] + list(IPAM_STRATEGIES)
+    return tuple(dict.fromkeys(names))
+
+
+def _strategies_of(name: str) -> tuple[str, ...]:
+    # The strategy names are plain tuples in the provider modules, which import nothing heavy at the top.
+    module = importlib.import_module(f"cidrx.{name}.provider")
+    return tuple(module.STRATEGIES)
 
 
 def _collect_kube(opts: TargetOptions, provider: str) -> KubeSection:
@@ -76,68 +122,47 @@ def _collect_kube(opts: TargetOptions, provider: str) -> KubeSection:
     return collect_kube(opts.kubeconfig, opts.context, provider=provider)
 
 
-def check_same_cluster(kube: KubeSection, eks: EksSection, target: Target) -> None:
-    """Refuse a kubeconfig context that points at another cluster than the EKS target (the current context
-    is often a different cluster): its nodes' addresses must lie in the cluster VPC."""
+def check_same_cluster(kube: KubeSection, networks: Iterable[str], target: Target) -> None:
+    """Refuse a kubeconfig context that points at another cluster than the cloud target (the current
+    context is often a different cluster): its nodes' addresses must lie in the cluster's `networks`."""
     if not kube.available or not kube.nodes:
         return
-    vpc = [ip_network(c.cidr) for c in eks.vpc.cidrs if c.state in ("associated", "associating")]
+    nets = [ip_network(c, strict=False) for c in networks]
     for node in kube.nodes:
         with contextlib.suppress(ValueError):
-            if any(ip_address(node.internal_ip) in net for net in vpc):
+            if any(ip_address(node.internal_ip) in net for net in nets):
                 return
+    hint = {
+        "eks": f"aws eks update-kubeconfig --name {target.cluster}",
+        "gke": f"gcloud container clusters get-credentials {target.cluster} --location {target.location}",
+    }.get(target.provider, "")
     raise InvalidInput(
         f"Kubernetes context {kube.context or '(current)'} does not look like {target.label()}: none of its "
-        f"{len(kube.nodes)} node(s) has an address in {eks.vpc.vpc_id}",
-        hint=f"pass --context for this cluster (aws eks update-kubeconfig --name {target.cluster}), or --no-kube",
+        f"{len(kube.nodes)} node(s) has an address in the cluster's network",
+        hint=f"pass --context for this cluster ({hint}), or --no-kube" if hint else "pass --context, or --no-kube",
     )
 
 
 def collect_snapshot(target: Target, opts: TargetOptions) -> Snapshot:
     """A fresh, sealed snapshot of `target` (cloud section, plus the cluster unless --no-kube)."""
-    require_supported(target)
-    from cidrx.eks.api import EksApi
-    from cidrx.eks.collect import collect_eks
-
-    assert target.region is not None  # resolve_target guarantees it for EKS
+    module = provider(target)
     taken_at = utc_now()
     kube = _collect_kube(opts, target.provider)
-    # Nodes may run instance types no node group names (self-managed groups, Karpenter).
-    node_types = sorted({n.instance_type for n in kube.nodes if "." in n.instance_type})
-    eks = collect_eks(EksApi(target.region, opts.profile), target.cluster, extra_instance_types=node_types)
-    check_same_cluster(kube, eks, target)
-    return seal(Snapshot(target=target, taken_at=taken_at, kube=kube, eks=eks))
+    return seal(module.collect(target, opts, kube, taken_at))
 
 
 def analyze(snapshot: Snapshot) -> Diagnosis:
-    require_supported(snapshot.target)
-    from cidrx.eks.analyze import analyze as analyze_eks
-
-    return analyze_eks(snapshot)
+    """The provider's diagnosis plus the in-cluster IPAM checks for whatever IPAMs the cluster runs."""
+    return provider(snapshot.target).analyze(snapshot)
 
 
 def make_plan(snapshot: Snapshot, opts: PlanOptions) -> Plan:
-    require_supported(snapshot.target)
-    from cidrx.eks.plan import EksPlanOptions
-    from cidrx.eks.plan import make_plan as make_eks_plan
-
-    eks_opts = EksPlanOptions(
-        strategy=opts.strategy or "custom-networking",
-        cidr=opts.cidr,
-        add_nodes=opts.add_nodes,
-        nodegroup_name=opts.nodegroup_name,
-        template_nodegroup=opts.template_nodegroup,
-        created_at=utc_now(),
-    )
-    return make_eks_plan(snapshot, eks_opts)
+    return provider(snapshot.target).make_plan(snapshot, opts, utc_now())
 
 
 def check_drift(plan: Plan, snapshot: Snapshot) -> None:
     """Raise StalePlan (exit 4) when what `plan` relied on no longer holds in `snapshot`."""
-    require_supported(plan.target)
-    from cidrx.eks.plan import check_drift as check_eks_drift
-
-    check_eks_drift(plan, snapshot)
+    provider(plan.target).check_drift(plan, snapshot)
 
 
 def kube_api(opts: TargetOptions, snapshot: Snapshot) -> KubeApi | None:
@@ -155,22 +180,23 @@ def apply_plan(
 ) -> list[StepOutcome]:
     """Run `plan` through the engine: drift check (against `snapshot`, taken just now) before any write,
     then every step with the journal beside `plan_path`. Raises StalePlan / ApplyInterrupted / AccessDenied."""
-    require_supported(plan.target)
-    from cidrx.eks.api import EksApi
-    from cidrx.eks.steps import EXECUTORS, EksApis
     from cidrx.engine.apply import run_plan
     from cidrx.engine.executor import StepContext
     from cidrx.engine.journal import Journal
     from cidrx.engine.waiting import Waiter
 
-    assert plan.target.region is not None  # every EKS target has one (resolve_target, load_plan)
+    module = provider(plan.target)
     journal = Journal.open(plan_path, plan)
-    apis = EksApis(eks=EksApi(plan.target.region, opts.profile), kube=kube_api(opts, snapshot))
-    ctx = StepContext(
-        plan=plan,
-        apis=apis,
-        waiter=Waiter(report=progress.waiting, report_every=progress.report_every),
-        progress=progress,
-    )
-    result = run_plan(plan, EXECUTORS, ctx, journal, preflight=lambda: check_drift(plan, snapshot))
+    kube = kube_api(opts, snapshot)
+    try:
+        ctx = StepContext(
+            plan=plan,
+            apis=module.apis(plan, opts, kube),
+            waiter=Waiter(report=progress.waiting, report_every=progress.report_every),
+            progress=progress,
+        )
+        result = run_plan(plan, module.executors(), ctx, journal, preflight=lambda: check_drift(plan, snapshot))
+    finally:
+        if kube is not None:
+            kube.close()
     return [StepOutcome(s.step_id, s.action, s.status, s.outputs) for s in result.steps]

@@ -77,11 +77,15 @@ def section_from(
 ) -> KubeSection:
     """A KubeSection from Kubernetes objects as dicts (whole or trimmed); sorted for a stable fingerprint."""
     per_node: dict[str, int] = {}
+    host_net: dict[str, int] = {}
     waiting: list[KubePod] = []
     for pod in pods:
         node = pod_ip_node(pod)
         if node:
             per_node[node] = per_node.get(node, 0) + 1
+        elif _get(pod, "spec", "hostNetwork") and _get(pod, "spec", "nodeName"):
+            name = str(_get(pod, "spec", "nodeName"))
+            host_net[name] = host_net.get(name, 0) + 1
         w = waiting_pod_from(pod)
         if w is not None:
             waiting.append(w)
@@ -91,6 +95,7 @@ def section_from(
         api_groups=tuple(sorted(set(api_groups))),
         nodes=tuple(sorted((node_from(n) for n in nodes), key=lambda n: n.name)),
         pods_per_node=dict(sorted(per_node.items())),
+        host_network_pods_per_node=dict(sorted(host_net.items())),
         waiting_pods=tuple(sorted(waiting, key=lambda p: (p.namespace, p.name))),
         events=tuple(
             sorted((event_from(e) for e in events), key=lambda e: (e.reason, e.namespace, e.kind, e.name, e.last_seen))

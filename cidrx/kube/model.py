@@ -79,6 +79,26 @@ class EniConfig:
 
 
 @dataclass(frozen=True)
+class PodState:
+    """A pod that an IPAM record names (a Whereabouts podref, a Calico allocation's namespace/pod): the
+    evidence for deciding whether that record is stale. Only such pods are kept, not every pod."""
+
+    namespace: str
+    name: str
+    phase: str  # Pending, Running, ... ("" when the API gave none)
+    node: str
+    # status.podIPs plus every address in the k8s.v1.cni.cncf.io/network-status annotation (Multus).
+    ips: tuple[str, ...] = ()
+    # True when the network-status annotation was present (so a missing IP there means something).
+    has_network_status: bool = False
+    uid: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
 class KubeSection:
     available: bool
     reason: str = ""  # why not available (e.g. --no-kube, unreachable)
@@ -86,7 +106,12 @@ class KubeSection:
     api_groups: tuple[str, ...] = ()
     nodes: tuple[KubeNode, ...] = ()
     pods_per_node: dict[str, int] = field(default_factory=dict)  # pod-network pods, not hostNetwork
+    # hostNetwork pods count against a node's max pods but take no pod address (GKE still reserves the
+    # per-node block for them), keyed by node; only non-zero entries.
+    host_network_pods_per_node: dict[str, int] = field(default_factory=dict)
     waiting_pods: tuple[KubePod, ...] = ()
     events: tuple[KubeEvent, ...] = ()
     aws_node: WorkloadEnv | None = None
     eniconfigs: tuple[EniConfig, ...] = ()
+    # Pods named by IPAM records (see PodState), sorted by namespace/name; a named pod missing here is gone.
+    ipam_pods: tuple[PodState, ...] = ()

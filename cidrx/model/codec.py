@@ -22,9 +22,20 @@ def to_builtins(obj: Any) -> Any:
     return msgspec.to_builtins(obj)
 
 
+def _pruned(value: Any) -> Any:
+    """`value` without dict entries that are None or empty, so that a model field added later with an
+    empty default leaves the fingerprints and digests of existing documents unchanged."""
+    if isinstance(value, dict):
+        kept = {k: _pruned(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v is not None and v != {} and v != []}
+    if isinstance(value, list):
+        return [_pruned(v) for v in value]
+    return value
+
+
 def canonical_json(obj: Any) -> str:
-    """Sorted keys, no whitespace: the text every fingerprint and digest is taken over."""
-    return json.dumps(to_builtins(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    """Sorted keys, no whitespace, empty fields left out: the text every fingerprint and digest is taken over."""
+    return json.dumps(_pruned(to_builtins(obj)), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
 def sha256_of(obj: Any) -> str:

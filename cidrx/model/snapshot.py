@@ -13,6 +13,7 @@ from pathlib import Path
 
 from cidrx.eks.model import EksSection
 from cidrx.errors import InvalidInput
+from cidrx.gke.model import GkeSection
 from cidrx.kube.model import KubeSection
 from cidrx.model import codec
 from cidrx.model.target import Target
@@ -26,6 +27,7 @@ class Snapshot:
     taken_at: str
     kube: KubeSection
     eks: EksSection | None = None
+    gke: GkeSection | None = None
     fingerprint: str = ""
     schema: str = SNAPSHOT_SCHEMA
 

@@ -1,0 +1,119 @@
+"""The GKE part of a snapshot: the cluster, its node pools, its subnet and everything else that occupies
+address space in the cluster's VPC network, trimmed to the fields diagnosis and planning read.
+
+Field names follow the container v1 / compute v1 REST resources (in snake_case) so a reader can look
+them up; CIDRs are strings, prefix sizes ints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class PodRangeInfo:
+    """One cluster-level additional pod range (ip_allocation_policy.additional_pod_ranges_config)."""
+
+    range_name: str
+    utilization: float | None = None  # pod_range_info[].utilization, 0..1, as GKE reports it
+
+
+@dataclass(frozen=True)
+class GkeCluster:
+    name: str
+    location: str
+    status: str
+    network: str  # network name (not URL)
+    subnetwork: str  # subnet name
+    subnet_region: str
+    autopilot: bool
+    default_max_pods_per_node: int  # default_max_pods_constraint.max_pods_per_node (110 when unset)
+    pod_range_name: str  # ip_allocation_policy.cluster_secondary_range_name
+    pod_cidr: str  # ip_allocation_policy.cluster_ipv4_cidr_block
+    services_range_name: str = ""
+    services_cidr: str = ""
+    default_pod_range_utilization: float | None = None  # default_pod_ipv4_range_utilization
+    additional_pod_ranges: tuple[PodRangeInfo, ...] = ()
+    self_link: str = ""
+    version: str = ""
+
+
+@dataclass(frozen=True)
+class Autoscaling:
+    enabled: bool = False
+    min_node_count: int = 0  # per zone
+    max_node_count: int = 0  # per zone
+    total_min_node_count: int = 0  # whole pool (location_policy ANY / BALANCED with totals)
+    total_max_node_count: int = 0
+    location_policy: str = ""
+
+
+@dataclass(frozen=True)
+class NodePool:
+    name: str
+    status: str
+    version: str
+    machine_type: str
+    locations: tuple[str, ...]  # zones
+    initial_node_count: int  # per zone
+    max_pods_per_node: int
+    pod_ipv4_cidr_size: int  # prefix length of each node's pod block, e.g. 24
+    pod_range: str  # network_config.pod_range (secondary range name)
+    pod_cidr: str  # network_config.pod_ipv4_cidr_block
+    autoscaling: Autoscaling = field(default_factory=Autoscaling)
+    pod_range_utilization: float | None = None  # network_config.pod_ipv4_range_utilization
+    instance_group_count: int = 0  # len(instance_group_urls): one per zone
+    # The node pool's `config` (NodeConfig, REST JSON camelCase) trimmed to what a copy of the pool needs:
+    # machineType, diskSizeGb, diskType, imageType, serviceAccount, oauthScopes, labels, taints, tags,
+    # metadata, spot/preemptible, workloadMetadataConfig, shieldedInstanceConfig.
+    config: dict[str, Any] = field(default_factory=dict)
+    management: dict[str, Any] = field(default_factory=dict)  # autoUpgrade / autoRepair
+
+
+@dataclass(frozen=True)
+class SecondaryRange:
+    range_name: str
+    ip_cidr_range: str
+
+
+@dataclass(frozen=True)
+class Subnetwork:
+    name: str
+    region: str
+    network: str  # network name
+    ip_cidr_range: str
+    secondary_ranges: tuple[SecondaryRange, ...] = ()
+    fingerprint: str = ""  # required by subnetworks.patch; a stale one gets 412
+    self_link: str = ""
+    purpose: str = ""  # PRIVATE, REGIONAL_MANAGED_PROXY, ...: every purpose occupies its ranges all the same
+
+
+@dataclass(frozen=True)
+class PeeringRoute:
+    """A route imported over a VPC peering (networks.listPeeringRoutes, direction INCOMING)."""
+
+    dest_range: str
+    peering: str
+    region: str = ""
+
+
+@dataclass(frozen=True)
+class ReservedRange:
+    """A global internal address range (globalAddresses, purpose VPC_PEERING): private services access."""
+
+    name: str
+    cidr: str  # address/prefix_length
+    purpose: str
+
+
+@dataclass(frozen=True)
+class GkeSection:
+    project: str
+    cluster: GkeCluster
+    node_pools: tuple[NodePool, ...]
+    subnet: Subnetwork  # the cluster's own subnet (with fingerprint), also listed in `subnets`
+    subnets: tuple[Subnetwork, ...]  # every subnet of the network, all regions
+    peerings: tuple[str, ...] = ()  # peering names on the network
+    peering_routes: tuple[PeeringRoute, ...] = ()
+    reserved_ranges: tuple[ReservedRange, ...] = ()
