@@ -37,6 +37,8 @@ class GkeCluster:
     additional_pod_ranges: tuple[PodRangeInfo, ...] = ()
     self_link: str = ""
     version: str = ""
+    # private_cluster_config.master_ipv4_cidr_block: the control plane's /28, occupied like any range.
+    master_ipv4_cidr_block: str = ""
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,8 @@ class NodePool:
     # metadata, spot/preemptible, workloadMetadataConfig, shieldedInstanceConfig.
     config: dict[str, Any] = field(default_factory=dict)
     management: dict[str, Any] = field(default_factory=dict)  # autoUpgrade / autoRepair
+    # config.resourceLabels: GCE labels on the pool's nodes; `cidrx-plan` marks a pool cidrx created.
+    resource_labels: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -221,11 +221,20 @@ class DiscoveryIndex:
             return payload
         return self._to_numbers(method.api, {"$ref": method.response_ref}, payload, None, None)
 
-    def _to_numbers(self, api: str, schema: JSON, value: Any, owner: str | None, prop: str | None) -> Any:
+    def decode_enum_numbers(self, method: Method, body: Any) -> Any:
+        """A request body with enum numbers turned into names, as the real API stores them (a client that
+        sent ``$alt=json;enum-encoding=int`` still reads names back from a client that did not)."""
+        if method.request_ref is None:
+            return body
+        return self._to_numbers(method.api, {"$ref": method.request_ref}, body, None, None, to_names=True)
+
+    def _to_numbers(
+        self, api: str, schema: JSON, value: Any, owner: str | None, prop: str | None, *, to_names: bool = False
+    ) -> Any:
         ref = schema.get("$ref")
         if ref is not None:
             target = self.schemas[api].get(ref)
-            return value if target is None else self._to_numbers(api, target, value, ref, None)
+            return value if target is None else self._to_numbers(api, target, value, ref, None, to_names=to_names)
         kind = schema.get("type")
         if kind == "object" and isinstance(value, dict):
             props: JSON = schema.get("properties") or {}
@@ -233,16 +242,18 @@ class DiscoveryIndex:
             out: JSON = {}
             for key, item in value.items():
                 if key in props:
-                    out[key] = self._to_numbers(api, props[key], item, schema.get("id", owner), key)
+                    out[key] = self._to_numbers(api, props[key], item, schema.get("id", owner), key, to_names=to_names)
                 elif isinstance(extra, dict):
-                    out[key] = self._to_numbers(api, extra, item, owner, None)
+                    out[key] = self._to_numbers(api, extra, item, owner, None, to_names=to_names)
                 else:
                     out[key] = item
             return out
         if kind == "array" and isinstance(value, list):
             items: JSON = schema.get("items") or {}
-            return [self._to_numbers(api, items, item, owner, prop) for item in value]
-        if "enum" in schema and isinstance(value, str) and owner is not None and prop is not None:
+            return [self._to_numbers(api, items, item, owner, prop, to_names=to_names) for item in value]
+        if to_names and "enum" in schema and isinstance(value, int) and owner is not None and prop is not None:
+            return (self.proto_enum(api, owner, prop) or {}).get(value, value)
+        if not to_names and "enum" in schema and isinstance(value, str) and owner is not None and prop is not None:
             numbers = self.proto_enum(api, owner, prop)
             if numbers:
                 by_name = {name: number for number, name in numbers.items()}

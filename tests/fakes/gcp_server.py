@@ -797,6 +797,8 @@ class FakeGcp:
             if fault is not None:
                 payload = fault.body if fault.body is not None else GcpError(fault.status, "injected").body(api)
                 return _Response(fault.status, _encode(payload))
+            if ENUMS_AS_NUMBERS in multi.get("$alt", []) and body is not None:
+                body = self.discovery.decode_enum_numbers(match.method, body)
             handler = self._handlers.get(match.method.id)
             if handler is None:
                 raise FakeGap(f"{match.method.id} ({method} {match.method.template}) is not implemented by the fake")

@@ -1,0 +1,525 @@
+"""The one door to Google Cloud for the GKE target: a thin adapter over the container v1 and compute v1
+clients, the client factory, and the single Google-error translator.
+
+Why it exists: collect/steps code must run against the loopback fake (tests/fakes/gcp_server.py) with
+the real clients, must not pay for the google-cloud imports at import time (`cidrx --help` budget:
+compute_v1 alone costs ~1.3 s), and every Google failure must reach the user as one actionable line with
+the right exit code. So:
+
+- google.* is imported only inside functions; a missing SDK is a one-line "pip install 'cidrx[gke]'".
+- Every method returns plain REST JSON dicts (camelCase keys, enum names, int64 fields as strings as in
+  the REST API), so no caller touches SDK types.
+- Every call goes through `_call`, the one place that sets retry/timeout and hands SDK exceptions to
+  `translate()`.
+- Writes return an operation handle ({"api": "container"|"compute", "name", "region" (compute)}) and do
+  not wait; `get_operation` polls it once.
+
+Endpoint overrides (DESIGN.md §3): CIDRX_CONTAINER_ENDPOINT / CIDRX_COMPUTE_ENDPOINT are base URLs
+(http allowed), CIDRX_GCP_ANONYMOUS=1 uses anonymous credentials and is refused unless the API it is
+used for has an override. Otherwise credentials are Application Default Credentials.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput
+
+Json = dict[str, Any]
+T = TypeVar("T")
+
+CONTAINER_ENDPOINT_ENV = "CIDRX_CONTAINER_ENDPOINT"
+COMPUTE_ENDPOINT_ENV = "CIDRX_COMPUTE_ENDPOINT"
+ANONYMOUS_ENV = "CIDRX_GCP_ANONYMOUS"
+SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
+CALL_TIMEOUT = 60.0  # seconds per HTTP call; operations are polled, never waited on server-side
+
+# What `collect_gke` needs (IAM permissions); docs and plan `permissions` can quote it.
+COLLECT_PERMISSIONS = (
+    "container.clusters.get",
+    "compute.networks.get",
+    "compute.networks.listPeeringRoutes",
+    "compute.subnetworks.list",
+    "compute.subnetworks.get",
+    "compute.globalAddresses.list",
+)
+
+_INSTALL_HINT = "pip install 'cidrx[gke]'"
+_CREDENTIALS_HINT = "run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS"
+
+
+class StaleFingerprint(CloudError):
+    """subnetworks.patch answered 412: the subnet changed since its fingerprint was read."""
+
+
+class AlreadyExists(CloudError):
+    """The resource to create exists already (HTTP 409)."""
+
+
+class ClusterBusy(CloudError):
+    """GKE refused a cluster mutation because another operation is running on the cluster (400
+    FAILED_PRECONDITION "... incompatible operation ..."): wait for it and retry."""
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def _api_message(exc: Any) -> tuple[str, str]:
+    """(the API's own error message, its gRPC status name or "") from a google.api_core exception.
+
+    api_core prefixes the message with "METHOD URL: "; the response body has the bare text.
+    """
+    response = getattr(exc, "response", None)
+    try:
+        err = response.json().get("error", {}) if response is not None else {}
+    except (ValueError, AttributeError):
+        err = {}
+    message = err.get("message") if isinstance(err, dict) else None
+    status = err.get("status", "") if isinstance(err, dict) else ""
+    return _one_line(message or getattr(exc, "message", None) or exc), str(status or "")
+
+
+def translate(exc: BaseException, action: str, subject: str | None = None) -> CidrxError:
+    """Map an exception raised while doing `action` (the IAM permission, e.g. "container.clusters.get")
+    on `subject` (e.g. "GKE cluster 'demo-ip' in p1/australia-southeast1") to the error the user sees."""
+    from google.api_core import exceptions as gx
+    from google.auth import exceptions as ax
+
+    on = f" on {subject}" if subject else ""
+    if isinstance(exc, CidrxError):
+        return exc
+    if isinstance(exc, ax.DefaultCredentialsError):
+        return AccessDenied(f"no Google Cloud credentials found for {action}", hint=_CREDENTIALS_HINT)
+    if isinstance(exc, ax.RefreshError):
+        return AccessDenied(
+            f"Google Cloud credentials could not be refreshed for {action}: {_one_line(exc)}", hint=_CREDENTIALS_HINT
+        )
+    if isinstance(exc, gx.RetryError) and exc.cause is not None:
+        return translate(exc.cause, action, subject)
+    if isinstance(exc, gx.GoogleAPICallError):
+        message, status = _api_message(exc)
+        code = exc.code
+        if isinstance(exc, gx.Unauthorized | gx.Unauthenticated):
+            return AccessDenied(
+                f"Google Cloud rejected the credentials for {action}: {message}", hint=_CREDENTIALS_HINT
+            )
+        if isinstance(exc, gx.Forbidden | gx.PermissionDenied):
+            return AccessDenied(
+                f"permission denied for {action}{on}: {message}",
+                hint=f"grant the caller an IAM role with {action}, or check --project",
+            )
+        if isinstance(exc, gx.NotFound):
+            what = subject or "Google Cloud resource"
+            return AccessDenied(
+                f"{what} not found ({action}: {message})",
+                hint="check --project, --location and --cluster (and the project the credentials can see)",
+            )
+        if isinstance(exc, gx.PreconditionFailed) or code == 412:
+            return StaleFingerprint(
+                f"{action}{on} was refused: the resource changed since it was read ({message})",
+                hint="read it again and retry",
+            )
+        if isinstance(exc, gx.Conflict):
+            return AlreadyExists(f"{action}{on}: already exists ({message})")
+        if isinstance(exc, gx.BadRequest):
+            low = message.lower()
+            if "incompatible operation" in low or ("operation" in low and "currently" in low):
+                return ClusterBusy(f"{action}{on}: another operation is running ({message})", hint="wait and retry")
+            head = f"Google Cloud rejected {action}{on}"
+            return CloudError(f"{head}: {status + ': ' if status else ''}{message}")
+        return CloudError(
+            f"{action}{on} failed: HTTP {code}: {message}", hint="retry; if it persists, check the Google Cloud status"
+        )
+    if isinstance(exc, ax.TransportError):
+        return AccessDenied(f"cannot reach Google Cloud for {action}: {_one_line(exc)}", hint="check the network")
+    try:
+        import requests
+    except ImportError:  # pragma: no cover - requests ships with google-auth's transport
+        requests = None  # type: ignore[assignment]
+    if requests is not None and isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.Timeout):
+        return AccessDenied(
+            f"cannot reach the Google Cloud endpoint for {action}: {_one_line(exc)}",
+            hint=f"check the network and {CONTAINER_ENDPOINT_ENV} / {COMPUTE_ENDPOINT_ENV}",
+        )
+    return CidrxError(f"internal error during {action}: {type(exc).__name__}: {_one_line(exc)}")
+
+
+def _import_sdk() -> tuple[Any, Any]:
+    """(container_v1, compute_v1), or InvalidInput telling how to install them."""
+    import importlib
+
+    modules = []
+    for name in ("google.cloud.container_v1", "google.cloud.compute_v1"):
+        try:
+            modules.append(importlib.import_module(name))
+        except ImportError:
+            raise InvalidInput(
+                f"the GKE target needs the Google Cloud client libraries ({name} cannot be imported)",
+                hint=_INSTALL_HINT,
+            ) from None
+    return modules[0], modules[1]
+
+
+def to_json(message: Any) -> Json:
+    """A proto-plus message as REST JSON: camelCase keys, enum names, fields left unset omitted."""
+    data: Json = type(message).to_dict(
+        message,
+        use_integers_for_enums=False,
+        preserving_proto_field_name=False,
+        always_print_fields_with_no_presence=False,
+    )
+    return data
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def short_name(ref: str) -> str:
+    """The last path segment of a resource name or URL (".../regions/us-central1" -> "us-central1")."""
+    return ref.rstrip("/").rsplit("/", 1)[-1]
+
+
+class GkeApi:
+    """Thin adapter over the GKE and GCE clients for one project and cluster location.
+
+    No I/O and no SDK import in the constructor: credentials and clients are created on first use and
+    kept for the adapter's lifetime.
+    """
+
+    # maxResults of compute list calls (the API's maximum and default is 500); tests page with less.
+    page_size = 500
+
+    def __init__(self, project: str, location: str) -> None:
+        self.project = project
+        self.location = location
+        self._credentials: Any = None
+        self._clients: dict[str, Any] = {}
+
+    # -- plumbing -----------------------------------------------------------------------------------
+
+    def _creds(self, api: str, endpoint: str | None) -> Any:
+        if _truthy(os.environ.get(ANONYMOUS_ENV)):
+            if not endpoint:
+                env = CONTAINER_ENDPOINT_ENV if api == "container" else COMPUTE_ENDPOINT_ENV
+                raise InvalidInput(
+                    f"{ANONYMOUS_ENV}=1 is only allowed with an endpoint override, and {env} is not set",
+                    hint=f"set {env} to the endpoint's base URL, or unset {ANONYMOUS_ENV}",
+                )
+            from google.auth.credentials import AnonymousCredentials
+
+            return AnonymousCredentials()  # type: ignore[no-untyped-call]
+        if self._credentials is None:
+            import google.auth
+
+            with _translating("loading Application Default Credentials"):
+                self._credentials, _ = google.auth.default(scopes=list(SCOPES))
+        return self._credentials
+
+    def _client(self, kind: str) -> Any:
+        """The client of `kind` ("container", or a compute client class name), created once."""
+        client = self._clients.get(kind)
+        if client is not None:
+            return client
+        container_v1, compute_v1 = _import_sdk()
+        from google.api_core.client_options import ClientOptions
+
+        if kind == "container":
+            endpoint = os.environ.get(CONTAINER_ENDPOINT_ENV) or None
+            opts = ClientOptions(api_endpoint=endpoint.rstrip("/")) if endpoint else None
+            creds = self._creds("container", endpoint)
+            client = container_v1.ClusterManagerClient(credentials=creds, transport="rest", client_options=opts)
+        else:
+            endpoint = os.environ.get(COMPUTE_ENDPOINT_ENV) or None
+            opts = ClientOptions(api_endpoint=endpoint.rstrip("/")) if endpoint else None
+            creds = self._creds("compute", endpoint)
+            client = getattr(compute_v1, kind)(credentials=creds, client_options=opts)
+            if endpoint:
+                # compute builds its ExtendedOperation pollers lazily with the *default* endpoint
+                # (transports/base.py `_region_operations_client`), so `.result()` on an operation would
+                # go to compute.googleapis.com: seed them with clients on the override.
+                services = getattr(getattr(client, "_transport", None), "_extended_operations_services", None)
+                if isinstance(services, dict):
+                    services["region_operations"] = compute_v1.RegionOperationsClient(
+                        credentials=creds, client_options=opts
+                    )
+                    services["global_operations"] = compute_v1.GlobalOperationsClient(
+                        credentials=creds, client_options=opts
+                    )
+        self._clients[kind] = client
+        return client
+
+    def _call(self, action: str, subject: str | None, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Run one SDK call with cidrx's retry/timeout policy; errors leave translated.
+
+        retry=None: the GAPIC default retries sleep for real; one retry policy for all calls is to come
+        and goes here.
+        """
+        try:
+            return fn(*args, retry=None, timeout=CALL_TIMEOUT, **kwargs)
+        except CidrxError:
+            raise
+        except Exception as exc:
+            raise _translated(exc, action, subject) from exc
+
+    def _iterate(self, action: str, subject: str | None, pager: Callable[[], Any]) -> Iterator[Any]:
+        """Iterate a pager (its later pages are HTTP calls too), translating errors."""
+        try:
+            yield from pager()
+        except CidrxError:
+            raise
+        except Exception as exc:
+            raise _translated(exc, action, subject) from exc
+
+    def _cluster_name(self, cluster: str) -> str:
+        return f"projects/{self.project}/locations/{self.location}/clusters/{cluster}"
+
+    def _cluster_subject(self, cluster: str) -> str:
+        return f"GKE cluster {cluster!r} in {self.project}/{self.location}"
+
+    # -- reads --------------------------------------------------------------------------------------
+
+    def get_cluster(self, cluster: str) -> Json:
+        gke = self._client("container")
+        msg = self._call(
+            "container.clusters.get", self._cluster_subject(cluster), gke.get_cluster, name=self._cluster_name(cluster)
+        )
+        return to_json(msg)
+
+    def list_node_pools(self, cluster: str) -> list[Json]:
+        gke = self._client("container")
+        resp = self._call(
+            "container.clusters.get",
+            self._cluster_subject(cluster),
+            gke.list_node_pools,
+            parent=self._cluster_name(cluster),
+        )
+        return [to_json(p) for p in resp.node_pools]
+
+    def get_network(self, network: str) -> Json:
+        client = self._client("NetworksClient")
+        subject = f"VPC network {network!r} in project {self.project}"
+        msg = self._call("compute.networks.get", subject, client.get, project=self.project, network=network)
+        return to_json(msg)
+
+    def get_subnetwork(self, region: str, subnet: str) -> Json:
+        client = self._client("SubnetworksClient")
+        subject = f"subnetwork {subnet!r} in {self.project}/{region}"
+        msg = self._call(
+            "compute.subnetworks.get", subject, client.get, project=self.project, region=region, subnetwork=subnet
+        )
+        return to_json(msg)
+
+    def iter_subnetworks(self) -> Iterator[Json]:
+        """Every subnet of the project, all regions (subnetworks.aggregatedList, paged); warning-only
+        scopes (regions without subnets on a page: NO_RESULTS_ON_PAGE) are skipped."""
+        client = self._client("SubnetworksClient")
+        subject = f"project {self.project}"
+
+        def pages() -> Iterator[Any]:
+            pager = self._call(
+                "compute.subnetworks.list",
+                subject,
+                client.aggregated_list,
+                request={"project": self.project, "max_results": self.page_size},
+            )
+            for _scope, scoped in pager:
+                yield from scoped.subnetworks
+
+        for subnet in self._iterate("compute.subnetworks.list", subject, pages):
+            yield to_json(subnet)
+
+    def iter_peering_routes(self, network: str, peering: str, region: str) -> Iterator[Json]:
+        """Routes imported over `peering` into `network` (networks.listPeeringRoutes, direction INCOMING)."""
+        client = self._client("NetworksClient")
+        subject = f"peering {peering!r} of VPC network {network!r}"
+        request = {
+            "project": self.project,
+            "network": network,
+            "peering_name": peering,
+            "direction": "INCOMING",
+            "region": region,
+            "max_results": self.page_size,
+        }
+
+        def pages() -> Iterator[Any]:
+            yield from self._call(
+                "compute.networks.listPeeringRoutes", subject, client.list_peering_routes, request=request
+            )
+
+        for route in self._iterate("compute.networks.listPeeringRoutes", subject, pages):
+            yield to_json(route)
+
+    def iter_global_addresses(self) -> Iterator[Json]:
+        """Global addresses with purpose VPC_PEERING (private services access allocations)."""
+        client = self._client("GlobalAddressesClient")
+        subject = f"project {self.project}"
+        request = {"project": self.project, "filter": 'purpose="VPC_PEERING"', "max_results": self.page_size}
+
+        def pages() -> Iterator[Any]:
+            yield from self._call("compute.globalAddresses.list", subject, client.list, request=request)
+
+        for address in self._iterate("compute.globalAddresses.list", subject, pages):
+            data = to_json(address)
+            if data.get("purpose") == "VPC_PEERING":  # the filter is server-side; re-checked for safety
+                yield data
+
+    # -- writes: each returns an operation handle and does not wait ---------------------------------
+
+    def patch_subnetwork_secondary_ranges(self, region: str, subnet: str, fingerprint: str, ranges: list[Json]) -> Json:
+        """Set the subnet's secondary ranges to `ranges` (the FULL list: existing + new, REST JSON
+        {"rangeName", "ipCidrRange"}). Raises StaleFingerprint when GCE answers 412."""
+        _, compute_v1 = _import_sdk()
+        client = self._client("SubnetworksClient")
+        body = compute_v1.Subnetwork(
+            fingerprint=fingerprint,
+            secondary_ip_ranges=[
+                compute_v1.SubnetworkSecondaryRange(range_name=str(r["rangeName"]), ip_cidr_range=str(r["ipCidrRange"]))
+                for r in ranges
+            ],
+        )
+        op = self._call(
+            "compute.subnetworks.update",
+            f"subnetwork {subnet!r} in {self.project}/{region}",
+            client.patch_unary,
+            project=self.project,
+            region=region,
+            subnetwork=subnet,
+            subnetwork_resource=body,
+        )
+        return {"api": "compute", "name": str(op.name), "region": region}
+
+    def create_node_pool(self, cluster: str, node_pool: Json) -> Json:
+        """Create a node pool from its REST JSON (name, config, initialNodeCount, networkConfig, ...)."""
+        container_v1, _ = _import_sdk()
+        gke = self._client("container")
+        name = node_pool.get("name", "")
+        try:
+            pool = container_v1.NodePool.from_json(json.dumps(node_pool))
+        except Exception as exc:  # json_format.ParseError: a field the API does not have
+            raise CidrxError(f"internal error: cidrx built an invalid node pool {name!r}: {_one_line(exc)}") from exc
+        op = self._call(
+            "container.clusters.update",
+            f"node pool {name!r} of {self._cluster_subject(cluster)}",
+            gke.create_node_pool,
+            parent=self._cluster_name(cluster),
+            node_pool=pool,
+        )
+        return {"api": "container", "name": str(op.name)}
+
+    def add_cluster_pod_ranges(self, cluster: str, range_names: list[str]) -> Json:
+        """UpdateCluster with update.additionalPodRangesConfig.podRangeNames = `range_names`."""
+        container_v1, _ = _import_sdk()
+        gke = self._client("container")
+        update = container_v1.ClusterUpdate(
+            additional_pod_ranges_config=container_v1.AdditionalPodRangesConfig(pod_range_names=list(range_names))
+        )
+        op = self._call(
+            "container.clusters.update",
+            self._cluster_subject(cluster),
+            gke.update_cluster,
+            name=self._cluster_name(cluster),
+            update=update,
+        )
+        return {"api": "container", "name": str(op.name)}
+
+    def get_operation(self, op: Json) -> Json:
+        """Poll an operation handle once: {"done", "error" (one line or None), "status", "progress"}."""
+        name = str(op["name"])
+        if op.get("api") == "container":
+            gke = self._client("container")
+            msg = self._call(
+                "container.operations.get",
+                f"operation {name} in {self.project}/{self.location}",
+                gke.get_operation,
+                name=f"projects/{self.project}/locations/{self.location}/operations/{name}",
+            )
+            return container_operation_state(to_json(msg))
+        region = op.get("region")
+        if region:
+            client = self._client("RegionOperationsClient")
+            msg = self._call(
+                "compute.regionOperations.get",
+                f"operation {name} in {self.project}/{region}",
+                client.get,
+                project=self.project,
+                region=str(region),
+                operation=name,
+            )
+        else:
+            client = self._client("GlobalOperationsClient")
+            msg = self._call(
+                "compute.globalOperations.get",
+                f"operation {name} in {self.project}",
+                client.get,
+                project=self.project,
+                operation=name,
+            )
+        return compute_operation_state(to_json(msg))
+
+
+class _translating:
+    """`with _translating(action):` turns SDK exceptions raised inside into cidrx errors."""
+
+    def __init__(self, action: str, subject: str | None = None) -> None:
+        self.action, self.subject = action, subject
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        if exc is not None and isinstance(exc, Exception) and not isinstance(exc, CidrxError):
+            raise _translated(exc, self.action, self.subject) from exc
+
+
+def _translated(exc: Exception, action: str, subject: str | None) -> Exception:
+    """translate() for exceptions from google.* / requests; anything else is a bug and stays as it is."""
+    module = type(exc).__module__
+    if module.startswith(("google.", "requests", "urllib3")):
+        return translate(exc, action, subject)
+    return exc
+
+
+def container_operation_state(data: Json) -> Json:
+    """A container v1 Operation (REST JSON) as {"done", "error", "status", "progress"}."""
+    status = str(data.get("status") or "STATUS_UNSPECIFIED")
+    err = data.get("error") or {}
+    error = None
+    if err.get("code") or err.get("message"):
+        error = _one_line(err.get("message") or data.get("statusMessage") or f"error code {err.get('code')}")
+    elif status == "ABORTING":
+        error = _one_line(data.get("statusMessage") or "the operation was aborted")
+    metrics = (data.get("progress") or {}).get("metrics") or []
+    parts = [
+        f"{m.get('name')}={m.get('intValue', m.get('doubleValue', m.get('stringValue', '')))}"
+        for m in metrics
+        if m.get("name")
+    ]
+    return {
+        "done": status == "DONE",
+        "error": error,
+        "status": status,
+        "progress": ", ".join(parts) or (_one_line(data["detail"]) if data.get("detail") else None),
+    }
+
+
+def compute_operation_state(data: Json) -> Json:
+    """A compute v1 Operation (REST JSON) as {"done", "error", "status", "progress"}."""
+    status = str(data.get("status") or "")
+    errors = (data.get("error") or {}).get("errors") or []
+    error = None
+    if errors:
+        text = "; ".join(_one_line(e.get("message") or e.get("code") or "") for e in errors)
+        http = data.get("httpErrorStatusCode")
+        error = f"HTTP {http}: {text}" if http else text
+    progress = data.get("progress")
+    return {
+        "done": status == "DONE",
+        "error": error,
+        "status": status,
+        "progress": f"{progress}%" if progress is not None else None,
+    }

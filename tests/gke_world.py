@@ -1,0 +1,310 @@
+"""The GKE incident of the talk, built in the loopback GCP fake, for collect/analyze/plan/apply tests.
+
+Project ``p1``, regional cluster ``demo-ip`` in ``australia-southeast1`` on VPC ``demo-vpc``. Its subnet
+``demo-ip-subnet`` (10.0.0.0/24) has the secondary ranges ``pods`` 10.4.0.0/22 and ``services``
+10.8.0.0/24. Node pool ``default-pool`` (e2-standard-4, three zones, 110 max pods per node, so a /24 per
+node) has 4 nodes: the /22 holds exactly 4 such blocks, while the autoscaler may go to 3 per zone (9). So
+cluster-autoscaler reports "IP space exhausted" and pods stay Pending.
+
+Space a planner must not pick, all in the same network: subnet ``us-workloads`` 10.1.0.0/16 in
+us-central1 with secondary ``us-pods`` 10.5.0.0/16, subnet ``eu-db`` 10.2.0.0/20 in europe-west1, the
+control plane's 172.16.0.32/28, a route 10.100.0.0/16 imported over peering ``peer-shared-services``
+and the private-services-access allocation 10.200.0.0/16. Decoys that must *not* count: a subnet of
+another network (``other-vpc``, 10.60.0.0/16) and an external address.
+
+Use:
+
+    from tests import gke_world
+
+    gcp = gke_world.gcp              # fixtures, bound by name in the test module
+    gke_api = gke_world.gke_api      # (or list "tests.gke_world" in pytest_plugins)
+
+    def test_x(gcp: FakeGcp, gke_api: GkeApi) -> None: ...
+
+``gcp`` is a started FakeGcp with the world built, and the CIDRX_* endpoint variables set (so a plain
+``GkeApi(PROJECT, LOCATION)`` and the CLI in-process reach it); it fails the test at teardown on any
+discovery-document violation. For a subprocess, pass ``gcp_env(fake)`` in its environment.
+``incident_kube()`` is the Kubernetes side of the incident (nodes, Pending pods, autoscaler events) and
+``incident_snapshot(section)`` the sealed snapshot bundled as examples/gke-demo-ip.snapshot.json.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from cidrx.gke.api import ANONYMOUS_ENV, COMPUTE_ENDPOINT_ENV, CONTAINER_ENDPOINT_ENV, GkeApi
+from cidrx.gke.model import GkeSection
+from cidrx.kube.model import KubeEvent, KubeNode, KubePod, KubeSection
+from cidrx.model.snapshot import Snapshot, seal
+from cidrx.model.target import Target
+from tests.fakes.gcp_server import FakeGcp
+
+PROJECT = "p1"
+LOCATION = "australia-southeast1"
+REGION = LOCATION
+ZONES = (f"{REGION}-a", f"{REGION}-b", f"{REGION}-c")
+CLUSTER = "demo-ip"
+NETWORK = "demo-vpc"
+SUBNET = "demo-ip-subnet"
+SUBNET_CIDR = "10.0.0.0/24"
+POD_RANGE = "pods"
+POD_CIDR = "10.4.0.0/22"
+# Fixed so that a snapshot of the world is reproducible (a real fingerprint is 8 random bytes, base64).
+SUBNET_FINGERPRINT = "k3Yv0bq2ZTg="
+SERVICES_RANGE = "services"
+SERVICES_CIDR = "10.8.0.0/24"
+MASTER_CIDR = "172.16.0.32/28"
+POOL = "default-pool"
+MACHINE_TYPE = "e2-standard-4"
+MAX_PODS = 110  # -> a /24 per node -> 4 nodes in the /22
+NODES_NOW = 4
+AUTOSCALING_MAX_PER_ZONE = 3
+VERSION = "1.27.3-gke.100"
+
+OTHER_SUBNETS: dict[str, tuple[str, str, dict[str, str]]] = {
+    # name: (region, primary, {secondary name: cidr})
+    "us-workloads": ("us-central1", "10.1.0.0/16", {"us-pods": "10.5.0.0/16"}),
+    "eu-db": ("europe-west1", "10.2.0.0/20", {}),
+}
+OTHER_NETWORK = "other-vpc"
+OTHER_NETWORK_SUBNET = ("elsewhere", REGION, "10.60.0.0/16")
+PEERING = "peer-shared-services"
+PEERING_ROUTE = "10.100.0.0/16"
+PSA_NAME = "google-managed-services-demo-vpc"
+PSA_CIDR = "10.200.0.0/16"
+
+NODE_NAMES = tuple(f"gke-demo-ip-default-pool-5f2c9a7e-{suffix}" for suffix in ("8f44", "zzzt", "q7lm", "c2rd"))
+NODE_ZONES = (ZONES[0], ZONES[1], ZONES[2], ZONES[0])
+NODE_POD_CIDRS = tuple(f"10.4.{i}.0/24" for i in range(NODES_NOW))
+SCALE_UP_FAILED = (
+    "Node scale up in zones {zone} associated with this pod failed: IP space exhausted. "
+    "Pod is at risk of not being scheduled."
+)
+
+JSON = dict[str, Any]
+
+
+def build_incident(fake: FakeGcp, project: str = PROJECT) -> JSON:
+    """Seed the incident into ``fake`` (network, subnets, peering, PSA, cluster, node pool); returns the
+    cluster as the API shows it."""
+    fake.add_network(project, {"name": NETWORK})
+    fake.add_subnet(
+        project,
+        REGION,
+        {
+            "name": SUBNET,
+            "network": NETWORK,
+            "ipCidrRange": SUBNET_CIDR,
+            "fingerprint": SUBNET_FINGERPRINT,
+            "privateIpGoogleAccess": True,
+            "secondaryIpRanges": [
+                {"rangeName": POD_RANGE, "ipCidrRange": POD_CIDR},
+                {"rangeName": SERVICES_RANGE, "ipCidrRange": SERVICES_CIDR},
+            ],
+        },
+    )
+    for name, (region, primary, secondary) in OTHER_SUBNETS.items():
+        fake.add_subnet(
+            project,
+            region,
+            {
+                "name": name,
+                "network": NETWORK,
+                "ipCidrRange": primary,
+                "fingerprint": f"fp-{name}=",
+                "secondaryIpRanges": [{"rangeName": k, "ipCidrRange": v} for k, v in secondary.items()],
+            },
+        )
+    fake.add_network(project, {"name": OTHER_NETWORK})
+    other_name, other_region, other_cidr = OTHER_NETWORK_SUBNET
+    fake.add_subnet(project, other_region, {"name": other_name, "network": OTHER_NETWORK, "ipCidrRange": other_cidr})
+    fake.add_peering_route(project, NETWORK, PEERING, {"destRange": PEERING_ROUTE})
+    psa_address, psa_prefix = PSA_CIDR.split("/")
+    fake.add_global_address(
+        project,
+        {
+            "name": PSA_NAME,
+            "purpose": "VPC_PEERING",
+            "address": psa_address,
+            "prefixLength": int(psa_prefix),
+            "network": NETWORK,
+        },
+    )
+    fake.add_global_address(project, {"name": "lb-ip", "address": "34.1.2.3", "addressType": "EXTERNAL"})
+
+    pool: JSON = {
+        "name": POOL,
+        "config": {
+            "machineType": MACHINE_TYPE,
+            "diskSizeGb": 100,
+            "diskType": "pd-balanced",
+            "imageType": "COS_CONTAINERD",
+            "serviceAccount": "default",
+            "oauthScopes": ["https://www.googleapis.com/auth/cloud-platform"],
+            "metadata": {"disable-legacy-endpoints": "true"},
+            "shieldedInstanceConfig": {"enableIntegrityMonitoring": True},
+            "resourceLabels": {"team": "platform"},
+            "accelerators": [],
+        },
+        "initialNodeCount": 1,
+        "locations": list(ZONES),
+        "autoscaling": {
+            "enabled": True,
+            "minNodeCount": 1,
+            "maxNodeCount": AUTOSCALING_MAX_PER_ZONE,
+            "locationPolicy": "BALANCED",
+        },
+        "management": {"autoUpgrade": True, "autoRepair": True},
+        "maxPodsConstraint": {"maxPodsPerNode": str(MAX_PODS)},
+        "networkConfig": {"podRange": POD_RANGE, "podIpv4CidrBlock": POD_CIDR, "podIpv4RangeUtilization": 1.0},
+        "instanceGroupUrls": [
+            f"https://www.googleapis.com/compute/v1/projects/{project}/zones/{z}/instanceGroupManagers/"
+            f"gke-demo-ip-default-pool-5f2c9a7e-grp"
+            for z in ZONES
+        ],
+        "version": VERSION,
+    }
+    return fake.add_cluster(
+        project,
+        LOCATION,
+        {
+            "name": CLUSTER,
+            "network": NETWORK,
+            "subnetwork": SUBNET,
+            "locations": list(ZONES),
+            "currentMasterVersion": VERSION,
+            "defaultMaxPodsConstraint": {"maxPodsPerNode": str(MAX_PODS)},
+            "privateClusterConfig": {"enablePrivateNodes": True, "masterIpv4CidrBlock": MASTER_CIDR},
+            "ipAllocationPolicy": {
+                "useIpAliases": True,
+                "clusterSecondaryRangeName": POD_RANGE,
+                "servicesSecondaryRangeName": SERVICES_RANGE,
+                "clusterIpv4CidrBlock": POD_CIDR,
+                "servicesIpv4CidrBlock": SERVICES_CIDR,
+                "defaultPodIpv4RangeUtilization": 1.0,
+            },
+            "nodePools": [pool],
+        },
+    )
+
+
+def gcp_env(fake: FakeGcp) -> dict[str, str]:
+    """The environment that points cidrx's GkeApi (in-process or a subprocess) at ``fake``."""
+    return {CONTAINER_ENDPOINT_ENV: fake.url, COMPUTE_ENDPOINT_ENV: fake.url, ANONYMOUS_ENV: "1"}
+
+
+@pytest.fixture
+def gcp(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGcp]:
+    """A started FakeGcp holding the incident, with the CIDRX_* variables pointing at it; fails the test
+    at teardown on any discovery-document violation or fake error."""
+    with FakeGcp() as server:
+        build_incident(server)
+        for key, value in gcp_env(server).items():
+            monkeypatch.setenv(key, value)
+        yield server
+    server.check()
+
+
+@pytest.fixture
+def gke_api(gcp: FakeGcp) -> GkeApi:
+    """A GkeApi for the incident's cluster location, talking to ``gcp``."""
+    return GkeApi(PROJECT, LOCATION)
+
+
+def incident_kube() -> KubeSection:
+    """The Kubernetes side of the incident: 4 nodes whose /24s fill the pod range, Pending pods and the
+    cluster-autoscaler events GKE shows ("IP space exhausted"), a few hostNetwork pods per node."""
+    nodes = tuple(
+        KubeNode(
+            name=name,
+            zone=zone,
+            instance_type=MACHINE_TYPE,
+            created=f"2023-11-04T0{i}:1{i}:00Z",
+            ready=True,
+            pod_cidrs=(cidr,),
+            internal_ip=f"10.0.0.{10 + i}",
+            allocatable_pods=MAX_PODS,
+            pool=POOL,
+        )
+        for i, (name, zone, cidr) in enumerate(zip(NODE_NAMES, NODE_ZONES, NODE_POD_CIDRS, strict=True))
+    )
+    pending = tuple(
+        KubePod(
+            namespace="test",
+            name=f"alpine-curl-648f8f669c-{suffix}",
+            phase="Pending",
+            node="",
+            reason="Unschedulable",
+            created="2023-11-04T03:02:00Z",
+        )
+        for suffix in ("2hqmq", "2xtbq", "8mplc", "9zxzn", "wltzt")
+    )
+    events: list[KubeEvent] = []
+    for pod in pending[:3]:
+        events.append(
+            KubeEvent(
+                namespace=pod.namespace,
+                kind="Pod",
+                name=pod.name,
+                reason="FailedScaleUp",
+                type="Warning",
+                message=SCALE_UP_FAILED.format(zone=", ".join(ZONES)),
+                count=2,
+                last_seen="2023-11-04T03:18:00Z",
+                source="cluster-autoscaler",
+            )
+        )
+    for pod in pending[3:]:
+        events.append(
+            KubeEvent(
+                namespace=pod.namespace,
+                kind="Pod",
+                name=pod.name,
+                reason="NotTriggerScaleUp",
+                type="Normal",
+                message=(
+                    "pod didn't trigger scale-up: 1 max node group size reached, "
+                    "3 IP space exhausted in zones " + ", ".join(ZONES)
+                ),
+                count=4,
+                last_seen="2023-11-04T03:19:00Z",
+                source="cluster-autoscaler",
+            )
+        )
+    events.append(
+        KubeEvent(
+            namespace="test",
+            kind="Pod",
+            name=pending[0].name,
+            reason="FailedScheduling",
+            type="Warning",
+            message="0/4 nodes are available: 4 Too many pods. preemption: 0/4 nodes are available: "
+            "4 No preemption victims found for incoming pod.",
+            count=6,
+            last_seen="2023-11-04T03:19:30Z",
+            source="default-scheduler",
+        )
+    )
+    return KubeSection(
+        available=True,
+        context=f"gke_{PROJECT}_{LOCATION}_{CLUSTER}",
+        api_groups=("apps", "batch", "cloud.google.com", "networking.gke.io", "networking.k8s.io", "policy"),
+        nodes=nodes,
+        pods_per_node={name: 104 for name in NODE_NAMES},
+        host_network_pods_per_node={name: 6 for name in NODE_NAMES},
+        waiting_pods=pending,
+        events=tuple(events),
+    )
+
+
+EXAMPLE_TAKEN_AT = "2023-11-04T03:20:00Z"
+
+
+def incident_snapshot(gke: GkeSection) -> Snapshot:
+    """The sealed snapshot of the incident (``examples/gke-demo-ip.snapshot.json``) from a collected
+    GKE section: target gke p1/australia-southeast1/demo-ip plus ``incident_kube()``."""
+    target = Target("gke", CLUSTER, project=PROJECT, location=LOCATION)
+    return seal(Snapshot(target=target, taken_at=EXAMPLE_TAKEN_AT, kube=incident_kube(), gke=gke))

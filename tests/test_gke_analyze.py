@@ -1,0 +1,286 @@
+"""GKE diagnosis from snapshots built in code: the talk's incident and one variant per finding.
+
+Pure: analyze reads a Snapshot, so every case is the incident changed by one thing (tests/gke_cases.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from cidrx.errors import InvalidInput
+from cidrx.gke.analyze import analyze, suggested_max_pods
+from cidrx.model import codec
+from cidrx.model.findings import Capacity, Diagnosis, Finding, Severity
+from cidrx.model.snapshot import Snapshot
+from tests import gke_cases as cases
+from tests.gke_cases import FLAGS, POD_CIDR, POOL, SCALE_UP_MESSAGE
+
+
+def ids(d: Diagnosis) -> list[str]:
+    return [f.id for f in d.findings]
+
+
+def only(d: Diagnosis, finding_id: str) -> Finding:
+    hits = [f for f in d.findings if f.id == finding_id]
+    assert len(hits) == 1, (finding_id, ids(d))
+    return hits[0]
+
+
+def capacity(d: Diagnosis, kind: str) -> dict[str, Capacity]:
+    return {c.name: c for c in d.capacity if c.kind == kind}
+
+
+@pytest.fixture(scope="module")
+def incident() -> Diagnosis:
+    return analyze(cases.incident())
+
+
+# --- the incident -----------------------------------------------------------------------------------
+
+
+def test_incident_pod_range_holds_four_nodes_and_has_four(incident: Diagnosis) -> None:
+    r = capacity(incident, "pod-range")["pods"]
+    assert (r.cidr, r.size, r.used, r.free, r.utilization) == (POD_CIDR, 1024, 1024, 0, 1.0)
+    assert (r.max_nodes, r.nodes) == (4, 4)
+    assert "/24 per node" in (r.note or "") and "autoscaler max 21" in (r.note or "")
+
+
+def test_incident_services_range_is_not_a_pod_range(incident: Diagnosis) -> None:
+    assert list(capacity(incident, "pod-range")) == ["pods"]
+
+
+def test_incident_node_pool_row(incident: Diagnosis) -> None:
+    p = capacity(incident, "node-pool")[POOL]
+    # 4 nodes x 110 pods; used = pod-network + hostNetwork pods (104+98+101+97 + 4x3)
+    assert (p.cidr, p.size, p.used, p.max_nodes, p.nodes) == (POD_CIDR, 440, 412, 21, 4)
+
+
+def test_incident_findings_and_severities(incident: Diagnosis) -> None:
+    assert sorted(ids(incident)) == sorted(
+        [
+            "GKE-POD-RANGE-EXHAUSTED",
+            "GKE-SCALE-UP-IP-EXHAUSTED",
+            "GKE-AUTOSCALER-MAX-EXCEEDS-RANGE",
+            "GKE-NO-ADDITIONAL-POD-RANGES",
+        ]
+    )
+    assert only(incident, "GKE-POD-RANGE-EXHAUSTED").severity is Severity.CRITICAL
+    assert only(incident, "GKE-SCALE-UP-IP-EXHAUSTED").severity is Severity.CRITICAL
+    assert only(incident, "GKE-AUTOSCALER-MAX-EXCEEDS-RANGE").severity is Severity.WARNING
+    assert only(incident, "GKE-NO-ADDITIONAL-POD-RANGES").severity is Severity.INFO
+    assert incident.counts == {"info": 1, "warning": 1, "critical": 2}
+    assert incident.findings[0].severity is Severity.CRITICAL
+
+
+def test_exhausted_names_the_range_and_the_command(incident: Diagnosis) -> None:
+    f = only(incident, "GKE-POD-RANGE-EXHAUSTED")
+    assert f.subject == f"pod range pods ({POD_CIDR})"
+    assert "4 of 4 node(s)" in f.summary
+    assert f"cidrx expand {FLAGS} --plan" in f.remediation
+
+
+def test_scale_up_failure_quotes_the_event_and_counts_pending(incident: Diagnosis) -> None:
+    f = only(incident, "GKE-SCALE-UP-IP-EXHAUSTED")
+    assert any(SCALE_UP_MESSAGE in e for e in f.evidence)
+    assert "3 pod(s) Pending" in f.evidence
+    # NotTriggerScaleUp "in backoff" does not mention IP space: only the FailedScaleUp event counts (x2).
+    assert "(2 event(s), 3 pod(s) Pending)" in f.summary
+    assert "cidrx expand" in f.remediation
+
+
+def test_ip_space_exhausted_enum_form_in_not_trigger_scale_up_counts() -> None:
+    event = dataclasses.replace(
+        cases.incident_kube().events[1],
+        message="pod didn't trigger scale-up: 1 node(s) had IP_SPACE_EXHAUSTED",
+    )
+    snap = cases.with_kube(cases.incident(), events=(event,))
+    f = only(analyze(snap), "GKE-SCALE-UP-IP-EXHAUSTED")
+    assert f.evidence[0].startswith("NotTriggerScaleUp default/")
+
+
+def test_autoscaler_finding_counts_per_zone_max_times_zones(incident: Diagnosis) -> None:
+    f = only(incident, "GKE-AUTOSCALER-MAX-EXCEEDS-RANGE")
+    assert "21 nodes" in f.summary and "only 4" in f.summary
+
+
+def test_diagnosis_is_json_serialisable(incident: Diagnosis) -> None:
+    doc = json.loads(codec.dumps(incident))
+    assert doc["schema"] == "cidrx.diagnosis/v1"
+    assert doc["capacity"][0]["kind"] == "pod-range"
+
+
+# --- variants -----------------------------------------------------------------------------------------
+
+
+def test_nearly_exhausted_at_seven_of_eight() -> None:
+    d = analyze(cases.nearly_exhausted())
+    r = capacity(d, "pod-range")["pods"]
+    assert (r.max_nodes, r.nodes, r.used, r.size) == (8, 7, 1792, 2048)
+    f = only(d, "GKE-POD-RANGE-NEARLY-EXHAUSTED")
+    assert f.severity is Severity.WARNING and "88%" in f.summary
+    assert "GKE-POD-RANGE-EXHAUSTED" not in ids(d)
+    # total max 8 fits the range: no latent outage
+    assert "GKE-AUTOSCALER-MAX-EXCEEDS-RANGE" not in ids(d)
+
+
+def test_below_eighty_percent_is_quiet() -> None:
+    snap = cases.nearly_exhausted()
+    snap = cases.with_nodes(snap, cases.nodes(6, "10.4.0.0/21"))  # 6 of 8 = 75%
+    d = analyze(snap)
+    assert not [i for i in ids(d) if i.startswith("GKE-POD-RANGE")]
+    assert "GKE-NO-ADDITIONAL-POD-RANGES" not in ids(d)  # only reported when a range is tight
+
+
+def test_autoscaler_max_above_range_capacity_is_a_latent_outage() -> None:
+    d = analyze(cases.autoscaler_over_range())
+    r = capacity(d, "pod-range")["pods"]
+    assert (r.max_nodes, r.nodes) == (16, 4)
+    f = only(d, "GKE-AUTOSCALER-MAX-EXCEEDS-RANGE")
+    assert f.severity is Severity.WARNING
+    assert "21 nodes" in f.summary and "only 16" in f.summary
+    assert "GKE-POD-RANGE-EXHAUSTED" not in ids(d)
+    assert "GKE-POD-RANGE-NEARLY-EXHAUSTED" not in ids(d)
+
+
+def test_additional_pod_range_has_its_own_row() -> None:
+    d = analyze(cases.additional_ranges())
+    rows = capacity(d, "pod-range")
+    assert list(rows) == ["pods", cases.EXTRA_RANGE]
+    extra = rows[cases.EXTRA_RANGE]
+    assert (extra.cidr, extra.size, extra.used, extra.max_nodes, extra.nodes) == (cases.EXTRA_CIDR, 2048, 512, 8, 2)
+    assert "cluster additional" in (extra.note or "")
+    assert "GKE-NO-ADDITIONAL-POD-RANGES" not in ids(d)
+    assert only(d, "GKE-POD-RANGE-EXHAUSTED").subject == f"pod range pods ({POD_CIDR})"
+
+
+def test_pools_with_different_block_sizes_share_a_range_exactly() -> None:
+    d = analyze(cases.shared_range())
+    r = capacity(d, "pod-range")["pods"]
+    # 3 x /24 + 4 x /26 = 1024 of 2048; 4 whole /24s left (10.4.4-7.0/24), or 16 /26s
+    assert (r.size, r.used, r.nodes, r.max_nodes) == (2048, 1024, 7, 11)
+    assert "free blocks 4 x /24, 16 x /26" in (r.note or "")
+    f = only(d, "GKE-AUTOSCALER-MAX-EXCEEDS-RANGE")
+    assert "27 nodes" in f.summary and "only 11" in f.summary  # 7x3 + 2x3
+    pools = capacity(d, "node-pool")
+    assert (pools[POOL].nodes, pools["small-pool"].nodes) == (3, 4)
+    assert "/26 per node" in (pools["small-pool"].note or "")
+
+
+def test_fragmented_range_counts_only_whole_blocks() -> None:
+    # Two /26 nodes in different /24s of a /22 leave only 2 whole /24s: max nodes for /24 pools = 2 + 2.
+    snap = cases.shared_range()
+    snap = cases.with_pod_range(snap, POD_CIDR, None)
+    small = next(p for p in cases.gke_of(snap).node_pools if p.name == "small-pool")
+    snap = cases.with_pools(snap, cases.default_pool(), dataclasses.replace(small, pod_cidr=POD_CIDR))
+    a = cases.nodes(1, "10.4.0.0/26", pool="small-pool", prefix=26)
+    b = cases.nodes(1, "10.4.1.64/26", pool="small-pool", prefix=26, first=1)
+    r = capacity(analyze(cases.with_nodes(snap, a + b)), "pod-range")["pods"]
+    assert (r.used, r.nodes, r.max_nodes) == (128, 2, 4)
+
+
+def test_pool_with_its_own_pod_range() -> None:
+    d = analyze(cases.own_pod_range())
+    rows = capacity(d, "pod-range")
+    batch = rows[cases.BATCH_RANGE]
+    assert (batch.cidr, batch.size, batch.used, batch.max_nodes, batch.nodes) == (cases.BATCH_CIDR, 1024, 192, 16, 3)
+    assert "node pool; /26 per node" in (batch.note or "")
+    assert "autoscaler max 10" in (batch.note or "")
+    # the batch range is fine; the default one is still full
+    subjects = {f.subject for f in d.findings if f.id.startswith("GKE-POD-RANGE") or f.id.startswith("GKE-AUTO")}
+    assert subjects == {f"pod range pods ({POD_CIDR})"}
+    assert "GKE-NO-ADDITIONAL-POD-RANGES" not in ids(d)
+    assert "GKE-MAX-PODS-OVERSIZED" not in ids(d)
+
+
+def test_no_kube_estimates_from_gke_utilisation() -> None:
+    d = analyze(cases.no_kube())
+    r = capacity(d, "pod-range")["pods"]
+    assert (r.used, r.nodes, r.max_nodes) == (1024, 4, 4)
+    assert "from GKE utilisation" in (r.note or "")
+    assert "GKE-POD-RANGE-EXHAUSTED" in ids(d)
+    assert "GKE-SCALE-UP-IP-EXHAUSTED" not in ids(d)
+    f = only(d, "KUBE-UNREACHABLE")
+    assert f.severity is Severity.INFO and f.evidence == ("--no-kube",)
+
+
+def test_no_kube_half_used_range() -> None:
+    snap = cases.with_pod_range(cases.no_kube(), "10.4.0.0/21", 0.5)
+    r = capacity(analyze(snap), "pod-range")["pods"]
+    assert (r.used, r.nodes, r.max_nodes) == (1024, 4, 8)
+
+
+def test_no_kube_without_utilisation_reports_no_range_findings() -> None:
+    snap = cases.with_pod_range(cases.no_kube(), POD_CIDR, None)
+    d = analyze(snap)
+    r = capacity(d, "pod-range")["pods"]
+    assert (r.nodes, r.max_nodes) == (0, 4)
+    assert "usage unknown" in (r.note or "")
+    assert "GKE-POD-RANGE-EXHAUSTED" not in ids(d)
+
+
+def test_max_pods_oversized_suggests_32_and_a_26() -> None:
+    d = analyze(cases.oversized())
+    f = only(d, "GKE-MAX-PODS-OVERSIZED")
+    assert f.subject == f"node pool {POOL}"
+    assert f.severity is Severity.WARNING  # its range is full
+    assert "busiest node runs 10 pod(s)" in f.summary
+    assert "max pods 32 gives a /26 per node: 4x as many nodes per range" in f.evidence
+    assert "--max-pods-per-node 32" in f.remediation
+
+
+def test_max_pods_oversized_is_info_when_the_range_has_room() -> None:
+    d = analyze(cases.oversized(roomy=True))
+    assert ids(d) == ["GKE-MAX-PODS-OVERSIZED"]
+    assert only(d, "GKE-MAX-PODS-OVERSIZED").severity is Severity.INFO
+
+
+@pytest.mark.parametrize(
+    ("peak", "expected"),
+    [
+        (1, (8, 28)),
+        (4, (8, 28)),
+        (5, (16, 27)),
+        (10, (32, 26)),
+        (16, (32, 26)),
+        (23, (64, 25)),
+        (30, (64, 25)),
+        (60, (110, 24)),
+    ],
+)
+def test_suggested_max_pods(peak: int, expected: tuple[int, int]) -> None:
+    assert suggested_max_pods(peak) == expected
+
+
+def test_autopilot_is_reported() -> None:
+    f = only(analyze(cases.autopilot()), "GKE-AUTOPILOT")
+    assert f.severity is Severity.INFO
+    assert "--strategy cluster-range" in f.remediation
+
+
+def test_non_gke_snapshot_is_refused() -> None:
+    snap = dataclasses.replace(cases.incident(), gke=None)
+    with pytest.raises(InvalidInput, match="no GKE section"):
+        analyze(snap)
+
+
+def test_snapshot_round_trips_through_json() -> None:
+    snap = cases.incident()
+    again = codec.loads(codec.dumps(snap).encode(), Snapshot, what="snapshot")
+    assert analyze(again) == analyze(snap)
+
+
+def test_autopilot_remediation_points_at_cluster_range() -> None:
+    d = analyze(cases.with_cluster(cases.oversized(), autopilot=True))
+    assert "--strategy cluster-range" in only(d, "GKE-POD-RANGE-EXHAUSTED").remediation
+    assert "GKE-MAX-PODS-OVERSIZED" not in ids(d)
+
+
+def test_nodes_without_pod_cidrs_fall_back_to_gke_utilisation() -> None:
+    snap = cases.incident()
+    bare = tuple(dataclasses.replace(n, pod_cidrs=()) for n in snap.kube.nodes)
+    r = capacity(analyze(cases.with_kube(snap, nodes=bare)), "pod-range")["pods"]
+    assert (r.used, r.nodes, r.max_nodes) == (1024, 4, 4)
+    assert "from GKE utilisation" in (r.note or "")
