@@ -32,13 +32,11 @@ if TYPE_CHECKING:
     from cidrx.model.plan import Plan
     from cidrx.render.progress import Progress
 
-PROVIDERS = ("eks",)
-_NOT_YET = {
-    "gke": "GKE support is not in this release yet",
-    "k8s": "plain Kubernetes targets (--k8s) are not in this release yet",
-}
-# Plan strategies served by the in-cluster IPAM module, whichever cloud the cluster runs on.
-IPAM_STRATEGIES: tuple[str, ...] = ()
+PROVIDERS = ("eks", "gke", "k8s")
+_NOT_YET: dict[str, str] = {}
+# Plan strategies served by cidrx.kube.ipam, whichever cloud the cluster runs on (kept literal so the
+# CLI's choice lists import nothing; a test checks it against cidrx.kube.ipam.STRATEGIES).
+IPAM_STRATEGIES = ("whereabouts-reclaim", "calico-reclaim", "calico-pool")
 
 
 @dataclass(frozen=True)
@@ -101,8 +99,10 @@ def provider(target: Target) -> ProviderModule:
 
 
 def strategies() -> tuple[str, ...]:
-    """Every strategy any provider (or the IPAM module) plans, for the CLI's choice list."""
-    names = [s for p in PROVIDERS for s in _strategies_of(p)] + list(IPAM_STRATEGIES)
+    """Every strategy `expand --plan` takes (any provider's, and the in-cluster calico-pool)."""
+    from cidrx.kube.ipam import EXPAND_STRATEGIES
+
+    names = [s for p in PROVIDERS for s in _strategies_of(p)] + list(EXPAND_STRATEGIES)
     return tuple(dict.fromkeys(names))
 
 
@@ -153,15 +153,64 @@ def collect_snapshot(target: Target, opts: TargetOptions) -> Snapshot:
 
 def analyze(snapshot: Snapshot) -> Diagnosis:
     """The provider's diagnosis plus the in-cluster IPAM checks for whatever IPAMs the cluster runs."""
-    return provider(snapshot.target).analyze(snapshot)
+    from cidrx.kube import ipam
+    from cidrx.model.findings import make_diagnosis
+
+    d = provider(snapshot.target).analyze(snapshot)
+    capacity, findings = ipam.analyze(snapshot.kube)
+    if not capacity and not findings:
+        return d
+    return make_diagnosis(d.target, d.snapshot_fingerprint, [*d.capacity, *capacity], [*d.findings, *findings])
 
 
 def make_plan(snapshot: Snapshot, opts: PlanOptions) -> Plan:
-    return provider(snapshot.target).make_plan(snapshot, opts, utc_now())
+    """An expand plan: the provider's, or an in-cluster one (calico-pool) for any target."""
+    module = provider(snapshot.target)
+    if opts.strategy in IPAM_STRATEGIES:
+        from cidrx.kube import ipam
+
+        if opts.strategy not in ipam.EXPAND_STRATEGIES:
+            raise InvalidInput(f"--strategy {opts.strategy} is a reclaim plan: use `cidrx reclaim --ipam ...`")
+        return ipam.make_expand_plan(snapshot, opts, utc_now())
+    if opts.strategy and opts.strategy not in module.STRATEGIES:
+        raise InvalidInput(
+            f"--strategy {opts.strategy} does not apply to {snapshot.target.provider} clusters; choose one of "
+            f"{', '.join([*module.STRATEGIES, 'calico-pool'])}"
+        )
+    return module.make_plan(snapshot, opts, utc_now())
+
+
+def make_reclaim_plan(snapshot: Snapshot, ipam_name: str) -> Plan:
+    """A plan that frees addresses an in-cluster IPAM holds for pods that no longer need them."""
+    from cidrx.kube import ipam
+
+    require_supported(snapshot.target)
+    return ipam.make_reclaim_plan(snapshot, ipam_name, utc_now())
+
+
+def is_ipam_plan(plan: Plan) -> bool:
+    return plan.strategy in IPAM_STRATEGIES
+
+
+def collect_for_plan(plan: Plan, opts: TargetOptions) -> Snapshot:
+    """The fresh snapshot apply checks `plan` against: in-cluster plans need only the cluster (no cloud
+    credentials), cloud plans the whole target."""
+    if not is_ipam_plan(plan):
+        return collect_snapshot(plan.target, opts)
+    require_supported(plan.target)
+    if opts.no_kube:
+        raise InvalidInput(f"plan strategy {plan.strategy} changes in-cluster objects; drop --no-kube")
+    taken_at = utc_now()
+    return seal(Snapshot(target=plan.target, taken_at=taken_at, kube=_collect_kube(opts, plan.target.provider)))
 
 
 def check_drift(plan: Plan, snapshot: Snapshot) -> None:
     """Raise StalePlan (exit 4) when what `plan` relied on no longer holds in `snapshot`."""
+    if is_ipam_plan(plan):
+        from cidrx.kube import ipam
+
+        ipam.check_drift(plan, snapshot)
+        return
     provider(plan.target).check_drift(plan, snapshot)
 
 
@@ -184,18 +233,20 @@ def apply_plan(
     from cidrx.engine.executor import StepContext
     from cidrx.engine.journal import Journal
     from cidrx.engine.waiting import Waiter
+    from cidrx.kube import ipam
 
     module = provider(plan.target)
     journal = Journal.open(plan_path, plan)
     kube = kube_api(opts, snapshot)
+    executors = ipam.executors(plan) if is_ipam_plan(plan) else module.executors()
     try:
         ctx = StepContext(
             plan=plan,
-            apis=module.apis(plan, opts, kube),
+            apis=ipam.KubeApis(kube) if is_ipam_plan(plan) else module.apis(plan, opts, kube),
             waiter=Waiter(report=progress.waiting, report_every=progress.report_every),
             progress=progress,
         )
-        result = run_plan(plan, module.executors(), ctx, journal, preflight=lambda: check_drift(plan, snapshot))
+        result = run_plan(plan, executors, ctx, journal, preflight=lambda: check_drift(plan, snapshot))
     finally:
         if kube is not None:
             kube.close()

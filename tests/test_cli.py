@@ -238,9 +238,10 @@ def test_snapshot_flags_must_match_the_snapshot_target() -> None:
         (["--eks", "--gke"], {}, "choose one provider"),
         ([], {}, "no target"),
         (["--eks", "--region", "r", "--cluster", "c", "--project", "p"], {}, "--project"),
-        (["--gke", "--project", "p", "--location", "l", "--cluster", "c"], {}, "GKE support is not in this release"),
+        (["--gke", "--project", "p", "--location", "l", "--cluster", "c", "--region", "r"], {}, "--region"),
         (["--gke", "--cluster", "c"], {}, "--project and --location"),
-        (["--k8s"], {}, "not in this release"),
+        (["--k8s", "--no-kube"], {}, "drop --no-kube"),
+        (["--k8s", "--region", "r"], {}, "--region"),
     ],
 )
 def test_bad_targets_exit_2_with_one_line(args: list[str], env: dict[str, str], expect: str) -> None:

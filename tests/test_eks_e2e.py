@@ -178,6 +178,7 @@ def assert_diagnosis_v1(doc: Mapping[str, Any]) -> None:
         assert set(c) == {"kind", "name", "cidr", "size", "used", "free", "utilization", "max_nodes", "nodes"} | {
             "zone",
             "note",
+            "extra",
         }
         assert all(isinstance(c[k], int) and c[k] >= 0 for k in ("size", "used", "free"))
         assert 0.0 <= c["utilization"] <= 1.0

@@ -16,6 +16,7 @@ from cidrx import __version__
 from cidrx.cli import boundary
 from cidrx.cli.diagnose import diagnose
 from cidrx.cli.expand import expand
+from cidrx.cli.reclaim import reclaim
 from cidrx.cli.snapshot import snapshot
 
 EXIT_CODES_HELP = """\b
@@ -67,6 +68,7 @@ def cli(verbose: int) -> None:
       cidrx diagnose --snapshot FILE                  the same, offline
       cidrx expand --eks ... --plan                   a reviewable fix plan
       cidrx expand --apply PLAN.json --yes            carry it out (resumable)
+      cidrx reclaim --k8s --ipam whereabouts --plan   release stale in-cluster IPs
       cidrx snapshot --eks ... --out FILE             everything diagnose reads
     """
     import logging
@@ -79,6 +81,7 @@ def cli(verbose: int) -> None:
 cli.add_command(diagnose)
 cli.add_command(snapshot)
 cli.add_command(expand)
+cli.add_command(reclaim)
 
 
 def main() -> None:

@@ -19,14 +19,14 @@ from cidrx.cli.diagnose import get_snapshot
 from cidrx.cli.options import TargetOptions, check_matches, target_options
 from cidrx.cli.snapshot import write_atomically
 from cidrx.errors import InvalidInput
-from cidrx.render import FORMATS, render_plan
+from cidrx.render import PLAN_FORMATS, render_plan
 
 if TYPE_CHECKING:
     from cidrx.model.plan import Plan
     from cidrx.targets import PlanOptions
 
-# Kept literal so `--help` imports no provider; tests check it equals cidrx.targets.strategies().
-STRATEGIES = ("custom-networking", "prefix-delegation")
+# Kept literal so `--help` imports no provider; tests check it equals the providers' own lists.
+STRATEGIES = ("custom-networking", "prefix-delegation", "node-pool", "cluster-range", "calico-pool")
 
 
 def default_plan_path(plan: Plan) -> str:
@@ -60,12 +60,17 @@ def _warn_foreign_journal(path: str, plan: Plan) -> None:
 
 def make(target: TargetOptions, snapshot_path: str | None, out: str | None, options: PlanOptions, output: str) -> int:
     from cidrx import targets
-    from cidrx.model import codec
 
     if options.cidr:
         _check_cidr(options.cidr)
     snap = get_snapshot(target, snapshot_path)
-    plan = targets.make_plan(snap, options)
+    return write_plan(targets.make_plan(snap, options), out, output, "expand")
+
+
+def write_plan(plan: Plan, out: str | None, output: str, command: str) -> int:
+    """Print `plan` in `output` format and save it to `out` (default beside the cwd; `-`: JSON on stdout)."""
+    from cidrx.model import codec
+
     if out == "-":
         click.echo(render_plan(plan, "json"), nl=False)
         return 0
@@ -73,11 +78,17 @@ def make(target: TargetOptions, snapshot_path: str | None, out: str | None, opti
     write_atomically(path, codec.dumps(plan))
     click.echo(render_plan(plan, output), nl=False)
     _warn_foreign_journal(path, plan)
-    click.echo(f"cidrx: plan {plan.plan_id} written to {path}; review it, then: cidrx expand --apply {path}", err=True)
+    click.echo(
+        f"cidrx: plan {plan.plan_id} written to {path}; review it, then: cidrx {command} --apply {path}", err=True
+    )
     return 0
 
 
-def apply(target: TargetOptions, plan_path: str, yes: bool) -> int:
+RECLAIM_STRATEGIES = ("whereabouts-reclaim", "calico-reclaim")
+
+
+def apply(target: TargetOptions, plan_path: str, yes: bool, command: str = "expand") -> int:
+    """Carry out the plan at `plan_path` (shared by `expand --apply` and `reclaim --apply`)."""
     from cidrx import targets
     from cidrx.model.plan import load_plan
     from cidrx.render.progress import make_progress
@@ -87,18 +98,21 @@ def apply(target: TargetOptions, plan_path: str, yes: bool) -> int:
     plan = load_plan(plan_path)
     check_matches(target, plan.target, f"plan {plan_path}")
     targets.require_supported(plan.target)
+    belongs = "reclaim" if plan.strategy in RECLAIM_STRATEGIES else "expand"
+    if belongs != command:
+        raise InvalidInput(f"{plan_path} is a {plan.strategy} plan; apply it with: cidrx {belongs} --apply {plan_path}")
     if not yes:
         if not _stdin_is_terminal():
             raise InvalidInput(
                 "refusing to apply without --yes: stdin is not a terminal",
-                hint=f"review the plan, then run: cidrx expand --apply {plan_path} --yes",
+                hint=f"review the plan, then run: cidrx {command} --apply {plan_path} --yes",
             )
         click.echo(plan_table(plan), err=True)
         if not click.confirm(f"Apply plan {plan.plan_id} to {plan.target.label()}?", default=False, err=True):
             raise InvalidInput("apply cancelled at the prompt; nothing was changed")
     progress = make_progress(sys.stderr)
     progress.note(f"taking a fresh snapshot of {plan.target.label()} to check the plan still holds")
-    snap = targets.collect_snapshot(plan.target, target)
+    snap = targets.collect_for_plan(plan, target)
     with boundary.applying():
         outcomes = targets.apply_plan(plan, plan_path, snap, target, progress)
     rows = [(o.step_id, o.status, o.outputs) for o in outcomes]
@@ -116,13 +130,31 @@ def apply(target: TargetOptions, plan_path: str, yes: bool) -> int:
     metavar="PLAN.json",
     help="With --plan: where to write the plan [default: cidrx-plan-<cluster>.json]; - prints its JSON instead.",
 )
-@click.option("--strategy", type=click.Choice(STRATEGIES), help="How to add space [default: custom-networking].")
-@click.option("--cidr", metavar="CIDR", help="Secondary CIDR to use (default: the first free one that is allowed).")
-@click.option("--add-nodes", type=click.IntRange(min=1), metavar="N", help="Size of the new node group.")
-@click.option("--nodegroup-name", metavar="NAME", help="Name of the new node group.")
-@click.option("--template-nodegroup", metavar="NAME", help="Node group whose settings the new one copies.")
 @click.option(
-    "-o", "--output", type=click.Choice(FORMATS), default="table", show_default=True, help="Plan output format."
+    "--strategy",
+    type=click.Choice(STRATEGIES),
+    help="How to add space. EKS: custom-networking (default), prefix-delegation; GKE: node-pool (default), "
+    "cluster-range; any cluster running Calico: calico-pool.",
+)
+@click.option("--cidr", metavar="CIDR", help="Range to add (default: the first free one that is allowed).")
+@click.option("--add-nodes", type=click.IntRange(min=1), metavar="N", help="Nodes the new space must hold.")
+@click.option(
+    "--max-pods-per-node",
+    type=click.IntRange(min=8, max=256),
+    metavar="M",
+    help="GKE: max pods per node of the new pool (sets the per-node block) [default: the template pool's].",
+)
+@click.option("--pool-name", "--nodegroup-name", "pool_name", metavar="NAME", help="Name of the new node pool/group.")
+@click.option(
+    "--template-pool",
+    "--template-nodegroup",
+    "template",
+    metavar="NAME",
+    help="Node pool/group whose settings the new one copies [default: the largest].",
+)
+@click.option("--allow-class-e", is_flag=True, help="GKE: allow 240.0.0.0/4 when no private space is free.")
+@click.option(
+    "-o", "--output", type=click.Choice(PLAN_FORMATS), default="table", show_default=True, help="Plan output format."
 )
 @click.option("--yes", is_flag=True, help="With --apply: do not ask (required when stdin is not a terminal).")
 def expand(
@@ -134,8 +166,10 @@ def expand(
     strategy: str | None,
     cidr: str | None,
     add_nodes: int | None,
-    nodegroup_name: str | None,
-    template_nodegroup: str | None,
+    max_pods_per_node: int | None,
+    pool_name: str | None,
+    template: str | None,
+    allow_class_e: bool,
     output: str,
     yes: bool,
 ) -> int:
@@ -143,6 +177,7 @@ def expand(
 
     \b
       cidrx expand --eks --region R --cluster C --plan [--out PLAN.json]
+      cidrx expand --gke --project P --location L --cluster C --plan [--strategy cluster-range]
       cidrx expand --apply PLAN.json [--yes]
 
     Apply takes a fresh snapshot and refuses (exit 4) if the estate changed since the plan was made;
@@ -158,8 +193,10 @@ def expand(
         "--strategy": strategy,
         "--cidr": cidr,
         "--add-nodes": add_nodes,
-        "--nodegroup-name": nodegroup_name,
-        "--template-nodegroup": template_nodegroup,
+        "--max-pods-per-node": max_pods_per_node,
+        "--pool-name": pool_name,
+        "--template-pool": template,
+        "--allow-class-e": allow_class_e or None,
     }
     if apply_path:
         given = [name for name, value in plan_only.items() if value is not None]
@@ -170,5 +207,13 @@ def expand(
         raise InvalidInput("--yes only works with --apply; --plan never changes anything")
     from cidrx.targets import PlanOptions
 
-    options = PlanOptions(strategy, cidr, add_nodes, pool_name=nodegroup_name, template=template_nodegroup)
+    options = PlanOptions(
+        strategy,
+        cidr,
+        add_nodes,
+        pool_name=pool_name,
+        template=template,
+        max_pods_per_node=max_pods_per_node,
+        allow_class_e=allow_class_e,
+    )
     return make(target, snapshot_path, out, options, output)

@@ -9,12 +9,14 @@ on a list cidrx needs is an error (exit 6), because a silently partial snapshot 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 from itertools import chain
 from typing import Any
 
-from cidrx.kube.api import KubeApi, KubeUnavailable
-from cidrx.kube.model import EniConfig, EnvVar, KubeEvent, KubeNode, KubePod, KubeSection, WorkloadEnv
+from cidrx.kube.api import NETWORK_STATUS, NETWORKS_STATUS, KubeApi, KubeUnavailable
+from cidrx.kube.model import EniConfig, EnvVar, KubeEvent, KubeNode, KubePod, KubeSection, PodState, WorkloadEnv
 
 JSON = Mapping[str, Any]
 
@@ -27,6 +29,8 @@ EVENT_REASONS = (
     "CIDRNotAvailable",
 )
 ENICONFIG_GROUP, ENICONFIG_VERSION, ENICONFIG_PLURAL = "crd.k8s.amazonaws.com", "v1alpha1", "eniconfigs"
+WHEREABOUTS_GROUP = "whereabouts.cni.cncf.io"
+CALICO_GROUP = "crd.projectcalico.org"
 AWS_NODE = ("kube-system", "aws-node", "aws-node")  # namespace, DaemonSet, container
 # Finished pods hold no address; leaving them out server-side keeps Job-heavy clusters' lists short.
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
@@ -51,19 +55,63 @@ def collect_kube(kubeconfig: str | None, context: str | None, *, provider: str) 
 
 
 def collect_with(api: KubeApi, *, provider: str) -> KubeSection:
-    """Collect through an already connected `api` (one list per resource, one per event reason)."""
+    """Collect through an already connected `api` (one list per resource, one per event reason).
+
+    In-cluster IPAMs are read first (only those whose API group the server serves), so that the single
+    pod list can keep just the pods their records name.
+    """
     try:
         groups = api.api_groups()
         aws_node = api.get_daemonset(*AWS_NODE[:2]) if provider == "eks" else None
         eniconfigs: Iterable[JSON] = ()
         if ENICONFIG_GROUP in groups:
             eniconfigs = api.iter_custom(ENICONFIG_GROUP, ENICONFIG_VERSION, ENICONFIG_PLURAL)
+        ipam = _collect_ipams(api, groups, provider)
+        wanted = _ipam_pod_refs(ipam)
         events = chain.from_iterable(api.iter_events(reason) for reason in EVENT_REASONS)
-        return section_from(
-            groups, api.iter_nodes(), api.iter_pods(POD_FIELD_SELECTOR), events, aws_node, eniconfigs, api.context
+        section = section_from(
+            groups,
+            api.iter_nodes(),
+            api.iter_pods(POD_FIELD_SELECTOR),
+            events,
+            aws_node,
+            eniconfigs,
+            api.context,
+            ipam_pod_refs=wanted,
         )
+        return replace(section, **ipam)
     except KubeUnavailable as exc:
         return KubeSection(available=False, reason=str(exc), context=api.context)
+
+
+def _collect_ipams(api: KubeApi, groups: set[str], provider: str) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    if WHEREABOUTS_GROUP in groups:
+        from cidrx.whereabouts.collect import collect_whereabouts
+
+        found["whereabouts"] = collect_whereabouts(api)
+    if CALICO_GROUP in groups:
+        from cidrx.calico.collect import collect_calico
+
+        found["calico"] = collect_calico(api)
+    if provider == "k8s":
+        from cidrx.kube.nodeipam import collect_node_ipam
+
+        found["node_ipam"] = collect_node_ipam(api)
+    return found
+
+
+def _ipam_pod_refs(ipam: Mapping[str, Any]) -> set[str]:
+    refs: set[str] = set()
+    if ipam.get("whereabouts") is not None:
+        from cidrx.whereabouts.collect import pod_refs as whereabouts_refs
+
+        refs |= whereabouts_refs(ipam["whereabouts"])
+    if ipam.get("calico") is not None:
+        from cidrx.calico.collect import pod_refs as calico_refs
+
+        refs |= calico_refs(ipam["calico"])
+    return refs
 
 
 def section_from(
@@ -74,12 +122,19 @@ def section_from(
     aws_node: JSON | None,
     eniconfigs: Iterable[JSON],
     context: str,
+    *,
+    ipam_pod_refs: set[str] | frozenset[str] = frozenset(),
 ) -> KubeSection:
-    """A KubeSection from Kubernetes objects as dicts (whole or trimmed); sorted for a stable fingerprint."""
+    """A KubeSection from Kubernetes objects as dicts (whole or trimmed); sorted for a stable fingerprint.
+
+    `ipam_pod_refs` ("namespace/name") selects the pods kept as PodState in `ipam_pods`."""
     per_node: dict[str, int] = {}
     host_net: dict[str, int] = {}
     waiting: list[KubePod] = []
+    named: list[PodState] = []
     for pod in pods:
+        if ipam_pod_refs and f"{_get(pod, 'metadata', 'namespace')}/{_get(pod, 'metadata', 'name')}" in ipam_pod_refs:
+            named.append(pod_state_from(pod))
         node = pod_ip_node(pod)
         if node:
             per_node[node] = per_node.get(node, 0) + 1
@@ -102,6 +157,7 @@ def section_from(
         ),
         aws_node=workload_env_from(aws_node, AWS_NODE[2]) if aws_node is not None else None,
         eniconfigs=tuple(sorted((eniconfig_from(e) for e in eniconfigs), key=lambda e: e.name)),
+        ipam_pods=tuple(sorted(named, key=lambda p: (p.namespace, p.name))),
     )
 
 
@@ -180,6 +236,39 @@ def waiting_pod_from(pod: JSON) -> KubePod | None:
         node=str(_get(pod, "spec", "nodeName") or ""),
         reason=str(reason),
         created=str(_get(pod, "metadata", "creationTimestamp") or ""),
+    )
+
+
+def network_status_ips(annotations: JSON) -> tuple[list[str], bool]:
+    """Every address in the Multus network-status annotation (a JSON list of {name, interface, ips}),
+    and whether the annotation was there at all. A malformed annotation counts as absent."""
+    raw = annotations.get(NETWORK_STATUS) or annotations.get(NETWORKS_STATUS)
+    if not raw:
+        return [], False
+    try:
+        entries = json.loads(raw)
+    except (TypeError, ValueError):
+        return [], False
+    if not isinstance(entries, list):
+        return [], False
+    ips = [str(ip) for e in entries if isinstance(e, Mapping) for ip in e.get("ips") or []]
+    return ips, True
+
+
+def pod_state_from(pod: JSON) -> PodState:
+    status = pod.get("status") or {}
+    ips = [str(p.get("ip")) for p in status.get("podIPs") or [] if p.get("ip")]
+    if status.get("podIP") and status["podIP"] not in ips:
+        ips.append(str(status["podIP"]))
+    extra, has_status = network_status_ips(_get(pod, "metadata", "annotations") or {})
+    return PodState(
+        namespace=str(_get(pod, "metadata", "namespace") or ""),
+        name=str(_get(pod, "metadata", "name") or ""),
+        phase=str(status.get("phase") or ""),
+        node=str(_get(pod, "spec", "nodeName") or ""),
+        ips=tuple(dict.fromkeys([*ips, *extra])),
+        has_network_status=has_status,
+        uid=str(_get(pod, "metadata", "uid") or ""),
     )
 
 

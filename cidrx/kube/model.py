@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cidrx.calico.model import CalicoSection
+from cidrx.whereabouts.model import WhereaboutsSection
+
 
 @dataclass(frozen=True)
 class KubeNode:
@@ -99,6 +102,20 @@ class PodState:
 
 
 @dataclass(frozen=True)
+class NodeIpamConfig:
+    """How kube-controller-manager hands out node podCIDRs (`--allocate-node-cidrs`), where known.
+
+    `cluster_cidrs`: `--cluster-cidr`, one per IP family; `node_mask_v4`: the IPv4 per-node prefix length;
+    `source`: where cidrx read it (the static pod or the kubeadm-config ConfigMap).
+    """
+
+    cluster_cidrs: tuple[str, ...]
+    node_mask_v4: int | None
+    source: str
+    allocate_node_cidrs: bool = True
+
+
+@dataclass(frozen=True)
 class KubeSection:
     available: bool
     reason: str = ""  # why not available (e.g. --no-kube, unreachable)
@@ -115,3 +132,6 @@ class KubeSection:
     eniconfigs: tuple[EniConfig, ...] = ()
     # Pods named by IPAM records (see PodState), sorted by namespace/name; a named pod missing here is gone.
     ipam_pods: tuple[PodState, ...] = ()
+    calico: CalicoSection | None = None
+    whereabouts: WhereaboutsSection | None = None
+    node_ipam: NodeIpamConfig | None = None

@@ -1,6 +1,8 @@
 """Renderers: pure functions from a Diagnosis or Plan to text, one module per format.
 
 `render_diagnosis(d, fmt)` / `render_plan(plan, fmt)` pick the module, importing only the one asked for.
+`prometheus` is for diagnoses only (metrics of capacity and findings); a plan asked for in it is an input
+error, and PLAN_FORMATS lists what plans render to.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ if TYPE_CHECKING:
     from cidrx.model.findings import Diagnosis
     from cidrx.model.plan import Plan
 
-FORMATS = ("table", "json", "markdown")
+FORMATS = ("table", "json", "markdown", "prometheus")
+PLAN_FORMATS = ("table", "json", "markdown")
 
 
 def render_diagnosis(d: Diagnosis, fmt: str) -> str:
@@ -27,6 +30,10 @@ def render_diagnosis(d: Diagnosis, fmt: str) -> str:
         from cidrx.render import markdown
 
         return markdown.render_diagnosis(d)
+    if fmt == "prometheus":
+        from cidrx.render import prometheus
+
+        return prometheus.render_prometheus(d)
     raise ValueError(f"unknown output format {fmt!r}")
 
 
@@ -43,4 +50,8 @@ def render_plan(plan: Plan, fmt: str) -> str:
         from cidrx.render import markdown
 
         return markdown.render_plan(plan)
+    if fmt == "prometheus":
+        from cidrx.errors import InvalidInput
+
+        raise InvalidInput("-o prometheus renders diagnoses only; show a plan as table, json or markdown")
     raise ValueError(f"unknown output format {fmt!r}")

@@ -27,6 +27,7 @@ def capacity_doc(c: Capacity) -> dict[str, Any]:
         "nodes": c.nodes,
         "zone": c.zone,
         "note": c.note,
+        "extra": dict(c.extra),
     }
 
 

@@ -1,0 +1,126 @@
+"""Compact records of Calico's IPAM state (Kubernetes datastore, `crd.projectcalico.org/v1`).
+
+Why it exists: a node that holds no block borrows addresses from another node's block, and that node
+blackholes them (shared/incidents/calico-block-affinity-borrowing.txt). Seeing it needs the pools, every
+block's allocations and affinity, and the IPAM config; these frozen records keep only those fields so a
+4,096-block cluster stays small in a snapshot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+DEFAULT_BLOCK_SIZE = 26  # IPPool spec.blockSize default for IPv4
+# Attribute secondary.type values Calico writes for the node's own tunnel/WireGuard addresses: these have
+# no pod behind them and are never leaks (libcalico-go ipam "AttributeType*").
+TUNNEL_TYPES = frozenset(
+    {
+        "ipipTunnelAddress",
+        "vxlanTunnelAddress",
+        "vxlanV6TunnelAddress",
+        "wireguardTunnelAddress",
+        "wireguardV6TunnelAddress",
+    }
+)
+
+
+@dataclass(frozen=True)
+class IPPool:
+    name: str
+    cidr: str
+    block_size: int = DEFAULT_BLOCK_SIZE
+    disabled: bool = False
+    node_selector: str = ""  # "" and "all()" select every node
+    ipip_mode: str = ""
+    vxlan_mode: str = ""
+    nat_outgoing: bool = False
+    plan_label: str = ""  # metadata.labels["cidrx.io/plan"] of pools cidrx created
+
+
+@dataclass(frozen=True)
+class AllocationAttribute:
+    """One entry of IPAMBlock spec.attributes: who holds the addresses whose allocation points here."""
+
+    handle_id: str | None = None
+    namespace: str = ""
+    pod: str = ""
+    node: str = ""
+    type: str = ""
+
+    @property
+    def is_tunnel(self) -> bool:
+        return self.type in TUNNEL_TYPES
+
+    @property
+    def pod_ref(self) -> str | None:
+        """ "namespace/pod" when a pod holds the address (tunnel addresses have none)."""
+        if self.is_tunnel or not self.pod or not self.namespace:
+            return None
+        return f"{self.namespace}/{self.pod}"
+
+
+@dataclass(frozen=True)
+class IPAMBlock:
+    name: str
+    cidr: str
+    affinity: str | None = None  # "host:<node>"
+    # allocations[ordinal] indexes attributes (None: free); ordinal = offset from the block's first address.
+    allocations: tuple[int | None, ...] = ()
+    unallocated: tuple[int, ...] = ()
+    attributes: tuple[AllocationAttribute, ...] = ()
+    strict_affinity: bool = False
+    deleted: bool = False
+    resource_version: str = ""
+
+    @property
+    def host(self) -> str | None:
+        """The node whose block this is (affinity "host:<node>"), or None."""
+        if self.affinity and self.affinity.startswith("host:"):
+            return self.affinity[len("host:") :]
+        return None
+
+    @property
+    def used(self) -> int:
+        return sum(1 for a in self.allocations if a is not None)
+
+    def attribute(self, ordinal: int) -> AllocationAttribute | None:
+        index = self.allocations[ordinal] if 0 <= ordinal < len(self.allocations) else None
+        if index is None or not 0 <= index < len(self.attributes):
+            return None
+        return self.attributes[index]
+
+
+@dataclass(frozen=True)
+class BlockAffinity:
+    name: str
+    node: str
+    cidr: str
+    state: str = "confirmed"  # confirmed | pending | pendingDeletion
+    deleted: bool = False
+    resource_version: str = ""
+
+
+@dataclass(frozen=True)
+class IPAMHandle:
+    name: str
+    handle_id: str
+    blocks: dict[str, int] = field(default_factory=dict)  # block CIDR -> addresses held
+    resource_version: str = ""
+
+
+@dataclass(frozen=True)
+class IPAMConfig:
+    """IPAMConfig `default`; absent means Calico's defaults (borrowing allowed, no block limit)."""
+
+    strict_affinity: bool = False
+    max_blocks_per_host: int = 0  # 0: unlimited
+    auto_allocate_blocks: bool = True
+
+
+@dataclass(frozen=True)
+class CalicoSection:
+    pools: tuple[IPPool, ...] = ()
+    blocks: tuple[IPAMBlock, ...] = ()
+    affinities: tuple[BlockAffinity, ...] = ()
+    handles: tuple[IPAMHandle, ...] = ()
+    config: IPAMConfig | None = None

@@ -1,0 +1,334 @@
+"""Plans for Calico IPAM: release leaked addresses and idle blocks (`calico-reclaim`), or add an IPPool in
+free address space (`calico-pool`).
+
+Why it exists: the incident's fix was deleting IPAMBlock and BlockAffinity objects by hand after checking
+them with calicoctl; these plans do the same checks, list exactly what will change for review, and leave
+the re-checking at apply time to cidrx.calico.steps. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from ipaddress import IPv4Network
+from typing import TYPE_CHECKING, Any
+
+from cidrx import netmath
+from cidrx.calico.analyze import blocks_by_node, is_empty, leaked_ips
+from cidrx.calico.model import DEFAULT_BLOCK_SIZE, CalicoSection, IPAMBlock, IPPool
+from cidrx.errors import InvalidInput, StalePlan
+from cidrx.model.plan import DIGEST_TAG, Plan, Step, seal
+from cidrx.model.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from cidrx.targets import PlanOptions
+
+RECLAIM, POOL = "calico-reclaim", "calico-pool"
+STRATEGIES = (RECLAIM, POOL)
+DEFAULT_MAX_PODS = 110  # kubelet's default max pods per node
+BLOCKS_PER_NODE = 2  # room for every node to claim a second block before anyone is left without one
+MIN_BLOCK_PREFIX, MAX_BLOCK_PREFIX = 20, 32  # Calico's IPv4 blockSize range
+LARGEST_POOL_PREFIX = 16  # a bigger pool is a decision for a human (--cidr)
+# Not visible from the Kubernetes API: kubeadm's default Service CIDR is kept clear just in case.
+DEFAULT_SERVICE_CIDR = netmath.parse_cidr("10.96.0.0/12")
+NODE_NETWORK_PREFIX = 16  # node InternalIPs come without their mask: keep clear the /16 around each
+SPACES: tuple[IPv4Network, ...] = (*netmath.RFC1918, netmath.CGNAT)
+
+BLOCK_PERMS = "kubernetes: ipamblocks.crd.projectcalico.org get,update"
+HANDLE_PERMS = "kubernetes: ipamhandles.crd.projectcalico.org get,update,delete"
+
+
+def _calico(snapshot: Snapshot) -> CalicoSection:
+    calico = snapshot.kube.calico
+    if calico is None:
+        raise InvalidInput(f"no Calico IPAM found in {snapshot.target.label()} (crd.projectcalico.org is not served)")
+    return calico
+
+
+def _sealed(
+    snapshot: Snapshot,
+    created_at: str,
+    strategy: str,
+    basis: dict[str, Any],
+    steps: list[Step],
+    notes: list[str],
+    summary: dict[str, Any],
+) -> Plan:
+    return seal(
+        Plan(
+            target=snapshot.target,
+            created_at=created_at,
+            snapshot_fingerprint=snapshot.fingerprint,
+            strategy=strategy,
+            basis=basis,
+            steps=tuple(steps),
+            notes=tuple(notes),
+            summary=summary,
+        )
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# calico-reclaim
+# --------------------------------------------------------------------------------------------------
+
+
+def _handle_names(calico: CalicoSection) -> dict[str, str]:
+    return {h.handle_id: h.name for h in calico.handles}
+
+
+def releasable_empty_blocks(calico: CalicoSection) -> list[IPAMBlock]:
+    """Empty blocks whose node keeps at least one other block (its busiest ones are kept first)."""
+    out: list[IPAMBlock] = []
+    for _node, blocks in sorted(blocks_by_node(calico).items()):
+        empty = [b for b in blocks if is_empty(b)]
+        if len(empty) == len(blocks):
+            empty = empty[1:]  # every block is empty: the node keeps its first one
+        out += empty
+    return out
+
+
+def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
+    """One `calico.release-ips` step per block with leaked addresses, one `calico.release-empty-block`
+    per empty block its node can spare. Apply re-reads and re-decides every one of them."""
+    calico = _calico(snapshot)
+    if not snapshot.kube.available:
+        raise InvalidInput(f"a Calico reclaim plan needs the Kubernetes API: {snapshot.kube.reason}")
+    pods = {p.key: p for p in snapshot.kube.ipam_pods}
+    handles = _handle_names(calico)
+    steps: list[Step] = []
+    by_block: dict[str, list[dict[str, Any]]] = {}
+    cidrs: dict[str, str] = {}
+    for leak in leaked_ips(calico, pods):
+        cidrs[leak.block] = leak.cidr
+        by_block.setdefault(leak.block, []).append(
+            {
+                "ordinal": leak.ordinal,
+                "ip": leak.ip,
+                "handle_id": leak.handle_id,
+                "handle": handles.get(leak.handle_id or "", (leak.handle_id or "").lower()),
+                "pod": leak.pod,
+                "why": leak.why,
+            }
+        )
+    for name, ips in by_block.items():
+        steps.append(
+            Step(
+                id=f"release-ips-{name}",
+                action="calico.release-ips",
+                params={"block": name, "cidr": cidrs[name], "ips": ips},
+                description=f"release {len(ips)} leaked address(es) of block {cidrs[name]}: "
+                + ", ".join(i["ip"] for i in ips[:8])
+                + (" ..." if len(ips) > 8 else ""),
+                permissions=(BLOCK_PERMS, HANDLE_PERMS, "kubernetes: pods get"),
+            )
+        )
+    affinities = {(a.node, a.cidr): a.name for a in calico.affinities}
+    empty = releasable_empty_blocks(calico)
+    for block in empty:
+        node = block.host or ""
+        steps.append(
+            Step(
+                id=f"release-empty-block-{block.name}",
+                action="calico.release-empty-block",
+                params={
+                    "block": block.name,
+                    "cidr": block.cidr,
+                    "node": node,
+                    "affinity": affinities.get((node, block.cidr), ""),
+                },
+                description=f"release empty block {block.cidr} of node {node} (it keeps another block)",
+                permissions=(
+                    "kubernetes: ipamblocks.crd.projectcalico.org get,delete",
+                    "kubernetes: blockaffinities.crd.projectcalico.org get,list,delete",
+                ),
+            )
+        )
+    released = sum(len(v) for v in by_block.values())
+    notes = [
+        "apply re-reads every block and pod right before writing: an address whose pod is live again, or "
+        "that was reassigned, is left alone; writes are compare-and-swap on resourceVersion",
+        "a block emptied by this plan is released by the next reclaim plan, not this one",
+    ]
+    if not steps:
+        notes.insert(0, "nothing to reclaim: no leaked addresses and no spare empty blocks")
+    basis = {"blocks": {b: c for b, c in sorted({**cidrs, **{e.name: e.cidr for e in empty}}.items())}}
+    summary = {"leaked_ips": released, "blocks_with_leaks": len(by_block), "empty_blocks": len(empty)}
+    return _sealed(snapshot, created_at, RECLAIM, basis, steps, notes, summary)
+
+
+# --------------------------------------------------------------------------------------------------
+# calico-pool
+# --------------------------------------------------------------------------------------------------
+
+
+def _ipv4_pools(calico: CalicoSection) -> list[IPPool]:
+    return [p for p in calico.pools if ":" not in p.cidr]
+
+
+def occupied_space(snapshot: Snapshot, *, ignore_plan: str | None = None) -> list[tuple[IPv4Network, str]]:
+    """What a new pool must not overlap, each with where it comes from (pools `ignore_plan` made left out)."""
+    calico = _calico(snapshot)
+    out: list[tuple[IPv4Network, str]] = []
+    for pool in _ipv4_pools(calico):
+        if ignore_plan and pool.plan_label == ignore_plan:
+            continue
+        out.append((netmath.parse_cidr(pool.cidr), f"IPPool {pool.name}"))
+    for block in calico.blocks:
+        if ":" not in block.cidr:
+            out.append((netmath.parse_cidr(block.cidr), f"IPAMBlock {block.name}"))
+    for node in snapshot.kube.nodes:
+        for cidr in node.pod_cidrs:
+            if ":" not in cidr:
+                out.append((netmath.parse_cidr(cidr), f"podCIDR of node {node.name}"))
+        if node.internal_ip and ":" not in node.internal_ip:
+            net = IPv4Network(f"{node.internal_ip}/{NODE_NETWORK_PREFIX}", strict=False)
+            out.append((net, f"network of node {node.name} ({node.internal_ip}, assumed /{NODE_NETWORK_PREFIX})"))
+    out.append((DEFAULT_SERVICE_CIDR, "kubeadm's default Service CIDR"))
+    return out
+
+
+def _log2_ceil(n: int) -> int:
+    return max(0, math.ceil(math.log2(max(1, n))))
+
+
+def _base_block_size(calico: CalicoSection) -> int:
+    enabled = [p for p in _ipv4_pools(calico) if not p.disabled]
+    return enabled[0].block_size if enabled else DEFAULT_BLOCK_SIZE
+
+
+def choose_block_size(pool_prefix: int, nodes: int, base: int) -> int:
+    """The largest block (`base` or smaller) that still gives each of `nodes` nodes BLOCKS_PER_NODE blocks."""
+    size = max(base, MIN_BLOCK_PREFIX, pool_prefix + _log2_ceil(BLOCKS_PER_NODE * nodes))
+    if size > MAX_BLOCK_PREFIX:
+        raise InvalidInput(
+            f"a /{pool_prefix} pool cannot give {nodes} nodes {BLOCKS_PER_NODE} blocks each",
+            hint=f"use a pool of /{MAX_BLOCK_PREFIX - _log2_ceil(BLOCKS_PER_NODE * nodes)} or larger",
+        )
+    return size
+
+
+def _pool_prefix(nodes: int, base: int, max_pods: int) -> int:
+    per_node = max(BLOCKS_PER_NODE << (32 - base), netmath.next_pow2(max_pods))
+    prefix = netmath.smallest_prefix_for(nodes * per_node)
+    if prefix < LARGEST_POOL_PREFIX:
+        raise InvalidInput(
+            f"{nodes} nodes need more than a /{LARGEST_POOL_PREFIX} pool", hint="choose the range with --cidr"
+        )
+    return prefix
+
+
+def validate_cidr(snapshot: Snapshot, text: str) -> IPv4Network:
+    net = netmath.parse_cidr(text)
+    netmath.check_not_forbidden(net)
+    for occupied, where in occupied_space(snapshot):
+        if netmath.overlaps(net, occupied):
+            raise InvalidInput(f"{net} overlaps {where} ({occupied})", hint="choose a free range or omit --cidr")
+    return net
+
+
+def _pool_name(calico: CalicoSection, wanted: str | None, net: IPv4Network) -> str:
+    name = wanted or f"cidrx-{str(net).replace('.', '-').replace('/', '-')}"
+    if any(p.name == name for p in calico.pools):
+        raise InvalidInput(f"an IPPool named {name} already exists", hint="choose another name")
+    return name
+
+
+def make_pool_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
+    """One `calico.create-ippool` step: a pool in free space, with blocks small enough that every node
+    (today's and --add-nodes more) can hold BLOCKS_PER_NODE of them."""
+    calico = _calico(snapshot)
+    kube = snapshot.kube
+    nodes = max(1, len(kube.nodes) + (opts.add_nodes or 0))
+    base = _base_block_size(calico)
+    max_pods = max((n.allocatable_pods or 0 for n in kube.nodes), default=0) or DEFAULT_MAX_PODS
+    if opts.cidr:
+        net = validate_cidr(snapshot, opts.cidr)
+    else:
+        prefix = _pool_prefix(nodes, base, max_pods)
+        found = netmath.first_free_block(prefix, SPACES, [n for n, _ in occupied_space(snapshot)])
+        if found is None:
+            raise InvalidInput(f"no free /{prefix} in RFC 1918 or 100.64.0.0/10 for a new IPPool; pass --cidr")
+        net = found
+    block_size = choose_block_size(net.prefixlen, nodes, base)
+    name = _pool_name(calico, opts.pool_name, net)
+    template = next((p for p in _ipv4_pools(calico) if not p.disabled), None)
+    params = {
+        "name": name,
+        "cidr": str(net),
+        "block_size": block_size,
+        "ipip_mode": template.ipip_mode if template else "",
+        "vxlan_mode": template.vxlan_mode if template else "",
+        "nat_outgoing": template.nat_outgoing if template else True,
+        "node_selector": "all()",
+    }
+    blocks = 1 << (block_size - net.prefixlen)
+    step = Step(
+        id="create-ippool",
+        action="calico.create-ippool",
+        params=params,
+        description=f"create IPPool {name} {net} with /{block_size} blocks ({blocks} blocks for {nodes} nodes)",
+        permissions=("kubernetes: ippools.crd.projectcalico.org get,create",),
+    )
+    notes = [
+        f"nodes claim blocks of {net} when they need a new block; existing blocks are kept",
+        "pods that borrowed addresses keep them until restarted; restart them after apply",
+        f"labelled {DIGEST_TAG}=<plan id> so a repeated apply finds it",
+        "not checked (not visible from the Kubernetes API): networks routed outside the cluster and the real "
+        f"Service CIDR ({DEFAULT_SERVICE_CIDR} is kept clear); node networks are assumed /{NODE_NETWORK_PREFIX}",
+    ]
+    if calico.config is None or not calico.config.strict_affinity:
+        notes.append(
+            "strictAffinity is off: set it in IPAMConfig default so nodes never borrow another node's addresses"
+        )
+    basis = {
+        "pool_name": name,
+        "cidr": str(net),
+        "pools": {p.name: p.cidr for p in calico.pools},
+        "nodes": nodes,
+    }
+    summary = {"cidr": str(net), "block_size": block_size, "blocks": blocks, "nodes": nodes, "name": name}
+    return _sealed(snapshot, created_at, POOL, basis, [step], notes, summary)
+
+
+# --------------------------------------------------------------------------------------------------
+# Drift
+# --------------------------------------------------------------------------------------------------
+
+
+def check_drift(plan: Plan, snapshot: Snapshot) -> None:
+    """Refuse (StalePlan, exit 4) when the plan's facts no longer hold. What the plan already did (its
+    own pool, released addresses and blocks) is progress, not drift; per-address changes are re-decided
+    at apply time instead."""
+    if snapshot.target != plan.target:
+        raise InvalidInput(f"plan is for {plan.target.label()}, not {snapshot.target.label()}")
+    calico = snapshot.kube.calico
+    if calico is None:
+        raise StalePlan("the plan is stale: Calico IPAM is no longer found in the cluster. Nothing was applied")
+    problems: list[str] = []
+    if plan.strategy == POOL:
+        problems += _pool_drift(plan, snapshot, calico)
+    elif plan.strategy == RECLAIM:
+        blocks = {b.name: b.cidr for b in calico.blocks}
+        for name, cidr in plan.basis.get("blocks", {}).items():
+            if name in blocks and blocks[name] != cidr:
+                problems.append(f"IPAMBlock {name} now covers {blocks[name]}, not {cidr}")
+    else:
+        raise InvalidInput(f"plan strategy {plan.strategy!r} is not a Calico plan")
+    if problems:
+        raise StalePlan("the plan is stale: " + "; ".join(problems) + ". Nothing was applied; make a new plan")
+
+
+def _pool_drift(plan: Plan, snapshot: Snapshot, calico: CalicoSection) -> list[str]:
+    problems: list[str] = []
+    name, cidr = plan.basis["pool_name"], netmath.parse_cidr(plan.basis["cidr"])
+    for pool in calico.pools:
+        if pool.name == name and pool.plan_label != plan.plan_id:
+            problems.append(f"an IPPool named {name} was created by someone else ({pool.cidr})")
+    for net, where in occupied_space(snapshot, ignore_plan=plan.plan_id):
+        if where.startswith("IPAMBlock ") and net.subnet_of(cidr):
+            continue  # blocks nodes claimed from our own pool after an earlier apply
+        if where.startswith("IPPool ") and where == f"IPPool {name}":
+            continue
+        if netmath.overlaps(net, cidr):
+            problems.append(f"{cidr} now overlaps {where} ({net})")
+    return problems

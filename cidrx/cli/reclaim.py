@@ -1,0 +1,72 @@
+"""`cidrx reclaim`: free addresses an in-cluster IPAM still holds for pods that are gone.
+
+Whereabouts keeps the reservations of pods that died with their node; Calico keeps leaked IPs and empty
+blocks. `--plan` lists exactly what would be released and why; `--apply PLAN.json` re-reads every pool
+and pod right before acting and never releases an address that has become live again. No workload has to
+be scaled down.
+"""
+
+from __future__ import annotations
+
+import click
+
+from cidrx.cli.diagnose import get_snapshot
+from cidrx.cli.expand import apply, write_plan
+from cidrx.cli.options import TargetOptions, target_options
+from cidrx.errors import InvalidInput
+from cidrx.render import PLAN_FORMATS
+
+IPAMS = ("whereabouts", "calico")
+
+
+@click.command(short_help="Plan (--plan) or apply (--apply) the release of stale in-cluster IPAM addresses.")
+@target_options
+@click.option("--ipam", type=click.Choice(IPAMS), help="Which IPAM's stale addresses to release (with --plan).")
+@click.option("--plan", "plan_mode", is_flag=True, help="Make a plan and write it to --out (changes nothing).")
+@click.option("--apply", "apply_path", metavar="PLAN.json", help="Carry out a plan made with --plan.")
+@click.option("--snapshot", "snapshot_path", metavar="FILE", help="With --plan: plan from a saved snapshot (offline).")
+@click.option(
+    "--out",
+    metavar="PLAN.json",
+    help="With --plan: where to write the plan [default: cidrx-plan-<cluster>.json]; - prints its JSON instead.",
+)
+@click.option(
+    "-o", "--output", type=click.Choice(PLAN_FORMATS), default="table", show_default=True, help="Plan output format."
+)
+@click.option("--yes", is_flag=True, help="With --apply: do not ask (required when stdin is not a terminal).")
+def reclaim(
+    target: TargetOptions,
+    ipam: str | None,
+    plan_mode: bool,
+    apply_path: str | None,
+    snapshot_path: str | None,
+    out: str | None,
+    output: str,
+    yes: bool,
+) -> int:
+    """Release addresses Whereabouts or Calico hold for pods that no longer exist.
+
+    \b
+      cidrx reclaim --k8s [--context C] --ipam whereabouts --plan --out r.json
+      cidrx reclaim --apply r.json --yes
+
+    Pending pods and pods whose address is still reported live are never touched; every write is a
+    compare-and-swap on the object's resourceVersion, re-decided on conflict.
+    """
+    if plan_mode and apply_path:
+        raise InvalidInput("--plan and --apply are mutually exclusive: make the plan, review it, then apply it")
+    if not plan_mode and not apply_path:
+        raise InvalidInput("reclaim needs --plan --ipam whereabouts|calico, or --apply PLAN.json")
+    if apply_path:
+        given = [n for n, v in (("--ipam", ipam), ("--snapshot", snapshot_path), ("--out", out)) if v is not None]
+        if given:
+            raise InvalidInput(f"{', '.join(given)} only work with --plan; the plan file already fixes them")
+        return apply(target, apply_path, yes, command="reclaim")
+    if yes:
+        raise InvalidInput("--yes only works with --apply; --plan never changes anything")
+    if ipam is None:
+        raise InvalidInput("reclaim --plan needs --ipam whereabouts or --ipam calico")
+    from cidrx import targets
+
+    snap = get_snapshot(target, snapshot_path)
+    return write_plan(targets.make_reclaim_plan(snap, ipam), out, output, "reclaim")

@@ -1,0 +1,113 @@
+"""The in-cluster IPAMs (Whereabouts, Calico) as one piece every provider shares.
+
+Whatever cloud a cluster runs on, its in-cluster IPAM pools can run dry on their own: `diagnose` adds
+these checks for every target whose cluster has the CRDs, and the reclaim / calico-pool plans only touch
+the Kubernetes API, so they are planned, drift-checked and applied here rather than by a cloud provider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from cidrx.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from cidrx.engine.executor import Executor
+    from cidrx.kube.api import KubeApi
+    from cidrx.kube.model import KubeSection
+    from cidrx.model.findings import Capacity, Finding
+    from cidrx.model.plan import Plan
+    from cidrx.model.snapshot import Snapshot
+    from cidrx.targets import PlanOptions
+
+IPAMS = ("whereabouts", "calico")
+RECLAIM_STRATEGIES = {"whereabouts": "whereabouts-reclaim", "calico": "calico-reclaim"}
+EXPAND_STRATEGIES = ("calico-pool",)
+STRATEGIES = (*RECLAIM_STRATEGIES.values(), *EXPAND_STRATEGIES)
+
+
+@dataclass(frozen=True)
+class KubeApis:
+    """What IPAM steps reach through `ctx.apis`: the cluster only."""
+
+    kube: KubeApi | None
+
+
+def analyze(kube: KubeSection) -> tuple[list[Capacity], list[Finding]]:
+    """Capacity and findings of every IPAM the snapshot found in the cluster (none: nothing)."""
+    capacity: list[Capacity] = []
+    findings: list[Finding] = []
+    pods = {p.key: p for p in kube.ipam_pods}
+    if kube.whereabouts is not None:
+        from cidrx.whereabouts.analyze import analyze_whereabouts
+
+        c, f = analyze_whereabouts(kube.whereabouts, pods, available=kube.available)
+        capacity += c
+        findings += f
+    if kube.calico is not None:
+        from cidrx.calico.analyze import analyze_calico
+
+        c, f = analyze_calico(kube.calico, pods, kube.nodes, available=kube.available)
+        capacity += c
+        findings += f
+    return capacity, findings
+
+
+def _require(snapshot: Snapshot, ipam: str) -> None:
+    kube = snapshot.kube
+    if not kube.available:
+        raise InvalidInput(f"{ipam} plans need the Kubernetes API, which was not reachable: {kube.reason}")
+    section = getattr(kube, ipam)
+    if section is None or not section.pools:
+        raise InvalidInput(f"no {ipam} IP pools found in {snapshot.target.label()}: nothing to reclaim or extend")
+
+
+def make_reclaim_plan(snapshot: Snapshot, ipam: str, created_at: str) -> Plan:
+    _require(snapshot, ipam)
+    if ipam == "whereabouts":
+        from cidrx.whereabouts.plan import make_reclaim_plan as whereabouts_plan
+
+        return whereabouts_plan(snapshot, created_at)
+    if ipam == "calico":
+        from cidrx.calico.plan import make_reclaim_plan as calico_plan
+
+        return calico_plan(snapshot, created_at)
+    raise InvalidInput(f"unknown IPAM {ipam!r}; choose one of {', '.join(IPAMS)}")
+
+
+def make_expand_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
+    _require(snapshot, "calico")
+    from cidrx.calico.plan import make_pool_plan
+
+    return make_pool_plan(snapshot, opts, created_at)
+
+
+def _module(plan: Plan) -> str:
+    if plan.strategy.startswith("whereabouts-"):
+        return "whereabouts"
+    if plan.strategy.startswith("calico-"):
+        return "calico"
+    raise InvalidInput(f"plan strategy {plan.strategy!r} is not an in-cluster IPAM plan")
+
+
+def check_drift(plan: Plan, snapshot: Snapshot) -> None:
+    if _module(plan) == "whereabouts":
+        from cidrx.whereabouts.plan import check_drift as whereabouts_drift
+
+        whereabouts_drift(plan, snapshot)
+    else:
+        from cidrx.calico.plan import check_drift as calico_drift
+
+        calico_drift(plan, snapshot)
+
+
+def executors(plan: Plan) -> Mapping[str, Executor]:
+    if _module(plan) == "whereabouts":
+        from cidrx.whereabouts.steps import EXECUTORS as WHEREABOUTS
+
+        return WHEREABOUTS
+    from cidrx.calico.steps import EXECUTORS as CALICO
+
+    return CALICO

@@ -1,0 +1,443 @@
+"""Kubernetes node IPAM: how many nodes the cluster CIDR still has room for, and which nodes got none.
+
+Why it exists: with `kube-controller-manager --allocate-node-cidrs`, every Node takes one fixed-size block
+(`--node-cidr-mask-size`, default /24 for IPv4) of `--cluster-cidr`, and keeps it until the Node object is
+deleted. When the range is used up, new nodes join without `spec.podCIDR`, the CNI on them (flannel, kubenet,
+Cilium in kubernetes IPAM mode) cannot start pods, and the only trace is a node event with reason
+`CIDRNotAvailable`. Nothing alerts before that.
+
+Three layers, like the rest of cidrx: `node_ipam_config_from` (pure: the controller-manager static pod's
+flags, else kubeadm's ClusterConfiguration), `collect_node_ipam` (two reads through KubeApi), and
+`analyze_node_ipam` (pure: capacity and findings from a KubeSection).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import shlex
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from cidrx.kube.model import KubeEvent, KubeNode, KubeSection, NodeIpamConfig
+from cidrx.model.findings import Capacity, Finding, Severity, utilization
+
+if TYPE_CHECKING:
+    from cidrx.kube.api import KubeApi
+
+JSON = Mapping[str, Any]
+IpNet = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+NAMESPACE = "kube-system"
+CONTROLLER_MANAGER = "kube-controller-manager"
+COMPONENT_LABEL = "component"  # kubeadm's static pods carry component=<name>
+KUBEADM_CONFIG = "kubeadm-config"
+DEFAULT_NODE_MASK_V4 = 24  # kube-controller-manager --node-cidr-mask-size(-ipv4) default
+CAPACITY_KIND = "node-ipam"
+NEARLY_EXHAUSTED = 0.8
+MAX_EVIDENCE = 10
+EVENT_REASON = "CIDRNotAvailable"
+
+CIDR_NOT_AVAILABLE = "NODE-IPAM-CIDR-NOT-AVAILABLE"
+NODES_WITHOUT_PODCIDR = "NODE-IPAM-NODES-WITHOUT-PODCIDR"
+NEARLY_EXHAUSTED_ID = "NODE-IPAM-NEARLY-EXHAUSTED"
+EXHAUSTED_ID = "NODE-IPAM-EXHAUSTED"
+
+# Facts behind the advice (checked against upstream): the in-tree range allocator takes one --cluster-cidr
+# per IP family; a node's block is released when its Node object is deleted; the ClusterCIDR API
+# (networking.k8s.io/v1alpha1, MultiCIDRRangeAllocator) that would have added ranges was alpha only and was
+# removed in v1.29 (kubernetes/kubernetes#121229); kubernetes-sigs/node-ipam-controller carries it out of
+# tree and needs the in-tree allocator off (--allocate-node-cidrs=false).
+REMEDIATION = (
+    "The in-tree allocator cuts --cluster-cidr into fixed /{mask} blocks, one per Node object, and frees a "
+    "block only when that Node object is deleted. Realistic fixes, cheapest first: (1) delete the Node "
+    "objects of machines that are gone (long NotReady), which returns their blocks; (2) restart "
+    "kube-controller-manager with a --cluster-cidr that is a supernet of the current one (e.g. {supernet}, "
+    "only if that space is unused in your network), so every existing podCIDR stays inside it, and widen "
+    "the CNI's pod network setting (e.g. flannel's net-conf.json Network) and kube-proxy's --cluster-cidr "
+    "to match; (3) a longer --node-cidr-mask-size (e.g. /25, which still fits the kubelet's default 110 "
+    "pods) gives twice as many blocks, but only to nodes that join afterwards. A second, disjoint range "
+    "cannot be added in-tree: ClusterCIDR / MultiCIDRRangeAllocator was alpha only and was removed in "
+    "Kubernetes v1.29; kubernetes-sigs/node-ipam-controller implements it out of tree, with "
+    "--allocate-node-cidrs=false on kube-controller-manager."
+)
+
+
+# ---- configuration ---------------------------------------------------------------------------------
+
+
+def _get(obj: Any, *path: str) -> Any:
+    cur = obj
+    for key in path:
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(key)
+    return cur
+
+
+def _is_controller_manager(pod: JSON) -> bool:
+    labels = _get(pod, "metadata", "labels") or {}
+    name = str(_get(pod, "metadata", "name") or "")
+    return labels.get(COMPONENT_LABEL) == CONTROLLER_MANAGER or name.startswith(CONTROLLER_MANAGER + "-")
+
+
+def _tokens(container: JSON) -> list[str]:
+    """command + args as argv; a shell-wrapped command ("/bin/sh -c 'kube-controller-manager --a=b'")
+    is split too, since some installers start the binary that way."""
+    out: list[str] = []
+    for part in [*(container.get("command") or []), *(container.get("args") or [])]:
+        text = str(part)
+        if any(c.isspace() for c in text.strip()):
+            try:
+                out += shlex.split(text)
+            except ValueError:
+                out += text.split()
+        else:
+            out.append(text)
+    return out
+
+
+_VALUE_FLAGS = frozenset(
+    {"cluster-cidr", "node-cidr-mask-size", "node-cidr-mask-size-ipv4", "node-cidr-mask-size-ipv6"}
+)
+_BOOL_FLAGS = frozenset({"allocate-node-cidrs"})
+
+
+def parse_flags(argv: Sequence[str]) -> dict[str, str]:
+    """The node-IPAM flags in `argv`: `--flag=value` and `--flag value` (pflag accepts both for value
+    flags; a bare boolean flag means true and never takes the next word). Later occurrences win."""
+    flags: dict[str, str] = {}
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        i += 1
+        if not word.startswith("--"):
+            continue
+        name, eq, value = word[2:].partition("=")
+        if name in _BOOL_FLAGS:
+            flags[name] = value if eq else "true"
+        elif name in _VALUE_FLAGS:
+            if eq:
+                flags[name] = value
+            elif i < len(argv) and not argv[i].startswith("--"):
+                flags[name] = argv[i]
+                i += 1
+    return flags
+
+
+def _networks(text: str) -> list[IpNet]:
+    """ "10.244.0.0/16,fd00::/48" as networks, invalid entries dropped (host bits are cleared)."""
+    nets: list[IpNet] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            nets.append(ipaddress.ip_network(part, strict=False))
+        except ValueError:
+            continue
+    return nets
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def _truthy(value: str) -> bool:
+    return value.strip().lower() in ("true", "1", "t", "yes")
+
+
+def _config(flags: Mapping[str, str], source: str, *, allocate_default: bool) -> NodeIpamConfig:
+    nets = _networks(flags.get("cluster-cidr", ""))
+    has_v4 = any(n.version == 4 for n in nets)
+    # Dual-stack clusters take --node-cidr-mask-size-ipv4; single-stack ones --node-cidr-mask-size.
+    mask = _int(flags.get("node-cidr-mask-size-ipv4")) or _int(flags.get("node-cidr-mask-size"))
+    allocate = _truthy(flags["allocate-node-cidrs"]) if "allocate-node-cidrs" in flags else allocate_default
+    return NodeIpamConfig(
+        cluster_cidrs=tuple(str(n) for n in nets),
+        node_mask_v4=(mask or DEFAULT_NODE_MASK_V4) if has_v4 else None,
+        source=source,
+        allocate_node_cidrs=allocate,
+    )
+
+
+def _from_pods(pods: Iterable[JSON]) -> NodeIpamConfig | None:
+    found: list[tuple[str, dict[str, str]]] = []
+    for pod in pods:
+        if not _is_controller_manager(pod):
+            continue
+        for container in _get(pod, "spec", "containers") or []:
+            if not isinstance(container, Mapping):
+                continue
+            argv = _tokens(container)
+            if not any(CONTROLLER_MANAGER in w for w in argv[:3]) and container.get("name") != CONTROLLER_MANAGER:
+                continue
+            name = f"{_get(pod, 'metadata', 'namespace') or NAMESPACE}/{_get(pod, 'metadata', 'name') or ''}"
+            found.append((name, parse_flags(argv)))
+    if not found:
+        return None
+    # Several control-plane nodes run one each; prefer one that names a cluster CIDR, then by name.
+    found.sort(key=lambda item: ("cluster-cidr" not in item[1], item[0]))
+    name, flags = found[0]
+    # --allocate-node-cidrs defaults to false in kube-controller-manager.
+    return _config(flags, f"pod {name}", allocate_default=False)
+
+
+def _extra_args(controller_manager: Any) -> dict[str, str]:
+    """kubeadm's controllerManager.extraArgs: a map (v1beta3) or a list of {name, value} (v1beta4)."""
+    raw = _get(controller_manager, "extraArgs")
+    if isinstance(raw, Mapping):
+        return {str(k): str(v) for k, v in raw.items()}
+    if isinstance(raw, list):
+        return {str(a.get("name")): str(a.get("value", "")) for a in raw if isinstance(a, Mapping) and a.get("name")}
+    return {}
+
+
+def _from_configmaps(configmaps: Iterable[JSON]) -> NodeIpamConfig | None:
+    import yaml
+
+    for cm in configmaps:
+        if _get(cm, "metadata", "name") != KUBEADM_CONFIG:
+            continue
+        text = _get(cm, "data", "ClusterConfiguration")
+        if not isinstance(text, str):
+            continue
+        try:
+            doc = yaml.safe_load(text)
+        except yaml.YAMLError:
+            continue
+        extra = _extra_args(_get(doc, "controllerManager"))
+        flags = {k: v for k, v in extra.items() if k in _VALUE_FLAGS | _BOOL_FLAGS}
+        subnet = _get(doc, "networking", "podSubnet")
+        if subnet and "cluster-cidr" not in flags:
+            flags["cluster-cidr"] = str(subnet)
+        if "cluster-cidr" not in flags:
+            continue
+        # kubeadm turns on --allocate-node-cidrs whenever networking.podSubnet is set.
+        return _config(flags, f"configmap {NAMESPACE}/{KUBEADM_CONFIG}", allocate_default=True)
+    return None
+
+
+def node_ipam_config_from(pods: Iterable[JSON], configmaps: Iterable[JSON]) -> NodeIpamConfig | None:
+    """The node IPAM settings from the kube-controller-manager static pod's flags, else from kubeadm's
+    ClusterConfiguration; None when neither is visible (managed control planes hide both).
+
+    `configmaps` is only iterated when the pods tell nothing, so it may be a lazy reader."""
+    from_pod = _from_pods(pods)
+    if from_pod is not None and from_pod.cluster_cidrs:
+        return from_pod
+    return _from_configmaps(configmaps) or from_pod
+
+
+# ---- collection ------------------------------------------------------------------------------------
+
+
+def collect_node_ipam(api: KubeApi) -> NodeIpamConfig | None:
+    """Read the settings through `api`: one list of pods in kube-system, and only when that
+    tells nothing, one read of the kubeadm-config ConfigMap.
+
+    Not being allowed to read either is not an error: the settings only add the capacity figure, and
+    managed control planes never show them. An unreachable cluster (KubeUnavailable) still propagates.
+    """
+    from cidrx.errors import AccessDenied
+    from cidrx.kube.api import KubeUnavailable
+
+    def readable(read: Callable[[], Iterable[JSON]]) -> list[JSON]:
+        try:
+            return list(read())
+        except KubeUnavailable:
+            raise
+        except AccessDenied:
+            return []
+
+    # KubeApi has no label-selected list yet; kube-system holds few pods, so filter them here.
+    pods = readable(lambda: api.iter_custom("", "v1", "pods", namespace=NAMESPACE))
+
+    def kubeadm_config() -> Iterator[JSON]:
+        yield from readable(
+            lambda: [cm] if (cm := api.get_custom("", "v1", "configmaps", KUBEADM_CONFIG, NAMESPACE)) else []
+        )
+
+    return node_ipam_config_from(pods, kubeadm_config())
+
+
+# ---- analysis --------------------------------------------------------------------------------------
+
+
+def _v4_pod_cidrs(node: KubeNode) -> list[ipaddress.IPv4Network]:
+    return [n for n in _networks(",".join(node.pod_cidrs)) if isinstance(n, ipaddress.IPv4Network)]
+
+
+def _listed(lines: list[str], limit: int = MAX_EVIDENCE) -> tuple[str, ...]:
+    if len(lines) <= limit:
+        return tuple(lines)
+    return (*lines[:limit], f"... and {len(lines) - limit} more")
+
+
+def _supernet_hint(cidr: ipaddress.IPv4Network | None) -> str:
+    if cidr is None or cidr.prefixlen == 0:
+        return "a /15 around a /16"
+    return f"{cidr.supernet()} for {cidr}"
+
+
+def _remediation(config: NodeIpamConfig | None, cidr: ipaddress.IPv4Network | None) -> str:
+    mask = config.node_mask_v4 if config and config.node_mask_v4 else DEFAULT_NODE_MASK_V4
+    return REMEDIATION.format(mask=mask, supernet=_supernet_hint(cidr))
+
+
+def _v4_cluster_cidrs(config: NodeIpamConfig | None) -> list[ipaddress.IPv4Network]:
+    if config is None:
+        return []
+    return [n for n in _networks(",".join(config.cluster_cidrs)) if isinstance(n, ipaddress.IPv4Network)]
+
+
+def _capacity(kube: KubeSection, config: NodeIpamConfig) -> list[tuple[ipaddress.IPv4Network, Capacity]]:
+    mask = config.node_mask_v4
+    rows: list[tuple[ipaddress.IPv4Network, Capacity]] = []
+    if mask is None:
+        return rows
+    for cidr in _v4_cluster_cidrs(config):
+        if not cidr.prefixlen <= mask <= 32:
+            continue  # kube-controller-manager refuses such a configuration; nothing to count
+        max_nodes = 2 ** (mask - cidr.prefixlen)
+        inside = sum(1 for n in kube.nodes if any(p.subnet_of(cidr) for p in _v4_pod_cidrs(n)))
+        outside = sum(
+            1 for n in kube.nodes if (cidrs := _v4_pod_cidrs(n)) and not any(p.subnet_of(cidr) for p in cidrs)
+        )
+        block = 2 ** (32 - mask)
+        note = f"/{mask} per node; from {config.source}"
+        if outside:
+            note += f"; {outside} node(s) hold a podCIDR outside it"
+        cap = Capacity(
+            kind=CAPACITY_KIND,
+            name="cluster-cidr",
+            cidr=str(cidr),
+            size=cidr.num_addresses,
+            used=min(inside * block, cidr.num_addresses),
+            free=max(0, (max_nodes - inside) * block),
+            utilization=utilization(inside, max_nodes),
+            max_nodes=max_nodes,
+            nodes=inside,
+            note=note,
+        )
+        rows.append((cidr, cap))
+    return rows
+
+
+def _event_line(e: KubeEvent, current: Mapping[str, KubeNode]) -> str:
+    node = current.get(e.name)
+    state = (
+        "gone now"
+        if node is None
+        else ("has podCIDR " + ",".join(node.pod_cidrs) if node.pod_cidrs else "still no podCIDR")
+    )
+    times = f" x{e.count}" if e.count > 1 else ""
+    when = f", last {e.last_seen}" if e.last_seen else ""
+    source = f" ({e.source})" if e.source else ""
+    return f"node {e.name}: {e.message or EVENT_REASON}{source}{times}{when}; {state}"
+
+
+def analyze_node_ipam(kube: KubeSection) -> tuple[list[Capacity], list[Finding]]:
+    """Capacity of the cluster CIDR in nodes, and findings for nodes that got (or will get) no podCIDR."""
+    if not kube.available:
+        return [], []
+    config = kube.node_ipam
+    current = {n.name: n for n in kube.nodes}
+    capacity_rows = _capacity(kube, config) if config is not None else []
+    capacity = [c for _, c in capacity_rows]
+    first_cidr = capacity_rows[0][0] if capacity_rows else next(iter(_v4_cluster_cidrs(config)), None)
+    fix = _remediation(config, first_cidr)
+    where = ", ".join(config.cluster_cidrs) if config and config.cluster_cidrs else "the cluster CIDR"
+    unknown = (
+        ()
+        if config is not None
+        else ("cluster CIDR and node mask unknown: the kube-controller-manager pod and kubeadm-config are not visible",)
+    )
+    full = [(cidr, c) for cidr, c in capacity_rows if c.max_nodes is not None and (c.nodes or 0) >= c.max_nodes]
+    findings: list[Finding] = []
+
+    events = sorted((e for e in kube.events if e.reason == EVENT_REASON), key=lambda e: (e.name, e.last_seen))
+    if events:
+        failing = sorted({e.name for e in events})
+        findings.append(
+            Finding(
+                id=CIDR_NOT_AVAILABLE,
+                severity=Severity.CRITICAL,
+                subject=where,
+                summary=(
+                    f"{len(failing)} node(s) were refused a pod CIDR (event reason {EVENT_REASON}): "
+                    f"{where} has no free /{config.node_mask_v4 if config and config.node_mask_v4 else '?'} "
+                    "block left, so pods on these nodes cannot get addresses"
+                ),
+                evidence=_listed([_event_line(e, current) for e in events]) + unknown,
+                remediation=fix,
+            )
+        )
+
+    uses_pod_cidr = any(n.pod_cidrs for n in kube.nodes) or bool(
+        config and config.allocate_node_cidrs and config.cluster_cidrs
+    )
+    missing = [n for n in kube.nodes if not n.pod_cidrs]
+    if uses_pod_cidr and missing:
+        refused = {e.name for e in events}
+        calico = getattr(kube, "calico", None) is not None
+        critical = not calico and (bool(refused & {n.name for n in missing}) or bool(full))
+        why = (
+            "Calico IPAM does not read spec.podCIDR, so pods still start; other components that do (kube-proxy "
+            "--cluster-cidr masquerading, some CNIs) are affected"
+            if calico
+            else "the CNI assigns pod addresses from spec.podCIDR, so pods scheduled there stay in ContainerCreating"
+        )
+        findings.append(
+            Finding(
+                id=NODES_WITHOUT_PODCIDR,
+                severity=Severity.CRITICAL if critical else Severity.WARNING,
+                subject=where,
+                summary=f"{len(missing)} of {len(kube.nodes)} node(s) have no spec.podCIDR: {why}",
+                evidence=_listed(
+                    [
+                        f"node {n.name}{' (not Ready)' if not n.ready else ''}, created {n.created or '?'}"
+                        + (f"; {EVENT_REASON} event seen" if n.name in refused else "")
+                        for n in missing
+                    ]
+                )
+                + unknown,
+                remediation=fix
+                if critical or refused
+                else "A node that has just joined gets its podCIDR within seconds; if these stay empty, check "
+                "the kube-controller-manager log and events for CIDRNotAvailable. " + fix,
+            )
+        )
+
+    for cidr, c in capacity_rows:
+        assert c.max_nodes is not None and c.nodes is not None
+        if c.nodes >= c.max_nodes:
+            findings.append(
+                Finding(
+                    id=EXHAUSTED_ID,
+                    severity=Severity.CRITICAL,
+                    subject=str(cidr),
+                    summary=(
+                        f"cluster CIDR {cidr} is full: all {c.max_nodes} /{config.node_mask_v4 if config else '?'} "
+                        "node blocks are taken, the next node will join without a podCIDR"
+                    ),
+                    evidence=(f"{c.nodes} node(s) hold a podCIDR in {cidr}; room for {c.max_nodes}",),
+                    remediation=_remediation(config, cidr),
+                )
+            )
+        elif c.utilization >= NEARLY_EXHAUSTED:
+            findings.append(
+                Finding(
+                    id=NEARLY_EXHAUSTED_ID,
+                    severity=Severity.WARNING,
+                    subject=str(cidr),
+                    summary=(
+                        f"cluster CIDR {cidr} is {c.utilization * 100:.1f}% used: {c.max_nodes - c.nodes} of "
+                        f"{c.max_nodes} node blocks left"
+                    ),
+                    evidence=(f"{c.nodes} node(s) hold a podCIDR in {cidr}; room for {c.max_nodes}",),
+                    remediation=_remediation(config, cidr),
+                )
+            )
+    return capacity, findings

@@ -1,0 +1,159 @@
+"""Prometheus text exposition format (version 0.0.4) of a Diagnosis, for alerting.
+
+Why it exists: pod-IP exhaustion is slow, then sudden; a scheduled `cidrx diagnose -o prometheus` written
+to node_exporter's textfile directory (or pushed by a CronJob) lets ordinary alert rules fire at 80% instead
+of a person finding out from ContainerCreating pods. Metric names and labels are documented in
+docs/metrics.md and are a stable interface: renaming one breaks users' alert rules.
+
+Every capacity row becomes one sample per figure, labelled {target, kind, name, cidr, zone}. Per-kind
+figures a row may carry in an optional `extra` mapping (e.g. Whereabouts `stale`, Calico `borrowed`) become
+`cidrx_capacity_<figure>` gauges with the same labels. Findings become counts by severity and one
+`cidrx_finding` sample per (id, severity, subject). Pure: a Diagnosis in, text out.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from cidrx.model.findings import Capacity, Diagnosis, Severity
+
+PREFIX = "cidrx_"
+CAPACITY_LABELS = ("target", "kind", "name", "cidr", "zone")
+_SEVERITIES = (Severity.CRITICAL, Severity.WARNING, Severity.INFO)
+_NOT_NAME = re.compile(r"[^a-zA-Z0-9_]")
+
+# (metric, help, Capacity attribute) for the figures every row has, or has when not None.
+CAPACITY_FIGURES: tuple[tuple[str, str, str], ...] = (
+    ("cidrx_capacity_size_addresses", "Usable size of the address space (pod slots for node groups).", "size"),
+    ("cidrx_capacity_used_addresses", "Addresses (or pod slots) in use.", "used"),
+    ("cidrx_capacity_free_addresses", "Addresses (or pod slots) still free.", "free"),
+    ("cidrx_capacity_utilization_ratio", "Used over size, 0 to 1.", "utilization"),
+    ("cidrx_capacity_max_nodes", "Nodes the space has room for (node-scoped spaces only).", "max_nodes"),
+    ("cidrx_capacity_nodes", "Nodes that hold a share of the space (node-scoped spaces only).", "nodes"),
+)
+_RESERVED = frozenset(name for name, _, _ in CAPACITY_FIGURES) | {"cidrx_findings", "cidrx_finding"}
+
+# Help for per-kind figures known today; others get a generic line.
+EXTRA_HELP: Mapping[str, str] = {
+    "stale": "Addresses held for pods that no longer need them (reclaimable).",
+    "blocks_claimed": "IPAM blocks claimed by nodes.",
+    "blocks_total": "IPAM blocks the pool can be cut into.",
+    "borrowed": "Addresses allocated from a block another node holds the affinity for.",
+    "leaked": "Addresses allocated to pods that are gone.",
+}
+
+
+def escape_label(value: str) -> str:
+    """A label value as the exposition format wants it: backslash, double quote and newline escaped."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def escape_help(text: str) -> str:
+    """HELP text: only backslash and newline are escaped."""
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def format_value(value: float) -> str:
+    """Integers without a decimal point, floats in Python's shortest round-trip form; NaN and infinities
+    spelled the way Prometheus parses them."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if float(value).is_integer() and abs(value) < 2**63:
+        return str(int(value))
+    return repr(float(value))
+
+
+def metric_name(figure: str) -> str:
+    """`cidrx_capacity_<figure>` with anything outside [a-zA-Z0-9_] turned into `_`."""
+    return f"{PREFIX}capacity_{_NOT_NAME.sub('_', figure.strip())}"
+
+
+@dataclass
+class _Family:
+    name: str
+    help: str
+    samples: list[tuple[tuple[tuple[str, str], ...], float]] = field(default_factory=list)
+    seen: set[tuple[tuple[str, str], ...]] = field(default_factory=set)
+
+    def add(self, labels: tuple[tuple[str, str], ...], value: float) -> None:
+        # One series per label set: a second row with identical labels would make the scrape invalid.
+        if labels in self.seen:
+            return
+        self.seen.add(labels)
+        self.samples.append((labels, value))
+
+    def lines(self) -> list[str]:
+        out = [f"# HELP {self.name} {escape_help(self.help)}", f"# TYPE {self.name} gauge"]
+        for labels, value in self.samples:
+            body = ",".join(f'{k}="{escape_label(v)}"' for k, v in labels)
+            out.append(f"{self.name}{{{body}}} {format_value(value)}")
+        return out
+
+
+def _extra_figures(c: Capacity) -> Mapping[str, float]:
+    """Per-kind figures of a row (Capacity.extra), numbers only."""
+    return {str(k): float(v) for k, v in c.extra.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def _capacity_families(target: str, capacity: Iterable[Capacity]) -> list[_Family]:
+    families = {name: _Family(name, help_text) for name, help_text, _ in CAPACITY_FIGURES}
+    extras: dict[str, _Family] = {}
+    for c in capacity:
+        labels = (
+            ("target", target),
+            ("kind", c.kind),
+            ("name", c.name),
+            ("cidr", c.cidr or ""),
+            ("zone", c.zone or ""),
+        )
+        for name, _, attr in CAPACITY_FIGURES:
+            value = getattr(c, attr, None)
+            if value is not None:
+                families[name].add(labels, float(value))
+        for figure, value in sorted(_extra_figures(c).items()):
+            name = metric_name(figure)
+            if name in _RESERVED:
+                continue
+            if name not in extras:
+                help_text = EXTRA_HELP.get(figure, f"Per-kind capacity figure {figure!r} (see docs/metrics.md).")
+                extras[name] = _Family(name, help_text)
+            extras[name].add(labels, value)
+    ordered = [families[name] for name, _, _ in CAPACITY_FIGURES]
+    return [f for f in ordered + [extras[k] for k in sorted(extras)] if f.samples]
+
+
+def _finding_families(target: str, d: Diagnosis) -> list[_Family]:
+    counts = _Family("cidrx_findings", "Findings of the diagnosis by severity.")
+    for sev in _SEVERITIES:
+        n = d.counts.get(sev.value, sum(1 for f in d.findings if f.severity is sev))
+        counts.add((("target", target), ("severity", sev.value)), float(n))
+    each = _Family("cidrx_finding", "One series per finding (id, severity, subject); the value counts duplicates.")
+    tally: dict[tuple[tuple[str, str], ...], int] = {}
+    for f in d.findings:
+        key: tuple[tuple[str, str], ...] = (
+            ("target", target),
+            ("id", f.id),
+            ("severity", f.severity.value),
+            ("subject", f.subject),
+        )
+        tally[key] = tally.get(key, 0) + 1
+    for key, n in tally.items():
+        each.add(key, float(n))
+    return [counts] + ([each] if each.samples else [])
+
+
+def render_prometheus(d: Diagnosis) -> str:
+    """The whole diagnosis as metric families (HELP, TYPE, samples), ending with a newline."""
+    target = d.target.label()
+    families = _capacity_families(target, d.capacity) + _finding_families(target, d)
+    lines = [line for family in families for line in family.lines()]
+    return "\n".join(lines) + "\n"
+
+
+def render_diagnosis(d: Diagnosis) -> str:
+    return render_prometheus(d)

@@ -1,0 +1,1 @@
+"""Whereabouts (cluster-wide IPAM CNI plugin): diagnose its pools and reclaim stale reservations."""

@@ -1,0 +1,366 @@
+"""Diagnose Whereabouts: pool capacity from the configured ranges, stale reservations, corrupt keys,
+addresses held twice, and overlapping-range reservations nothing allocates.
+
+Why it exists: Whereabouts frees an address only when the CNI DEL runs; a node that crashes (or a pod
+force-deleted) leaves its reservation in the IPPool for good, and a small pool runs dry while `kubectl`
+shows nothing wrong (shared/incidents/whereabouts-stale-reservations-kb.txt). Its own reconciler once freed
+the address of a pod that was still Pending, so two pods got the same IP
+(shared/incidents/whereabouts-reconciler-race.txt): the rule here is that a Pending pod, or a pod whose
+network-status is not written yet, is always live. Pure: a function of the section and the named pods.
+
+Thresholds: a pool is nearly full when at least NEARLY_FULL (90%) of its usable addresses are taken or
+fewer than MIN_FREE (3) are left (small pools, e.g. the KB's five-address range, cross 90% in one step).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from cidrx.kube.model import PodState
+from cidrx.model.findings import Capacity, Finding, Severity, utilization
+from cidrx.whereabouts.collect import parse_network
+from cidrx.whereabouts.model import (
+    Allocation,
+    NetworkRange,
+    OverlappingReservation,
+    WhereaboutsPool,
+    WhereaboutsSection,
+    reservation_name,
+)
+
+NEARLY_FULL = 0.9
+MIN_FREE = 3
+MAX_EVIDENCE = 20
+CAPACITY_KIND = "whereabouts-pool"
+
+RECLAIM = (
+    "cidrx reclaim --k8s --ipam whereabouts --plan --out reclaim.json, review it, then "
+    "cidrx reclaim --apply reclaim.json (no workload has to be scaled down)"
+)
+
+Interval = tuple[int, int]  # inclusive first and last address as ints
+
+
+# --------------------------------------------------------------------------------------------------
+# Shared decisions (plan.py and steps.py use the same ones)
+# --------------------------------------------------------------------------------------------------
+
+
+def holds(pod: PodState, ip: str) -> bool:
+    """Whether `pod` reports `ip` (status.podIPs or the Multus network-status annotation)."""
+    wanted = reservation_name(ip)
+    return any(reservation_name(own) == wanted for own in pod.ips)
+
+
+def stale_reason(ip: str, podref: str, pod: PodState | None) -> str | None:
+    """Why the reservation of `ip` by `podref` is stale, or None while its pod may still use it.
+
+    Stale: the pod is gone (or finished), or it is Running, its network-status annotation is written and
+    does not list `ip` (a StatefulSet pod recreated under the same name got another address). Never stale:
+    an entry naming no pod, a Pending pod or a pod without network-status yet (the annotation is written
+    after the CNI returns, so the address may be being handed to it right now).
+    """
+    if not podref:
+        return None
+    if pod is None:
+        return f"pod {podref} no longer exists"
+    if pod.phase in ("Succeeded", "Failed"):
+        return f"pod {podref} has finished ({pod.phase})"
+    if pod.phase == "Running" and pod.has_network_status and not holds(pod, ip):
+        listed = ", ".join(pod.ips) or "no addresses"
+        return f"pod {podref} is Running and its network-status lists {listed}, not {ip}"
+    return None
+
+
+@dataclass(frozen=True)
+class StaleAllocation:
+    pool: WhereaboutsPool
+    allocation: Allocation
+    why: str
+
+
+def stale_allocations(section: WhereaboutsSection, pods: Mapping[str, PodState]) -> list[StaleAllocation]:
+    """Every stale allocation (valid keys only: corrupt ones are for a person), pool by pool, offset order."""
+    found: list[StaleAllocation] = []
+    for pool in section.pools:
+        for a in pool.allocations:
+            if not a.ip:
+                continue
+            why = stale_reason(a.ip, a.podref, pods.get(a.podref))
+            if why is not None:
+                found.append(StaleAllocation(pool, a, why))
+    return found
+
+
+def matching_allocations(
+    section: WhereaboutsSection, r: OverlappingReservation
+) -> list[tuple[WhereaboutsPool, Allocation]]:
+    """Allocations of the reservation's address by the reservation's pod."""
+    return [
+        (pool, a)
+        for pool in section.pools
+        for a in pool.allocations
+        if a.ip and reservation_name(a.ip) == r.name and a.podref == r.podref
+    ]
+
+
+# --------------------------------------------------------------------------------------------------
+# Usable addresses of a pool
+# --------------------------------------------------------------------------------------------------
+
+
+def _union(intervals: Iterable[Interval]) -> list[Interval]:
+    out: list[Interval] = []
+    for lo, hi in sorted(i for i in intervals if i[0] <= i[1]):
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _subtract(intervals: list[Interval], cut: Interval) -> list[Interval]:
+    out: list[Interval] = []
+    for lo, hi in intervals:
+        if cut[1] < lo or cut[0] > hi:
+            out.append((lo, hi))
+            continue
+        if lo < cut[0]:
+            out.append((lo, cut[0] - 1))
+        if cut[1] < hi:
+            out.append((cut[1] + 1, hi))
+    return out
+
+
+def range_intervals(r: NetworkRange) -> list[Interval]:
+    """The addresses one configured range hands out: range_start..range_end within the network, without
+    the network and broadcast addresses (IPv4; the network address only for IPv6) and the excludes."""
+    net = parse_network(r.range) if r.range else None
+    if net is None:
+        return []
+    first, last = int(net.network_address), int(net.broadcast_address)
+    lo = int(ipaddress.ip_address(r.range_start)) if r.range_start else first
+    hi = int(ipaddress.ip_address(r.range_end)) if r.range_end else last
+    if net.num_addresses > 2:
+        lo = max(lo, first + 1)
+        if net.version == 4:
+            hi = min(hi, last - 1)
+    usable = _union([(lo, hi)])
+    for text in r.exclude:
+        ex = parse_network(text)
+        if ex is not None and ex.version == net.version:
+            usable = _subtract(usable, (int(ex.network_address), int(ex.broadcast_address)))
+    return usable
+
+
+@dataclass(frozen=True)
+class PoolSpace:
+    intervals: tuple[Interval, ...]
+    ranges: tuple[NetworkRange, ...]  # the configured ranges that feed this pool (none: whole range assumed)
+
+    @property
+    def size(self) -> int:
+        return sum(hi - lo + 1 for lo, hi in self.intervals)
+
+    def contains(self, ip: str) -> bool:
+        value = int(ipaddress.ip_address(ip))
+        return any(lo <= value <= hi for lo, hi in self.intervals)
+
+
+def pool_space(pool: WhereaboutsPool, ranges: Iterable[NetworkRange]) -> PoolSpace:
+    """What the NetworkAttachmentDefinitions say this pool may hand out (union when several feed it).
+
+    A pool no config names (its NAD was deleted, or lives in a config file on the nodes) is taken to
+    use its whole range."""
+    feeding = tuple(r for r in ranges if r.range and not r.problem and r.pool_name == pool.name)
+    if feeding:
+        return PoolSpace(tuple(_union(i for r in feeding for i in range_intervals(r))), feeding)
+    net = parse_network(pool.range)
+    if net is None:
+        return PoolSpace((), ())
+    return PoolSpace(tuple(range_intervals(NetworkRange(nad="", range=str(net)))), ())
+
+
+# --------------------------------------------------------------------------------------------------
+# Analysis
+# --------------------------------------------------------------------------------------------------
+
+
+def _more(lines: list[str]) -> tuple[str, ...]:
+    if len(lines) <= MAX_EVIDENCE:
+        return tuple(lines)
+    return (*lines[:MAX_EVIDENCE], f"... and {len(lines) - MAX_EVIDENCE} more")
+
+
+def _entry(a: Allocation) -> str:
+    return f"offset {a.offset} ({a.ip or 'no address'}) held by {a.podref or 'no pod'}"
+
+
+def analyze_whereabouts(
+    section: WhereaboutsSection, pods: Mapping[str, PodState], available: bool = True
+) -> tuple[list[Capacity], list[Finding]]:
+    """Capacity per pool and findings. `pods` maps "namespace/name" to the pods the records name; a name
+    missing from it is a pod that is gone. With `available` False the pods were not read, so nothing is
+    judged stale."""
+    capacity: list[Capacity] = []
+    findings: list[Finding] = [_bad_config(n.key, n.problem) for n in section.nads if n.problem]
+    stale = stale_allocations(section, pods) if available else []
+    for pool in section.pools:
+        c, f = _pool(pool, section.ranges, [s for s in stale if s.pool is pool], available)
+        capacity.append(c)
+        findings += f
+    findings += _duplicates(section)
+    if available:
+        findings += _orphans(section, pods)
+    return capacity, findings
+
+
+def _bad_config(nad: str, problem: str) -> Finding:
+    return Finding(
+        id="WHEREABOUTS-NAD-CONFIG-INVALID",
+        severity=Severity.WARNING,
+        subject=f"NetworkAttachmentDefinition {nad}",
+        summary=f"the Whereabouts IPAM config of {nad} cannot be read, so its pool's capacity is unknown",
+        evidence=(problem,),
+        remediation="fix spec.config (kubectl edit network-attachment-definitions); pods attaching it fail too",
+    )
+
+
+def _pool(
+    pool: WhereaboutsPool, ranges: Iterable[NetworkRange], stale: list[StaleAllocation], available: bool
+) -> tuple[Capacity, list[Finding]]:
+    space = pool_space(pool, ranges)
+    corrupt = [a for a in pool.allocations if not a.ip]
+    held = {a.ip for a in pool.allocations if a.ip and space.contains(a.ip)}
+    size, used = space.size, len(held)
+    free = max(0, size - used)
+    subject = f"IPPool {pool.key} ({pool.range})"
+    where = ", ".join(sorted({r.nad for r in space.ranges})) or "no NetworkAttachmentDefinition (whole range assumed)"
+    note = f"stale={len(stale)}; corrupt={len(corrupt)}; config: {where}"
+    if not available:
+        note += "; pods not read, staleness unknown"
+    cap = Capacity(
+        kind=CAPACITY_KIND,
+        name=pool.key,
+        cidr=pool.range,
+        size=size,
+        used=used,
+        free=free,
+        utilization=utilization(used, size),
+        note=note,
+        extra={"stale": len(stale), "corrupt": len(corrupt)} if available else {"corrupt": len(corrupt)},
+    )
+    findings: list[Finding] = []
+    stale_note = f"; {len(stale)} of them stale" if stale else ""
+    fix = f"run {RECLAIM}" if stale else "widen the range (a larger range or another ipRanges entry) in the NAD"
+    if size > 0 and free == 0:
+        findings.append(
+            Finding(
+                id="WHEREABOUTS-POOL-FULL",
+                severity=Severity.CRITICAL,
+                subject=subject,
+                summary=f"all {size} usable addresses are reserved{stale_note}: new pods attaching it cannot start",
+                evidence=(f"size {size}, used {used}, free 0", f"config: {where}"),
+                remediation=fix,
+            )
+        )
+    elif size > 0 and (utilization(used, size) >= NEARLY_FULL or free < MIN_FREE):
+        findings.append(
+            Finding(
+                id="WHEREABOUTS-POOL-NEARLY-FULL",
+                severity=Severity.WARNING,
+                subject=subject,
+                summary=f"{used} of {size} usable addresses reserved, {free} left{stale_note}",
+                evidence=(f"size {size}, used {used}, free {free}", f"config: {where}"),
+                remediation=fix,
+            )
+        )
+    if stale:
+        findings.append(
+            Finding(
+                id="WHEREABOUTS-STALE-ALLOCATION",
+                severity=Severity.WARNING,
+                subject=subject,
+                summary=f"{len(stale)} reservation(s) belong to pods that are gone or run with another address",
+                evidence=_more([f"{_entry(s.allocation)}: {s.why}" for s in stale]),
+                remediation=f"run {RECLAIM}; Pending pods and pods without network-status are never touched",
+            )
+        )
+    if corrupt:
+        findings.append(
+            Finding(
+                id="WHEREABOUTS-CORRUPT-KEY",
+                severity=Severity.WARNING,
+                subject=subject,
+                summary=f"{len(corrupt)} allocation key(s) are not a decimal offset into {pool.range}",
+                evidence=_more([f"key {a.offset!r} held by {a.podref or 'no pod'}" for a in corrupt]),
+                remediation=(
+                    "Whereabouts cannot place these; check who wrote them, then remove them by hand "
+                    f"(kubectl edit ippools.whereabouts.cni.cncf.io -n {pool.namespace} {pool.name})"
+                ),
+            )
+        )
+    return cap, findings
+
+
+def _duplicates(section: WhereaboutsSection) -> list[Finding]:
+    """Addresses held by more than one allocation on the same network (pools of different network_name
+    are separate networks and may reuse addresses)."""
+    holders: dict[tuple[str, str], list[tuple[WhereaboutsPool, Allocation]]] = {}
+    for pool in section.pools:
+        for a in pool.allocations:
+            if a.ip:
+                holders.setdefault((pool.network_name, a.ip), []).append((pool, a))
+    findings: list[Finding] = []
+    for (network, ip), held in sorted(holders.items(), key=lambda kv: (kv[0][0], ipaddress.ip_address(kv[0][1]))):
+        if len(held) < 2:
+            continue
+        pods = sorted({a.podref or "no pod" for _, a in held})
+        findings.append(
+            Finding(
+                id="WHEREABOUTS-DUPLICATE-IP",
+                severity=Severity.CRITICAL,
+                subject=f"address {ip}" + (f" on network {network}" if network else ""),
+                summary=f"{ip} is reserved {len(held)} times ({', '.join(pods)}): pods may share an address",
+                evidence=_more([f"IPPool {p.key} {_entry(a)}" for p, a in held]),
+                remediation=(
+                    "find which pod really uses the address (its network-status), delete the other pod so it "
+                    "gets a new one, and make sure the overlapping ranges have enable_overlapping_ranges on; "
+                    f"stale holders are removed by {RECLAIM}"
+                ),
+            )
+        )
+    return findings
+
+
+def _orphans(section: WhereaboutsSection, pods: Mapping[str, PodState]) -> list[Finding]:
+    lines: list[str] = []
+    for r in section.overlapping:
+        if matching_allocations(section, r):
+            continue
+        others = sorted(
+            {
+                a.podref or "no pod"
+                for p in section.pools
+                for a in p.allocations
+                if a.ip and reservation_name(a.ip) == r.name
+            }
+        )
+        held = f"the address is allocated to {', '.join(others)}" if others else "no pool allocates the address"
+        why = stale_reason(r.name, r.podref, pods.get(r.podref))
+        state = f"; {why}" if why else ""
+        lines.append(f"{r.namespace}/{r.name} for {r.podref or 'no pod'}: {held}{state}")
+    if not lines:
+        return []
+    return [
+        Finding(
+            id="WHEREABOUTS-ORPHAN-RESERVATION",
+            severity=Severity.WARNING,
+            subject="OverlappingRangeIPReservations",
+            summary=f"{len(lines)} reservation(s) with no matching allocation keep their address from every pool",
+            evidence=_more(lines),
+            remediation=f"run {RECLAIM}; reservations of pods that are gone are deleted, live ones are kept",
+        )
+    ]
