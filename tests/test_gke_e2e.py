@@ -9,6 +9,10 @@ which is what a user without cluster credentials gets.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from ipaddress import ip_network
 from pathlib import Path
 
 import pytest
@@ -18,7 +22,19 @@ from cidrx.cli import cli
 from cidrx.model.plan import load_plan
 from tests import gke_world
 from tests.fakes.gcp_server import FakeGcp
-from tests.gke_world import CLUSTER, LOCATION, POD_CIDR, POD_RANGE, PROJECT, REGION, SERVICES_CIDR, SUBNET
+from tests.gke_world import (
+    CLUSTER,
+    LOCATION,
+    OTHER_SUBNETS,
+    PEERING_ROUTE,
+    POD_CIDR,
+    POD_RANGE,
+    PROJECT,
+    PSA_CIDR,
+    REGION,
+    SERVICES_CIDR,
+    SUBNET,
+)
 
 gcp = gke_world.gcp
 
@@ -57,6 +73,10 @@ def test_plan_apply_and_a_second_apply_that_changes_nothing(gcp: FakeGcp, tmp_pa
     plan = load_plan(plan_path)
     new_range, cidr = plan.basis["range_name"], plan.basis["cidr"]
     assert new_range not in ranges(gcp)
+    # Nothing the network already routes: other regions' subnets and their secondaries, peering, PSA.
+    taken = [PEERING_ROUTE, PSA_CIDR, POD_CIDR, SERVICES_CIDR]
+    taken += [c for _, primary, secondary in OTHER_SUBNETS.values() for c in (primary, *secondary.values())]
+    assert not any(ip_network(cidr).overlaps(ip_network(t)) for t in taken)
     gcp.reset_log()
 
     applied = run("expand", "--apply", str(plan_path), "--yes", "--no-kube")
@@ -116,3 +136,30 @@ def test_missing_cluster_is_an_access_error(gcp: FakeGcp) -> None:
     result = run("diagnose", "--gke", "--project", PROJECT, "--location", LOCATION, "--cluster", "nope", "--no-kube")
     assert result.exit_code == 6, result.output
     assert "nope" in result.output
+
+
+def test_a_fingerprint_gone_stale_mid_apply_is_re_read_and_applied(gcp: FakeGcp, tmp_path: Path) -> None:
+    plan_path = tmp_path / "plan.json"
+    assert run("expand", *TARGET, "--plan", "--out", str(plan_path)).exit_code == 0
+    plan = load_plan(plan_path)
+    # Someone else changes the subnet (a harmless range elsewhere) between our read and our patch: GCE
+    # answers 412 to the patch carrying the old fingerprint.
+    gcp.inject(412, method="PATCH", path_contains=f"/subnetworks/{SUBNET}", times=1)
+    applied = run("expand", "--apply", str(plan_path), "--yes", "--no-kube")
+    assert applied.exit_code == 0, applied.output
+    assert ranges(gcp)[plan.basis["range_name"]] == plan.basis["cidr"]
+    assert len([r for r in gcp.request_log if r.method == "PATCH"]) == 2
+
+
+def test_the_console_script_reaches_the_endpoints_from_the_environment(gcp: FakeGcp) -> None:
+    """A separate process, as a CI job runs it: the CIDRX_* endpoint variables alone point it at the fake."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CIDRX_")} | gke_world.gcp_env(gcp)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cidrx", "diagnose", *TARGET, "-o", "json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert "GKE-POD-RANGE-EXHAUSTED" in {f["id"] for f in json.loads(proc.stdout)["findings"]}
