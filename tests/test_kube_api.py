@@ -235,9 +235,13 @@ def test_delete_custom_with_precondition(api: KubeApi, kube_server: FakeKubeServ
 
 
 def test_server_errors_map_to_cidrx_errors(api: KubeApi, kube_server: FakeKubeServer) -> None:
-    kube_server.inject(503, method="GET", path_contains="/nodes", message="etcdserver: request timed out")
+    from cidrx.engine import retry
+
+    kube_server.inject(503, method="GET", path_contains="/nodes", message="etcdserver: request timed out", times=None)
     with pytest.raises(CloudError) as failed:
         list(api.iter_nodes())
+    kube_server.clear_faults()
+    assert kube_server.count("GET", "nodes") == retry.default_policy().max_attempts  # retried, then given up
     assert not isinstance(failed.value, AccessDenied)
     assert str(failed.value).startswith(f"the Kubernetes API at {kube_server.url} failed to list nodes at cluster")
     assert "etcdserver: request timed out" in str(failed.value)

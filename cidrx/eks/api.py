@@ -4,7 +4,8 @@ Why it exists: collect/steps code must be testable against moto and must not pay
 time (`cidrx --help` budget), and every AWS failure must reach the user as one actionable line with the
 right exit code. So boto3/botocore are imported only inside functions here, every list call is
 paginated, results are the plain dicts boto3 returns, and every call runs under `_aws(...)`, which
-hands any SDK exception to `translate()`.
+hands any SDK exception to `translate()`. Each request (each page of a list) goes through `_call`, under
+cidrx's one retry policy (cidrx.engine.retry; botocore's own retries are off).
 
 Endpoint overrides: botocore itself honours `AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_<SERVICE>` (and
 `endpoint_url` in the profile), so nothing here passes an endpoint; tests point the CLI at a moto
@@ -16,8 +17,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from cidrx.engine.retry import (
+    Retryable,
+    RetryPolicy,
+    call_with_retry,
+    default_policy,
+    parse_retry_after,
+    status_is_transient,
+    with_gave_up_note,
+)
 from cidrx.errors import AccessDenied, CidrxError, CloudError
 
 if TYPE_CHECKING:
@@ -182,8 +193,61 @@ def _aws(action: str, subject: str | None = None) -> Iterator[None]:
         from botocore.exceptions import BotoCoreError, ClientError
 
         if isinstance(exc, ClientError | BotoCoreError):
-            raise translate(exc, action, subject) from exc
+            raise with_gave_up_note(translate(exc, action, subject), exc) from exc
         raise
+
+
+# Error codes AWS uses for "slow down" (the request was refused, so even a write may be sent again).
+THROTTLING_CODES = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottled",
+        "RequestThrottledException",
+        "RequestLimitExceeded",
+        "TooManyRequestsException",
+        "EC2ThrottledException",
+        "SlowDown",
+        "BandwidthLimitExceeded",
+    }
+)
+# Codes of a server-side failure: retried for reads only (a write may have happened).
+_SERVER_FAULT_CODES = frozenset(
+    {"InternalError", "InternalFailure", "InternalServerError", "ServiceUnavailable", "Unavailable", "RequestTimeout"}
+)
+
+
+def classify(exc: BaseException, *, write: bool) -> Retryable | None:
+    """The retry policy's view of a botocore failure (see cidrx.engine.retry for what is safe to retry)."""
+    from botocore import exceptions as bx
+
+    if isinstance(exc, bx.ClientError):
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        meta = exc.response.get("ResponseMetadata", {})
+        status = int(meta.get("HTTPStatusCode") or 0)
+        headers = {str(k).lower(): v for k, v in (meta.get("HTTPHeaders") or {}).items()}
+        hint = parse_retry_after(headers.get("retry-after"))
+        if code in THROTTLING_CODES or status == 429:
+            return Retryable(hint)
+        if not write and (code in _SERVER_FAULT_CODES or status_is_transient(status, write=False)):
+            return Retryable(hint)
+        return None
+    # Failures to connect: nothing reached AWS. (SSLError is a ConnectionError too, but never transient.)
+    if isinstance(exc, bx.EndpointConnectionError | bx.ConnectTimeoutError | bx.ProxyConnectionError):
+        return Retryable()
+    # The connection broke or timed out after the request was sent: reads only.
+    if not write and isinstance(exc, bx.ConnectionClosedError | bx.ReadTimeoutError):
+        return Retryable()
+    return None
+
+
+def _classify_read(exc: BaseException) -> Retryable | None:
+    return classify(exc, write=False)
+
+
+def _classify_write(exc: BaseException) -> Retryable | None:
+    return classify(exc, write=True)
 
 
 def _tag_spec(resource_type: str, tags: Mapping[str, str]) -> list[Any]:
@@ -221,12 +285,29 @@ class EksApi:
                     self._session = boto3.Session(profile_name=self.profile, region_name=self.region)
                 from botocore.config import Config
 
-                # Standard mode retries throttling and transient errors; AWS_MAX_ATTEMPTS still applies.
-                config = Config(retries={"mode": "standard"}, user_agent_extra="cidrx")
+                # botocore's own retries are off: cidrx.engine.retry is the one policy (it also knows which
+                # failures are safe to retry for a write, which botocore's modes do not distinguish).
+                config = Config(retries={"total_max_attempts": 1}, user_agent_extra="cidrx")
                 session: Any = self._session
                 client = session.client(service, region_name=self.region, config=config)
             self._clients[service] = client
         return client
+
+    def _call(self, fn: Any, /, *, write: bool = False, policy: RetryPolicy | None = None, **kwargs: Any) -> Any:
+        """One SDK request under the retry policy (run inside `_aws`, which translates what escapes)."""
+        return call_with_retry(lambda: fn(**kwargs), _classify_write if write else _classify_read, policy)
+
+    def _pages(self, fn: Any, items: str, /, *, token: str = "NextToken", **kwargs: Any) -> list[Any]:
+        """Every item of a paginated read, each page its own retried request (resumes at its token)."""
+        out: list[Any] = []
+        request = dict(kwargs)
+        while True:
+            page = self._call(fn, **request)
+            out.extend(dict(item) if isinstance(item, dict) else item for item in page.get(items, []))
+            next_token = page.get(token)
+            if not next_token:
+                return out
+            request[token] = next_token
 
     @property
     def _ec2(self) -> EC2Client:
@@ -245,54 +326,54 @@ class EksApi:
 
     def describe_cluster(self, name: str) -> Json:
         with _aws("eks:DescribeCluster", self._cluster_subject(name)):
-            return dict(self._eks.describe_cluster(name=name)["cluster"])
+            return dict(self._call(self._eks.describe_cluster, name=name)["cluster"])
 
     def list_nodegroups(self, cluster: str) -> list[str]:
         with _aws("eks:ListNodegroups", self._cluster_subject(cluster)):
-            pages = self._eks.get_paginator("list_nodegroups").paginate(clusterName=cluster)
-            return [name for page in pages for name in page.get("nodegroups", [])]
+            return [
+                str(n)
+                for n in self._pages(self._eks.list_nodegroups, "nodegroups", token="nextToken", clusterName=cluster)
+            ]
 
     def describe_nodegroup(self, cluster: str, name: str) -> Json:
         with _aws("eks:DescribeNodegroup", f"node group {name!r} of {self._cluster_subject(cluster)}"):
-            return dict(self._eks.describe_nodegroup(clusterName=cluster, nodegroupName=name)["nodegroup"])
+            resp = self._call(self._eks.describe_nodegroup, clusterName=cluster, nodegroupName=name)
+            return dict(resp["nodegroup"])
 
     def describe_vpc(self, vpc_id: str) -> Json:
         with _aws("ec2:DescribeVpcs", f"VPC {vpc_id}"):
-            vpcs = self._ec2.describe_vpcs(VpcIds=[vpc_id])["Vpcs"]
+            vpcs = self._call(self._ec2.describe_vpcs, VpcIds=[vpc_id])["Vpcs"]
         if not vpcs:
             raise AccessDenied(f"VPC {vpc_id} not found in {self.region}", hint="check --region and --profile")
         return dict(vpcs[0])
 
     def describe_subnets(self, vpc_id: str) -> list[Json]:
         with _aws("ec2:DescribeSubnets", f"VPC {vpc_id}"):
-            pages = self._ec2.get_paginator("describe_subnets").paginate(Filters=_vpc_filter(vpc_id))
-            return [dict(s) for page in pages for s in page["Subnets"]]
+            return self._pages(self._ec2.describe_subnets, "Subnets", Filters=_vpc_filter(vpc_id))
 
     def describe_subnets_by_ids(self, subnet_ids: Sequence[str]) -> list[Json]:
         if not subnet_ids:
             return []
         with _aws("ec2:DescribeSubnets", f"subnets {', '.join(subnet_ids)}"):
-            pages = self._ec2.get_paginator("describe_subnets").paginate(SubnetIds=list(subnet_ids))
-            return [dict(s) for page in pages for s in page["Subnets"]]
+            return self._pages(self._ec2.describe_subnets, "Subnets", SubnetIds=list(subnet_ids))
 
     def describe_route_tables(self, vpc_id: str) -> list[Json]:
         with _aws("ec2:DescribeRouteTables", f"VPC {vpc_id}"):
-            pages = self._ec2.get_paginator("describe_route_tables").paginate(Filters=_vpc_filter(vpc_id))
-            return [dict(t) for page in pages for t in page["RouteTables"]]
+            return self._pages(self._ec2.describe_route_tables, "RouteTables", Filters=_vpc_filter(vpc_id))
 
     def describe_peerings(self, vpc_id: str) -> list[Json]:
         """Active or pending peerings where the VPC is either side, each once."""
         found: dict[str, Json] = {}
         with _aws("ec2:DescribeVpcPeeringConnections", f"VPC {vpc_id}"):
-            paginator = self._ec2.get_paginator("describe_vpc_peering_connections")
             for side in ("requester-vpc-info.vpc-id", "accepter-vpc-info.vpc-id"):
                 filters: list[Any] = [
                     {"Name": side, "Values": [vpc_id]},
                     {"Name": "status-code", "Values": sorted(_PEERING_STATES)},
                 ]
-                for page in paginator.paginate(Filters=filters):
-                    for pcx in page["VpcPeeringConnections"]:
-                        found[pcx.get("VpcPeeringConnectionId", "")] = dict(pcx)
+                for pcx in self._pages(
+                    self._ec2.describe_vpc_peering_connections, "VpcPeeringConnections", Filters=filters
+                ):
+                    found[pcx.get("VpcPeeringConnectionId", "")] = pcx
         # Checked again here: the filters are a server-side nicety some endpoints (moto) ignore.
         return [
             p
@@ -303,24 +384,19 @@ class EksApi:
 
     def describe_network_interfaces(self, vpc_id: str) -> list[Json]:
         with _aws("ec2:DescribeNetworkInterfaces", f"VPC {vpc_id}"):
-            paginator = self._ec2.get_paginator("describe_network_interfaces")
-            pages = paginator.paginate(Filters=_vpc_filter(vpc_id))
-            return [dict(n) for page in pages for n in page["NetworkInterfaces"]]
+            return self._pages(self._ec2.describe_network_interfaces, "NetworkInterfaces", Filters=_vpc_filter(vpc_id))
 
     def describe_instance_types(self, names: Sequence[str]) -> list[Json]:
         wanted = sorted(set(names))
         if not wanted:
             return []
         with _aws("ec2:DescribeInstanceTypes", f"instance types {', '.join(wanted)}"):
-            paginator = self._ec2.get_paginator("describe_instance_types")
-            pages = paginator.paginate(InstanceTypes=wanted)  # type: ignore[arg-type]
-            return [dict(t) for page in pages for t in page["InstanceTypes"]]
+            return self._pages(self._ec2.describe_instance_types, "InstanceTypes", InstanceTypes=wanted)
 
     def describe_security_groups_by_tag(self, vpc_id: str, key: str, value: str) -> list[Json]:
         with _aws("ec2:DescribeSecurityGroups", f"VPC {vpc_id}"):
             filters: list[Any] = [*_vpc_filter(vpc_id), {"Name": f"tag:{key}", "Values": [value]}]
-            pages = self._ec2.get_paginator("describe_security_groups").paginate(Filters=filters)
-            return [dict(g) for page in pages for g in page["SecurityGroups"]]
+            return self._pages(self._ec2.describe_security_groups, "SecurityGroups", Filters=filters)
 
     def describe_addon(self, cluster: str, name: str = VPC_CNI) -> Json | None:
         """The managed add-on, or None when the cluster runs it self-managed (not installed as add-on).
@@ -333,7 +409,7 @@ class EksApi:
 
         with _aws("eks:DescribeAddon", f"add-on {name!r} of {self._cluster_subject(cluster)}"):
             try:
-                return dict(self._eks.describe_addon(clusterName=cluster, addonName=name)["addon"])
+                return dict(self._call(self._eks.describe_addon, clusterName=cluster, addonName=name)["addon"])
             except ClientError as exc:
                 if str(exc.response.get("Error", {}).get("Code", "")) in ("ResourceNotFoundException", "404"):
                     return None
@@ -341,16 +417,8 @@ class EksApi:
 
     def get_subnet_cidr_reservations(self, subnet_id: str) -> list[Json]:
         """IPv4 CIDR reservations of a subnet (GetSubnetCidrReservations has no boto3 paginator)."""
-        out: list[Json] = []
-        kwargs: dict[str, Any] = {"SubnetId": subnet_id}
         with _aws("ec2:GetSubnetCidrReservations", f"subnet {subnet_id}"):
-            while True:
-                page = self._ec2.get_subnet_cidr_reservations(**kwargs)
-                out.extend(dict(r) for r in page.get("SubnetIpv4CidrReservations", []))
-                token = page.get("NextToken")
-                if not token:
-                    return out
-                kwargs["NextToken"] = token
+            return self._pages(self._ec2.get_subnet_cidr_reservations, "SubnetIpv4CidrReservations", SubnetId=subnet_id)
 
     def vpc_cidr_quota(self) -> int:
         """Applied value of "IPv4 CIDR blocks per VPC".
@@ -363,7 +431,9 @@ class EksApi:
 
         try:
             quotas = self._client("service-quotas")
-            resp = quotas.get_service_quota(ServiceCode="vpc", QuotaCode=VPC_CIDR_QUOTA_CODE)
+            # Best effort: a short retry budget, so an unreachable Service Quotas costs seconds, not a minute.
+            policy = replace(default_policy(), max_attempts=3, budget=5.0)
+            resp = self._call(quotas.get_service_quota, policy=policy, ServiceCode="vpc", QuotaCode=VPC_CIDR_QUOTA_CODE)
             return int(resp["Quota"]["Value"])
         except (ClientError, BotoCoreError, KeyError, TypeError, ValueError):
             return DEFAULT_VPC_CIDR_QUOTA
@@ -372,7 +442,7 @@ class EksApi:
 
     def associate_vpc_cidr(self, vpc_id: str, cidr: str) -> Json:
         with _aws("ec2:AssociateVpcCidrBlock", f"VPC {vpc_id}"):
-            resp = self._ec2.associate_vpc_cidr_block(VpcId=vpc_id, CidrBlock=cidr)
+            resp = self._call(self._ec2.associate_vpc_cidr_block, write=True, VpcId=vpc_id, CidrBlock=cidr)
             return dict(resp["CidrBlockAssociation"])
 
     def find_vpc_cidr(self, vpc_id: str, cidr: str) -> Json | None:
@@ -386,20 +456,26 @@ class EksApi:
 
     def create_subnet(self, vpc_id: str, az: str, cidr: str, tags: Mapping[str, str]) -> Json:
         with _aws("ec2:CreateSubnet", f"VPC {vpc_id}"):
-            resp = self._ec2.create_subnet(
-                VpcId=vpc_id, AvailabilityZone=az, CidrBlock=cidr, TagSpecifications=_tag_spec("subnet", tags)
+            resp = self._call(
+                self._ec2.create_subnet,
+                write=True,
+                VpcId=vpc_id,
+                AvailabilityZone=az,
+                CidrBlock=cidr,
+                TagSpecifications=_tag_spec("subnet", tags),
             )
             return dict(resp["Subnet"])
 
     def find_subnets_by_tag(self, vpc_id: str, key: str, value: str) -> list[Json]:
         with _aws("ec2:DescribeSubnets", f"VPC {vpc_id}"):
             filters: list[Any] = [*_vpc_filter(vpc_id), {"Name": f"tag:{key}", "Values": [value]}]
-            pages = self._ec2.get_paginator("describe_subnets").paginate(Filters=filters)
-            return [dict(s) for page in pages for s in page["Subnets"]]
+            return self._pages(self._ec2.describe_subnets, "Subnets", Filters=filters)
 
     def associate_route_table(self, route_table_id: str, subnet_id: str) -> str:
         with _aws("ec2:AssociateRouteTable", f"route table {route_table_id}"):
-            resp = self._ec2.associate_route_table(RouteTableId=route_table_id, SubnetId=subnet_id)
+            resp = self._call(
+                self._ec2.associate_route_table, write=True, RouteTableId=route_table_id, SubnetId=subnet_id
+            )
             return str(resp["AssociationId"])
 
     def create_subnet_cidr_reservation(
@@ -413,10 +489,12 @@ class EksApi:
     ) -> Json:
         """Reserve `cidr` in the subnet; type "prefix" keeps it for /28 prefix assignment only."""
         with _aws("ec2:CreateSubnetCidrReservation", f"subnet {subnet_id}"):
-            resp = self._ec2.create_subnet_cidr_reservation(
+            resp = self._call(
+                self._ec2.create_subnet_cidr_reservation,
+                write=True,
                 SubnetId=subnet_id,
                 Cidr=cidr,
-                ReservationType=reservation_type,  # type: ignore[arg-type]
+                ReservationType=reservation_type,
                 Description=description,
                 TagSpecifications=_tag_spec("subnet-cidr-reservation", tags or {}),
             )
@@ -430,20 +508,22 @@ class EksApi:
         PRESERVE keeps settings someone changed on the cluster by hand instead of overwriting them.
         """
         with _aws("eks:UpdateAddon", f"add-on {addon!r} of {self._cluster_subject(cluster)}"):
-            resp = self._eks.update_addon(
+            resp = self._call(
+                self._eks.update_addon,
+                write=True,
                 clusterName=cluster,
                 addonName=addon,
                 configurationValues=configuration_values,
-                resolveConflicts=resolve_conflicts,  # type: ignore[arg-type]
+                resolveConflicts=resolve_conflicts,
             )
             return str(resp["update"]["id"])
 
     def describe_update(self, cluster: str, update_id: str, addon: str | None = None) -> Json:
         with _aws("eks:DescribeUpdate", f"update {update_id} of {self._cluster_subject(cluster)}"):
             if addon:
-                resp = self._eks.describe_update(name=cluster, updateId=update_id, addonName=addon)
+                resp = self._call(self._eks.describe_update, name=cluster, updateId=update_id, addonName=addon)
             else:
-                resp = self._eks.describe_update(name=cluster, updateId=update_id)
+                resp = self._call(self._eks.describe_update, name=cluster, updateId=update_id)
             return dict(resp["update"])
 
     def create_nodegroup(self, **kwargs: Any) -> Json:
@@ -452,4 +532,4 @@ class EksApi:
             f"node group {kwargs.get('nodegroupName')!r} of {self._cluster_subject(str(kwargs.get('clusterName')))}"
         )
         with _aws("eks:CreateNodegroup", subject):
-            return dict(self._eks.create_nodegroup(**kwargs)["nodegroup"])
+            return dict(self._call(self._eks.create_nodegroup, write=True, **kwargs)["nodegroup"])

@@ -26,6 +26,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+from cidrx.engine.retry import Retryable, call_with_retry, parse_retry_after, status_is_transient, with_gave_up_note
 from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput
 
 Json = dict[str, Any]
@@ -253,27 +254,37 @@ class GkeApi:
         self._clients[kind] = client
         return client
 
-    def _call(self, action: str, subject: str | None, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        """Run one SDK call with cidrx's retry/timeout policy; errors leave translated.
+    def _call(
+        self, action: str, subject: str | None, fn: Callable[..., T], /, *args: Any, write: bool = False, **kwargs: Any
+    ) -> T:
+        """Run one SDK call under cidrx's retry policy (cidrx.engine.retry) and timeout; errors leave
+        translated. retry=None turns the GAPIC default retries off (they would sleep for real, and retry
+        writes too): there is one policy, and `classify` says what it retries."""
 
-        retry=None: the GAPIC default retries sleep for real; one retry policy for all calls is to come
-        and goes here.
-        """
-        try:
+        def once() -> T:
             return fn(*args, retry=None, timeout=CALL_TIMEOUT, **kwargs)
-        except CidrxError:
-            raise
-        except Exception as exc:
-            raise _translated(exc, action, subject) from exc
 
-    def _iterate(self, action: str, subject: str | None, pager: Callable[[], Any]) -> Iterator[Any]:
-        """Iterate a pager (its later pages are HTTP calls too), translating errors."""
         try:
-            yield from pager()
+            return call_with_retry(once, _classify_write if write else _classify_read)
         except CidrxError:
             raise
         except Exception as exc:
-            raise _translated(exc, action, subject) from exc
+            err = _translated(exc, action, subject)
+            if isinstance(err, CidrxError):
+                with_gave_up_note(err, exc)
+            raise err from exc
+
+    def _pages(self, action: str, subject: str | None, method: Callable[..., Any], request: Json) -> Iterator[Any]:
+        """The pages of a list call, each its own retried request resuming at its page token (a pager
+        would fetch later pages outside the retry policy)."""
+        token = ""
+        while True:
+            pager = self._call(action, subject, method, request={**request, **({"page_token": token} if token else {})})
+            page = next(iter(pager.pages))  # the response the call fetched; no further request
+            yield page
+            token = str(page.next_page_token or "")
+            if not token:
+                return
 
     def _cluster_name(self, cluster: str) -> str:
         return f"projects/{self.project}/locations/{self.location}/clusters/{cluster}"
@@ -320,18 +331,11 @@ class GkeApi:
         client = self._client("SubnetworksClient")
         subject = f"project {self.project}"
 
-        def pages() -> Iterator[Any]:
-            pager = self._call(
-                "compute.subnetworks.list",
-                subject,
-                client.aggregated_list,
-                request={"project": self.project, "max_results": self.page_size},
-            )
-            for _scope, scoped in pager:
-                yield from scoped.subnetworks
-
-        for subnet in self._iterate("compute.subnetworks.list", subject, pages):
-            yield to_json(subnet)
+        request: Json = {"project": self.project, "max_results": self.page_size}
+        for page in self._pages("compute.subnetworks.list", subject, client.aggregated_list, request):
+            for _scope, scoped in page.items.items():
+                for subnet in scoped.subnetworks:
+                    yield to_json(subnet)
 
     def iter_peering_routes(self, network: str, peering: str, region: str) -> Iterator[Json]:
         """Routes imported over `peering` into `network` (networks.listPeeringRoutes, direction INCOMING)."""
@@ -346,13 +350,9 @@ class GkeApi:
             "max_results": self.page_size,
         }
 
-        def pages() -> Iterator[Any]:
-            yield from self._call(
-                "compute.networks.listPeeringRoutes", subject, client.list_peering_routes, request=request
-            )
-
-        for route in self._iterate("compute.networks.listPeeringRoutes", subject, pages):
-            yield to_json(route)
+        for page in self._pages("compute.networks.listPeeringRoutes", subject, client.list_peering_routes, request):
+            for route in page.items:
+                yield to_json(route)
 
     def iter_global_addresses(self) -> Iterator[Json]:
         """Global addresses with purpose VPC_PEERING (private services access allocations)."""
@@ -360,13 +360,11 @@ class GkeApi:
         subject = f"project {self.project}"
         request = {"project": self.project, "filter": 'purpose="VPC_PEERING"', "max_results": self.page_size}
 
-        def pages() -> Iterator[Any]:
-            yield from self._call("compute.globalAddresses.list", subject, client.list, request=request)
-
-        for address in self._iterate("compute.globalAddresses.list", subject, pages):
-            data = to_json(address)
-            if data.get("purpose") == "VPC_PEERING":  # the filter is server-side; re-checked for safety
-                yield data
+        for page in self._pages("compute.globalAddresses.list", subject, client.list, request):
+            for address in page.items:
+                data = to_json(address)
+                if data.get("purpose") == "VPC_PEERING":  # the filter is server-side; re-checked for safety
+                    yield data
 
     # -- writes: each returns an operation handle and does not wait ---------------------------------
 
@@ -386,6 +384,7 @@ class GkeApi:
             "compute.subnetworks.update",
             f"subnetwork {subnet!r} in {self.project}/{region}",
             client.patch_unary,
+            write=True,
             project=self.project,
             region=region,
             subnetwork=subnet,
@@ -406,6 +405,7 @@ class GkeApi:
             "container.clusters.update",
             f"node pool {name!r} of {self._cluster_subject(cluster)}",
             gke.create_node_pool,
+            write=True,
             parent=self._cluster_name(cluster),
             node_pool=pool,
         )
@@ -422,6 +422,7 @@ class GkeApi:
             "container.clusters.update",
             self._cluster_subject(cluster),
             gke.update_cluster,
+            write=True,
             name=self._cluster_name(cluster),
             update=update,
         )
@@ -460,6 +461,69 @@ class GkeApi:
                 operation=name,
             )
         return compute_operation_state(to_json(msg))
+
+
+# Errors a Google API reports for "slow down" with a status other than 429 (older compute rate limits: 403).
+_RATE_LIMIT_REASONS = frozenset({"rateLimitExceeded", "userRateLimitExceeded"})
+
+
+def _error_reasons(exc: Any) -> set[str]:
+    reasons = {str(getattr(exc, "reason", "") or "")}
+    for item in getattr(exc, "errors", None) or []:
+        if isinstance(item, dict):
+            reasons.add(str(item.get("reason", "")))
+    return reasons - {""}
+
+
+def _refused_before_sending(exc: BaseException) -> bool:
+    """A requests/urllib3 failure to connect (refused, DNS, connect timeout): nothing reached Google."""
+    import requests
+    import urllib3.exceptions as ux
+
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return True
+    if not isinstance(exc, requests.exceptions.ConnectionError) or isinstance(exc, requests.exceptions.SSLError):
+        return False
+    reason = exc.args[0] if exc.args else None
+    reason = getattr(reason, "reason", reason)  # MaxRetryError wraps the underlying urllib3 error
+    return isinstance(reason, ux.NewConnectionError | ux.ConnectTimeoutError)
+
+
+def classify(exc: BaseException, *, write: bool) -> Retryable | None:
+    """The retry policy's view of a Google client failure (see cidrx.engine.retry for what is safe)."""
+    from google.api_core import exceptions as gx
+    from google.auth import exceptions as ax
+
+    if isinstance(exc, gx.GoogleAPICallError):
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None) or {}
+        hint = parse_retry_after(headers.get("Retry-After") if hasattr(headers, "get") else None)
+        code = int(exc.code or 0)
+        if isinstance(exc, gx.TooManyRequests) or code == 429:
+            return Retryable(hint)
+        if code == 403 and _error_reasons(exc) & _RATE_LIMIT_REASONS:
+            return Retryable(hint)
+        if not write and status_is_transient(code, write=False):
+            return Retryable(hint)
+        return None
+    if isinstance(exc, ax.TransportError):  # fetching a token failed; the API call was not made
+        return Retryable()
+    import requests
+
+    rx = requests.exceptions
+    if _refused_before_sending(exc):
+        return Retryable()
+    if not write and isinstance(exc, rx.ConnectionError | rx.Timeout | rx.ChunkedEncodingError):
+        return None if isinstance(exc, rx.SSLError) else Retryable()
+    return None
+
+
+def _classify_read(exc: BaseException) -> Retryable | None:
+    return classify(exc, write=False)
+
+
+def _classify_write(exc: BaseException) -> Retryable | None:
+    return classify(exc, write=True)
 
 
 class _translating:

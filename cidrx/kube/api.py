@@ -14,22 +14,24 @@ lightkube is imported inside functions only, so `import cidrx.kube.api` (and `ci
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import msgspec
 
+from cidrx.engine.retry import Retryable, call_with_retry, parse_retry_after, status_is_transient, with_gave_up_note
 from cidrx.errors import AccessDenied, CidrxError, CloudError
 
 if TYPE_CHECKING:
     from lightkube import Client, SingleConfig
 
 JSON = dict[str, Any]
+T = TypeVar("T")
 CHUNK_SIZE = 500  # items per list page (limit/continue)
 TIMEOUT = 30.0  # seconds per request; connecting gets at most CONNECT_TIMEOUT
 CONNECT_TIMEOUT = 5.0
@@ -553,7 +555,35 @@ class KubeApi:
             mapped = self._translate(exc, call)
             if mapped is None or mapped is exc:
                 raise
-            raise mapped from exc
+            raise with_gave_up_note(mapped, exc) from exc
+
+    @staticmethod
+    def _retry(fn: Callable[[], T], *, write: bool = False) -> T:
+        """One request under the retry policy (inside `_guard`, which translates what escapes)."""
+        return call_with_retry(fn, _classify_write if write else _classify_read)
+
+    def _list(self, res: type[Any], namespace: Any, fields: dict[str, Any] | None = None) -> Iterator[Any]:
+        """The objects of a paginated list; each page is its own retried request that resumes at the
+        continue token of the last page received, so the caller never sees an item twice. (lightkube's
+        `Client.list` fetches its pages inside its iterator, out of the retry policy's reach.)"""
+        from lightkube.core.selector import build_selector
+
+        generic = self._client._client
+        params = {
+            "limit": self.chunk_size,
+            "fieldSelector": build_selector(fields, for_fields=True) if fields else None,
+        }
+        request = generic.prepare_request("list", res=res, namespace=namespace, params=params)
+
+        def page() -> tuple[bool, list[Any]]:
+            response = generic.send(generic.build_adapter_request(request))
+            more, _rv, items = generic.handle_response("list", response, request)  # sets params["continue"]
+            return more, items
+
+        more = True
+        while more:
+            more, items = self._retry(page)
+            yield from items
 
     # ---- reads ----------------------------------------------------------------------------------
 
@@ -561,9 +591,13 @@ class KubeApi:
         """Names of the API groups the server serves (one GET /apis)."""
         with self._guard(_Call("get", "", "", what="API discovery (/apis)")):
             generic = self._client._client  # lightkube has no discovery call; use its HTTP client
-            response = generic.send(generic._client.build_request("GET", "/apis"))
-            response.raise_for_status()
-            found = msgspec.json.decode(response.content, type=_ApiGroupList)
+
+            def discover() -> Any:
+                response = generic.send(generic._client.build_request("GET", "/apis"))
+                response.raise_for_status()
+                return response
+
+            found = msgspec.json.decode(self._retry(discover).content, type=_ApiGroupList)
         return {g.name for g in found.groups if g.name}
 
     def _list_records(
@@ -574,7 +608,7 @@ class KubeApi:
         to_builtins = msgspec.to_builtins
         namespace = ALL_NS if namespaced else None
         with self._guard(call):
-            for item in self._client.list(res, namespace=namespace, chunk_size=self.chunk_size, fields=fields):
+            for item in self._list(res, namespace, fields):
                 yield to_builtins(item)
 
     def iter_nodes(self) -> Iterator[JSON]:
@@ -600,7 +634,7 @@ class KubeApi:
         call = _Call("list", group, plural, namespace)
         try:
             with self._guard(call):
-                for item in self._client.list(res, namespace=namespace, chunk_size=self.chunk_size):
+                for item in self._list(res, namespace):
                     yield dict(item)
         except NotFound:
             return
@@ -610,7 +644,7 @@ class KubeApi:
         res = _dict_resource(group, version, plural, namespace is not None)
         try:
             with self._guard(_Call("get", group, plural, namespace, name)):
-                return dict(self._client.get(res, name, namespace=namespace))
+                return dict(self._retry(lambda: self._client.get(res, name, namespace=namespace)))
         except NotFound:
             return None
 
@@ -627,7 +661,7 @@ class KubeApi:
         res = _dict_resource(group, version, plural, namespace is not None, kind)
         name = (body.get("metadata") or {}).get("name")
         with self._guard(_Call("create", group, plural, namespace, name)):
-            return dict(self._client.create(res(body)))
+            return dict(self._retry(lambda: self._client.create(res(body)), write=True))
 
     def replace_custom(self, group: str, version: str, plural: str, obj: Mapping[str, Any]) -> JSON:
         """Replace `obj` guarded by its metadata.resourceVersion: Conflict when someone wrote it since."""
@@ -637,7 +671,7 @@ class KubeApi:
         namespace = meta.get("namespace")
         res = _dict_resource(group, version, plural, namespace is not None)
         with self._guard(_Call("update", group, plural, namespace, meta.get("name"))):
-            return dict(self._client.replace(res(obj)))
+            return dict(self._retry(lambda: self._client.replace(res(obj)), write=True))
 
     def replace_daemonset(self, obj: Mapping[str, Any]) -> JSON:
         """Replace a DaemonSet read with get_daemonset, guarded by its resourceVersion."""
@@ -659,7 +693,9 @@ class KubeApi:
         res = _dict_resource(group, version, plural, namespace is not None)
         body = [dict(op) for op in ops]
         with self._guard(_Call("patch", group, plural, namespace, name)):
-            patched = self._client.patch(res, name, body, namespace=namespace, patch_type=PatchType.JSON)
+            patched = self._retry(
+                lambda: self._client.patch(res, name, body, namespace=namespace, patch_type=PatchType.JSON), write=True
+            )
             return dict(patched)
 
     def delete_custom(
@@ -678,7 +714,7 @@ class KubeApi:
         try:
             with self._guard(_Call("delete", group, plural, namespace, name)):
                 if resource_version is None:
-                    self._client.delete(res, name, namespace=namespace)
+                    self._retry(lambda: self._client.delete(res, name, namespace=namespace), write=True)
                     return True
                 # lightkube's delete sends no body; build its request and add the DeleteOptions.
                 generic = self._client._client
@@ -688,10 +724,40 @@ class KubeApi:
                     "kind": "DeleteOptions",
                     "preconditions": {"resourceVersion": resource_version},
                 }
-                generic.send(generic.build_adapter_request(request)).raise_for_status()
+                self._retry(lambda: generic.send(generic.build_adapter_request(request)).raise_for_status(), write=True)
                 return True
         except NotFound:
             return False
+
+
+def classify(exc: BaseException, *, write: bool) -> Retryable | None:
+    """The retry policy's view of a Kubernetes client failure (see cidrx.engine.retry for what is safe):
+    429 (API priority and fairness, with Retry-After) always, 5xx for reads; failures to connect always,
+    a connection broken after the request was sent for reads only."""
+    import httpx2
+
+    status = _status_of(exc)
+    if status is not None:
+        code = status[0]
+        if not status_is_transient(code, write=write):
+            return None
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None)
+        hint = parse_retry_after(headers.get("Retry-After")) if headers is not None else None
+        return Retryable(hint)
+    if isinstance(exc, httpx2.ConnectError | httpx2.ConnectTimeout | httpx2.PoolTimeout):
+        return Retryable()
+    if not write and isinstance(exc, httpx2.ReadError | httpx2.RemoteProtocolError | httpx2.ReadTimeout):
+        return Retryable()
+    return None
+
+
+def _classify_read(exc: BaseException) -> Retryable | None:
+    return classify(exc, write=False)
+
+
+def _classify_write(exc: BaseException) -> Retryable | None:
+    return classify(exc, write=True)
 
 
 def _fields(selector: str | None) -> dict[str, Any] | None:

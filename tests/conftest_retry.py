@@ -1,0 +1,19 @@
+"""Pytest plugin: no test sleeps for real in cidrx's retry policy (DESIGN.md §6).
+
+Every cloud and Kubernetes call retries transient failures (cidrx/engine/retry.py); tests that reach an
+unreachable endpoint or inject a 503 would otherwise wait out real backoffs. This autouse fixture swaps the
+policy's `sleep` for one that only records the delays; ``retry_sleeps`` gives a test that list.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def retry_sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    from cidrx.engine import retry
+
+    slept: list[float] = []
+    monkeypatch.setattr(retry, "sleep", slept.append)
+    return slept
