@@ -324,8 +324,9 @@ def _pool_drift(plan: Plan, snapshot: Snapshot, calico: CalicoSection) -> list[s
     for pool in calico.pools:
         if pool.name == name and pool.plan_label != plan.plan_id:
             problems.append(f"an IPPool named {name} was created by someone else ({pool.cidr})")
+    ours_exists = any(p.name == name and p.plan_label == plan.plan_id for p in calico.pools)
     for net, where in occupied_space(snapshot, ignore_plan=plan.plan_id):
-        if where.startswith("IPAMBlock ") and net.subnet_of(cidr):
+        if ours_exists and where.startswith("IPAMBlock ") and net.subnet_of(cidr):
             continue  # blocks nodes claimed from our own pool after an earlier apply
         if where.startswith("IPPool ") and where == f"IPPool {name}":
             continue

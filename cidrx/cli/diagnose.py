@@ -50,14 +50,30 @@ def read_snapshot(path: str, opts: TargetOptions) -> Snapshot:
     return snap
 
 
-def get_snapshot(opts: TargetOptions, snapshot_path: str | None) -> Snapshot:
-    from cidrx import targets
+def collect_live(opts: TargetOptions) -> Snapshot:
+    """A fresh snapshot of the target the flags name.
 
-    if snapshot_path:
-        return read_snapshot(snapshot_path, opts)
+    A plain Kubernetes target has nothing but the cluster: when its API cannot be read, the snapshot is
+    empty and a diagnosis of it would pass a CI gate, so that is an access error (exit 6) instead.
+    """
+    from cidrx import targets
+    from cidrx.errors import AccessDenied
+
     target = resolve_target(opts)
     targets.require_supported(target)
-    return targets.collect_snapshot(target, opts)
+    snap = targets.collect_snapshot(target, opts)
+    if target.provider == "k8s" and not snap.kube.available:
+        raise AccessDenied(
+            f"cannot read {target.label()}: {snap.kube.reason or 'the Kubernetes API is unreachable'}",
+            hint="check --kubeconfig / --context and network access to the API server",
+        )
+    return snap
+
+
+def get_snapshot(opts: TargetOptions, snapshot_path: str | None) -> Snapshot:
+    if snapshot_path:
+        return read_snapshot(snapshot_path, opts)
+    return collect_live(opts)
 
 
 @click.command(short_help="What is full and why pods get no IP (exit 3 on findings).")

@@ -35,12 +35,11 @@ def snapshot(target: TargetOptions, out: str) -> int:
 
     Diagnose it later, anywhere, with `cidrx diagnose --snapshot FILE`.
     """
-    from cidrx import targets
+    from cidrx.cli.diagnose import collect_live
     from cidrx.model import codec
 
     t = resolve_target(target)
-    targets.require_supported(t)
-    snap = targets.collect_snapshot(t, target)
+    snap = collect_live(target)
     text = codec.dumps(snap)
     if out == "-":
         click.echo(text, nl=False)

@@ -50,6 +50,9 @@ def load_snapshot(path: str | Path) -> Snapshot:
         raise InvalidInput(f"cannot read snapshot {p}: {exc.strerror or exc}") from None
     head = data[:4096]
     if b"cidrx.snapshot/" not in head and b'"schema"' not in data:
+        if data.lstrip()[:1] == b"{":
+            # `schema` is written last, so a truncated snapshot lacks it too: report the truncation.
+            codec.loads(data, dict[str, object], what=f"snapshot {p}")
         raise InvalidInput(f"{p} is not a cidrx snapshot (no schema field); make one with `cidrx snapshot`")
     snap = codec.loads(data, Snapshot, what=f"snapshot {p}")
     if snap.schema != SNAPSHOT_SCHEMA:

@@ -1,0 +1,727 @@
+"""The drift catalogue: for every plan kind, a change someone else makes between `--plan` and `--apply`.
+
+Each row is one test. A change that invalidates the plan must be caught by the drift check on the fresh
+snapshot, before any write: exit 4 through the real CLI (`expand --apply` / `reclaim --apply`), a message
+that names what changed, no write request in the fake's log (AWS calls are recorded with a botocore
+`before-call` handler every session cidrx makes picks up; the GCP and Kubernetes fakes log every request)
+and no journal. A change the plan can live with must not block it: exit 0. For the in-cluster reclaim
+plans, an address that became live again is not drift but an entry apply re-decides: it is kept (and said
+so in the results), the others are released.
+
+Worlds: EKS in moto (`mock_aws`, in-process) with the incident cluster in the fake Kubernetes API server;
+GKE in the loopback GCP fake (--no-kube); Whereabouts and Calico in the fake Kubernetes API server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from ipaddress import IPv4Network
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+from click.testing import CliRunner, Result
+
+from cidrx.cli import cli
+from cidrx.model.plan import DIGEST_TAG, Plan, load_plan
+from cidrx.whereabouts.model import GROUP as WB_GROUP
+from cidrx.whereabouts.model import POOLS as WB_POOLS
+from cidrx.whereabouts.model import RESERVATIONS as WB_RESERVATIONS
+from cidrx.whereabouts.model import VERSION as WB_VERSION
+from tests import calico_cases
+from tests import gke_world as gw
+from tests import whereabouts_cases as wc
+from tests.eks_cluster import build_prefix_world, incident_server, shared_botocore_loader
+from tests.eks_world import REGION, World, build_incident, fake_aws_env
+from tests.fakes.gcp_server import FakeGcp
+from tests.fakes.kube_server import FakeKubeServer
+
+JSON = dict[str, Any]
+Outcome = Literal["stale", "kept", "ok"]
+KUBE_WRITES = ("POST", "PUT", "PATCH", "DELETE")
+
+gcp = gw.gcp
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args))
+
+
+def kube_writes(server: FakeKubeServer) -> list[str]:
+    return [f"{r.method} {r.path}" for r in server.requests() if r.method in KUBE_WRITES]
+
+
+def statuses(result: Result, plan: Plan) -> dict[str, str]:
+    ids = {s.id for s in plan.steps}
+    return {row[0]: row[1] for row in (line.split() for line in result.stdout.splitlines()) if row and row[0] in ids}
+
+
+def assert_stale(result: Result, fragments: list[str], plan_path: Path) -> None:
+    assert result.exit_code == 4, result.output
+    assert "the plan is stale" in result.output
+    for fragment in fragments:
+        assert fragment in result.output
+    assert "Nothing was applied" in result.output
+    assert "Traceback" not in result.output
+    assert not Path(f"{plan_path}.journal.jsonl").exists()
+
+
+@dataclass(frozen=True)
+class Row:
+    """One catalogue row: `change(env, plan)` plays the other writer and returns the message fragments the
+    refusal must contain (stale) or the apply's output must contain (kept; empty for ok)."""
+
+    id: str
+    kind: str
+    outcome: Outcome
+    change: Callable[[Any, Plan], list[str]]
+
+
+def params(rows: list[Row]) -> list[Any]:
+    return [pytest.param(r, id=f"{r.kind}-{r.id}") for r in rows]
+
+
+# ========================================================================================================
+# EKS (moto in-process + fake Kubernetes API server)
+# ========================================================================================================
+
+CLUSTER = "demo"
+ZONES = (f"{REGION}a", f"{REGION}b")
+NODE_ROLE = "arn:aws:iam::123456789012:role/someone-elses-role"
+
+
+class AwsCalls:
+    """botocore `before-call` handler: every AWS operation any session makes, as `service:Operation`."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __call__(self, model: Any, **_: Any) -> None:
+        self.calls.append(f"{model.service_model.service_name}:{model.name}")
+
+    def writes(self) -> list[str]:
+        return [c for c in self.calls if not c.split(":")[1].startswith(("Describe", "Get", "List"))]
+
+
+@dataclass
+class Eks:
+    session: Any
+    world: World
+    kube: FakeKubeServer
+    kubeconfig: str
+    aws: AwsCalls
+    tmp: Path
+
+    @property
+    def ec2(self) -> Any:
+        return self.session.client("ec2")
+
+    @property
+    def eks(self) -> Any:
+        return self.session.client("eks")
+
+    def plan(self, strategy: str) -> tuple[Plan, Path]:
+        path = self.tmp / "plan.json"
+        target = ["--eks", "--region", REGION, "--cluster", CLUSTER, "--kubeconfig", self.kubeconfig]
+        made = run("expand", *target, "--plan", "--strategy", strategy, "--out", str(path))
+        assert made.exit_code == 0, made.output
+        return load_plan(path), path
+
+    def apply(self, path: Path) -> Result:
+        return run("expand", "--apply", str(path), "--yes", "--kubeconfig", self.kubeconfig)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fast_sessions() -> Iterator[None]:
+    with shared_botocore_loader():
+        yield
+
+
+@contextlib.contextmanager
+def eks_world(builder: Callable[..., World], tmp: Path, mp: pytest.MonkeyPatch) -> Iterator[Eks]:
+    import boto3
+    import botocore.handlers
+    from moto import mock_aws
+
+    fake_aws_env(mp)
+    for name in list(os.environ):
+        if name.startswith("CIDRX_") or name == "KUBECONFIG":
+            mp.delenv(name)
+    aws = AwsCalls()
+    mp.setattr(botocore.handlers, "BUILTIN_HANDLERS", [*botocore.handlers.BUILTIN_HANDLERS, ("before-call", aws)])
+    with mock_aws():
+        session = boto3.Session(region_name=REGION)
+        world = builder(session.client("ec2"), session.client("eks"), region=REGION, cluster=CLUSTER)
+        server, _hooks, _controller = incident_server(world)
+        try:
+            yield Eks(session, world, server, str(server.kubeconfig(tmp / "kubeconfig")), aws, tmp)
+        finally:
+            server.stop()
+        if server.errors:
+            raise server.errors[0]
+
+
+def _associate_overlap(env: Eks, plan: Plan) -> list[str]:
+    theirs = str(list(IPv4Network(plan.basis["cidr"]).subnets(new_prefix=24))[-1])
+    env.ec2.associate_vpc_cidr_block(VpcId=env.world.vpc_id, CidrBlock=theirs)
+    return [f"{plan.basis['cidr']} now overlaps VPC {env.world.vpc_id} CIDR {theirs}"]
+
+
+def _delete_route_table(env: Eks, plan: Plan) -> list[str]:
+    az, rt = sorted(plan.basis["route_tables"].items())[0]
+    (table,) = env.ec2.describe_route_tables(RouteTableIds=[rt])["RouteTables"]
+    for assoc in table["Associations"]:
+        env.ec2.disassociate_route_table(AssociationId=assoc["RouteTableAssociationId"])
+    env.ec2.delete_route_table(RouteTableId=rt)
+    return [f"route table {rt} for {az} no longer exists"]
+
+
+def _create_same_named_nodegroup(env: Eks, plan: Plan) -> list[str]:
+    name = plan.basis["nodegroup_name"]
+    env.eks.create_nodegroup(
+        clusterName=CLUSTER,
+        nodegroupName=name,
+        subnets=[env.world.private_subnet_a],
+        nodeRole=NODE_ROLE,
+        scalingConfig={"minSize": 1, "maxSize": 1, "desiredSize": 1},
+        tags={"owner": "someone-else"},
+    )
+    return [f"a node group named {name} was created by someone else"]
+
+
+def _delete_template_nodegroup(env: Eks, plan: Plan) -> list[str]:
+    env.eks.delete_nodegroup(clusterName=CLUSTER, nodegroupName=plan.basis["template_nodegroup"])
+    return [f"template node group {plan.basis['template_nodegroup']} no longer exists"]
+
+
+def _create_foreign_eniconfig(env: Eks, plan: Plan) -> list[str]:
+    env.kube.put(
+        {
+            "apiVersion": "crd.k8s.amazonaws.com/v1alpha1",
+            "kind": "ENIConfig",
+            "metadata": {"name": ZONES[0]},
+            "spec": {"subnet": env.world.private_subnet_a, "securityGroups": [env.world.cluster_security_group_id]},
+        }
+    )
+    return [f"ENIConfig {ZONES[0]} was created by someone else (subnet {env.world.private_subnet_a})"]
+
+
+def _reserve_in_block(env: Eks, plan: Plan) -> list[str]:
+    step = next(s for s in plan.steps if s.action == "eks.reserve-subnet-cidr")
+    theirs = str(next(IPv4Network(step.params["cidr"]).subnets(new_prefix=28)))
+    env.ec2.create_subnet_cidr_reservation(SubnetId=step.params["subnet_id"], Cidr=theirs, ReservationType="explicit")
+    return [f"{theirs} was reserved in {step.params['subnet_id']} and overlaps the planned {step.params['cidr']}"]
+
+
+def _use_address_in_block(env: Eks, plan: Plan) -> list[str]:
+    step = next(s for s in plan.steps if s.action == "eks.reserve-subnet-cidr")
+    sid = step.params["subnet_id"]
+    ip = str(IPv4Network(step.params["cidr"]).network_address + 7)
+    filters = [{"Name": "subnet-id", "Values": [sid]}]
+    eni = env.ec2.describe_network_interfaces(Filters=filters)["NetworkInterfaces"][0]["NetworkInterfaceId"]
+    env.ec2.assign_private_ip_addresses(NetworkInterfaceId=eni, PrivateIpAddresses=[ip])
+    return [f"{ip}/32 in {sid} now sit inside the planned {step.params['cidr']}"]
+
+
+def _tag_vpc(env: Eks, plan: Plan) -> list[str]:
+    env.ec2.create_tags(Resources=[env.world.vpc_id], Tags=[{"Key": "cost-center", "Value": "net-1234"}])
+    return []
+
+
+def _unrelated_subnet_in_vpc(env: Eks, plan: Plan) -> list[str]:
+    env.ec2.create_subnet(VpcId=env.world.vpc_id, CidrBlock="10.0.50.0/24", AvailabilityZone=ZONES[0])
+    return []
+
+
+def _eniconfig_for_another_az(env: Eks, plan: Plan) -> list[str]:
+    env.kube.put(
+        {
+            "apiVersion": "crd.k8s.amazonaws.com/v1alpha1",
+            "kind": "ENIConfig",
+            "metadata": {"name": f"{REGION}c"},
+            "spec": {"subnet": "subnet-0123456789abcdef0", "securityGroups": [env.world.cluster_security_group_id]},
+        }
+    )
+    return []
+
+
+CN, PD = "custom-networking", "prefix-delegation"
+EKS_ROWS = [
+    Row("overlapping-vpc-cidr-associated", CN, "stale", _associate_overlap),
+    Row("route-table-deleted", CN, "stale", _delete_route_table),
+    Row("nodegroup-name-taken", CN, "stale", _create_same_named_nodegroup),
+    Row("template-nodegroup-deleted", CN, "stale", _delete_template_nodegroup),
+    Row("eniconfig-created-by-someone-else", CN, "stale", _create_foreign_eniconfig),
+    Row("unrelated-vpc-tag", CN, "ok", _tag_vpc),
+    Row("unrelated-subnet-in-the-vpc", CN, "ok", _unrelated_subnet_in_vpc),
+    Row("eniconfig-for-an-az-the-plan-does-not-use", CN, "ok", _eniconfig_for_another_az),
+    Row("block-reserved-meanwhile", PD, "stale", _reserve_in_block),
+    Row("address-assigned-inside-block", PD, "stale", _use_address_in_block),
+    Row("unrelated-vpc-tag", PD, "ok", _tag_vpc),
+]
+
+
+@pytest.mark.parametrize("row", params(EKS_ROWS))
+def test_eks_drift(row: Row, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    builder = build_incident if row.kind == CN else build_prefix_world
+    with eks_world(builder, tmp_path, monkeypatch) as env:
+        plan, path = env.plan(row.kind)
+        fragments = row.change(env, plan)
+        env.aws.calls.clear()
+        env.kube.reset_log()
+        result = env.apply(path)
+        if row.outcome == "stale":
+            assert_stale(result, fragments, path)
+            assert env.aws.writes() == [], env.aws.writes()
+            assert env.aws.calls  # the fresh snapshot was read through the recorded sessions
+            assert kube_writes(env.kube) == []
+            tagged = [{"Name": f"tag:{DIGEST_TAG}", "Values": [plan.plan_id]}]
+            assert env.ec2.describe_subnets(Filters=tagged)["Subnets"] == []
+        else:
+            assert result.exit_code == 0, result.output
+            assert set(statuses(result, plan).values()) == {"done"}
+            assert env.aws.writes()
+
+
+# ========================================================================================================
+# GKE (loopback GCP fake, --no-kube)
+# ========================================================================================================
+
+GKE_TARGET = ["--gke", "--project", gw.PROJECT, "--location", gw.LOCATION, "--cluster", gw.CLUSTER, "--no-kube"]
+
+
+def gcp_writes(fake: FakeGcp) -> list[str]:
+    return [f"{r.method} {r.path}" for r in fake.request_log if r.method in ("POST", "PATCH", "PUT", "DELETE")]
+
+
+def _secondary(fake: FakeGcp, region: str, subnet: str) -> list[JSON]:
+    found = fake.subnet(gw.PROJECT, region, subnet)
+    assert found is not None
+    return list(found.get("secondaryIpRanges", []))
+
+
+def _overlap_on_another_subnet(fake: FakeGcp, plan: Plan) -> list[str]:
+    region, _primary, _ = gw.OTHER_SUBNETS["us-workloads"]
+    theirs = str(
+        next(IPv4Network(plan.basis["cidr"]).subnets(new_prefix=IPv4Network(plan.basis["cidr"]).prefixlen + 1))
+    )
+    ranges = [*_secondary(fake, region, "us-workloads"), {"rangeName": "batch-pods", "ipCidrRange": theirs}]
+    fake.update_subnet(gw.PROJECT, region, "us-workloads", {"secondaryIpRanges": ranges})
+    return [
+        f"{plan.basis['cidr']} now overlaps {theirs} (secondary range batch-pods of subnet us-central1/us-workloads)"
+    ]
+
+
+def _remove_basis_range(fake: FakeGcp, plan: Plan) -> list[str]:
+    kept = [r for r in _secondary(fake, gw.REGION, gw.SUBNET) if r["rangeName"] != gw.SERVICES_RANGE]
+    fake.update_subnet(gw.PROJECT, gw.REGION, gw.SUBNET, {"secondaryIpRanges": kept})
+    return [f"secondary range {gw.SERVICES_RANGE} ({gw.SERVICES_CIDR}) is gone from subnet {gw.SUBNET}"]
+
+
+def _same_named_pool(fake: FakeGcp, plan: Plan) -> list[str]:
+    name = plan.basis["node_pool_name"]
+    fake.add_node_pool(
+        gw.PROJECT,
+        gw.LOCATION,
+        gw.CLUSTER,
+        {"name": name, "config": {"machineType": "e2-medium"}, "initialNodeCount": 1, "locations": [gw.ZONES[0]]},
+    )
+    return [f"a node pool named {name} was created by someone else"]
+
+
+def _delete_template_pool(fake: FakeGcp, plan: Plan) -> list[str]:
+    # The fake has no nodePools.delete; remove it from its store as a finished deletion would.
+    with fake._lock:
+        del fake._pools[(gw.PROJECT, gw.LOCATION, gw.CLUSTER)][plan.basis["template_pool"]]
+    return [f"template node pool {plan.basis['template_pool']} no longer exists"]
+
+
+def _range_name_taken(fake: FakeGcp, plan: Plan) -> list[str]:
+    theirs = "10.9.0.0/24"
+    assert not IPv4Network(theirs).overlaps(IPv4Network(plan.basis["cidr"]))
+    ranges = [*_secondary(fake, gw.REGION, gw.SUBNET), {"rangeName": plan.basis["range_name"], "ipCidrRange": theirs}]
+    fake.update_subnet(gw.PROJECT, gw.REGION, gw.SUBNET, {"secondaryIpRanges": ranges})
+    return [f"a secondary range named {plan.basis['range_name']} now exists with {theirs}, not {plan.basis['cidr']}"]
+
+
+def _unrelated_subnet(fake: FakeGcp, plan: Plan) -> list[str]:
+    theirs = "192.168.50.0/24"
+    assert not IPv4Network(theirs).overlaps(IPv4Network(plan.basis["cidr"]))
+    fake.add_subnet(gw.PROJECT, "asia-east1", {"name": "new-team", "network": gw.NETWORK, "ipCidrRange": theirs})
+    return []
+
+
+def _overlap_on_our_subnet(fake: FakeGcp, plan: Plan) -> list[str]:
+    net = IPv4Network(plan.basis["cidr"])
+    theirs = str(list(net.subnets(new_prefix=net.prefixlen + 2))[-1])
+    ranges = [*_secondary(fake, gw.REGION, gw.SUBNET), {"rangeName": "team-pods", "ipCidrRange": theirs}]
+    fake.update_subnet(gw.PROJECT, gw.REGION, gw.SUBNET, {"secondaryIpRanges": ranges})
+    return [f"{plan.basis['cidr']} now overlaps {theirs} (secondary range team-pods of subnet {gw.REGION}/{gw.SUBNET})"]
+
+
+def _unrelated_subnet_edit(fake: FakeGcp, plan: Plan) -> list[str]:
+    # A new fingerprint alone: the subnet step re-reads it and patches with the current one.
+    fake.update_subnet(gw.PROJECT, gw.REGION, gw.SUBNET, {"privateIpGoogleAccess": False})
+    return []
+
+
+def _unrelated_pool(fake: FakeGcp, plan: Plan) -> list[str]:
+    pool = {"name": "batch", "config": {"machineType": "e2-medium"}, "initialNodeCount": 1, "locations": [gw.ZONES[1]]}
+    fake.add_node_pool(gw.PROJECT, gw.LOCATION, gw.CLUSTER, pool)
+    return []
+
+
+NP, CR = "node-pool", "cluster-range"
+GKE_ROWS = [
+    *(Row("overlapping-range-on-another-subnet", s, "stale", _overlap_on_another_subnet) for s in (NP, CR)),
+    *(Row("basis-secondary-range-removed", s, "stale", _remove_basis_range) for s in (NP, CR)),
+    Row("node-pool-name-taken", NP, "stale", _same_named_pool),
+    Row("template-pool-deleted", NP, "stale", _delete_template_pool),
+    *(Row("range-name-taken-with-another-cidr", s, "stale", _range_name_taken) for s in (NP, CR)),
+    *(Row("overlapping-range-added-to-our-subnet", s, "stale", _overlap_on_our_subnet) for s in (NP, CR)),
+    *(Row("unrelated-subnet-in-the-network", s, "ok", _unrelated_subnet) for s in (NP, CR)),
+    *(Row("subnet-fingerprint-changed-by-unrelated-edit", s, "ok", _unrelated_subnet_edit) for s in (NP, CR)),
+    Row("unrelated-node-pool-added", NP, "ok", _unrelated_pool),
+]
+
+
+@pytest.mark.parametrize("row", params(GKE_ROWS))
+def test_gke_drift(row: Row, gcp: FakeGcp, tmp_path: Path) -> None:
+    path = tmp_path / "plan.json"
+    made = run("expand", *GKE_TARGET, "--plan", "--strategy", row.kind, "--out", str(path))
+    assert made.exit_code == 0, made.output
+    plan = load_plan(path)
+    fragments = row.change(gcp, plan)
+    gcp.reset_log()
+    result = run("expand", "--apply", str(path), "--yes", "--no-kube")
+    if row.outcome == "stale":
+        assert_stale(result, fragments, path)
+        assert gcp_writes(gcp) == []
+        assert gcp.request_log  # the fresh snapshot was read
+    else:
+        assert result.exit_code == 0, result.output
+        assert set(statuses(result, plan).values()) == {"done"}
+        assert gcp_writes(gcp)
+
+
+# ========================================================================================================
+# In-cluster IPAMs (fake Kubernetes API server)
+# ========================================================================================================
+
+WB_POOL = (WB_GROUP, WB_VERSION, WB_POOLS, wc.POOL)
+CALICO = ("crd.projectcalico.org", "v1")
+
+
+def _wb_allocations(server: FakeKubeServer) -> dict[str, JSON]:
+    pool = server.get(*WB_POOL, wc.POOL_NS)
+    assert pool is not None
+    found: dict[str, JSON] = pool["spec"].get("allocations", {})
+    return found
+
+
+def _wb_range_changed(server: FakeKubeServer, plan: Plan) -> list[str]:
+    server.patch(*WB_POOL, {"spec": {"range": "10.10.0.0/27"}}, wc.POOL_NS)
+    return [f"IPPool {wc.POOL_NS}/{wc.POOL} now has range 10.10.0.0/27, not {wc.RANGE}"]
+
+
+def _wb_allocation_reused(server: FakeKubeServer, plan: Plan) -> list[str]:
+    # db-3's offset 12 was freed by hand and Whereabouts gave it to a new pod, which runs with it.
+    new = {"id": wc.cid(77), "podref": f"{wc.APP_NS}/api-0", "ifname": "net1"}
+    server.patch(*WB_POOL, {"spec": {"allocations": {"12": new}}}, wc.POOL_NS)
+    server.put(wc.orip(wc.ip_of(12), f"{wc.APP_NS}/api-0", 77))
+    server.put(wc.pod("api-0", "Running", wc.LIVE_NODES[0], ips=[wc.ip_of(12)]))
+    return ["allocation changed since the plan: now held by nstest/api-0"]
+
+
+def _wb_pod_recreated_pending(server: FakeKubeServer, plan: Plan) -> list[str]:
+    # The StatefulSet re-creates db-0 before apply: Pending, no network-status yet (the duplicate-IP race).
+    server.put(wc.pod("db-0", "Pending", wc.LIVE_NODES[0]))
+    return [f"pod {wc.APP_NS}/db-0 is live (Pending); not removed"]
+
+
+def _wb_unrelated_label(server: FakeKubeServer, plan: Plan) -> list[str]:
+    server.patch(*WB_POOL, {"metadata": {"labels": {"team": "network"}}}, wc.POOL_NS)
+    return []
+
+
+def _calico_pool_name_taken(server: FakeKubeServer, plan: Plan) -> list[str]:
+    name = plan.basis["pool_name"]
+    server.put(calico_cases.ippool(name, "10.0.8.0/24"))
+    return [f"an IPPool named {name} was created by someone else (10.0.8.0/24)"]
+
+
+def _calico_overlapping_pool(server: FakeKubeServer, plan: Plan) -> list[str]:
+    theirs = str(next(IPv4Network(plan.basis["cidr"]).subnets(new_prefix=26)))
+    server.put(calico_cases.ippool("team-pool", theirs))
+    return [f"{plan.basis['cidr']} now overlaps IPPool team-pool ({theirs})"]
+
+
+def _calico_node_joined_inside(server: FakeKubeServer, plan: Plan) -> list[str]:
+    ip = str(IPv4Network(plan.basis["cidr"]).network_address + 10)
+    server.put(calico_cases.node("node-4", ip))
+    return [f"now overlaps network of node node-4 ({ip}"]
+
+
+def _calico_block_inside(server: FakeKubeServer, plan: Plan) -> list[str]:
+    # A block left inside the planned range (e.g. by a pool someone created and deleted again meanwhile):
+    # a node still holds addresses of it, so a pool there would hand them out twice.
+    cidr = str(next(IPv4Network(plan.basis["cidr"]).subnets(new_prefix=26)))
+    server.put(calico_cases.ipamblock(cidr, "node-3", {1: calico_cases.pod_attr("shop", "late", "node-3")}))
+    return [f"{plan.basis['cidr']} now overlaps IPAMBlock {calico_cases.block_name(cidr)} ({cidr})"]
+
+
+def _calico_pod_back(server: FakeKubeServer, plan: Plan) -> list[str]:
+    server.put(calico_cases.pod("default", "web-gone", "node-1", "10.0.0.44"))
+    return ["pod default/web-gone is live"]
+
+
+def _calico_unrelated_label(server: FakeKubeServer, plan: Plan) -> list[str]:
+    server.patch(*CALICO, "ippools", "default-ipv4-ippool", {"metadata": {"labels": {"team": "network"}}})
+    return []
+
+
+WR, CRC, CP = "whereabouts-reclaim", "calico-reclaim", "calico-pool"
+IPAM_ROWS = [
+    Row("pool-range-changed", WR, "stale", _wb_range_changed),
+    Row("allocation-reused-by-a-new-pod", WR, "kept", _wb_allocation_reused),
+    Row("stale-pod-recreated-pending", WR, "kept", _wb_pod_recreated_pending),
+    Row("unrelated-label-on-ippool", WR, "ok", _wb_unrelated_label),
+    Row("pool-name-taken", CP, "stale", _calico_pool_name_taken),
+    Row("overlapping-pool-created", CP, "stale", _calico_overlapping_pool),
+    Row("node-joined-inside-the-planned-range", CP, "stale", _calico_node_joined_inside),
+    Row("block-claimed-inside-the-planned-range", CP, "stale", _calico_block_inside),
+    Row("unrelated-label-on-ippool", CP, "ok", _calico_unrelated_label),
+    Row("leaked-ip-pod-came-back", CRC, "kept", _calico_pod_back),
+    Row("unrelated-label-on-ippool", CRC, "ok", _calico_unrelated_label),
+]
+IPAM_PLAN = {
+    WR: ("reclaim", "--ipam", "whereabouts"),
+    CRC: ("reclaim", "--ipam", "calico"),
+    CP: ("expand", "--strategy", "calico-pool"),
+}
+
+
+def _assert_ipam_end_state(row: Row, server: FakeKubeServer, plan: Plan) -> None:
+    """What each kept / ok row must leave: the live entry kept, every other planned one released."""
+    if row.kind == WR:
+        held = _wb_allocations(server)
+        stale = [str(i) for i in wc.STALE_OFFSETS]
+        if row.id == "stale-pod-recreated-pending":
+            assert [o for o in stale if o in held] == ["9"]
+        elif row.outcome == "kept":
+            assert held["12"]["podref"] == f"{wc.APP_NS}/api-0"
+            assert [o for o in stale if o in held] == ["12"]
+            reservation = server.get(WB_GROUP, WB_VERSION, WB_RESERVATIONS, wc.ip_of(12), wc.POOL_NS)
+            assert reservation is not None and reservation["spec"]["podref"] == f"{wc.APP_NS}/api-0"
+        else:
+            assert not [o for o in stale if o in held]
+    elif row.kind == CRC:
+        a = server.get(*CALICO, "ipamblocks", "10-0-0-0-26")
+        b = server.get(*CALICO, "ipamblocks", "10-0-0-64-26")
+        assert a is not None and b is not None
+        web_gone = server.get(*CALICO, "ipamhandles", "k8s-pod-network.default.web-gone")
+        assert b["spec"]["allocations"][10] is None  # the other leak, released
+        if row.outcome == "kept":
+            assert a["spec"]["allocations"][44] is not None and web_gone is not None
+        else:
+            assert a["spec"]["allocations"][44] is None and web_gone is None
+    else:
+        pool = server.get(*CALICO, "ippools", "cidrx-10-0-2-0-23")
+        assert pool is not None and pool["metadata"]["labels"] == {DIGEST_TAG: plan.plan_id}
+        assert pool["spec"]["cidr"] == plan.basis["cidr"]
+        other = server.get(*CALICO, "ippools", "default-ipv4-ippool")
+        assert other is not None and other["metadata"]["labels"] == {"team": "network"}
+
+
+@pytest.mark.parametrize("row", params(IPAM_ROWS))
+def test_in_cluster_ipam_drift(
+    row: Row, kube_server: FakeKubeServer, kubeconfig_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in list(os.environ):
+        if name.startswith("CIDRX_"):
+            monkeypatch.delenv(name)
+    kube_server.put_many(wc.crashed_node_objects() if row.kind == WR else calico_cases.incident().objects())
+    command, *plan_args = IPAM_PLAN[row.kind]
+    path = tmp_path / "plan.json"
+    made = run(command, "--k8s", "--kubeconfig", str(kubeconfig_path), *plan_args, "--plan", "--out", str(path))
+    assert made.exit_code == 0, made.output
+    plan = load_plan(path)
+    fragments = row.change(kube_server, plan)
+    kube_server.reset_log()
+    result = run(command, "--apply", str(path), "--yes", "--kubeconfig", str(kubeconfig_path))
+    if row.outcome == "stale":
+        assert_stale(result, fragments, path)
+        assert kube_writes(kube_server) == []
+        return
+    assert result.exit_code == 0, result.output
+    for fragment in fragments:
+        assert fragment in result.output
+    assert kube_writes(kube_server)
+    _assert_ipam_end_state(row, kube_server, plan)
+    if row.kind == CP:
+        assert statuses(result, plan) == {"create-ippool": "done"}
+
+
+# ========================================================================================================
+# The catalogue itself
+# ========================================================================================================
+
+PLAN_KINDS = (CN, PD, NP, CR, WR, CRC, CP)
+
+
+def test_every_plan_kind_has_a_breaking_row_and_a_harmless_one() -> None:
+    rows = [*EKS_ROWS, *GKE_ROWS, *IPAM_ROWS]
+    assert len({(r.kind, r.id) for r in rows}) == len(rows)
+    for kind in PLAN_KINDS:
+        outcomes = {r.outcome for r in rows if r.kind == kind}
+        assert outcomes & {"stale", "kept"}, kind
+        assert "ok" in outcomes, kind
+
+
+# ========================================================================================================
+# Our own progress is not drift: a crashed apply of the cloud plans, resumed through the CLI's drift check
+# ========================================================================================================
+# tests/test_gke_steps.py crashes GKE plans at every point but resumes through the engine without the drift
+# check, and tests/test_eks_resume.py covers the custom-networking plan only. Here a GKE (both strategies)
+# and an EKS prefix-delegation apply die right after step k's write (the journal kept or deleted), and the
+# same `expand --apply` command, drift check included, must tell that progress from someone else's change
+# and finish the job with nothing done twice.
+
+
+class Clock:
+    """Fake monotonic time for the engine's waits; each sleep also lets `on_sleep` move the world on."""
+
+    def __init__(self, on_sleep: Callable[[], object] = lambda: None) -> None:
+        self.now = 0.0
+        self.on_sleep = on_sleep
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        self.on_sleep()
+
+
+def crash_after_step(plan_path: Path, apis: Any, index: int, clock: Clock) -> str:
+    """Apply the plan with the provider's real executors until step `index` has written, then Ctrl-C (in the
+    CLI's error boundary, so the exit code is the user's: 5). Returns the crashed step's id."""
+    from cidrx import targets
+    from cidrx.cli import boundary
+    from cidrx.engine.apply import run_plan
+    from cidrx.engine.executor import StepContext
+    from cidrx.engine.journal import Journal
+    from cidrx.engine.waiting import Waiter
+    from cidrx.render.progress import NullProgress
+    from tests.test_resume_ipam import CrashAfterAct
+
+    plan = load_plan(plan_path)
+    step_id = plan.steps[index].id
+    acted: list[str] = []
+    crashing = {a: CrashAfterAct(ex, step_id, acted) for a, ex in targets.provider(plan.target).executors().items()}
+
+    def apply() -> None:
+        waiter = Waiter(sleep=clock.sleep, monotonic=clock.monotonic)
+        ctx = StepContext(plan=plan, apis=apis, waiter=waiter, progress=NullProgress())
+        with boundary.applying():
+            run_plan(plan, crashing, ctx, Journal.open(plan_path, plan))
+
+    assert boundary.run(apply) == 5
+    assert acted == [step_id]
+    return step_id
+
+
+def assert_resumed(result: Result, plan: Plan, crashed: str) -> None:
+    assert result.exit_code == 0, result.output
+    ids = [s.id for s in plan.steps]
+    k = ids.index(crashed)
+    assert statuses(result, plan) == {sid: "skipped" if i <= k else "done" for i, sid in enumerate(ids)}
+
+
+GKE_STEPS = {NP: 2, CR: 2}
+
+
+@pytest.mark.parametrize("journal", ["kept", "lost"])
+@pytest.mark.parametrize(
+    ("strategy", "index"), [pytest.param(s, i, id=f"{s}-step{i + 1}") for s, n in GKE_STEPS.items() for i in range(n)]
+)
+def test_gke_apply_crashed_after_a_write_resumes_through_the_drift_check(
+    strategy: str, index: int, journal: str, gcp: FakeGcp, tmp_path: Path
+) -> None:
+    from cidrx.gke.api import GkeApi
+    from cidrx.gke.steps import PLAN_LABEL, GkeApis
+
+    path = tmp_path / "plan.json"
+    assert run("expand", *GKE_TARGET, "--plan", "--strategy", strategy, "--out", str(path)).exit_code == 0
+    plan = load_plan(path)
+    assert len(plan.steps) == GKE_STEPS[strategy]
+    gcp.reset_log()
+    crashed = crash_after_step(path, GkeApis(gke=GkeApi(gw.PROJECT, gw.LOCATION), kube=None), index, Clock())
+    gcp.finish_operations()  # the operation the crashed run started finishes while nobody watches
+    if journal == "lost":
+        Path(f"{path}.journal.jsonl").unlink()
+
+    assert_resumed(run("expand", "--apply", str(path), "--yes", "--no-kube"), plan, crashed)
+    b = plan.basis
+    ranges = [(r["rangeName"], r["ipCidrRange"]) for r in _secondary(gcp, gw.REGION, gw.SUBNET)]
+    assert ranges == [*b["subnet_ranges"].items(), (b["range_name"], b["cidr"])]
+    cluster = gcp.cluster(gw.PROJECT, gw.LOCATION, gw.CLUSTER)
+    assert cluster is not None
+    listed = cluster["ipAllocationPolicy"].get("additionalPodRangesConfig", {}).get("podRangeNames", [])
+    pools = sorted(p["name"] for p in cluster["nodePools"])
+    if strategy == NP:
+        assert (listed, pools) == ([], sorted([gw.POOL, b["node_pool_name"]]))
+        pool = gcp.node_pool(gw.PROJECT, gw.LOCATION, gw.CLUSTER, b["node_pool_name"])
+        assert pool is not None and pool["networkConfig"]["podRange"] == b["range_name"]
+        assert pool["config"]["resourceLabels"][PLAN_LABEL] == plan.plan_id
+    else:
+        assert (listed, pools) == ([b["range_name"]], [gw.POOL])
+    assert len(gcp_writes(gcp)) == len(plan.steps)  # crashed run + resumed run: each write once
+
+    gcp.reset_log()
+    assert run("expand", "--apply", str(path), "--yes", "--no-kube").exit_code == 0
+    assert gcp_writes(gcp) == []
+
+
+PD_STEPS = 3  # reserve a block in each of the two node subnets, then turn prefix delegation on
+
+
+@pytest.mark.parametrize("journal", ["kept", "lost"])
+@pytest.mark.parametrize("index", [pytest.param(i, id=f"step{i + 1}") for i in range(PD_STEPS)])
+def test_eks_prefix_apply_crashed_after_a_write_resumes_through_the_drift_check(
+    index: int, journal: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cidrx.eks.api import EksApi
+    from cidrx.eks.steps import EksApis
+    from cidrx.kube.api import KubeApi
+    from tests.eks_cluster import aws_node_env_of, env_values
+
+    with eks_world(build_prefix_world, tmp_path, monkeypatch) as env:
+        plan, path = env.plan(PD)
+        assert len(plan.steps) == PD_STEPS
+        env.aws.calls.clear()
+        env.kube.reset_log()
+        with KubeApi(env.kubeconfig, None) as kube:
+            crashed = crash_after_step(path, EksApis(eks=EksApi(REGION), kube=kube), index, Clock())
+        if journal == "lost":
+            Path(f"{path}.journal.jsonl").unlink()
+
+        assert_resumed(env.apply(path), plan, crashed)
+        reserve = [s for s in plan.steps if s.action == "eks.reserve-subnet-cidr"]
+        for step in reserve:
+            found = env.ec2.get_subnet_cidr_reservations(SubnetId=step.params["subnet_id"])
+            held = [(r["Cidr"], r["ReservationType"]) for r in found["SubnetIpv4CidrReservations"]]
+            assert held == [(step.params["cidr"], "prefix")]
+        values = env_values(aws_node_env_of(env.kube))  # also fails on a name set twice
+        assert (values["ENABLE_PREFIX_DELEGATION"], values["WARM_PREFIX_TARGET"]) == ("true", "1")
+        assert env.aws.writes().count("ec2:CreateSubnetCidrReservation") == len(reserve)
+        assert len(kube_writes(env.kube)) == 1  # aws-node replaced once
+
+        env.aws.calls.clear()
+        env.kube.reset_log()
+        again = env.apply(path)
+        assert again.exit_code == 0, again.output
+        assert env.aws.writes() == [] and kube_writes(env.kube) == []
