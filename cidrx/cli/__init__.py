@@ -16,6 +16,7 @@ from cidrx import __version__
 from cidrx.cli import boundary
 from cidrx.cli.diagnose import diagnose
 from cidrx.cli.expand import expand
+from cidrx.cli.permissions import permissions
 from cidrx.cli.reclaim import reclaim
 from cidrx.cli.snapshot import snapshot
 
@@ -33,6 +34,22 @@ Exit codes:
 Every TARGET option can also be set as CIDRX_<OPTION>, e.g. CIDRX_EKS=1
 CIDRX_REGION=ap-southeast-2 CIDRX_CLUSTER=demo-ip.
 """
+
+
+# Loggers of the libraries cidrx drives, kept at INFO or above whatever -v says (see `cli`).
+SDK_LOGGERS = (
+    "botocore",
+    "boto3",
+    "s3transfer",
+    "urllib3",
+    "requests",
+    "google",
+    "httpx",
+    "httpcore",
+    "httpx2",
+    "httpcore2",
+    "lightkube",
+)
 
 
 class CidrxGroup(click.Group):
@@ -76,12 +93,17 @@ def cli(verbose: int) -> None:
     boundary.set_verbosity(verbose)
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, stream=sys.stderr, format="cidrx: %(levelname)s: %(name)s: %(message)s")
+    # The SDKs' debug logs print whole requests: signed AWS requests carry X-Amz-Security-Token, OAuth
+    # refreshes carry refresh tokens, Kubernetes requests bearer tokens. -vv is for cidrx's own detail.
+    for name in SDK_LOGGERS:
+        logging.getLogger(name).setLevel(max(level, logging.INFO))
 
 
 cli.add_command(diagnose)
 cli.add_command(snapshot)
 cli.add_command(expand)
 cli.add_command(reclaim)
+cli.add_command(permissions)
 
 
 def main() -> None:

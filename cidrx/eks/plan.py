@@ -347,7 +347,7 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
                 },
                 description=f"create ENIConfig {az} (pod subnet in {az}, cluster security group)",
                 depends_on=(f"create-subnet-{az}",),
-                permissions=("kubernetes: eniconfigs.crd.k8s.amazonaws.com get,create",),
+                permissions=("kubernetes: eniconfigs.crd.k8s.amazonaws.com get,create,update",),
             )
         )
     env = {CUSTOM_NETWORK: "true", LABEL_DEF: ZONE_LABEL}
@@ -365,7 +365,7 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
             description=f"create node group {ng_name} like {template.name} ({desired}..{max_size} nodes); "
             "its nodes use the ENIConfigs",
             depends_on=("enable-custom-networking", *(f"route-subnet-{az}" for az in zones)),
-            permissions=("eks:CreateNodegroup", "eks:DescribeNodegroup", "iam:PassRole"),
+            permissions=("eks:CreateNodegroup", "eks:ListNodegroups", "eks:DescribeNodegroup", "iam:PassRole"),
         )
     )
     notes = [
@@ -436,7 +436,7 @@ def _prefix_delegation(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
                 params={"subnet_id": u.subnet.subnet_id, "cidr": str(block), "type": "prefix"},
                 description=f"reserve {block} in {subnet_label(u.subnet)} for /28 prefixes so single addresses "
                 "do not fragment it",
-                permissions=("ec2:CreateSubnetCidrReservation", "ec2:GetSubnetCidrReservations"),
+                permissions=("ec2:CreateSubnetCidrReservation", "ec2:CreateTags", "ec2:GetSubnetCidrReservations"),
             )
         )
     env = {PREFIX_DELEGATION: "true", "WARM_PREFIX_TARGET": "1"}

@@ -32,10 +32,11 @@ POOL_NAME_MAX = 40  # GKE node pool names: at most 40 characters
 RANGE_NAME_MAX = 63  # RFC 1035 label, as for every compute resource name
 
 SUBNET_PERMISSIONS = ("compute.subnetworks.get", "compute.subnetworks.update", "compute.regionOperations.get")
+# nodePools.create is authorised by container.clusters.update, nodePools.get/list by container.clusters.get
+# (GKE "API permissions" reference); actAs is for the node service account the pool runs as.
 POOL_PERMISSIONS = (
     "container.clusters.get",
-    "container.nodePools.create",
-    "container.nodePools.get",
+    "container.clusters.update",
     "container.operations.get",
     "iam.serviceAccounts.actAs",
 )

@@ -1,0 +1,364 @@
+"""Least privilege: what cidrx needs from AWS IAM, Google Cloud IAM and Kubernetes RBAC, per provider.
+
+Why it exists: cidrx runs from CI with credentials someone has to grant, and a grant wider than needed is a
+risk while a narrower one fails mid-incident. So the lists are not kept by hand here: reads come from the
+collectors' own constants (`cidrx.eks.api.COLLECT_PERMISSIONS`, `cidrx.gke.api.COLLECT_PERMISSIONS`, the
+Kubernetes collector's groups and plurals), and writes from the `permissions` every plan Step declares,
+gathered from representative plans made by the real planners (`representative_plans`). A new step with
+new permissions therefore shows up in `cidrx permissions` (and a test fails if a step's notation cannot
+be read). Pure: snapshots in, documents (plain dicts) out.
+
+Step notation: cloud permissions are given as the cloud names them ("ec2:CreateSubnet",
+"compute.subnetworks.update"); Kubernetes ones as "kubernetes: <plural>[.<group>] <verb>,<verb> [in <ns>]".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from ipaddress import IPv4Network
+from typing import Any
+
+from cidrx.errors import CidrxError
+from cidrx.model.plan import Plan
+from cidrx.model.snapshot import Snapshot
+
+PROVIDERS = ("eks", "gke", "k8s")
+PURPOSES = ("diagnose", "apply", "all")
+IPAM_STRATEGIES = ("whereabouts-reclaim", "calico-reclaim", "calico-pool")
+KUBE_PREFIX = "kubernetes:"
+READ_VERBS = frozenset({"get", "list", "watch"})
+# Verbs RBAC can limit to named objects (list/create/watch cannot be: RBAC docs, "Referring to resources").
+NAMEABLE_VERBS = frozenset({"get", "update", "patch", "delete"})
+# Plurals the step notation writes without a group: the core ("") and apps groups.
+UNGROUPED = {"pods": "", "nodes": "", "events": "", "configmaps": "", "namespaces": "", "daemonsets": "apps"}
+DISCOVERY_PATHS = ("/apis",)  # collect reads the served API groups once (GET /apis)
+PASS_ROLE = "iam:PassRole"
+AWS_VERSION = "2012-10-17"
+
+_AWS_ACTION = re.compile(r"^[a-z0-9-]+:[A-Za-z0-9]+$")
+_GCP_PERMISSION = re.compile(r"^[a-z]+(\.[A-Za-z]+){2,}$")
+_KUBE = re.compile(r"^kubernetes:\s*(?P<res>[a-z0-9.-]+)\s+(?P<verbs>[a-z]+(,[a-z]+)*)(\s+in\s+(?P<ns>[a-z0-9-]+))?$")
+
+
+class PermissionNotation(CidrxError):
+    """A step declares a permission cidrx cannot turn into a policy (a bug in the step's plan module)."""
+
+
+@dataclass(frozen=True)
+class KubeGrant:
+    group: str
+    resource: str
+    verbs: tuple[str, ...]
+    namespace: str | None = None
+
+    def notation(self) -> str:
+        res = f"{self.resource}.{self.group}" if self.group and UNGROUPED.get(self.resource) != self.group else ""
+        where = f" in {self.namespace}" if self.namespace else ""
+        return f"{KUBE_PREFIX} {res or self.resource} {','.join(self.verbs)}{where}"
+
+
+@dataclass(frozen=True)
+class StepNeed:
+    """One plan step's declared permissions, for the per-step table."""
+
+    strategy: str
+    step_id: str
+    action: str
+    permissions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Needs:
+    """Everything one provider needs for one purpose."""
+
+    provider: str
+    purpose: str
+    read: tuple[str, ...]  # cloud permissions for collect (diagnose, snapshot, plan, and apply's re-collect)
+    write: tuple[str, ...]  # cloud permissions the apply steps add (empty for diagnose)
+    kube: tuple[KubeGrant, ...]
+    steps: tuple[StepNeed, ...]
+
+
+def parse_kube(text: str) -> KubeGrant:
+    """`kubernetes: ippools.whereabouts.cni.cncf.io get,patch in kube-system` as a KubeGrant."""
+    m = _KUBE.match(text.strip())
+    if m is None:
+        raise PermissionNotation(f"cannot read Kubernetes permission {text!r}")
+    res = m["res"]
+    if "." in res:
+        plural, group = res.split(".", 1)
+    elif res in UNGROUPED:
+        plural, group = res, UNGROUPED[res]
+    else:
+        raise PermissionNotation(f"Kubernetes permission {text!r}: name the API group of {res!r}")
+    return KubeGrant(group, plural, tuple(m["verbs"].split(",")), m["ns"])
+
+
+def _kube(group: str, resource: str, *verbs: str, namespace: str | None = None) -> KubeGrant:
+    return KubeGrant(group, resource, verbs, namespace)
+
+
+def resource_names() -> dict[tuple[str, str], tuple[str, ...]]:
+    """The only objects of these resources cidrx touches; rules for them name the objects."""
+    from cidrx.kube.collect import AWS_NODE
+    from cidrx.kube.nodeipam import KUBEADM_CONFIG
+
+    return {("apps", "daemonsets"): (AWS_NODE[1],), ("", "configmaps"): (KUBEADM_CONFIG,)}
+
+
+def collect_kube_grants(provider: str) -> tuple[KubeGrant, ...]:
+    """What the Kubernetes collector reads for `provider` (cidrx.kube.collect.collect_with and the IPAM
+    collectors it calls): one list per resource, plus aws-node (EKS) and kubeadm-config (node IPAM)."""
+    from cidrx.calico.collect import GROUP as CALICO
+    from cidrx.kube.collect import AWS_NODE, ENICONFIG_GROUP, ENICONFIG_PLURAL
+    from cidrx.kube.nodeipam import NAMESPACE
+    from cidrx.whereabouts.model import GROUP as WHEREABOUTS
+    from cidrx.whereabouts.model import NAD_GROUP, NADS, POOLS, RESERVATIONS
+
+    grants = [
+        _kube("", "nodes", "list"),
+        _kube("", "pods", "list"),
+        _kube("", "events", "list"),
+        _kube(WHEREABOUTS, POOLS, "list"),
+        _kube(WHEREABOUTS, RESERVATIONS, "list"),
+        _kube(NAD_GROUP, NADS, "list"),
+        *(_kube(CALICO, p, "list") for p in ("ippools", "ipamblocks", "blockaffinities", "ipamhandles", "ipamconfigs")),
+    ]
+    # ENIConfigs are listed whenever their API group is served, whatever the provider.
+    grants.append(_kube(ENICONFIG_GROUP, ENICONFIG_PLURAL, "list"))
+    if provider == "eks":
+        grants.append(_kube("apps", "daemonsets", "get", namespace=AWS_NODE[0]))
+    if provider == "k8s":
+        grants.append(_kube("", "configmaps", "get", namespace=NAMESPACE))
+    return tuple(grants)
+
+
+def collect_cloud_permissions(provider: str) -> tuple[str, ...]:
+    if provider == "eks":
+        from cidrx.eks.api import COLLECT_PERMISSIONS as EKS
+
+        return tuple(EKS)
+    if provider == "gke":
+        from cidrx.gke.api import COLLECT_PERMISSIONS as GKE
+
+        return tuple(GKE)
+    return ()
+
+
+# -- representative plans --------------------------------------------------------------------------
+
+
+def _roomy_eks(snapshot: Snapshot) -> Snapshot:
+    """The same estate with every subnet an empty /24 (or larger), so prefix delegation has aligned /28s to
+    reserve (a /27 never has one: AWS reserves the first four addresses and the last)."""
+    assert snapshot.eks is not None
+    subnets = []
+    for s in snapshot.eks.subnets:
+        net = IPv4Network(s.cidr)
+        net = net.supernet(new_prefix=24) if net.prefixlen > 24 else net
+        subnets.append(replace(s, cidr=str(net), used=(), reservations=(), available_ips=net.num_addresses - 5))
+    return replace(snapshot, eks=replace(snapshot.eks, subnets=tuple(subnets)))
+
+
+def _other_cni_source(snapshot: Snapshot) -> Snapshot:
+    """The same estate with the VPC CNI managed the other way (EKS add-on <-> self-managed aws-node)."""
+    from cidrx.eks.model import Addon
+
+    assert snapshot.eks is not None
+    addon = None if snapshot.eks.vpc_cni_addon else Addon("vpc-cni", "", "ACTIVE")
+    return replace(snapshot, eks=replace(snapshot.eks, vpc_cni_addon=addon))
+
+
+def variants(snapshot: Snapshot) -> list[Snapshot]:
+    """`snapshot` and estates like it that take the planners' other branches (step kinds that only
+    appear there: the add-on env step, prefix reservations)."""
+    out = [snapshot]
+    if snapshot.eks is not None:
+        roomy = _roomy_eks(snapshot)
+        out += [roomy, _other_cni_source(snapshot), _other_cni_source(roomy)]
+    return out
+
+
+def representative_plans(snapshots: Iterable[Snapshot]) -> list[Plan]:
+    """Every plan kind the real planners make from these snapshots (and their `variants`): each provider
+    strategy, calico-pool, and the two reclaim plans. A kind a snapshot cannot be planned for is skipped."""
+    from cidrx import targets
+    from cidrx.kube import ipam
+
+    plans: dict[tuple[str, tuple[str, ...]], Plan] = {}
+    for snap in snapshots:
+        for variant in variants(snap):
+            module = targets.provider(variant.target)
+            tries: list[Any] = [
+                (lambda s=s, v=variant: targets.make_plan(v, targets.PlanOptions(strategy=s)))
+                for s in (*module.STRATEGIES, *ipam.EXPAND_STRATEGIES)
+            ]
+            tries += [(lambda i=i, v=variant: targets.make_reclaim_plan(v, i)) for i in ipam.IPAMS]
+            for attempt in tries:
+                try:
+                    plan: Plan = attempt()
+                except CidrxError:
+                    continue
+                key = (plan.strategy, tuple(sorted({s.action for s in plan.steps})))
+                plans.setdefault(key, plan)
+    return [plans[k] for k in sorted(plans)]
+
+
+def plan_kinds(plans: Iterable[Plan]) -> set[str]:
+    return {p.strategy for p in plans}
+
+
+# -- what a provider needs ---------------------------------------------------------------------------
+
+
+def _is_kube(permission: str) -> bool:
+    return permission.startswith(KUBE_PREFIX)
+
+
+def _applies_to(plan: Plan, provider: str) -> bool:
+    """In-cluster IPAM plans run on any target; cloud plans only on their own provider."""
+    return plan.strategy in IPAM_STRATEGIES or plan.target.provider == provider
+
+
+def _check_cloud(provider: str, permission: str) -> None:
+    ok = _AWS_ACTION.match(permission) if provider == "eks" else _GCP_PERMISSION.match(permission)
+    if provider == "k8s" or not ok:
+        raise PermissionNotation(f"{permission!r} is not a {provider.upper()} permission")
+
+
+def needs(provider: str, purpose: str, plans: Sequence[Plan]) -> Needs:
+    """What `provider` needs for `purpose`: diagnose = what collect reads (also enough for snapshot and
+    --plan); apply = that (apply collects again before it writes) plus what every step of `plans` declares.
+    "all" is the same as apply."""
+    if provider not in PROVIDERS:
+        raise ValueError(f"unknown provider {provider!r}")
+    if purpose not in PURPOSES:
+        raise ValueError(f"unknown purpose {purpose!r}")
+    read = collect_cloud_permissions(provider)
+    kube = list(collect_kube_grants(provider))
+    write: list[str] = []
+    steps: list[StepNeed] = []
+    if purpose != "diagnose":
+        for plan in plans:
+            if not _applies_to(plan, provider):
+                continue
+            for step in plan.steps:
+                steps.append(StepNeed(plan.strategy, step.id, step.action, step.permissions))
+                for perm in step.permissions:
+                    if _is_kube(perm):
+                        kube.append(parse_kube(perm))
+                    else:
+                        _check_cloud(provider, perm)
+                        write.append(perm)
+    extra = tuple(sorted(set(write) - set(read)))
+    return Needs(provider, purpose, tuple(sorted(set(read))), extra, tuple(kube), tuple(steps))
+
+
+# -- documents -----------------------------------------------------------------------------------------
+
+
+def iam_policy(n: Needs) -> dict[str, Any]:
+    """The AWS IAM policy document: reads, writes, and iam:PassRole only towards EKS (for the node
+    role of a new node group; the role's ARN is not known before a plan is made)."""
+    statements: list[dict[str, Any]] = [
+        {"Sid": "CidrxRead", "Effect": "Allow", "Action": list(n.read), "Resource": "*"},
+    ]
+    writes = [a for a in n.write if a != PASS_ROLE]
+    if writes:
+        statements.append({"Sid": "CidrxApply", "Effect": "Allow", "Action": writes, "Resource": "*"})
+    if PASS_ROLE in n.write:
+        statements.append(
+            {
+                "Sid": "CidrxPassNodeRoleToEks",
+                "Effect": "Allow",
+                "Action": PASS_ROLE,
+                "Resource": "*",
+                "Condition": {"StringEquals": {"iam:PassedToService": "eks.amazonaws.com"}},
+            }
+        )
+    return {"Version": AWS_VERSION, "Statement": statements}
+
+
+def gcp_permissions(n: Needs) -> list[str]:
+    return sorted({*n.read, *n.write})
+
+
+def gcp_role(n: Needs) -> dict[str, Any]:
+    """A custom role in the format `gcloud iam roles create ROLE --project P --file FILE` reads."""
+    what = "diagnose GKE pod IP exhaustion" if n.purpose == "diagnose" else "diagnose and expand GKE pod ranges"
+    return {
+        "title": f"cidrx {n.purpose}",
+        "description": f"Least privilege for cidrx to {what} (`cidrx permissions --gke --for {n.purpose}`)",
+        "stage": "GA",
+        "includedPermissions": gcp_permissions(n),
+    }
+
+
+def rbac_rules(grants: Iterable[KubeGrant]) -> list[dict[str, Any]]:
+    """ClusterRole rules: one per (group, resource) with the union of verbs, naming the objects where the
+    verbs allow it (`resource_names`), then the discovery read."""
+    named = resource_names()
+    verbs: dict[tuple[str, str], set[str]] = {}
+    for g in grants:
+        verbs.setdefault((g.group, g.resource), set()).update(g.verbs)
+    rules: list[dict[str, Any]] = []
+    for (group, resource), vs in sorted(verbs.items()):
+        rule: dict[str, Any] = {"apiGroups": [group], "resources": [resource], "verbs": sorted(vs)}
+        names = named.get((group, resource))
+        if names and vs <= NAMEABLE_VERBS:
+            rule["resourceNames"] = list(names)
+        rules.append(rule)
+    rules.append({"nonResourceURLs": list(DISCOVERY_PATHS), "verbs": ["get"]})
+    return rules
+
+
+def cluster_role(n: Needs) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {
+            "name": f"cidrx-{n.purpose}",
+            "labels": {"app.kubernetes.io/name": "cidrx"},
+        },
+        "rules": rbac_rules(n.kube),
+    }
+
+
+def allows(rules: Sequence[Mapping[str, Any]], verb: str, group: str, resource: str, name: str | None = None) -> bool:
+    """Whether `rules` let `verb` on `resource` in `group` (object `name`) through, as RBAC decides."""
+    for r in rules:
+        if "nonResourceURLs" in r:
+            continue
+        if group not in r["apiGroups"] and "*" not in r["apiGroups"]:
+            continue
+        if resource not in r["resources"] and "*" not in r["resources"]:
+            continue
+        if verb not in r["verbs"] and "*" not in r["verbs"]:
+            continue
+        names = r.get("resourceNames")
+        if names and (name is None or name not in names):
+            continue
+        return True
+    return False
+
+
+def allows_path(rules: Sequence[Mapping[str, Any]], verb: str, path: str) -> bool:
+    return any(path in r.get("nonResourceURLs", ()) and verb in r["verbs"] for r in rules)
+
+
+def document(n: Needs) -> dict[str, Any]:
+    """Everything `cidrx permissions -o json` prints."""
+    doc: dict[str, Any] = {"schema": "cidrx.permissions/v1", "provider": n.provider, "for": n.purpose}
+    if n.provider == "eks":
+        doc["iam_policy"] = iam_policy(n)
+    elif n.provider == "gke":
+        doc["gcp_permissions"] = gcp_permissions(n)
+        doc["gcp_role"] = gcp_role(n)
+    doc["cluster_role"] = cluster_role(n)
+    doc["steps"] = [
+        {"strategy": s.strategy, "step": s.step_id, "action": s.action, "permissions": list(s.permissions)}
+        for s in n.steps
+    ]
+    return doc

@@ -1,0 +1,379 @@
+"""`cidrx permissions`: the printed policies parse, cover every step of every plan kind and every Kubernetes
+call the collector makes, and are enough (and needed) for diagnose under moto's IAM enforcement.
+
+moto enforces IAM only when its INITIAL_NO_AUTH_ACTION_COUNT setting is finite (the environment variable of
+that name is read when moto.settings is imported; in server mode `POST /moto-api/reset-auth` sets it and
+restarts the count, which is what moto's own `set_initial_no_auth_action_count` does there). moto's EKS
+enforcement is broken: it recomputes the SigV4 signature of EKS's REST-JSON GET requests over the wrong
+payload and answers SignatureDoesNotMatch to every correctly signed call. So the printed policy is checked
+against EC2 (and Service Quotas) only: EKS calls go (AWS_ENDPOINT_URL_EKS) to a second moto server in its
+own process, where enforcement stays off.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner, Result
+
+from cidrx.cli import cli
+from cidrx.kube.api import KubeApi
+from cidrx.kube.collect import collect_with
+from cidrx.model.plan import Plan
+from cidrx.model.snapshot import load_snapshot
+from cidrx.permissions import allows, allows_path, collect_kube_grants
+from tests import eks_cases, gke_cases
+from tests.eks_cluster import shared_botocore_loader
+from tests.eks_world import REGION, build_incident, fake_aws_env
+from tests.fakes.kube_server import FakeKubeServer
+from tests.test_kube_collect import seed_eks_cluster
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+PLAN_KINDS = {
+    "custom-networking",
+    "prefix-delegation",
+    "node-pool",
+    "cluster-range",
+    "whereabouts-reclaim",
+    "calico-reclaim",
+    "calico-pool",
+}
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, ["permissions", *args])
+
+
+def printed(provider: str, purpose: str = "all") -> dict[str, Any]:
+    result = run(f"--{provider}", "--for", purpose, "-o", "json")
+    assert result.exit_code == 0, result.output
+    doc: dict[str, Any] = json.loads(result.stdout)
+    return doc
+
+
+def iam_actions(policy: dict[str, Any]) -> set[str]:
+    out: set[str] = set()
+    for st in policy["Statement"]:
+        actions = st["Action"]
+        out |= {actions} if isinstance(actions, str) else set(actions)
+    return out
+
+
+# -- shapes ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["eks", "gke", "k8s"])
+@pytest.mark.parametrize("purpose", ["diagnose", "apply", "all"])
+def test_json_and_text_outputs_parse(provider: str, purpose: str) -> None:
+    doc = printed(provider, purpose)
+    assert doc["schema"] == "cidrx.permissions/v1"
+    role = doc["cluster_role"]
+    assert role["apiVersion"] == "rbac.authorization.k8s.io/v1" and role["kind"] == "ClusterRole"
+    if provider == "eks":
+        assert doc["iam_policy"]["Version"] == "2012-10-17"
+        assert all(st["Effect"] == "Allow" for st in doc["iam_policy"]["Statement"])
+    if provider == "gke":
+        assert set(doc["gcp_role"]) == {"title", "description", "stage", "includedPermissions"}
+        assert doc["gcp_role"]["includedPermissions"] == doc["gcp_permissions"]
+
+    text = run(f"--{provider}", "--for", purpose)
+    assert text.exit_code == 0, text.output
+    docs = list(yaml.safe_load_all(text.stdout))
+    assert docs[-1] == role
+    if provider == "eks":
+        assert docs[0] == doc["iam_policy"]
+        assert json.loads(text.stdout.split("\n---\n")[0].split("\n", 1)[1]) == doc["iam_policy"]
+    if provider == "gke":
+        assert docs[0] == doc["gcp_role"]
+    assert len(docs) == (1 if provider == "k8s" else 2)
+
+
+def test_diagnose_is_read_only() -> None:
+    eks = printed("eks", "diagnose")
+    actions = iam_actions(eks["iam_policy"])
+    assert all(a.split(":")[1].startswith(("Describe", "List", "Get")) for a in actions), actions
+    assert {"ec2:DescribeSubnets", "eks:DescribeCluster", "eks:ListNodegroups"} <= actions
+    gke = printed("gke", "diagnose")
+    assert not any(p.endswith((".update", ".create", ".delete", ".actAs")) for p in gke["gcp_permissions"])
+    for doc in (eks, gke, printed("k8s", "diagnose")):
+        verbs = {v for r in doc["cluster_role"]["rules"] for v in r["verbs"]}
+        assert verbs <= {"get", "list"}, verbs
+        assert doc["steps"] == []
+
+
+def test_apply_adds_the_writes() -> None:
+    eks = iam_actions(printed("eks", "apply")["iam_policy"])
+    assert {
+        "ec2:AssociateVpcCidrBlock",
+        "ec2:CreateSubnet",
+        "ec2:CreateTags",
+        "ec2:AssociateRouteTable",
+        "ec2:CreateSubnetCidrReservation",
+        "eks:CreateNodegroup",
+        "eks:UpdateAddon",
+        "iam:PassRole",
+    } <= eks
+    assert eks >= iam_actions(printed("eks", "diagnose")["iam_policy"])
+    gke = set(printed("gke", "apply")["gcp_permissions"])
+    assert {"compute.subnetworks.update", "container.clusters.update", "compute.regionOperations.get"} <= gke
+    rules = printed("eks", "apply")["cluster_role"]["rules"]
+    assert allows(rules, "update", "apps", "daemonsets", "aws-node")
+    assert not allows(rules, "update", "apps", "daemonsets", "kube-proxy")
+    assert allows(rules, "create", "crd.k8s.amazonaws.com", "eniconfigs")
+
+
+def test_without_provider_is_usage_error() -> None:
+    result = run()
+    assert result.exit_code == 2 and "--eks, --gke or --k8s" in result.output
+
+
+def test_missing_examples_is_said_plainly(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["permissions", "--eks"], env={"CIDRX_EXAMPLES_DIR": str(tmp_path)})
+    assert result.exit_code == 1 and "no example snapshots" in result.output and "Traceback" not in result.output
+
+
+# -- coverage: every step of every plan kind -------------------------------------------------------------
+
+
+def _plans() -> list[Plan]:
+    """The seven plan kinds, made by the real planners from the tests' own estates (not the examples the
+    command reads), so a step the command's variants miss fails here."""
+    from cidrx import targets
+    from cidrx.targets import PlanOptions
+
+    eks = [
+        eks_cases.example(),
+        eks_cases.roomy(),
+        eks_cases.managed_addon(),
+        eks_cases.managed_addon(eks_cases.roomy()),
+    ]
+    plans = [targets.make_plan(s, PlanOptions(strategy="custom-networking")) for s in eks]
+    plans += [targets.make_plan(s, PlanOptions(strategy="prefix-delegation")) for s in eks[1::2]]
+    plans += [targets.make_plan(gke_cases.incident(), PlanOptions(strategy=s)) for s in ("node-pool", "cluster-range")]
+    calico = load_snapshot(EXAMPLES / "calico-borrowing.snapshot.json")
+    plans.append(targets.make_reclaim_plan(load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json"), "whereabouts"))
+    plans.append(targets.make_reclaim_plan(calico, "calico"))
+    plans.append(targets.make_plan(calico, PlanOptions(strategy="calico-pool")))
+    return plans
+
+
+def test_every_step_of_every_plan_kind_is_in_the_printed_lists() -> None:
+    from cidrx.permissions import parse_kube
+
+    plans = _plans()
+    assert {p.strategy for p in plans} == PLAN_KINDS
+    actions = {s.action for p in plans for s in p.steps}
+    assert {"eks.update-addon-env", "kube.set-daemonset-env", "eks.reserve-subnet-cidr"} <= actions
+    docs = {p: printed(p) for p in ("eks", "gke", "k8s")}
+    checked = 0
+    for plan in plans:
+        providers = [plan.target.provider] if plan.target.provider in ("eks", "gke") else ["eks", "gke", "k8s"]
+        if plan.strategy in {"whereabouts-reclaim", "calico-reclaim", "calico-pool"}:
+            providers = ["eks", "gke", "k8s"]  # in-cluster plans run on any target
+        for step in plan.steps:
+            assert step.permissions, f"{plan.strategy} step {step.id} declares no permissions"
+            for perm in step.permissions:
+                for provider in providers:
+                    doc = docs[provider]
+                    if perm.startswith("kubernetes:"):
+                        g = parse_kube(perm)
+                        for verb in g.verbs:
+                            assert allows(doc["cluster_role"]["rules"], verb, g.group, g.resource, _name(g.resource)), (
+                                f"{provider}: {perm} of {plan.strategy}/{step.id} not in the ClusterRole"
+                            )
+                    elif provider == "eks":
+                        assert perm in iam_actions(doc["iam_policy"]), f"{perm} of {plan.strategy}/{step.id}"
+                    else:
+                        assert perm in doc["gcp_permissions"], f"{perm} of {plan.strategy}/{step.id}"
+                    checked += 1
+    assert checked > 40
+
+
+def _name(resource: str) -> str | None:
+    """The object a step names for the resources ClusterRoles restrict by name."""
+    return {"daemonsets": "aws-node", "configmaps": "kubeadm-config"}.get(resource)
+
+
+# -- coverage: every Kubernetes call the collector makes -------------------------------------------------
+
+
+def _request_to_rbac(server: FakeKubeServer, method: str, path: str) -> tuple[str, str, str, str | None] | None:
+    """(verb, group, resource, name) of a request path the way the API server's authorizer sees it; None for
+    a non-resource path."""
+    parts = path.strip("/").split("/")
+    if parts[0] == "api":
+        group, rest = "", parts[2:]
+    elif parts[0] == "apis" and len(parts) >= 3:
+        group, rest = parts[1], parts[3:]
+    else:
+        return None
+    if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) > 2:
+        rest = rest[2:]
+    resource, name = rest[0], (rest[1] if len(rest) > 1 else None)
+    verb = {"GET": "get" if name else "list", "POST": "create", "PUT": "update", "PATCH": "patch"}.get(method, "delete")
+    assert server.plural_of(path) == resource
+    return verb, group, resource, name
+
+
+@pytest.mark.parametrize("provider", ["eks", "gke", "k8s"])
+def test_cluster_role_allows_every_call_of_a_collect_run(
+    provider: str, kube_server: FakeKubeServer, kubeconfig_path: Path
+) -> None:
+    seed_eks_cluster(kube_server)
+    kube_server.reset_log()
+    with KubeApi.connect(str(kubeconfig_path), None) as api:
+        section = collect_with(api, provider=provider)
+    assert section.available
+    rules = printed(provider, "diagnose")["cluster_role"]["rules"]
+    seen = set()
+    for rec in kube_server.request_log:
+        rbac = _request_to_rbac(kube_server, rec.method, rec.path)
+        if rbac is None:
+            assert allows_path(rules, "get", rec.path), rec.path
+            seen.add(("get", rec.path))
+            continue
+        verb, group, resource, name = rbac
+        assert allows(rules, verb, group, resource, name), f"{rec.method} {rec.path} ({verb} {resource}.{group})"
+        seen.add((verb, resource))
+    # the fake serves every CRD group, so each IPAM's lists were made
+    assert {("list", "ipamblocks"), ("list", "overlappingrangeipreservations"), ("list", "pods")} <= seen
+    if provider == "k8s":
+        assert ("get", "configmaps") in seen or ("list", "pods") in seen
+    # and nothing the collector never does is granted for diagnose
+    granted = {(g.resource, v) for g in collect_kube_grants(provider) for v in g.verbs}
+    assert {(r, v) for v, r in seen if not r.startswith("/")} <= granted
+
+
+# -- moto IAM enforcement --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fast_sessions() -> Iterator[None]:
+    with shared_botocore_loader():
+        yield
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def two_motos() -> Iterator[tuple[str, str]]:
+    """(enforcing moto in this process, non-enforcing moto in a child process for EKS)."""
+    import requests
+    from moto.server import ThreadedMotoServer
+
+    werkzeug = logging.getLogger("werkzeug")
+    level = werkzeug.level
+    werkzeug.setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    eks_port = _free_port()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(eks_port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    eks_url = f"http://127.0.0.1:{eks_port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                requests.get(f"{eks_url}/moto-api/", timeout=1)
+                break
+            except requests.ConnectionError:
+                if time.monotonic() > deadline or child.poll() is not None:
+                    raise
+                time.sleep(0.05)  # waiting for a child process to listen, not for a cloud state
+        yield f"http://{host}:{port}", eks_url
+    finally:
+        child.terminate()
+        child.wait(timeout=10)
+        server.stop()
+        werkzeug.setLevel(level)
+
+
+@pytest.fixture
+def enforced_world(two_motos: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The incident (EC2 in the enforcing moto, its EKS cluster in the other), and a function that makes
+    an IAM user with a given policy and turns enforcement on; yields that function."""
+    import boto3
+    import requests
+
+    url, eks_url = two_motos
+    fake_aws_env(monkeypatch, AWS_ENDPOINT_URL=url, AWS_ENDPOINT_URL_EKS=eks_url)
+    for name in list(os.environ):
+        if name.startswith("CIDRX_") or name == "KUBECONFIG":
+            monkeypatch.delenv(name)
+    for u in (url, eks_url):
+        requests.post(f"{u}/moto-api/reset", timeout=10).raise_for_status()
+    admin = boto3.Session(region_name=REGION)
+    eks_admin = boto3.Session(region_name=REGION).client("eks", endpoint_url=eks_url)
+    build_incident(admin.client("ec2"), eks_admin, region=REGION, cluster="demo")
+    iam = admin.client("iam")
+
+    def user_with(name: str, policy: dict[str, Any]) -> None:
+        iam.create_user(UserName=name)
+        iam.put_user_policy(UserName=name, PolicyName="cidrx", PolicyDocument=json.dumps(policy))
+        key = iam.create_access_key(UserName=name)["AccessKey"]
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+        requests.post(f"{url}/moto-api/reset-auth", data=b"0", timeout=10).raise_for_status()
+
+    try:
+        yield user_with
+    finally:
+        requests.post(f"{url}/moto-api/reset-auth", data=b"inf", timeout=10).raise_for_status()
+
+
+def diagnose() -> Result:
+    args = ["diagnose", "--eks", "--region", REGION, "--cluster", "demo", "--no-kube", "-o", "json"]
+    return CliRunner().invoke(cli, [*args, "--fail-on", "never"])
+
+
+def test_diagnose_succeeds_under_the_printed_read_only_policy(enforced_world: Any) -> None:
+    policy = printed("eks", "diagnose")["iam_policy"]
+    enforced_world("ci-diagnose", policy)
+    result = diagnose()
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert any(f["id"].startswith("EKS-") for f in doc["findings"])
+
+
+def test_enforcement_is_on(enforced_world: Any) -> None:
+    """The check above means something: with no EC2 permission at all, the first EC2 read is refused."""
+    enforced_world(
+        "ci-nothing", {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "eks:*", "Resource": "*"}]}
+    )
+    result = diagnose()
+    assert result.exit_code == 6, result.output
+    assert "permission denied for ec2:" in result.output
+
+
+@pytest.mark.parametrize("missing", ["ec2:DescribeRouteTables", "ec2:DescribeSubnets", "ec2:DescribeNetworkInterfaces"])
+def test_diagnose_under_a_narrower_policy_fails_cleanly_naming_the_permission(
+    enforced_world: Any, missing: str
+) -> None:
+    policy = printed("eks", "diagnose")["iam_policy"]
+    for st in policy["Statement"]:
+        st["Action"] = [a for a in st["Action"] if a != missing]
+    enforced_world("ci-narrow", policy)
+    result = diagnose()
+    assert result.exit_code == 6, result.output
+    assert f"permission denied for {missing}" in result.output
+    assert f"grant IAM permission {missing}" in result.output
+    assert "Traceback" not in result.output
