@@ -94,16 +94,27 @@ def stale_allocations(section: WhereaboutsSection, pods: Mapping[str, PodState])
     return found
 
 
+AllocationIndex = Mapping[str, list[tuple[WhereaboutsPool, Allocation]]]
+
+
+def allocations_by_reservation(section: WhereaboutsSection) -> AllocationIndex:
+    """Every allocation with a valid address, keyed by the reservation name of that address (pool order,
+    then offset order), so that looking up one reservation does not scan every pool."""
+    index: dict[str, list[tuple[WhereaboutsPool, Allocation]]] = {}
+    for pool in section.pools:
+        for a in pool.allocations:
+            if a.ip:
+                index.setdefault(reservation_name(a.ip), []).append((pool, a))
+    return index
+
+
 def matching_allocations(
-    section: WhereaboutsSection, r: OverlappingReservation
+    section: WhereaboutsSection, r: OverlappingReservation, index: AllocationIndex | None = None
 ) -> list[tuple[WhereaboutsPool, Allocation]]:
-    """Allocations of the reservation's address by the reservation's pod."""
-    return [
-        (pool, a)
-        for pool in section.pools
-        for a in pool.allocations
-        if a.ip and reservation_name(a.ip) == r.name and a.podref == r.podref
-    ]
+    """Allocations of the reservation's address by the reservation's pod. Pass `index` (from
+    `allocations_by_reservation`) when checking many reservations."""
+    held = (index if index is not None else allocations_by_reservation(section)).get(r.name, [])
+    return [(pool, a) for pool, a in held if a.podref == r.podref]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -207,8 +218,15 @@ def analyze_whereabouts(
     capacity: list[Capacity] = []
     findings: list[Finding] = [_bad_config(n.key, n.problem) for n in section.nads if n.problem]
     stale = stale_allocations(section, pods) if available else []
+    # Grouped once: matching every pool against every range (and every stale entry) is quadratic.
+    ranges_of: dict[str, list[NetworkRange]] = {}
+    for r in section.ranges:
+        ranges_of.setdefault(r.pool_name, []).append(r)
+    stale_of: dict[int, list[StaleAllocation]] = {}
+    for s in stale:
+        stale_of.setdefault(id(s.pool), []).append(s)
     for pool in section.pools:
-        c, f = _pool(pool, section.ranges, [s for s in stale if s.pool is pool], available)
+        c, f = _pool(pool, ranges_of.get(pool.name, []), stale_of.get(id(pool), []), available)
         capacity.append(c)
         findings += f
     findings += _duplicates(section)
@@ -337,17 +355,11 @@ def _duplicates(section: WhereaboutsSection) -> list[Finding]:
 
 def _orphans(section: WhereaboutsSection, pods: Mapping[str, PodState]) -> list[Finding]:
     lines: list[str] = []
+    index = allocations_by_reservation(section)
     for r in section.overlapping:
-        if matching_allocations(section, r):
+        if matching_allocations(section, r, index):
             continue
-        others = sorted(
-            {
-                a.podref or "no pod"
-                for p in section.pools
-                for a in p.allocations
-                if a.ip and reservation_name(a.ip) == r.name
-            }
-        )
+        others = sorted({a.podref or "no pod" for _pool, a in index.get(r.name, [])})
         held = f"the address is allocated to {', '.join(others)}" if others else "no pool allocates the address"
         why = stale_reason(r.name, r.podref, pods.get(r.podref))
         state = f"; {why}" if why else ""

@@ -17,7 +17,13 @@ from cidrx.errors import InvalidInput, StalePlan
 from cidrx.kube.model import PodState
 from cidrx.model.plan import Plan, Step, seal
 from cidrx.model.snapshot import Snapshot
-from cidrx.whereabouts.analyze import StaleAllocation, matching_allocations, stale_allocations, stale_reason
+from cidrx.whereabouts.analyze import (
+    StaleAllocation,
+    allocations_by_reservation,
+    matching_allocations,
+    stale_allocations,
+    stale_reason,
+)
 from cidrx.whereabouts.model import OverlappingReservation, WhereaboutsSection, reservation_name
 
 STRATEGY = "whereabouts-reclaim"
@@ -43,12 +49,13 @@ def reclaimable_reservations(
     allocation of theirs left) whose pod is gone; each with the stale allocation it goes with and why."""
     by_key = {(reservation_name(s.allocation.ip), s.allocation.podref): s for s in stale}
     out: list[tuple[OverlappingReservation, StaleAllocation | None, str]] = []
+    index = allocations_by_reservation(section)
     for r in section.overlapping:
         match = by_key.get((r.name, r.podref))
         if match is not None:
             out.append((r, match, match.why))
             continue
-        if matching_allocations(section, r):
+        if matching_allocations(section, r, index):
             continue  # the pod's allocation is live: so is its reservation
         why = stale_reason(r.name, r.podref, pods.get(r.podref))
         if why is not None:

@@ -1,0 +1,202 @@
+"""Diagnose of a large estate against the plain-HTTP floor (DESIGN.md §7), in one run.
+
+    python -m bench.bench_diagnose [--scale 1] [--repeat 3] [--profile FILE]
+
+Builds the estate of bench/estate.py in the loopback fakes, then, alternating, N times each in a fresh
+process: the floor (every list page cidrx reads, fetched with http.client on one keep-alive connection
+and json.loads'ed) and cidrx (collect + analyze + JSON output). Prints wall time (median), the floor, the
+ratio, peak RSS of each process (getrusage ru_maxrss), and the API requests by kind, and checks that
+requests are O(pages): every list uses limit=500, no list takes more than ceil(objects/500)+1 pages, and
+no node/pod/event/IPAM object is read one by one. Exit 1 when a check fails (timing budgets are reported,
+never asserted: CI runs this in a reduced size as a smoke test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from bench.common import count_by_kind, kube_resource, median_of, ratio, run_worker, table
+from bench.estate import GCP_LOCATION, GCP_PROJECT, GKE_CLUSTER, Sizes, serve_gcp, serve_kube
+
+PAGE = 500
+RSS_BUDGET_MB = 400.0
+RATIO_BUDGET = 1.5
+# Kinds that must only ever be listed (a GET per object would be O(objects)).
+WB, NAD, CAL = ".whereabouts.cni.cncf.io", ".k8s.cni.cncf.io", ".crd.projectcalico.org"
+PLURAL_KIND = {
+    "nodes": "Node",
+    "pods": "Pod",
+    "events": "Event",
+    f"ippools{WB}": "IPPool",
+    f"overlappingrangeipreservations{WB}": "OverlappingRangeIPReservation",
+    f"network-attachment-definitions{NAD}": "NetworkAttachmentDefinition",
+    f"ippools{CAL}": "IPPool",
+    f"ipamblocks{CAL}": "IPAMBlock",
+    f"blockaffinities{CAL}": "BlockAffinity",
+    f"ipamhandles{CAL}": "IPAMHandle",
+    f"ipamconfigs{CAL}": "IPAMConfig",
+}
+LIST_ONLY = set(PLURAL_KIND) - {f"ipamconfigs{CAL}"}
+
+
+def _list_calls(records: list[Any], continue_key: str) -> list[tuple[str, dict[str, str]]]:
+    """The distinct calls (path, query without the page token) in first-seen order."""
+    seen: dict[tuple[str, tuple[tuple[str, str], ...]], None] = {}
+    for r in records:
+        query = tuple(sorted((k, v) for k, v in r.query.items() if k != continue_key))
+        seen.setdefault((r.path, query), None)
+    return [(path, dict(query)) for path, query in seen]
+
+
+def check_pages(records: list[Any], counts: dict[str, int]) -> list[str]:
+    """Problems with the request pattern (empty when it is O(pages))."""
+    problems: list[str] = []
+    per_call: Counter[tuple[str, tuple[tuple[str, str], ...]]] = Counter()
+    for r in records:
+        plural, named = kube_resource(r.path)
+        if named and plural in LIST_ONLY:
+            problems.append(f"per-object read: {r.method} {r.path}")
+        if plural in PLURAL_KIND and not named:
+            if r.query.get("limit") != str(PAGE):
+                problems.append(f"list without limit={PAGE}: {r.path} {r.query}")
+            per_call[(r.path, tuple(sorted((k, v) for k, v in r.query.items() if k != "continue")))] += 1
+    for (path, _query), pages in per_call.items():
+        plural, _ = kube_resource(path)
+        most = math.ceil(counts.get(PLURAL_KIND[plural], 0) / PAGE) + 1
+        if pages > most:
+            problems.append(f"{path}: {pages} pages for {counts.get(PLURAL_KIND[plural], 0)} objects (at most {most})")
+    return problems
+
+
+def bench_kube(
+    sizes: Sizes, repeat: int, workdir: Path
+) -> tuple[list[list[Any]], list[list[Any]], list[str], dict[str, Any]]:
+    with serve_kube(sizes, workdir) as (server, kubeconfig, counts):
+        server.request_log.clear()
+        warm = run_worker("kube-cidrx", {"kubeconfig": str(kubeconfig)})  # also learns which lists cidrx reads
+        records = list(server.request_log)
+        problems = check_pages(records, counts)
+        by_kind = count_by_kind((r.method, r.path) for r in records)
+        calls = _list_calls([r for r in records if r.method == "GET"], "continue")
+        floors, runs = [], []
+        for _ in range(repeat):
+            floors.append(run_worker("kube-floor", {"url": server.url, "calls": calls}))
+            runs.append(run_worker("kube-cidrx", {"kubeconfig": str(kubeconfig)}))
+    floor, wall = median_of(floors), median_of(runs)
+    r = ratio(wall, floor)
+    rss = max(x["rss_mb"] for x in runs)
+    if floors[0]["requests"] != len(records):
+        problems.append(f"floor made {floors[0]['requests']} requests, cidrx {len(records)}")
+    rows = [
+        [
+            "kube floor: pages + json.loads",
+            floor,
+            "",
+            "",
+            max(x["rss_mb"] for x in floors),
+            floors[0]["requests"],
+            f"{floors[0]['bytes'] / 1e6:.0f} MB, {floors[0]['items']} items",
+        ],
+        [
+            "kube: cidrx diagnose (collect+analyze+json)",
+            wall,
+            floor,
+            r,
+            rss,
+            len(records),
+            f"collect {median_of(runs, 'collect'):.2f} s, analyze {median_of(runs, 'analyze'):.2f} s; "
+            f"ratio {'ok' if r <= RATIO_BUDGET else 'OVER'} (≤{RATIO_BUDGET}), "
+            f"RSS {'ok' if rss < RSS_BUDGET_MB else 'OVER'} (<{RSS_BUDGET_MB:.0f} MB)",
+        ],
+    ]
+    kinds = [[k, n] for k, n in sorted(by_kind.items())]
+    info = {"counts": counts, "findings": warm["findings"], "ipam_pods": warm["ipam_pods"], "nodes": warm["nodes"]}
+    return rows, kinds, problems, info
+
+
+def bench_gcp(sizes: Sizes, repeat: int) -> tuple[list[list[Any]], list[list[Any]], list[str], dict[str, Any]]:
+    from tests.gke_world import gcp_env
+
+    with serve_gcp(sizes) as fake:
+        env = gcp_env(fake)
+        args = {"project": GCP_PROJECT, "location": GCP_LOCATION, "cluster": GKE_CLUSTER}
+        fake.request_log.clear()
+        warm = run_worker("gcp-cidrx", args, env)
+        records = list(fake.request_log)
+        kinds_c = Counter(r.method_id or f"{r.method} {r.path}" for r in records)
+        problems = [f"per-subnet read: {r.path}" for r in records if r.method_id == "compute.subnetworks.get"]
+        pages = kinds_c.get("compute.subnetworks.aggregatedList", 0)
+        if pages > math.ceil(sizes.subnets / PAGE) + 1:
+            problems.append(f"subnetworks.aggregatedList: {pages} pages for {sizes.subnets} subnets")
+        calls = _list_calls([r for r in records if r.method == "GET"], "pageToken")
+        floors, runs = [], []
+        for _ in range(repeat):
+            floors.append(run_worker("gcp-floor", {"url": fake.url, "calls": calls}))
+            runs.append(run_worker("gcp-cidrx", args, env))
+        fake.check()
+    floor, wall = median_of(floors), median_of(runs)
+    r = ratio(wall, floor)
+    rows = [
+        [
+            "gcp floor: pages + json.loads",
+            floor,
+            "",
+            "",
+            max(x["rss_mb"] for x in floors),
+            floors[0]["requests"],
+            f"{floors[0]['bytes'] / 1e6:.1f} MB",
+        ],
+        [
+            "gke: cidrx collect+analyze+json",
+            wall,
+            floor,
+            r,
+            max(x["rss_mb"] for x in runs),
+            len(records),
+            f"{warm['subnets']} subnets; collect {median_of(runs, 'collect'):.2f} s, "
+            f"analyze {median_of(runs, 'analyze'):.2f} s",
+        ],
+    ]
+    kinds = [[k, n] for k, n in sorted(kinds_c.items())]
+    return rows, kinds, problems, {"findings": warm["findings"]}
+
+
+HEADERS = ["measurement", "wall s (median)", "baseline s", "ratio", "peak RSS MB", "requests", "notes"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="multiplies every count (0.01: smoke test)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement (median)")
+    parser.add_argument("--skip-gcp", action="store_true", help="only the Kubernetes estate")
+    opts = parser.parse_args(argv)
+    sizes = Sizes.at(opts.scale)
+    print(f"estate: {sizes}", file=sys.stderr)
+    with tempfile.TemporaryDirectory() as tmp:
+        rows, kinds, problems, info = bench_kube(sizes, opts.repeat, Path(tmp))
+    print(f"kube objects: {info['counts']}\nfindings: {info['findings']}; ipam pods kept: {info['ipam_pods']}")
+    if not opts.skip_gcp:
+        g_rows, g_kinds, g_problems, g_info = bench_gcp(sizes, opts.repeat)
+        rows += g_rows
+        problems += g_problems
+        print(f"gke findings: {g_info['findings']}")
+    print()
+    print(table(rows, HEADERS))
+    print("\nKubernetes API requests of one cidrx diagnose, by kind:")
+    print(table(kinds, ["request", "count"]))
+    if not opts.skip_gcp:
+        print("\nGCP API requests of one cidrx GKE collect, by method:")
+        print(table(g_kinds, ["method", "count"]))
+    for p in problems:
+        print(f"PROBLEM: {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

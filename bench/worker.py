@@ -1,0 +1,186 @@
+"""One measurement in its own process: `python -m bench.worker MODE ARGS_JSON` prints a JSON result.
+
+Why a subprocess: the fakes (and the estate they hold) live in the benchmark's process, so a client's
+peak RSS (VmHWM in /proc/self/status, the high-water mark of the whole process) is only its own when the
+client runs alone in a fresh interpreter. Modules are imported before the clock starts, in both the
+baseline and cidrx, so the ratio compares fetching and parsing; import cost is bench_startup.py's.
+
+Modes
+  kube-floor / gcp-floor: plain HTTP (http.client, one keep-alive connection) + json.loads over the same
+      list calls cidrx made, following continue / pageToken; ARGS: {"url", "calls": [[path, query], ...]}.
+  kube-cidrx: collect_with + targets.analyze + JSON rendering; ARGS: {"kubeconfig"}.
+  gcp-cidrx: GkeApi + collect_gke + targets.analyze + JSON rendering; ARGS: {"project", "location",
+      "cluster"} (endpoint variables in the environment).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import resource
+import sys
+import time
+from http.client import HTTPConnection
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+KUBE_MODULES = (
+    "cidrx.calico.analyze",
+    "cidrx.calico.collect",
+    "cidrx.kube.nodeipam",
+    "cidrx.whereabouts.analyze",
+    "cidrx.whereabouts.collect",
+    "cidrx.k8s.provider",
+    "cidrx.kube.ipam",
+    "cidrx.render.jsonout",
+    "lightkube",
+)
+GCP_MODULES = (
+    "cidrx.gke.analyze",
+    "cidrx.gke.provider",
+    "cidrx.render.jsonout",
+    "google.cloud.compute_v1",
+    "google.cloud.container_v1",
+)
+
+
+def _preload(names: tuple[str, ...]) -> None:
+    """Import what the measured code imports lazily, before the clock starts."""
+    for name in names:
+        importlib.import_module(name)
+
+
+def _floor(url: str, calls: list[tuple[str, dict[str, str]]], token_in: str, token_out: str) -> dict[str, Any]:
+    """Fetch each call's pages: `token_out` is where a page names the next one (metadata.continue or
+    nextPageToken), `token_in` the query parameter that asks for it."""
+    parts = urlsplit(url)
+    conn = HTTPConnection(parts.hostname or "127.0.0.1", parts.port)
+    headers = {"Accept": "application/json", "Authorization": "Bearer fake-token"}
+    items = requests = size = 0
+    start = time.perf_counter()
+    for path, query in calls:
+        token = ""
+        while True:
+            q = {**query, token_in: token} if token else dict(query)
+            conn.request("GET", f"{path}?{urlencode(q)}" if q else path, headers=headers)
+            body = conn.getresponse().read()
+            requests += 1
+            size += len(body)
+            doc = json.loads(body)
+            if token_out == "continue":
+                items += len(doc.get("items") or [])
+                token = (doc.get("metadata") or {}).get("continue") or ""
+            else:
+                scoped = doc.get("items")
+                items += (
+                    sum(len(v.get("subnetworks") or []) for v in scoped.values())
+                    if isinstance(scoped, dict)
+                    else len(scoped or [])
+                )
+                token = doc.get("nextPageToken") or ""
+            if not token:
+                break
+    wall = time.perf_counter() - start
+    conn.close()
+    return {"wall": wall, "items": items, "requests": requests, "bytes": size}
+
+
+def _kube_cidrx(kubeconfig: str) -> dict[str, Any]:
+    from cidrx import targets
+    from cidrx.kube.api import KubeApi
+    from cidrx.kube.collect import collect_with
+    from cidrx.model.snapshot import Snapshot, seal
+    from cidrx.model.target import Target
+    from cidrx.render import render_diagnosis
+
+    _preload(KUBE_MODULES)
+
+    start = time.perf_counter()
+    with KubeApi(kubeconfig, None) as api:
+        kube = collect_with(api, provider="k8s")
+    collected = time.perf_counter()
+    snap = seal(
+        Snapshot(target=Target("k8s", "bench", context=kube.context), taken_at="2024-01-01T00:00:00Z", kube=kube)
+    )
+    diagnosis = targets.analyze(snap)
+    out = render_diagnosis(diagnosis, "json")
+    end = time.perf_counter()
+    return {
+        "wall": end - start,
+        "collect": collected - start,
+        "analyze": end - collected,
+        "findings": sorted({f.id for f in diagnosis.findings}),
+        "nodes": len(kube.nodes),
+        "ipam_pods": len(kube.ipam_pods),
+        "output_bytes": len(out),
+    }
+
+
+def _gcp_cidrx(project: str, location: str, cluster: str) -> dict[str, Any]:
+    from cidrx import targets
+    from cidrx.gke.api import GkeApi
+    from cidrx.gke.collect import collect_gke
+    from cidrx.kube.model import KubeSection
+    from cidrx.model.snapshot import Snapshot, seal
+    from cidrx.model.target import Target
+    from cidrx.render import render_diagnosis
+
+    _preload(GCP_MODULES)
+
+    start = time.perf_counter()
+    api = GkeApi(project, location)
+    section = collect_gke(api, cluster)
+    collected = time.perf_counter()
+    target = Target("gke", cluster, project=project, location=location)
+    snap = seal(
+        Snapshot(target=target, taken_at="2024-01-01T00:00:00Z", kube=KubeSection(available=False), gke=section)
+    )
+    diagnosis = targets.analyze(snap)
+    out = render_diagnosis(diagnosis, "json")
+    end = time.perf_counter()
+    return {
+        "wall": end - start,
+        "collect": collected - start,
+        "analyze": end - collected,
+        "findings": sorted({f.id for f in diagnosis.findings}),
+        "subnets": len(section.subnets),
+        "output_bytes": len(out),
+    }
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set (VmHWM). Not getrusage's ru_maxrss: Linux carries that across
+    fork+exec, so a child of the benchmark (which holds the whole estate) would report the parent's size."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main(argv: list[str]) -> None:
+    mode, args = argv[0], json.loads(argv[1])
+    if args.get("profile"):
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+    if mode == "kube-floor":
+        result = _floor(args["url"], args["calls"], "continue", "continue")
+    elif mode == "gcp-floor":
+        result = _floor(args["url"], args["calls"], "pageToken", "nextPageToken")
+    elif mode == "kube-cidrx":
+        result = _kube_cidrx(args["kubeconfig"])
+    elif mode == "gcp-cidrx":
+        result = _gcp_cidrx(args["project"], args["location"], args["cluster"])
+    else:
+        raise SystemExit(f"unknown mode {mode}")
+    if args.get("profile"):
+        profiler.disable()
+        profiler.dump_stats(args["profile"])
+    result["rss_mb"] = peak_rss_mb()
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
