@@ -58,13 +58,55 @@ def _warn_foreign_journal(path: str, plan: Plan) -> None:
         click.echo(f"cidrx: warning: {exc.message}; apply will refuse until it is moved", err=True)
 
 
-def make(target: TargetOptions, snapshot_path: str | None, out: str | None, options: PlanOptions, output: str) -> int:
+def make(
+    target: TargetOptions,
+    snapshot_path: str | None,
+    out: str | None,
+    options: PlanOptions,
+    output: str,
+    emit: str | None = None,
+) -> int:
     from cidrx import targets
 
     if options.cidr:
         _check_cidr(options.cidr)
     snap = get_snapshot(target, snapshot_path)
-    return write_plan(targets.make_plan(snap, options), out, output, "expand")
+    plan = targets.make_plan(snap, options)
+    if emit is None:
+        return write_plan(plan, out, output, "expand")
+    if out == "-":  # the HCL instead of the plan's JSON: nothing is saved
+        click.echo(terraform_text(plan, None), nl=False)
+        return 0
+    path = out or default_plan_path(plan)
+    hcl = terraform_text(plan, path)  # before anything is written: a plan it cannot express writes nothing
+    code = write_plan(plan, path, output, "expand")
+    write_atomically(terraform_path(path), hcl)
+    click.echo(f"cidrx: Terraform for plan {plan.plan_id} written to {terraform_path(path)}", err=True)
+    return code
+
+
+def terraform_path(plan_path: str) -> str:
+    """Where `--emit terraform` writes: the plan's path with .json replaced by (or else followed by) .tf."""
+    return (plan_path[: -len(".json")] if plan_path.endswith(".json") else plan_path) + ".tf"
+
+
+def terraform_text(plan: Plan, plan_path: str | None, how: str = "cidrx expand --plan --emit terraform") -> str:
+    """The plan as HCL, with import blocks for what the journal beside `plan_path` says an apply created
+    (only a journal of this very plan counts; another plan's is ignored, as write_plan warns)."""
+    from cidrx.engine.journal import Journal, journal_path
+    from cidrx.render.terraform import render_terraform
+
+    outputs: dict[str, dict[str, object]] = {}
+    if plan_path and journal_path(plan_path).exists():
+        try:
+            journal = Journal.open(plan_path, plan)
+        except InvalidInput:
+            return render_terraform(plan, outputs, generated_by=how)
+        for step in plan.steps:
+            found = journal.outputs_of(step.id)
+            if found:
+                outputs[step.id] = found
+    return render_terraform(plan, outputs, generated_by=how)
 
 
 def write_plan(plan: Plan, out: str | None, output: str, command: str) -> int:
@@ -156,6 +198,13 @@ def apply(target: TargetOptions, plan_path: str, yes: bool, command: str = "expa
 @click.option(
     "-o", "--output", type=click.Choice(PLAN_FORMATS), default="table", show_default=True, help="Plan output format."
 )
+@click.option(
+    "--emit",
+    type=click.Choice(["terraform"]),
+    help="With --plan: also write the plan as Terraform (HCL) to the plan's path with .tf instead of .json, with "
+    "import blocks for what an apply of the same plan recorded in its journal; with --out -, print the HCL "
+    "instead of the plan's JSON. With --apply: after the apply, write that .tf beside the plan file.",
+)
 @click.option("--yes", is_flag=True, help="With --apply: do not ask (required when stdin is not a terminal).")
 def expand(
     target: TargetOptions,
@@ -171,6 +220,7 @@ def expand(
     template: str | None,
     allow_class_e: bool,
     output: str,
+    emit: str | None,
     yes: bool,
 ) -> int:
     """Add pod address space: --plan writes a reviewable plan, --apply PLAN.json carries it out.
@@ -202,7 +252,17 @@ def expand(
         given = [name for name, value in plan_only.items() if value is not None]
         if given:
             raise InvalidInput(f"{', '.join(given)} only work with --plan; the plan file already fixes them")
-        return apply(target, apply_path, yes)
+        code = apply(target, apply_path, yes)
+        if emit:
+            from cidrx.model.plan import load_plan
+
+            tf = terraform_path(apply_path)
+            plan = load_plan(apply_path)
+            write_atomically(
+                tf, terraform_text(plan, apply_path, f"cidrx expand --apply {apply_path} --emit terraform")
+            )
+            click.echo(f"cidrx: Terraform with import blocks for what was applied written to {tf}", err=True)
+        return code
     if yes:
         raise InvalidInput("--yes only works with --apply; --plan never changes anything")
     from cidrx.targets import PlanOptions
@@ -216,4 +276,4 @@ def expand(
         max_pods_per_node=max_pods_per_node,
         allow_class_e=allow_class_e,
     )
-    return make(target, snapshot_path, out, options, output)
+    return make(target, snapshot_path, out, options, output, emit)
