@@ -2,7 +2,8 @@
 
 Why it exists: the budgets are stated for a 2,000-node, 60,000-pod cluster with 600 Whereabouts pools and
 4,096 Calico blocks, and a VPC with 5,000 subnets; nobody has such a cluster at hand, so this module
-builds one in `tests/fakes/kube_server.py` and `tests/fakes/gcp_server.py`. `scale` multiplies every count
+builds one in `tests/fakes/kube_server.py`, `tests/fakes/gcp_server.py` and a moto server (the EKS incident of
+`tests/eks_world.py` with its VPC grown to as many subnets). `scale` multiplies every count
 (`--scale 0.01` is the CI smoke size).
 
 The objects are shaped like a real API server's answers (managedFields, container specs, node images,
@@ -589,3 +590,75 @@ def serve_gcp(sizes: Sizes) -> Iterator[FakeGcp]:
     with FakeGcp(regions=GCP_REGIONS, validate=False) as fake:
         seed_gcp(fake, sizes)
         yield fake
+
+
+AWS_REGION = "ap-southeast-2"
+AWS_CLUSTER = "big"
+# Bulk subnets go into secondary CIDRs of their own, clear of the incident world's 10.0/16 and its peer's 10.1/16.
+AWS_BULK_CIDRS = ("10.2.0.0/16", "10.3.0.0/16", "10.4.0.0/16", "100.64.0.0/16")
+
+
+def aws_env(url: str) -> dict[str, str]:
+    """The environment that points boto3 (in a worker process) at the moto server, with fake keys."""
+    from tests.eks_world import FAKE_AWS_ENV
+
+    return {**FAKE_AWS_ENV, "AWS_ENDPOINT_URL": url}
+
+
+def seed_aws(url: str, sizes: Sizes) -> str:
+    """The EKS incident of tests/eks_world.py, then its VPC grown to `sizes.subnets` subnets (/27s in four
+    associated secondary CIDRs, over three AZs); returns the VPC id.
+
+    The bulk subnets are added through moto's EC2 backend in this process (the server shares it): 5,000
+    CreateSubnet round trips cost minutes in moto, and only the reads are measured.
+    """
+    import boto3
+    from moto.ec2.models import ec2_backends
+
+    from tests.eks_world import ACCOUNT, build_incident
+
+    session = boto3.Session(region_name=AWS_REGION)
+    ec2, eks = session.client("ec2", endpoint_url=url), session.client("eks", endpoint_url=url)
+    world = build_incident(ec2, eks, region=AWS_REGION, cluster=AWS_CLUSTER)
+    for cidr in AWS_BULK_CIDRS:
+        ec2.associate_vpc_cidr_block(VpcId=world.vpc_id, CidrBlock=cidr)
+    backend = ec2_backends[ACCOUNT][AWS_REGION]
+    per_cidr = 1 << (27 - 16)
+    for i in range(max(0, sizes.subnets - len(world.subnet_ids))):
+        base = IPv4Network(AWS_BULK_CIDRS[i // per_cidr]).network_address
+        net = IPv4Network((int(base) + ((i % per_cidr) << 5), 27))
+        backend.create_subnet(
+            world.vpc_id,
+            str(net),
+            availability_zone=f"{AWS_REGION}{'abc'[i % 3]}",
+            tags={"subnet": {"Name": f"bulk-{i:05d}"}},
+        )
+    return world.vpc_id
+
+
+@contextmanager
+def serve_aws(sizes: Sizes) -> Iterator[str]:
+    """A moto server on loopback holding the grown EKS incident; yields its URL."""
+    import logging
+    import os
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one access-log line per request otherwise
+    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "MOTO_EC2_LOAD_DEFAULT_AMIS")}
+    os.environ.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"})
+    os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"] = "false"
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        url = f"http://{host}:{port}"
+        seed_aws(url, sizes)
+        yield url
+    finally:
+        server.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

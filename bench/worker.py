@@ -11,6 +11,11 @@ Modes
   kube-cidrx: collect_with + targets.analyze + JSON rendering; ARGS: {"kubeconfig"}.
   gcp-cidrx: GkeApi + collect_gke + targets.analyze + JSON rendering; ARGS: {"project", "location",
       "cluster"} (endpoint variables in the environment).
+  aws-cidrx: EksApi + collect_eks + targets.analyze + JSON rendering against moto; ARGS: {"region",
+      "cluster", "record"} (AWS_ENDPOINT_URL in the environment); with "record", the result also holds
+      every request botocore sent (method, url, headers, body), for aws-floor to replay.
+  aws-floor: those requests again with http.client on one keep-alive connection, each answer parsed
+      (ElementTree for EC2's XML, json.loads for EKS); ARGS: {"url", "requests"}.
 """
 
 from __future__ import annotations
@@ -34,6 +39,14 @@ KUBE_MODULES = (
     "cidrx.kube.ipam",
     "cidrx.render.jsonout",
     "lightkube",
+)
+AWS_MODULES = (
+    "cidrx.eks.analyze",
+    "cidrx.eks.collect",
+    "cidrx.eks.provider",
+    "cidrx.render.jsonout",
+    "boto3",
+    "botocore.session",
 )
 GCP_MODULES = (
     "cidrx.gke.analyze",
@@ -148,6 +161,88 @@ def _gcp_cidrx(project: str, location: str, cluster: str) -> dict[str, Any]:
     }
 
 
+def _aws_floor(url: str, requests: list[dict[str, Any]]) -> dict[str, Any]:
+    from xml.etree import ElementTree
+
+    parts = urlsplit(url)
+    conn = HTTPConnection(parts.hostname or "127.0.0.1", parts.port)
+    size = 0
+    start = time.perf_counter()
+    for r in requests:
+        target = urlsplit(r["url"])
+        path = target.path + (f"?{target.query}" if target.query else "")
+        conn.request(r["method"], path or "/", body=r["body"].encode() if r["body"] else None, headers=r["headers"])
+        response = conn.getresponse()
+        body = response.read()
+        size += len(body)
+        if response.status >= 300:  # moto's HTML 404 for the add-on API it lacks: read, nothing to parse
+            continue
+        if body.lstrip()[:1] == b"<":
+            ElementTree.fromstring(body)
+        elif body:
+            json.loads(body)
+    wall = time.perf_counter() - start
+    conn.close()
+    return {"wall": wall, "requests": len(requests), "bytes": size}
+
+
+def _aws_cidrx(region: str, cluster: str, record: bool) -> dict[str, Any]:
+    import boto3
+
+    from cidrx import targets
+    from cidrx.eks.api import EksApi
+    from cidrx.eks.collect import collect_eks
+    from cidrx.kube.model import KubeSection
+    from cidrx.model.snapshot import Snapshot, seal
+    from cidrx.model.target import Target
+    from cidrx.render import render_diagnosis
+
+    _preload(AWS_MODULES)
+    session = boto3.Session(region_name=region)
+    sent: list[dict[str, Any]] = []
+    calling: list[str] = [""]
+    if record:
+
+        def name(model: Any, **_: Any) -> None:
+            calling[0] = f"{model.service_model.signing_name}:{model.name}"
+
+        def keep(request: Any, **_: Any) -> None:
+            body = request.body
+            headers = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in request.headers.items()}
+            sent.append(
+                {
+                    "action": calling[0],
+                    "method": request.method,
+                    "url": request.url,
+                    "headers": headers,
+                    "body": body.decode() if isinstance(body, bytes) else (body or ""),
+                }
+            )
+
+        session.events.register("before-call", name)
+        session.events.register("before-send", keep)
+
+    start = time.perf_counter()
+    section = collect_eks(EksApi(region, session=session), cluster)
+    collected = time.perf_counter()
+    target = Target("eks", cluster, region=region)
+    snap = seal(
+        Snapshot(target=target, taken_at="2024-01-01T00:00:00Z", kube=KubeSection(available=False), eks=section)
+    )
+    diagnosis = targets.analyze(snap)
+    out = render_diagnosis(diagnosis, "json")
+    end = time.perf_counter()
+    return {
+        "wall": end - start,
+        "collect": collected - start,
+        "analyze": end - collected,
+        "findings": sorted({f.id for f in diagnosis.findings}),
+        "subnets": len(section.subnets),
+        "output_bytes": len(out),
+        "sent": sent,
+    }
+
+
 def peak_rss_mb() -> float:
     """This process's peak resident set (VmHWM). Not getrusage's ru_maxrss: Linux carries that across
     fork+exec, so a child of the benchmark (which holds the whole estate) would report the parent's size."""
@@ -173,6 +268,10 @@ def main(argv: list[str]) -> None:
         result = _kube_cidrx(args["kubeconfig"])
     elif mode == "gcp-cidrx":
         result = _gcp_cidrx(args["project"], args["location"], args["cluster"])
+    elif mode == "aws-floor":
+        result = _aws_floor(args["url"], args["requests"])
+    elif mode == "aws-cidrx":
+        result = _aws_cidrx(args["region"], args["cluster"], bool(args.get("record")))
     else:
         raise SystemExit(f"unknown mode {mode}")
     if args.get("profile"):

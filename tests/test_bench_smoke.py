@@ -34,6 +34,7 @@ def test_diagnose_bench_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "kube: cidrx diagnose" in out and "gke: cidrx collect" in out
     assert "GET pods" in out and "compute.subnetworks.aggregatedList" in out
+    assert "eks: cidrx collect" in out and "ec2:DescribeSubnets" in out and "eks:DescribeCluster" in out
 
 
 def test_netmath_bench_smoke(capsys: pytest.CaptureFixture[str]) -> None:

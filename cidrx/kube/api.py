@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
@@ -580,10 +581,17 @@ class KubeApi:
             more, _rv, items = generic.handle_response("list", response, request)  # sets params["continue"]
             return more, items
 
-        more = True
-        while more:
-            more, items = self._retry(page)
-            yield from items
+        # The next page is requested while the caller works through this one, so the server's time and
+        # ours overlap instead of adding up (one request in flight at a time, in order; the continue
+        # token of a page is known once it is decoded, before its items are handed out).
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cidrx-list") as fetcher:
+            pending = fetcher.submit(self._retry, page)
+            more = True
+            while more:
+                more, items = pending.result()
+                if more:
+                    pending = fetcher.submit(self._retry, page)
+                yield from items
 
     # ---- reads ----------------------------------------------------------------------------------
 
