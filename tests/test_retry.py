@@ -199,6 +199,44 @@ def test_gcp_classifier() -> None:
     assert gcp(requests.exceptions.SSLError(), write=False) is None
 
 
+def _google_error(status: int, headers: dict[str, str]) -> Exception:
+    """The exception google-api-core's REST transport raises for this HTTP answer (from_http_response)."""
+    import io
+    import json
+
+    import requests
+    from google.api_core import exceptions as gx
+
+    response = requests.Response()
+    response.status_code = status
+    response.headers.update(headers)
+    response.raw = io.BytesIO(json.dumps({"error": {"code": status, "message": "slow down"}}).encode())
+    response.request = requests.Request("GET", "http://127.0.0.1/v1/projects/p1/locations/l/clusters/c").prepare()
+    error = gx.from_http_response(response)  # type: ignore[no-untyped-call]
+    assert isinstance(error, Exception)
+    return error
+
+
+def test_gcp_retry_after_is_slept_as_given(clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    from google.api_core import exceptions as gx
+
+    from cidrx.gke.api import classify as gcp
+
+    monkeypatch.setattr(retry, "wall_clock", datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC).timestamp)
+    throttled = _google_error(429, {"Retry-After": "4"})
+    dated = _google_error(503, {"Retry-After": "Wed, 01 May 2024 12:00:30 GMT"})
+    assert isinstance(throttled, gx.TooManyRequests) and isinstance(dated, gx.ServiceUnavailable)
+    read = Flaky(throttled, dated)
+    assert call_with_retry(read, lambda exc: gcp(exc, write=False), RetryPolicy(max_delay=1.0)) == "ok"
+    assert clock.slept == [4.0, 30.0] and read.calls == 3
+
+    # A write: the 429 is retried after its Retry-After; the 503 is not (the write may have happened).
+    write = Flaky(_google_error(429, {"Retry-After": "2"}), _google_error(503, {"Retry-After": "1"}))
+    with pytest.raises(gx.ServiceUnavailable):
+        call_with_retry(write, lambda exc: gcp(exc, write=True), RetryPolicy(max_delay=1.0))
+    assert clock.slept == [4.0, 30.0, 2.0] and write.calls == 2
+
+
 def test_kube_classifier() -> None:
     import httpx2
 

@@ -69,6 +69,10 @@ Decisions
 Retries: GAPIC reads (get/list) retry ServiceUnavailable and DeadlineExceeded by default (first delay
 0.1 s, real sleep); a test that injects 503 passes ``retry=None`` or a Retry with a tiny delay.
 
+Faults: ``inject`` answers matching requests with an error status (optionally with ``Retry-After``),
+``inject_operation_error`` lets a mutation's operation fail, and ``inject_reset`` drops the connection
+instead of answering (see RESET_MODES), for the clients' connection-error paths.
+
 Error bodies: compute ``{"error": {"code", "message", "errors": [{"message", "domain": "global",
 "reason"}]}}`` (412 adds ``"location": "If-Match", "locationType": "header"``); container
 ``{"error": {"code", "message", "status"}}`` with the gRPC status name.  google.api_core maps them to
@@ -84,6 +88,8 @@ import ipaddress
 import json
 import re
 import secrets
+import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -194,9 +200,15 @@ class RequestRecord:
     method_id: str | None  # discovery method id, e.g. "compute.subnetworks.patch"
 
 
+# How ``inject_reset`` loses a connection: "close" ends it without an answer (FIN), "rst" aborts it
+# (RST: the client reads "connection reset by peer"), both before the request is carried out; "partial"
+# carries the request out and sends the status line, the headers and half the body, then closes.
+RESET_MODES = ("close", "rst", "partial")
+
+
 @dataclass
 class Fault:
-    """A pending injected response (see ``FakeGcp.inject``)."""
+    """A pending injected response (see ``FakeGcp.inject`` and ``inject_reset``)."""
 
     status: int
     method: str | None = None
@@ -204,6 +216,8 @@ class Fault:
     times: int | None = 1  # None: until cleared
     body: Any = None
     hits: int = 0
+    retry_after: int | None = None
+    reset: str | None = None  # one of RESET_MODES: the connection is dropped instead of answered
 
     def matches(self, method: str, path: str) -> bool:
         if self.method is not None and self.method.upper() != method:
@@ -228,6 +242,7 @@ class _Response:
     status: int
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
+    reset: str | None = None  # how the HTTP handler drops the connection instead (RESET_MODES)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -730,12 +745,34 @@ class FakeGcp:
         path_contains: str | None = None,
         times: int | None = 1,
         body: Any = None,
+        retry_after: int | None = None,
     ) -> Fault:
         """Answer the next ``times`` matching (valid) requests with ``status`` (None: until ``clear_faults``).
 
-        The body is ``body`` if given, else the API's error shape for that status.
+        The body is ``body`` if given, else the API's error shape for that status; ``retry_after`` adds a
+        ``Retry-After`` header (seconds), as Google's front ends send with some 429 and 503 answers.
         """
-        fault = Fault(status, method, path_contains, times, body)
+        fault = Fault(status, method, path_contains, times, body, retry_after=retry_after)
+        with self._lock:
+            self._faults.append(fault)
+        return fault
+
+    def inject_reset(
+        self,
+        mode: str = "close",
+        *,
+        method: str | None = None,
+        path_contains: str | None = None,
+        times: int | None = 1,
+    ) -> Fault:
+        """Make the next ``times`` matching (valid) requests lose their connection (``mode``: RESET_MODES).
+
+        "close" and "rst" drop the request unanswered and undone; "partial" does it and cuts its answer
+        off halfway (so a mutation with a partial answer has started its operation).
+        """
+        if mode not in RESET_MODES:
+            raise ValueError(f"reset mode {mode!r} is not one of {RESET_MODES}")
+        fault = Fault(0, method, path_contains, times, reset=mode)
         with self._lock:
             self._faults.append(fault)
         return fault
@@ -761,6 +798,13 @@ class FakeGcp:
 
     def handle(self, method: str, raw_path: str, raw_body: bytes) -> _Response:
         """Serve one request; the HTTP handler only moves bytes."""
+        cut: list[str] = []  # set when a "partial" reset fault matched: the answer is cut off
+        response = self._respond(method, raw_path, raw_body, cut)
+        if cut:
+            response.reset = cut[0]
+        return response
+
+    def _respond(self, method: str, raw_path: str, raw_body: bytes, cut: list[str]) -> _Response:
         split = urlsplit(raw_path)
         path = split.path
         multi = parse_qs(split.query, keep_blank_values=True)
@@ -794,9 +838,14 @@ class FakeGcp:
                     raise GcpError(400, "Invalid request (discovery document): " + "; ".join(problems))
             with self._lock:
                 fault = self._take(self._faults, method, path)
-            if fault is not None:
+            if fault is not None and fault.reset in ("close", "rst"):
+                return _Response(0, b"", reset=fault.reset)
+            if fault is not None and fault.reset == "partial":
+                cut.append(fault.reset)
+            elif fault is not None:
                 payload = fault.body if fault.body is not None else GcpError(fault.status, "injected").body(api)
-                return _Response(fault.status, _encode(payload))
+                headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
+                return _Response(fault.status, _encode(payload), headers)
             if ENUMS_AS_NUMBERS in multi.get("$alt", []) and body is not None:
                 body = self.discovery.decode_enum_numbers(match.method, body)
             handler = self._handlers.get(match.method.id)
@@ -1552,13 +1601,28 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         assert isinstance(self.server, _HTTPServer)
         resp = self.server.fake.handle(method, self.path, body)
+        if resp.reset in ("close", "rst"):
+            self._drop(resp.reset)
+            return
         self.send_response(resp.status)
         self.send_header("Content-Type", "application/json; charset=UTF-8")
         self.send_header("Content-Length", str(len(resp.body)))
         for name, value in resp.headers.items():
             self.send_header(name, value)
         self.end_headers()
+        if resp.reset == "partial":
+            self.wfile.write(resp.body[: len(resp.body) // 2])
+            self.close_connection = True
+            return
         self.wfile.write(resp.body)
+
+    def _drop(self, mode: str) -> None:
+        """End the connection without an answer: a FIN ("close") or, with a zero linger, a RST ("rst")."""
+        self.close_connection = True
+        if mode == "rst":
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.rfile.close()  # the socket closes (and resets) once no file object refers to it
+            self.connection.close()
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silence the per-request stderr log (tests read ``FakeGcp.request_log`` instead)."""

@@ -24,7 +24,8 @@ What it implements
   * Lists: ``limit``/``continue`` (ordered by namespace/name), label selectors, and field selectors
     limited to the fields a real apiserver supports for the type (others are 400).
   * Discovery: ``/version``, ``/api``, ``/api/v1``, ``/apis``, ``/apis/{g}``, ``/apis/{g}/{v}``.
-  * Test hooks: seeding, inspection, a request log, fault injection and an ``on_request`` callback.
+  * Test hooks: seeding, inspection, a request log, fault injection (error answers, and connections
+    dropped instead of answered: ``inject_reset``) and an ``on_request`` callback.
 
 Deliberately missing: watch (405), server-side apply (415), finalizers and graceful deletion (deletes are
 immediate), namespace existence checks, admission and schema validation beyond object names, expired
@@ -39,6 +40,8 @@ import bisect
 import json
 import re
 import secrets
+import socket
+import struct
 import threading
 import time
 import uuid
@@ -727,9 +730,15 @@ class RequestRecord(NamedTuple):
     query: dict[str, str]
 
 
+# How ``inject_reset`` loses a connection: "close" ends it without an answer (FIN), "rst" aborts it
+# (RST: the client reads "connection reset by peer"), both before the request is carried out; "partial"
+# carries the request out and sends the status line, the headers and half the body, then closes.
+RESET_MODES = ("close", "rst", "partial")
+
+
 @dataclass
 class Fault:
-    """A pending injected failure (see ``FakeKubeServer.inject``)."""
+    """A pending injected failure (see ``FakeKubeServer.inject`` and ``inject_reset``)."""
 
     status: int
     method: str | None = None
@@ -739,6 +748,7 @@ class Fault:
     reason: str | None = None
     message: str | None = None
     hits: int = 0
+    reset: str | None = None  # one of RESET_MODES: the connection is dropped instead of answered
 
     def matches(self, method: str, path: str) -> bool:
         if self.method is not None and self.method.upper() != method:
@@ -750,6 +760,7 @@ class Response(NamedTuple):
     status: int
     body: bytes
     headers: dict[str, str]
+    reset: str | None = None  # how the HTTP handler drops the connection instead (RESET_MODES)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1087,6 +1098,26 @@ class FakeKubeServer:
             self._faults.append(fault)
         return fault
 
+    def inject_reset(
+        self,
+        mode: str = "close",
+        *,
+        method: str | None = None,
+        path_contains: str | None = None,
+        times: int | None = 1,
+    ) -> Fault:
+        """Make the next ``times`` matching requests lose their connection (``mode``: see RESET_MODES).
+
+        "close" and "rst" drop the request unanswered and undone; "partial" does it and cuts its answer
+        off halfway (so a write with a partial answer has happened).
+        """
+        if mode not in RESET_MODES:
+            raise ValueError(f"reset mode {mode!r} is not one of {RESET_MODES}")
+        fault = Fault(0, method, path_contains, times, reset=mode)
+        with self._lock:
+            self._faults.append(fault)
+        return fault
+
     def clear_faults(self) -> None:
         with self._lock:
             self._faults.clear()
@@ -1165,7 +1196,9 @@ class FakeKubeServer:
             if self.on_request is not None:
                 self.on_request(record)
             fault = self._take_fault(method, path)
-            if fault is not None:
+            if fault is not None and fault.reset in ("close", "rst"):
+                return Response(0, b"", {}, fault.reset)
+            if fault is not None and fault.reset is None:
                 raise ApiFailure(
                     fault.status,
                     fault.message or f"injected {fault.status} for {method} {path}",
@@ -1173,7 +1206,7 @@ class FakeKubeServer:
                     retry_after=fault.retry_after,
                 )
             status, payload = self._route(method, path, query, content_type, body)
-            return Response(status, _encode(payload), {})
+            return Response(status, _encode(payload), {}, fault.reset if fault is not None else None)
         except ApiFailure as exc:
             headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else {}
             return Response(exc.code, _encode(exc.status()), headers)
@@ -1638,13 +1671,28 @@ class _Handler(BaseHTTPRequestHandler):
         assert isinstance(self.server, _HTTPServer)
         fake = self.server.fake
         resp = fake.handle(method, self.path, self.headers.get("Content-Type", ""), body)
+        if resp.reset in ("close", "rst"):
+            self._drop(resp.reset)
+            return
         self.send_response(resp.status)
         self.send_header("Content-Type", "application/json")  # exactly this, or lightkube won't raise ApiError
         self.send_header("Content-Length", str(len(resp.body)))
         for name, value in resp.headers.items():
             self.send_header(name, value)
         self.end_headers()
+        if resp.reset == "partial":
+            self.wfile.write(resp.body[: len(resp.body) // 2])
+            self.close_connection = True
+            return
         self.wfile.write(resp.body)
+
+    def _drop(self, mode: str) -> None:
+        """End the connection without an answer: a FIN ("close") or, with a zero linger, a RST ("rst")."""
+        self.close_connection = True
+        if mode == "rst":
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.rfile.close()  # the socket closes (and resets) once no file object refers to it
+            self.connection.close()
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silence the per-request stderr log (tests read ``FakeKubeServer.request_log`` instead)."""

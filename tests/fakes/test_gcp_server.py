@@ -610,6 +610,40 @@ def test_injected_faults_surface_as_api_exceptions(
         gke.list_clusters(parent=f"projects/{P}/locations/{R}", retry=None)
 
 
+def test_injected_retry_after_is_a_header(gcp: FakeGcp, gke: container_v1.ClusterManagerClient) -> None:
+    gcp.inject(429, method="GET", path_contains="/clusters/demo-ip", retry_after=4)
+    with pytest.raises(gexc.TooManyRequests) as caught:
+        gke.get_cluster(name=CLUSTER, retry=None)
+    assert caught.value.response.headers["Retry-After"] == "4"
+
+
+@pytest.mark.parametrize(
+    ("mode", "error", "carried_out"),
+    [
+        ("close", "Remote end closed connection without response", False),
+        ("rst", "Connection reset by peer", False),
+        ("partial", "IncompleteRead", True),
+    ],
+)
+def test_injected_reset_drops_the_connection(
+    gcp: FakeGcp, gke: container_v1.ClusterManagerClient, mode: str, error: str, carried_out: bool
+) -> None:
+    import requests
+
+    gcp.inject_reset(mode, method="GET", path_contains="/clusters/demo-ip")
+    with pytest.raises(requests.exceptions.RequestException, match=error):
+        gke.get_cluster(name=CLUSTER, retry=None)
+    assert gke.get_cluster(name=CLUSTER, retry=None).name == "demo-ip"  # answered, on a new connection
+    assert gcp.count("GET", "/clusters/demo-ip") == 2
+
+    gcp.inject_reset(mode, method="POST", path_contains="/nodePools")
+    with pytest.raises(requests.exceptions.RequestException, match=error):
+        gke.create_node_pool(parent=CLUSTER, node_pool=container_v1.NodePool(name="np3", initial_node_count=1))
+    assert (gcp.node_pool(P, R, "demo-ip", "np3") is not None) is carried_out
+    with pytest.raises(ValueError, match="reset mode"):
+        gcp.inject_reset("hangup")
+
+
 def test_unimplemented_method_is_reported_as_a_fake_gap(gcp: FakeGcp, gke: container_v1.ClusterManagerClient) -> None:
     with pytest.raises(gexc.MethodNotImplemented):
         gke.delete_node_pool(name=f"{CLUSTER}/nodePools/nodepool-2")

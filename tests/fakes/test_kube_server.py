@@ -600,6 +600,35 @@ def test_injected_fault_mid_pagination(client: Client, kube_server: FakeKubeServ
     assert err.value.status.code == 503
 
 
+@pytest.mark.parametrize(
+    ("mode", "error", "carried_out"),
+    [
+        ("close", "Server disconnected without sending a response", False),
+        ("rst", "Connection reset by peer", False),
+        ("partial", "peer closed connection without sending complete message body", True),
+    ],
+)
+def test_injected_reset_drops_the_connection(
+    client: Client, kube_server: FakeKubeServer, mode: str, error: str, carried_out: bool
+) -> None:
+    import httpx2
+
+    kube_server.put(node("n1"))
+    kube_server.inject_reset(mode, method="GET", path_contains="/nodes/n1")
+    with pytest.raises(httpx2.TransportError, match=error):
+        client.get(Node, "n1")
+    again = client.get(Node, "n1")  # the next request is answered, on a new connection
+    assert again.metadata is not None and again.metadata.name == "n1"
+    assert kube_server.count("GET", "nodes") == 2
+
+    kube_server.inject_reset(mode, method="POST")
+    with pytest.raises(httpx2.TransportError, match=error):
+        client.create(Node(metadata=ObjectMeta(name="n2")))
+    assert (kube_server.get("", "v1", "nodes", "n2") is not None) is carried_out
+    with pytest.raises(ValueError, match="reset mode"):
+        kube_server.inject_reset("hangup")
+
+
 def test_hook_exception_is_a_500_and_recorded(client: Client, kube_server: FakeKubeServer) -> None:
     def broken(rec: Any) -> None:
         raise RuntimeError("hook bug")
