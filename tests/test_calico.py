@@ -263,3 +263,25 @@ def test_bundled_example_is_the_incident() -> None:
     ids = {f.id for f in findings}
     assert {"CALICO-POOL-BLOCKS-EXHAUSTED", "CALICO-BORROWED-IPS", "CALICO-NODE-WITHOUT-BLOCK"} <= ids
     assert max(f.severity.rank for f in findings) == Severity.CRITICAL.rank
+
+
+def test_collect_leaves_out_objects_whose_numbers_do_not_hold_together(caplog: pytest.LogCaptureFixture) -> None:
+    """The CRDs accept any cidr / blockSize; analysis computes with them (a /40 block of a /16 pool would
+    shift by a negative count), so the collector keeps them out of the snapshot and says so."""
+    from cidrx.calico.collect import section_from
+
+    pools = [
+        {"metadata": {"name": "bad-size"}, "spec": {"cidr": "10.0.0.0/16", "blockSize": 40}},
+        {"metadata": {"name": "bad-cidr"}, "spec": {"cidr": "10.1.0.1/16"}},
+        {"metadata": {"name": "good"}, "spec": {"cidr": "10.2.0.0/16", "blockSize": 26}},
+    ]
+    blocks = [
+        {"metadata": {"name": "x"}, "spec": {"cidr": "x", "allocations": []}},
+        {"metadata": {"name": "10-2-0-0-26"}, "spec": {"cidr": "10.2.0.0/26", "allocations": [None] * 64}},
+    ]
+    with caplog.at_level("WARNING", logger="cidrx.calico.collect"):
+        section = section_from(pools, blocks, [], [], [])
+    assert [p.name for p in section.pools] == ["good"]
+    assert [b.name for b in section.blocks] == ["10-2-0-0-26"]
+    text = caplog.text
+    assert "IPPool bad-size: has block_size 40" in text and "IPPool bad-cidr" in text and "IPAMBlock x" in text

@@ -6,8 +6,9 @@ Calico is read here once, one paginated list per resource type, and nothing else
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cidrx.calico.model import (
     DEFAULT_BLOCK_SIZE,
@@ -19,6 +20,7 @@ from cidrx.calico.model import (
     IPAMHandle,
     IPPool,
 )
+from cidrx.model import validation
 from cidrx.model.plan import DIGEST_TAG
 
 if TYPE_CHECKING:
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
 
 GROUP, VERSION = "crd.projectcalico.org", "v1"
 JSON = Mapping[str, Any]
+_Named = TypeVar("_Named", IPPool, IPAMBlock)
+log = logging.getLogger(__name__)
 
 
 def collect_calico(api: KubeApi) -> CalicoSection:
@@ -52,12 +56,27 @@ def section_from(
         if _meta(obj).get("name") == "default":
             config = config_from(obj)
     return CalicoSection(
-        pools=tuple(sorted((pool_from(p) for p in pools), key=lambda p: p.name)),
-        blocks=tuple(sorted((block_from(b) for b in blocks), key=lambda b: b.name)),
+        pools=tuple(sorted(_sound((pool_from(p) for p in pools), "IPPool"), key=lambda p: p.name)),
+        blocks=tuple(sorted(_sound((block_from(b) for b in blocks), "IPAMBlock"), key=lambda b: b.name)),
         affinities=tuple(sorted((affinity_from(a) for a in affinities), key=lambda a: a.name)),
         handles=tuple(sorted((handle_from(h) for h in handles), key=lambda h: h.name)),
         config=config,
     )
+
+
+def _sound(objects: Iterable[_Named], kind: str) -> Iterator[_Named]:
+    """The objects whose addresses and sizes hold together; others are left out with a warning.
+
+    The CRDs validate little (a hand-applied IPPool may carry any cidr or blockSize), and analysis
+    computes with these values; a snapshot file with them would also be refused at load.
+    """
+    for obj in objects:
+        problem = next(validation.problems(obj), None)
+        if problem is None:
+            yield obj
+        else:
+            where = f"{problem.path[2:]} " if problem.path != "$" else ""
+            log.warning("ignoring Calico %s %s: %s%s", kind, obj.name or "(unnamed)", where, problem.text)
 
 
 def _meta(obj: JSON) -> JSON:

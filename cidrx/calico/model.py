@@ -8,7 +8,10 @@ block's allocations and affinity, and the IPAM config; these frozen records keep
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
+
+from cidrx.model.validation import IpCidr, first_problem, repeated
 
 DEFAULT_BLOCK_SIZE = 26  # IPPool spec.blockSize default for IPv4
 # Attribute secondary.type values Calico writes for the node's own tunnel/WireGuard addresses: these have
@@ -27,7 +30,7 @@ TUNNEL_TYPES = frozenset(
 @dataclass(frozen=True)
 class IPPool:
     name: str
-    cidr: str
+    cidr: IpCidr
     block_size: int = DEFAULT_BLOCK_SIZE
     disabled: bool = False
     node_selector: str = ""  # "" and "all()" select every node
@@ -35,6 +38,14 @@ class IPPool:
     vxlan_mode: str = ""
     nat_outgoing: bool = False
     plan_label: str = ""  # metadata.labels["cidrx.io/plan"] of pools cidrx created
+
+    def invariant_problem(self) -> str | None:
+        """Blocks are carved out of the pool: their prefix lies between the pool's and the address length."""
+        net = ipaddress.ip_network(self.cidr)
+        if not net.prefixlen <= self.block_size <= net.max_prefixlen:
+            sizes = f"/{net.prefixlen} to /{net.max_prefixlen}"
+            return f"has block_size {self.block_size}; blocks of a {self.cidr} pool are {sizes}"
+        return None
 
 
 @dataclass(frozen=True)
@@ -62,7 +73,7 @@ class AllocationAttribute:
 @dataclass(frozen=True)
 class IPAMBlock:
     name: str
-    cidr: str
+    cidr: IpCidr
     affinity: str | None = None  # "host:<node>"
     # allocations[ordinal] indexes attributes (None: free); ordinal = offset from the block's first address.
     allocations: tuple[int | None, ...] = ()
@@ -83,6 +94,14 @@ class IPAMBlock:
     def used(self) -> int:
         return sum(1 for a in self.allocations if a is not None)
 
+    def invariant_problem(self) -> str | None:
+        """Calico keeps one allocation slot per address of the block: a slot past its end addresses nothing
+        (checked when a snapshot is loaded, see cidrx.model.validation)."""
+        size = ipaddress.ip_network(self.cidr).num_addresses
+        if len(self.allocations) > size:
+            return f"has {len(self.allocations)} allocation slots, but the {self.cidr} block has {size} addresses"
+        return None
+
     def attribute(self, ordinal: int) -> AllocationAttribute | None:
         index = self.allocations[ordinal] if 0 <= ordinal < len(self.allocations) else None
         if index is None or not 0 <= index < len(self.attributes):
@@ -94,7 +113,7 @@ class IPAMBlock:
 class BlockAffinity:
     name: str
     node: str
-    cidr: str
+    cidr: IpCidr
     state: str = "confirmed"  # confirmed | pending | pendingDeletion
     deleted: bool = False
     resource_version: str = ""
@@ -104,7 +123,7 @@ class BlockAffinity:
 class IPAMHandle:
     name: str
     handle_id: str
-    blocks: dict[str, int] = field(default_factory=dict)  # block CIDR -> addresses held
+    blocks: dict[IpCidr, int] = field(default_factory=dict)  # block CIDR -> addresses held
     resource_version: str = ""
 
 
@@ -124,3 +143,11 @@ class CalicoSection:
     affinities: tuple[BlockAffinity, ...] = ()
     handles: tuple[IPAMHandle, ...] = ()
     config: IPAMConfig | None = None
+
+    def invariant_problem(self) -> str | None:
+        return first_problem(
+            repeated("pools", self.pools, lambda p: p.name, "IPPool"),
+            repeated("blocks", self.blocks, lambda b: b.name, "IPAMBlock"),
+            repeated("affinities", self.affinities, lambda a: a.name, "BlockAffinity"),
+            repeated("handles", self.handles, lambda h: h.name, "IPAMHandle"),
+        )

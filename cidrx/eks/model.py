@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cidrx.model.validation import Ipv4AddrOrCidr, Ipv4Cidr, first_problem, repeated
+
 
 @dataclass(frozen=True)
 class EksCluster:
@@ -22,7 +24,7 @@ class EksCluster:
 
 @dataclass(frozen=True)
 class VpcCidr:
-    cidr: str
+    cidr: Ipv4Cidr
     association_id: str
     state: str  # associating | associated | disassociating | disassociated | failing | failed
 
@@ -30,7 +32,7 @@ class VpcCidr:
 @dataclass(frozen=True)
 class Vpc:
     vpc_id: str
-    primary_cidr: str
+    primary_cidr: Ipv4Cidr
     cidrs: tuple[VpcCidr, ...]
     tags: dict[str, str] = field(default_factory=dict)
 
@@ -39,7 +41,7 @@ class Vpc:
 class Subnet:
     subnet_id: str
     vpc_id: str
-    cidr: str
+    cidr: Ipv4Cidr
     az: str
     az_id: str
     available_ips: int
@@ -47,8 +49,8 @@ class Subnet:
     tags: dict[str, str] = field(default_factory=dict)
     # Addresses and /28 prefixes held by ENIs in this subnet, and CIDR reservations: with the
     # AWS-reserved addresses they are the occupied space for the free /28 count (prefix delegation).
-    used: tuple[str, ...] = ()
-    reservations: tuple[str, ...] = ()
+    used: tuple[Ipv4AddrOrCidr, ...] = ()
+    reservations: tuple[Ipv4Cidr, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ class RouteTable:
     route_table_id: str
     main: bool
     subnet_ids: tuple[str, ...]
-    destinations: tuple[str, ...]  # IPv4 destination CIDRs of its routes
+    destinations: tuple[Ipv4Cidr, ...]  # IPv4 destination CIDRs of its routes
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -65,7 +67,7 @@ class Peering:
     peering_id: str
     status: str
     peer_vpc_id: str
-    cidrs: tuple[str, ...]  # the other side's CIDRs: occupied for us
+    cidrs: tuple[Ipv4Cidr, ...]  # the other side's CIDRs: occupied for us
 
 
 @dataclass(frozen=True)
@@ -118,3 +120,12 @@ class EksSection:
     instance_types: tuple[InstanceType, ...]
     vpc_cni_addon: Addon | None
     vpc_cidr_quota: int = 5
+
+    def invariant_problem(self) -> str | None:
+        return first_problem(
+            repeated("subnets", self.subnets, lambda s: s.subnet_id, "subnet"),
+            repeated("route_tables", self.route_tables, lambda r: r.route_table_id, "route table"),
+            repeated("peerings", self.peerings, lambda p: p.peering_id, "peering"),
+            repeated("nodegroups", self.nodegroups, lambda n: n.name, "node group"),
+            repeated("instance_types", self.instance_types, lambda t: t.name, "instance type"),
+        )

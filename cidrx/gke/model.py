@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from cidrx.model.validation import IpCidrOrEmpty, Ipv4AddrOrCidrOrEmpty, Ipv4CidrOrEmpty, first_problem, repeated
+
 
 @dataclass(frozen=True)
 class PodRangeInfo:
@@ -30,15 +32,15 @@ class GkeCluster:
     autopilot: bool
     default_max_pods_per_node: int  # default_max_pods_constraint.max_pods_per_node (110 when unset)
     pod_range_name: str  # ip_allocation_policy.cluster_secondary_range_name
-    pod_cidr: str  # ip_allocation_policy.cluster_ipv4_cidr_block
+    pod_cidr: Ipv4CidrOrEmpty  # ip_allocation_policy.cluster_ipv4_cidr_block
     services_range_name: str = ""
-    services_cidr: str = ""
+    services_cidr: Ipv4CidrOrEmpty = ""
     default_pod_range_utilization: float | None = None  # default_pod_ipv4_range_utilization
     additional_pod_ranges: tuple[PodRangeInfo, ...] = ()
     self_link: str = ""
     version: str = ""
     # private_cluster_config.master_ipv4_cidr_block: the control plane's /28, occupied like any range.
-    master_ipv4_cidr_block: str = ""
+    master_ipv4_cidr_block: Ipv4CidrOrEmpty = ""
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ class NodePool:
     max_pods_per_node: int
     pod_ipv4_cidr_size: int  # prefix length of each node's pod block, e.g. 24
     pod_range: str  # network_config.pod_range (secondary range name)
-    pod_cidr: str  # network_config.pod_ipv4_cidr_block
+    pod_cidr: Ipv4CidrOrEmpty  # network_config.pod_ipv4_cidr_block
     autoscaling: Autoscaling = field(default_factory=Autoscaling)
     pod_range_utilization: float | None = None  # network_config.pod_ipv4_range_utilization
     instance_group_count: int = 0  # len(instance_group_urls): one per zone
@@ -78,7 +80,7 @@ class NodePool:
 @dataclass(frozen=True)
 class SecondaryRange:
     range_name: str
-    ip_cidr_range: str
+    ip_cidr_range: Ipv4CidrOrEmpty
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,7 @@ class Subnetwork:
     name: str
     region: str
     network: str  # network name
-    ip_cidr_range: str
+    ip_cidr_range: Ipv4CidrOrEmpty
     secondary_ranges: tuple[SecondaryRange, ...] = ()
     fingerprint: str = ""  # required by subnetworks.patch; a stale one gets 412
     self_link: str = ""
@@ -97,7 +99,7 @@ class Subnetwork:
 class PeeringRoute:
     """A route imported over a VPC peering (networks.listPeeringRoutes, direction INCOMING)."""
 
-    dest_range: str
+    dest_range: IpCidrOrEmpty  # IPv6 when the peering exchanges IPv6 routes
     peering: str
     region: str = ""
 
@@ -107,7 +109,7 @@ class ReservedRange:
     """A global internal address range (globalAddresses, purpose VPC_PEERING): private services access."""
 
     name: str
-    cidr: str  # address/prefix_length
+    cidr: Ipv4AddrOrCidrOrEmpty  # address/prefix_length
     purpose: str
 
 
@@ -121,3 +123,9 @@ class GkeSection:
     peerings: tuple[str, ...] = ()  # peering names on the network
     peering_routes: tuple[PeeringRoute, ...] = ()
     reserved_ranges: tuple[ReservedRange, ...] = ()
+
+    def invariant_problem(self) -> str | None:
+        return first_problem(
+            repeated("node_pools", self.node_pools, lambda p: p.name, "node pool"),
+            repeated("subnets", self.subnets, lambda s: (s.region, s.name), "subnet (region, name)"),
+        )

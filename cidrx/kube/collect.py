@@ -9,6 +9,7 @@ on a list cidrx needs is an error (exit 6), because a silently partial snapshot 
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
@@ -186,6 +187,16 @@ def _int_or_none(value: Any) -> int | None:
         return None
 
 
+def _is_address(text: str) -> bool:
+    """Whether `text` is an IP address. Node addresses and the network-status annotation are free text to
+    the API server; the snapshot keeps only real addresses (what loading one checks, cidrx.model.validation)."""
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
 def node_from(obj: JSON) -> KubeNode:
     labels = _get(obj, "metadata", "labels") or {}
     status = obj.get("status") or {}
@@ -200,7 +211,7 @@ def node_from(obj: JSON) -> KubeNode:
         created=str(_get(obj, "metadata", "creationTimestamp") or ""),
         ready=ready,
         pod_cidrs=tuple(str(c) for c in cidrs),
-        internal_ip=str(internal),
+        internal_ip=str(internal) if _is_address(str(internal)) else "",
         allocatable_pods=_int_or_none(_get(status, "allocatable", "pods")),
         pool=_first_label(labels, POOL_LABELS),
     )
@@ -254,7 +265,7 @@ def network_status_ips(annotations: JSON) -> tuple[list[str], bool]:
     if not isinstance(entries, list):
         return [], False
     ips = [str(ip) for e in entries if isinstance(e, Mapping) for ip in e.get("ips") or []]
-    return ips, True
+    return [ip for ip in ips if _is_address(ip)], True
 
 
 def pod_state_from(pod: JSON) -> PodState:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cidrx.calico.model import CalicoSection
+from cidrx.model.validation import IpAddr, IpAddrOrEmpty, IpCidr, first_problem, repeated
 from cidrx.whereabouts.model import WhereaboutsSection
 
 
@@ -18,8 +19,8 @@ class KubeNode:
     instance_type: str
     created: str
     ready: bool = True
-    pod_cidrs: tuple[str, ...] = ()
-    internal_ip: str = ""
+    pod_cidrs: tuple[IpCidr, ...] = ()
+    internal_ip: IpAddrOrEmpty = ""
     allocatable_pods: int | None = None
     pool: str = ""  # node group / node pool label when present
 
@@ -91,7 +92,7 @@ class PodState:
     phase: str  # Pending, Running, ... ("" when the API gave none)
     node: str
     # status.podIPs plus every address in the k8s.v1.cni.cncf.io/network-status annotation (Multus).
-    ips: tuple[str, ...] = ()
+    ips: tuple[IpAddr, ...] = ()
     # True when the network-status annotation was present (so a missing IP there means something).
     has_network_status: bool = False
     uid: str = ""
@@ -109,7 +110,7 @@ class NodeIpamConfig:
     `source`: where cidrx read it (the static pod or the kubeadm-config ConfigMap).
     """
 
-    cluster_cidrs: tuple[str, ...]
+    cluster_cidrs: tuple[IpCidr, ...]
     node_mask_v4: int | None
     source: str
     allocate_node_cidrs: bool = True
@@ -135,3 +136,10 @@ class KubeSection:
     calico: CalicoSection | None = None
     whereabouts: WhereaboutsSection | None = None
     node_ipam: NodeIpamConfig | None = None
+
+    def invariant_problem(self) -> str | None:
+        return first_problem(
+            repeated("nodes", self.nodes, lambda n: n.name, "node"),
+            repeated("ipam_pods", self.ipam_pods, lambda p: p.key, "pod"),
+            repeated("eniconfigs", self.eniconfigs, lambda e: e.name, "ENIConfig"),
+        )

@@ -71,6 +71,8 @@ def load_plan(path: str | Path) -> Plan:
     plan = codec.loads(data, Plan, what=f"plan {p}")
     if plan.schema != PLAN_SCHEMA:
         raise InvalidInput(f"plan {p} has schema {plan.schema!r}; this cidrx applies {PLAN_SCHEMA}")
+    if not plan.digest:
+        raise InvalidInput(f"plan {p} has no digest; make it with --plan")
     if plan.digest != digest_of(plan):
         raise InvalidInput(f"plan {p} was modified after it was made (digest mismatch); make a new one with --plan")
     ids = [s.id for s in plan.steps]

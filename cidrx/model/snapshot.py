@@ -17,6 +17,7 @@ from cidrx.gke.model import GkeSection
 from cidrx.kube.model import KubeSection
 from cidrx.model import codec
 from cidrx.model.target import Target
+from cidrx.model.validation import check_values
 
 SNAPSHOT_SCHEMA = "cidrx.snapshot/v1"
 
@@ -48,17 +49,27 @@ def load_snapshot(path: str | Path) -> Snapshot:
         data = p.read_bytes()
     except OSError as exc:
         raise InvalidInput(f"cannot read snapshot {p}: {exc.strerror or exc}") from None
+    return parse_snapshot(data, f"snapshot {p}")
+
+
+def parse_snapshot(data: bytes, what: str) -> Snapshot:
+    """The snapshot in `data` (`what` names it in errors, e.g. "snapshot on stdin"), refused with one
+    InvalidInput line when it is not one, was edited after it was taken, or holds a value that is not
+    what its field says (a CIDR that is not one): analysis and planning trust what passes here."""
     head = data[:4096]
     if b"cidrx.snapshot/" not in head and b'"schema"' not in data:
         if data.lstrip()[:1] == b"{":
             # `schema` is written last, so a truncated snapshot lacks it too: report the truncation.
-            codec.loads(data, dict[str, object], what=f"snapshot {p}")
-        raise InvalidInput(f"{p} is not a cidrx snapshot (no schema field); make one with `cidrx snapshot`")
-    snap = codec.loads(data, Snapshot, what=f"snapshot {p}")
+            codec.loads(data, dict[str, object], what=what)
+        raise InvalidInput(f"{what} has no schema field: it is not a cidrx snapshot; make one with `cidrx snapshot`")
+    snap = codec.loads(data, Snapshot, what=what)
     if snap.schema != SNAPSHOT_SCHEMA:
-        raise InvalidInput(f"snapshot {p} has schema {snap.schema!r}; this cidrx reads {SNAPSHOT_SCHEMA}")
-    if snap.fingerprint and snap.fingerprint != fingerprint_of(snap):
-        raise InvalidInput(f"snapshot {p} was edited after it was taken (fingerprint mismatch)")
+        raise InvalidInput(f"{what} has schema {snap.schema!r}; this cidrx reads {SNAPSHOT_SCHEMA}")
+    if not snap.fingerprint:
+        raise InvalidInput(f"{what} has no fingerprint; make it with `cidrx snapshot`")
+    if snap.fingerprint != fingerprint_of(snap):
+        raise InvalidInput(f"{what} was edited after it was taken (fingerprint mismatch)")
+    check_values(snap, what, hint="take a new one with `cidrx snapshot`")
     return snap
 
 

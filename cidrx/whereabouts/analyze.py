@@ -323,6 +323,13 @@ def _pool(
     return cap, findings
 
 
+def _address_order(ip: str) -> tuple[int, int]:
+    """IPv4 before IPv6, then numeric: dual-stack pools put both families in one list (and ipaddress
+    refuses to compare across them)."""
+    addr = ipaddress.ip_address(ip)
+    return addr.version, int(addr)
+
+
 def _duplicates(section: WhereaboutsSection) -> list[Finding]:
     """Addresses held by more than one allocation on the same network (pools of different network_name
     are separate networks and may reuse addresses)."""
@@ -332,7 +339,7 @@ def _duplicates(section: WhereaboutsSection) -> list[Finding]:
             if a.ip:
                 holders.setdefault((pool.network_name, a.ip), []).append((pool, a))
     findings: list[Finding] = []
-    for (network, ip), held in sorted(holders.items(), key=lambda kv: (kv[0][0], ipaddress.ip_address(kv[0][1]))):
+    for (network, ip), held in sorted(holders.items(), key=lambda kv: (kv[0][0], _address_order(kv[0][1]))):
         if len(held) < 2:
             continue
         pods = sorted({a.podref or "no pod" for _, a in held})

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cidrx.model.validation import IpAddrOrEmpty, IpCidr, IpCidrOrEmpty, first_problem, repeated
+
 GROUP, VERSION = "whereabouts.cni.cncf.io", "v1alpha1"
 POOLS, RESERVATIONS = "ippools", "overlappingrangeipreservations"
 NAD_GROUP, NAD_VERSION, NADS = "k8s.cni.cncf.io", "v1", "network-attachment-definitions"
@@ -37,7 +39,7 @@ class Allocation:
     """One entry of IPPool spec.allocations."""
 
     offset: str  # the key exactly as stored: decimal offset from the range's network address
-    ip: str  # the address it decodes to; "" when the key is not a valid offset into the range
+    ip: IpAddrOrEmpty  # the address it decodes to; "" when the key is not a valid offset into the range
     podref: str  # "namespace/name" ("" when the entry names no pod, as very old releases wrote)
     ifname: str = ""
     id: str = ""  # container id
@@ -47,7 +49,7 @@ class Allocation:
 class WhereaboutsPool:
     name: str
     namespace: str
-    range: str  # spec.range (a CIDR)
+    range: str  # spec.range as stored (raw evidence: a corrupt one is reported, not refused)
     allocations: tuple[Allocation, ...] = ()
     resource_version: str = ""
 
@@ -69,10 +71,10 @@ class NetworkRange:
     """One range of a Whereabouts IPAM config (the top-level `range` or one `ipRanges[]` entry)."""
 
     nad: str  # "namespace/name" of the NetworkAttachmentDefinition
-    range: str  # the network as a CIDR ("" when the config's range could not be read)
-    range_start: str = ""  # first usable address ("" = from the network's start)
-    range_end: str = ""  # last usable address ("" = to the network's end)
-    exclude: tuple[str, ...] = ()
+    range: IpCidrOrEmpty  # the network as a CIDR ("" when the config's range could not be read)
+    range_start: IpAddrOrEmpty = ""  # first usable address ("" = from the network's start)
+    range_end: IpAddrOrEmpty = ""  # last usable address ("" = to the network's end)
+    exclude: tuple[IpCidr, ...] = ()
     network_name: str = ""
     written: str = ""  # the range exactly as configured (e.g. "10.0.0.10-10.0.0.20/24")
     problem: str = ""  # why the range is unusable, when it is
@@ -118,3 +120,10 @@ class WhereaboutsSection:
     ranges: tuple[NetworkRange, ...] = ()
     overlapping: tuple[OverlappingReservation, ...] = ()
     nads: tuple[NadConfig, ...] = ()
+
+    def invariant_problem(self) -> str | None:
+        return first_problem(
+            repeated("pools", self.pools, lambda p: p.key, "IPPool"),
+            repeated("overlapping", self.overlapping, lambda r: (r.namespace, r.name), "reservation"),
+            repeated("nads", self.nads, lambda n: n.key, "NetworkAttachmentDefinition"),
+        )
