@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from ipaddress import ip_address, ip_network
@@ -204,12 +204,14 @@ def collect_for_plan(plan: Plan, opts: TargetOptions) -> Snapshot:
     return seal(Snapshot(target=plan.target, taken_at=taken_at, kube=_collect_kube(opts, plan.target.provider)))
 
 
-def check_drift(plan: Plan, snapshot: Snapshot) -> None:
-    """Raise StalePlan (exit 4) when what `plan` relied on no longer holds in `snapshot`."""
+def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> None:
+    """Raise StalePlan (exit 4) when what `plan` relied on no longer holds in `snapshot`. `begun`: the steps
+    an earlier apply started (per the journal); in-cluster reclaim plans cannot tell their own deletions
+    from someone else's without it."""
     if is_ipam_plan(plan):
         from cidrx.kube import ipam
 
-        ipam.check_drift(plan, snapshot)
+        ipam.check_drift(plan, snapshot, begun)
         return
     provider(plan.target).check_drift(plan, snapshot)
 
@@ -246,7 +248,8 @@ def apply_plan(
             waiter=Waiter(report=progress.waiting, report_every=progress.report_every),
             progress=progress,
         )
-        result = run_plan(plan, executors, ctx, journal, preflight=lambda: check_drift(plan, snapshot))
+        begun = frozenset(e.step for e in journal.events)
+        result = run_plan(plan, executors, ctx, journal, preflight=lambda: check_drift(plan, snapshot, begun))
     finally:
         if kube is not None:
             kube.close()

@@ -9,7 +9,9 @@ Offline rows use the bundled examples; live rows use the real clients against mo
 GCP fake (GKE) and the fake Kubernetes API server. Faults on a single call are injected the way the
 clouds send them: a botocore `before-send` handler answering one EC2 operation (registered through
 botocore's list of built-in handlers, as moto registers its own, so the session cidrx creates gets it),
-`FakeGcp.inject` and `FakeKubeServer.inject`.
+`FakeGcp.inject` and `FakeKubeServer.inject`. Ctrl-C is pressed right after a write reached the server:
+for AWS from a `before-send` handler, for GKE and Kubernetes by wrapping the HTTP transport their clients
+send through (`requests` under google-cloud's REST transport, `httpx2` under lightkube).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from tests.fakes.kube_server import FakeKubeServer
 from tests.test_cli import one_line_error, sample_plan, seed_cluster
 
 REPO = Path(__file__).resolve().parent.parent
+WRITES = ("POST", "PUT", "PATCH", "DELETE")
 EKS_EX = str(REPO / "examples" / "eks-demo-ip.snapshot.json")
 GKE_EX = str(REPO / "examples" / "gke-demo-ip.snapshot.json")
 WB_EX = str(REPO / "examples" / "whereabouts-stale.snapshot.json")
@@ -377,6 +380,28 @@ def test_eks_missing_credentials_is_6(monkeypatch: pytest.MonkeyPatch) -> None:
     check(result, 6, "no AWS credentials found")
 
 
+def test_eks_unknown_region_is_2_before_any_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.eks_world import fake_aws_env
+
+    fake_aws_env(monkeypatch)
+    sent: list[str] = []
+    hook_aws(monkeypatch, "before-send", lambda request, **_: sent.append(request.url))
+    result = invoke(["diagnose", "--eks", "--region", "xx-fake-1", "--cluster", "demo-ip", "--no-kube"])
+    check(result, 2, "unknown AWS region 'xx-fake-1'")
+    assert "check --region" in result.stderr
+    assert sent == []  # refused from botocore's own region list: no DNS lookup, no connection retries
+
+
+def test_eks_unknown_region_with_an_endpoint_override_goes_to_the_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    """AWS_ENDPOINT_URL (a private endpoint, an emulator) is the user's word: the region is not judged."""
+    from tests.eks_world import fake_aws_env
+
+    fake_aws_env(monkeypatch, AWS_ENDPOINT_URL="http://127.0.0.1:9")  # the discard port: nothing answers
+    result = invoke(["diagnose", "--eks", "--region", "xx-fake-1", "--cluster", "demo-ip", "--no-kube"])
+    check(result, 6, "cannot reach http://127.0.0.1:9")
+    assert "unknown AWS region" not in result.stderr
+
+
 def test_eks_journal_of_another_plan_is_refused(eks: tuple[Any, Any], tmp_path: Path) -> None:
     session, world = eks
     plan_path = tmp_path / "plan.json"
@@ -472,6 +497,85 @@ def test_gke_anonymous_without_an_endpoint_override_is_2(gcp: FakeGcp, monkeypat
     check(invoke(["diagnose", *GKE, "--no-kube"]), 2, "only allowed with an endpoint override")
 
 
+def test_gke_unknown_location_is_6_and_names_it(gcp: FakeGcp) -> None:
+    argv = ["diagnose", "--gke", "--project", gke_world.PROJECT, "--location", "xx-fake1"]
+    result = invoke([*argv, "--cluster", gke_world.CLUSTER, "--no-kube"])
+    check(result, 6, f"GKE cluster '{gke_world.CLUSTER}' in {gke_world.PROJECT}/xx-fake1 not found")
+    assert "check --project, --location and --cluster" in result.stderr
+
+
+def gcp_writes(fake: FakeGcp) -> list[str]:
+    return [f"{r.method} {r.path}" for r in fake.request_log if r.method in WRITES and "/operations/" not in r.path]
+
+
+def ctrl_c_after_sending(monkeypatch: pytest.MonkeyPatch, method: str, path_part: str) -> list[str]:
+    """Ctrl-C right after the first `method` request whose URL contains `path_part` reached the server,
+    before its answer is read (google-cloud's REST transport sends through `requests`, lightkube through
+    httpx2): the write happened, the CLI never heard back. Returns the URLs interrupted."""
+    import httpx2
+    import requests.adapters
+
+    hit: list[str] = []
+    send, handle = requests.adapters.HTTPAdapter.send, httpx2.HTTPTransport.handle_request
+
+    def press(verb: str, url: str) -> None:
+        if not hit and verb == method and path_part in url:
+            hit.append(url)
+            raise KeyboardInterrupt
+
+    def requests_send(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        response = send(self, request, *args, **kwargs)
+        press(str(request.method), str(request.url))
+        return response
+
+    def httpx_handle(self: Any, request: Any) -> Any:
+        response = handle(self, request)
+        press(str(request.method), str(request.url))
+        return response
+
+    monkeypatch.setattr(requests.adapters.HTTPAdapter, "send", requests_send)
+    monkeypatch.setattr(httpx2.HTTPTransport, "handle_request", httpx_handle)
+    return hit
+
+
+def _gke_plan(tmp_path: Path) -> tuple[Path, Plan]:
+    path = tmp_path / "plan.json"
+    made = invoke(["expand", *GKE, "--no-kube", "--plan", "--strategy", "node-pool", "--out", str(path)])
+    assert made.exit_code == 0, made.output
+    return path, load_plan(path)
+
+
+def test_gke_ctrl_c_during_apply_is_5_and_the_same_command_converges(
+    gcp: FakeGcp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, plan = _gke_plan(tmp_path)
+    hit = ctrl_c_after_sending(monkeypatch, "PATCH", f"/subnetworks/{gke_world.SUBNET}")
+    apply = ["expand", "--apply", str(path), "--yes", "--no-kube"]
+    check(invoke(apply), 5, "run the same command again to resume")
+    assert len(hit) == 1
+    assert "interrupted" in Path(f"{path}.journal.jsonl").read_text()
+    gcp.finish_operations()  # the subnet patch the interrupted run sent finishes meanwhile
+
+    again = invoke(apply)
+    assert again.exit_code == 0, again.output
+    subnet = gcp.subnet(gke_world.PROJECT, gke_world.REGION, gke_world.SUBNET)
+    assert subnet is not None
+    names = [r["rangeName"] for r in subnet["secondaryIpRanges"]]
+    assert names == [gke_world.POD_RANGE, gke_world.SERVICES_RANGE, plan.basis["range_name"]]  # added once
+    pool = gcp.node_pool(gke_world.PROJECT, gke_world.LOCATION, gke_world.CLUSTER, plan.basis["node_pool_name"])
+    assert pool is not None and pool["networkConfig"]["podRange"] == plan.basis["range_name"]
+    assert [w.split()[0] for w in gcp_writes(gcp)] == ["PATCH", "POST"]  # each write once, in both runs
+
+
+def test_gke_journal_of_another_plan_is_refused(gcp: FakeGcp, tmp_path: Path) -> None:
+    path, _plan = _gke_plan(tmp_path)
+    other = {"ts": "2023-11-04T01:20:00.000Z", "plan_digest": "0" * 64, "step": "add-secondary-range", "event": "done"}
+    Path(f"{path}.journal.jsonl").write_text(json.dumps(other) + "\n")
+    gcp.reset_log()
+    check(invoke(["expand", "--apply", str(path), "--yes", "--no-kube"]), 2, "belongs to another plan")
+    assert gcp_writes(gcp) == []
+
+
 # --- plain Kubernetes through the fake API server ------------------------------------------------------
 
 
@@ -495,6 +599,65 @@ def test_k8s_unreachable_api_server_is_6(tmp_path: Path) -> None:
     with FakeKubeServer() as server:
         kubeconfig = str(server.kubeconfig(tmp_path / "kubeconfig"))
     check(invoke(["diagnose", "--k8s", "--kubeconfig", kubeconfig]), 6, "cannot read k8s:")
+
+
+def test_k8s_expired_token_is_6_and_says_to_refresh(kube_server: FakeKubeServer, tmp_path: Path) -> None:
+    kubeconfig = str(kube_server.kubeconfig(tmp_path / "kubeconfig"))
+    kube_server.inject(401, times=None, reason="Unauthorized", message="Unauthorized")
+    result = invoke(["diagnose", "--k8s", "--kubeconfig", kubeconfig])
+    check(result, 6, "rejected the credentials of context")
+    assert "hint: refresh them" in result.stderr
+
+
+def _whereabouts_plan(kube_server: FakeKubeServer, tmp_path: Path) -> tuple[str, Path]:
+    from tests import whereabouts_cases as wc
+
+    kube_server.put_many(wc.crashed_node_objects())
+    kubeconfig = str(kube_server.kubeconfig(tmp_path / "kubeconfig"))
+    path = tmp_path / "reclaim.json"
+    made = invoke(
+        ["reclaim", "--k8s", "--kubeconfig", kubeconfig, "--ipam", "whereabouts", "--plan", "--out", str(path)]
+    )
+    assert made.exit_code == 0, made.output
+    return kubeconfig, path
+
+
+def kube_writes(server: FakeKubeServer) -> list[str]:
+    return [f"{r.method} {r.path}" for r in server.requests() if r.method in WRITES]
+
+
+def test_k8s_whereabouts_ctrl_c_during_apply_is_5_and_the_same_command_converges(
+    kube_server: FakeKubeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests import whereabouts_cases as wc
+
+    kubeconfig, path = _whereabouts_plan(kube_server, tmp_path)
+    hit = ctrl_c_after_sending(monkeypatch, "PATCH", "/ippools/")
+    kube_server.reset_log()
+    apply = ["reclaim", "--apply", str(path), "--yes", "--kubeconfig", kubeconfig]
+    check(invoke(apply), 5, "run the same command again to resume")
+    assert len(hit) == 1
+
+    again = invoke(apply)
+    assert again.exit_code == 0, again.output
+    pool = kube_server.get("whereabouts.cni.cncf.io", "v1alpha1", "ippools", wc.POOL, wc.POOL_NS)
+    assert pool is not None and sorted(pool["spec"]["allocations"], key=int) == [str(i) for i in wc.LIVE_OFFSETS]
+    left = {
+        o["metadata"]["name"]
+        for o in kube_server.list("whereabouts.cni.cncf.io", "v1alpha1", "overlappingrangeipreservations")
+    }
+    assert left == {wc.ip_of(i) for i in wc.LIVE_OFFSETS}
+    assert len(kube_writes(kube_server)) == 7  # one pool patch (before the Ctrl-C), six reservation deletes
+
+
+def test_k8s_whereabouts_journal_of_another_plan_is_refused(kube_server: FakeKubeServer, tmp_path: Path) -> None:
+    kubeconfig, path = _whereabouts_plan(kube_server, tmp_path)
+    plan = load_plan(path)
+    other = {"ts": "2024-12-09T03:50:00.000Z", "plan_digest": "0" * 64, "step": plan.steps[0].id, "event": "done"}
+    Path(f"{path}.journal.jsonl").write_text(json.dumps(other) + "\n")
+    kube_server.reset_log()
+    check(invoke(["reclaim", "--apply", str(path), "--yes", "--kubeconfig", kubeconfig]), 2, "belongs to another plan")
+    assert kube_writes(kube_server) == []
 
 
 def test_catalogue_size() -> None:

@@ -423,3 +423,84 @@ def test_crash_right_after_any_single_write_then_the_same_command_converges(
     assert kube.writes == write and kube.crashed_in is not None
     assert writes(c.server) == base.writes[:write]  # the same writes as the reference, up to the crash
     _resume_and_compare(kind, base, c, journal, kube.crashed_in, whole_step=False)
+
+
+# --- our own progress, then someone else's: what the resumed drift check makes of it -----------------
+
+
+def _whereabouts_reuses_offset_9(server: FakeKubeServer) -> str:
+    """Whereabouts hands db-0's released address to a new pod (allocation and reservation)."""
+    entry = {"id": wc.cid(77), "podref": f"{wc.APP_NS}/api-0", "ifname": "net1"}
+    server.patch(WHEREABOUTS, "v1alpha1", "ippools", wc.POOL, {"spec": {"allocations": {"9": entry}}}, wc.POOL_NS)
+    server.put(wc.orip(wc.ip_of(9), f"{wc.APP_NS}/api-0", 77))
+    server.put(wc.pod("api-0", "Running", wc.LIVE_NODES[0], ips=[wc.ip_of(9)]))
+    return f"{wc.APP_NS}/api-0"
+
+
+def _calico_reuses_ordinal_44(server: FakeKubeServer) -> str:
+    """calico-ipam hands web-gone's released 10.0.0.44 to a new pod."""
+    block = server.get(CALICO, "v1", "ipamblocks", "10-0-0-0-26")
+    assert block is not None and block["spec"]["allocations"][44] is None  # released by the crashed run
+    spec = block["spec"]
+    spec["attributes"].append(calico_cases.pod_attr("default", "api-new", "node-1"))
+    spec["allocations"][44] = len(spec["attributes"]) - 1
+    spec["unallocated"].remove(44)
+    server.put(block)
+    server.put(calico_cases.pod("default", "api-new", "node-1", "10.0.0.44"))
+    return "default/api-new"
+
+
+REUSE = {
+    "whereabouts-reclaim": (_whereabouts_reuses_offset_9, wc.ip_of(9)),
+    "calico-reclaim": (_calico_reuses_ordinal_44, "10.0.0.44"),
+}
+
+
+@pytest.mark.parametrize("journal", ["kept", "lost"])
+@pytest.mark.parametrize("kind_name", list(REUSE))
+def test_an_address_this_plan_released_then_handed_to_a_new_pod_is_progress_when_the_journal_says_so(
+    kind_name: str, journal: str, baselines: dict[str, Baseline], cluster: Callable[..., Cluster]
+) -> None:
+    """Crash right after the first step released its addresses; the IPAM then gives one of them to a new
+    pod before the rerun. With the journal, the drift check knows the release step was begun by this plan
+    and leaves that address to the step (kept, never released again). Without it, the same picture is
+    indistinguishable from someone else re-using the address before any apply: refused, nothing written."""
+    kind, base = KINDS[kind_name], baselines[kind_name]
+    c = cluster(kind_name, base.plan)
+    first = kind.step_ids[0]
+    acted: list[str] = []
+
+    def crashing(_kube: Any) -> dict[str, Executor]:
+        return {a: CrashAfterAct(ex, first, acted) for a, ex in ipam.executors(base.plan).items()}
+
+    assert engine_apply(c.plan_path, c.kubeconfig, lambda k: k, crashing) == 5
+    assert acted == [first]
+    reuse, ip = REUSE[kind_name]
+    holder = reuse(c.server)
+    if journal == "lost":
+        journal_path(c.plan_path).unlink()
+    c.server.reset_log()
+
+    result = cli_apply(kind, c.plan_path, c.kubeconfig)
+    if journal == "lost":
+        assert result.exit_code == 4, result.output
+        assert ip in result.output and holder in result.output and "the plan is stale" in result.output
+        assert "Traceback" not in result.output
+        assert writes(c.server) == []
+        return
+    assert result.exit_code == 0, result.output
+    if kind_name == "whereabouts-reclaim":
+        pool = c.server.get(WHEREABOUTS, "v1alpha1", "ippools", wc.POOL, wc.POOL_NS)
+        assert pool is not None
+        held = pool["spec"]["allocations"]
+        assert sorted(held, key=int) == [str(i) for i in (*wc.LIVE_OFFSETS, 9)]
+        assert held["9"]["podref"] == holder
+        orip = c.server.get(WHEREABOUTS, "v1alpha1", "overlappingrangeipreservations", ip, wc.POOL_NS)
+        assert orip is not None and orip["spec"]["podref"] == holder  # the new pod's reservation kept
+    else:
+        block = c.server.get(CALICO, "v1", "ipamblocks", "10-0-0-0-26")
+        assert block is not None
+        spec = block["spec"]
+        assert spec["attributes"][spec["allocations"][44]]["handle_id"] == "k8s-pod-network.default.api-new"
+        other = c.server.get(CALICO, "v1", "ipamblocks", "10-0-0-64-26")
+        assert other is not None and other["spec"]["allocations"][10] is None  # the rest of the plan, done

@@ -273,14 +273,18 @@ def test_plan_needs_whereabouts_and_the_api() -> None:
         make_reclaim_plan(dataclasses.replace(snap, kube=dataclasses.replace(snap.kube, available=False)), NOW)
 
 
-def test_drift_only_on_a_changed_range() -> None:
+def test_drift_on_a_changed_range_or_a_reused_allocation() -> None:
     objs = wc.crashed_node_objects()
     plan = make_reclaim_plan(wc.snapshot_of(objs), NOW)
     pool = next(o for o in objs if o["kind"] == "IPPool")
     pool["metadata"]["resourceVersion"] = "999"
-    del pool["spec"]["allocations"]["9"]  # released by someone else: fine, decided at apply
-    pool["spec"]["allocations"]["10"]["podref"] = f"{wc.APP_NS}/new"
+    del pool["spec"]["allocations"]["9"]  # released by someone else: fine, nothing left to do
     check_drift(plan, wc.snapshot_of(objs))
+    pool["spec"]["allocations"]["10"]["podref"] = f"{wc.APP_NS}/new"  # re-used by a new pod: the plan is stale
+    with pytest.raises(StalePlan, match=rf"10\.10\.0\.10 \(offset 10\).* is now held by {wc.APP_NS}/new"):
+        check_drift(plan, wc.snapshot_of(objs))
+    step = next(s.id for s in plan.steps if s.action == RELEASE)
+    check_drift(plan, wc.snapshot_of(objs), begun={step})  # unless this plan's own apply began releasing
     pool["spec"]["range"] = "10.10.0.0/27"
     with pytest.raises(StalePlan, match=r"now has range 10\.10\.0\.0/27"):
         check_drift(plan, wc.snapshot_of(objs))

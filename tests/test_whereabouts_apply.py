@@ -4,6 +4,7 @@ shared/incidents/whereabouts-reconciler-race.txt."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from cidrx.engine.apply import ApplyResult, run_plan
 from cidrx.engine.executor import StepContext
 from cidrx.engine.journal import Journal
 from cidrx.engine.waiting import Waiter
+from cidrx.errors import StalePlan
 from cidrx.kube.api import KubeApi
 from cidrx.kube.collect import pod_state_from
 from cidrx.kube.ipam import KubeApis
@@ -118,14 +120,55 @@ def test_crashed_node_reclaimed_then_idempotent(api: KubeApi, kube_server: FakeK
     assert pool_rv(kube_server) == rv
 
 
-def test_pending_pod_recreated_after_the_plan_is_never_reclaimed(
+def writes(server: FakeKubeServer) -> list[str]:
+    return [f"{r.method} {r.path}" for r in server.requests() if r.method in ("POST", "PUT", "PATCH", "DELETE")]
+
+
+def after_the_drift_check(server: FakeKubeServer, change: Callable[[], None]) -> None:
+    """Play `change` once, when the release step first reads its IPPool by name: the drift check (list
+    calls only) has passed, the step has not decided yet. What a change landing mid-apply looks like."""
+    fired: list[bool] = []
+
+    def hook(rec: RequestRecord) -> None:
+        if rec.method == "GET" and rec.path.endswith(f"/{POOLS}/{wc.POOL}") and not fired:
+            fired.append(True)
+            change()
+
+    server.on_request = hook
+
+
+def _pods_back(server: FakeKubeServer) -> None:
+    # The StatefulSet re-creates db-0: Pending, no network-status yet (the race's web-2).
+    server.put(wc.pod("db-0", "Pending", "lab-worker-1"))
+    # db-1 comes back Running and Multus reports its old address: live again.
+    server.put(wc.pod("db-1", "Running", "lab-worker-2", ips=[wc.ip_of(10)]))
+
+
+def test_pods_back_before_apply_are_refused_before_any_write(
     api: KubeApi, kube_server: FakeKubeServer, tmp_path: Path
 ) -> None:
     path = plan_file(api, tmp_path)
-    # The StatefulSet re-creates db-0 before apply: Pending, no network-status yet (the race's web-2).
-    kube_server.put(wc.pod("db-0", "Pending", "lab-worker-1"))
-    # db-1 comes back Running and Multus reports its old address: live again.
-    kube_server.put(wc.pod("db-1", "Running", "lab-worker-2", ips=[wc.ip_of(10)]))
+    _pods_back(kube_server)
+    before = allocations(kube_server)
+    kube_server.reset_log()
+    with pytest.raises(StalePlan) as refused:
+        apply(api, path)
+    message = refused.value.message
+    assert f"{wc.ip_of(9)} (offset 9), planned for release from {wc.db(9)}, is in use" in message
+    assert f"its pod {wc.db(9)} is live again (Pending)" in message
+    assert f"its pod {wc.db(10)} is live again (Running)" in message
+    assert f"OverlappingRangeIPReservation {wc.POOL_NS}/{wc.ip_of(9)}" in message
+    assert "Nothing was applied; make a new plan" in message
+    assert writes(kube_server) == []
+    assert allocations(kube_server) == before
+    assert not Path(f"{path}.journal.jsonl").exists()
+
+
+def test_pending_pod_recreated_while_apply_runs_is_never_reclaimed(
+    api: KubeApi, kube_server: FakeKubeServer, tmp_path: Path
+) -> None:
+    path = plan_file(api, tmp_path)
+    after_the_drift_check(kube_server, lambda: _pods_back(kube_server))
     result = apply(api, path)
     out = release_outputs(result)
     kept = {e["podref"]: e["why"] for e in out["kept"]}
@@ -138,19 +181,42 @@ def test_pending_pod_recreated_after_the_plan_is_never_reclaimed(
     assert {wc.ip_of(9), wc.ip_of(10)} <= reservations(kube_server)  # their reservations stay too
 
 
-def test_allocation_changed_between_plan_and_apply_is_kept(
+def _reuse_offset_12(server: FakeKubeServer) -> dict[str, Any]:
+    # Someone released offset 12 and Whereabouts gave it to a new pod, which is Running with it.
+    new = {"id": wc.cid(77), "podref": f"{wc.APP_NS}/api-0", "ifname": "net1"}
+    server.patch(*POOL_KEY[:4], {"spec": {"allocations": {"12": new}}}, wc.POOL_NS)
+    server.put(wc.pod("api-0", "Running", "lab-worker-1", ips=[wc.ip_of(12)]))
+    return new
+
+
+def test_allocation_reused_between_plan_and_apply_is_refused_before_any_write(
     api: KubeApi, kube_server: FakeKubeServer, tmp_path: Path
 ) -> None:
     path = plan_file(api, tmp_path)
-    # Someone released offset 12 and Whereabouts gave it to a new pod, which is Running with it.
-    new = {"id": wc.cid(77), "podref": f"{wc.APP_NS}/api-0", "ifname": "net1"}
-    kube_server.patch(*POOL_KEY[:4], {"spec": {"allocations": {"12": new}}}, wc.POOL_NS)
-    kube_server.put(wc.pod("api-0", "Running", "lab-worker-1", ips=[wc.ip_of(12)]))
+    new = _reuse_offset_12(kube_server)
+    kube_server.reset_log()
+    with pytest.raises(StalePlan) as refused:
+        apply(api, path)
+    assert refused.value.exit_code == 4
+    assert (
+        f"IPPool {wc.POOL_NS}/{wc.POOL}: {wc.ip_of(12)} (offset 12), planned for release from {wc.db(12)}, "
+        f"is now held by {wc.APP_NS}/api-0, container {wc.cid(77)[:12]}"
+    ) in refused.value.message
+    assert writes(kube_server) == []
+    assert allocations(kube_server)["12"] == new
+    assert len(allocations(kube_server)) == 14  # the other five stale entries are still there too
+
+
+def test_allocation_changed_while_apply_runs_is_kept(api: KubeApi, kube_server: FakeKubeServer, tmp_path: Path) -> None:
+    path = plan_file(api, tmp_path)
+    reused: list[dict[str, Any]] = []
+    after_the_drift_check(kube_server, lambda: reused.append(_reuse_offset_12(kube_server)))
     result = apply(api, path)
     out = release_outputs(result)
     assert [e["offset"] for e in out["kept"]] == ["12"]
     assert "allocation changed since the plan: now held by nstest/api-0" in out["kept"][0]["why"]
-    assert allocations(kube_server)["12"] == new
+    assert allocations(kube_server)["12"] == reused[0]
+    assert [e["offset"] for e in out["released"]] == ["9", "10", "11", "13", "14"]
 
 
 def test_concurrent_writer_causes_422_then_redecided(api: KubeApi, kube_server: FakeKubeServer, tmp_path: Path) -> None:
@@ -178,16 +244,41 @@ def test_concurrent_writer_causes_422_then_redecided(api: KubeApi, kube_server: 
     assert sorted(held, key=int) == [*(str(i) for i in wc.LIVE_OFFSETS), "14"]
 
 
+def test_reservation_moved_before_apply_is_refused(api: KubeApi, kube_server: FakeKubeServer, tmp_path: Path) -> None:
+    path = plan_file(api, tmp_path)
+    kube_server.put(wc.orip(wc.ip_of(13), f"{wc.APP_NS}/other", 90))
+    kube_server.reset_log()
+    with pytest.raises(StalePlan) as refused:
+        apply(api, path)
+    assert (
+        f"OverlappingRangeIPReservation {wc.POOL_NS}/{wc.ip_of(13)}, planned for deletion from {wc.db(13)}, "
+        f"is now reserved for {wc.APP_NS}/other"
+    ) in refused.value.message
+    assert writes(kube_server) == []
+    assert len(reservations(kube_server)) == 14
+
+
 def test_reservation_deleted_only_while_it_names_the_same_pod(
     api: KubeApi, kube_server: FakeKubeServer, tmp_path: Path
 ) -> None:
+    """The reservation moves to another pod between the step's read and its delete: the delete's
+    resourceVersion precondition fails (409), the step reads again and keeps it."""
     path = plan_file(api, tmp_path)
-    moved = wc.orip(wc.ip_of(13), f"{wc.APP_NS}/other", 90)
-    kube_server.put(moved)
+    moved: list[bool] = []
+
+    def hook(rec: RequestRecord) -> None:
+        if rec.method == "DELETE" and rec.path.endswith(f"/{RESERVATIONS}/{wc.ip_of(13)}") and not moved:
+            moved.append(True)
+            kube_server.put(wc.orip(wc.ip_of(13), f"{wc.APP_NS}/other", 90))
+
+    kube_server.on_request = hook
+    kube_server.reset_log()
     result = apply(api, path)
     step = next(s for s in result.steps if s.step_id.endswith("10-10-0-13"))
     assert step.outputs == {"deleted": False, "why": f"now reserved for {wc.APP_NS}/other; kept"}
-    assert wc.ip_of(13) in reservations(kube_server)
+    assert kube_server.count("DELETE", RESERVATIONS, path_contains=wc.ip_of(13)) == 1  # refused by precondition
+    found = kube_server.get(GROUP, VERSION, RESERVATIONS, wc.ip_of(13), wc.POOL_NS)
+    assert found is not None and found["spec"]["podref"] == f"{wc.APP_NS}/other"
 
 
 def test_collect_survives_bad_nads_and_reads_each_kind_once(api: KubeApi, kube_server: FakeKubeServer) -> None:

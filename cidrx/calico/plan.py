@@ -3,19 +3,24 @@ free address space (`calico-pool`).
 
 Why it exists: the incident's fix was deleting IPAMBlock and BlockAffinity objects by hand after checking
 them with calicoctl; these plans do the same checks, list exactly what will change for review, and leave
-the re-checking at apply time to cidrx.calico.steps. Pure: no I/O.
+the re-checking at apply time to cidrx.calico.steps. `check_drift` refuses a reclaim plan (exit 4, before
+any write) whose addresses or blocks someone else changed since it was made: an address now held by
+another handle, a leaked address whose pod is back, a block now another node's or no longer empty.
+Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection, Mapping
 from ipaddress import IPv4Network
 from typing import TYPE_CHECKING, Any
 
 from cidrx import netmath
-from cidrx.calico.analyze import blocks_by_node, is_empty, leaked_ips
-from cidrx.calico.model import DEFAULT_BLOCK_SIZE, CalicoSection, IPAMBlock, IPPool
+from cidrx.calico.analyze import blocks_by_node, is_empty, leak_reason, leaked_ips
+from cidrx.calico.model import DEFAULT_BLOCK_SIZE, AllocationAttribute, CalicoSection, IPAMBlock, IPPool
 from cidrx.errors import InvalidInput, StalePlan
+from cidrx.kube.model import PodState
 from cidrx.model.plan import DIGEST_TAG, Plan, Step, seal
 from cidrx.model.snapshot import Snapshot
 
@@ -35,6 +40,19 @@ SPACES: tuple[IPv4Network, ...] = (*netmath.RFC1918, netmath.CGNAT)
 
 BLOCK_PERMS = "kubernetes: ipamblocks.crd.projectcalico.org get,update"
 HANDLE_PERMS = "kubernetes: ipamhandles.crd.projectcalico.org get,update,delete"
+# Per step action, declared once: the step builders attach them, `cidrx permissions` prints them without
+# making a plan (cidrx.permissions).
+RELEASE_IPS_PERMISSIONS = (BLOCK_PERMS, HANDLE_PERMS, "kubernetes: pods get")
+RELEASE_EMPTY_BLOCK_PERMISSIONS = (
+    "kubernetes: ipamblocks.crd.projectcalico.org get,delete",
+    "kubernetes: blockaffinities.crd.projectcalico.org get,list,delete",
+)
+CREATE_IPPOOL_PERMISSIONS = ("kubernetes: ippools.crd.projectcalico.org get,create",)
+STEP_PERMISSIONS: dict[str, tuple[str, ...]] = {
+    "calico.release-ips": RELEASE_IPS_PERMISSIONS,
+    "calico.release-empty-block": RELEASE_EMPTY_BLOCK_PERMISSIONS,
+    "calico.create-ippool": CREATE_IPPOOL_PERMISSIONS,
+}
 
 
 def _calico(snapshot: Snapshot) -> CalicoSection:
@@ -119,7 +137,7 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
                 description=f"release {len(ips)} leaked address(es) of block {cidrs[name]}: "
                 + ", ".join(i["ip"] for i in ips[:8])
                 + (" ..." if len(ips) > 8 else ""),
-                permissions=(BLOCK_PERMS, HANDLE_PERMS, "kubernetes: pods get"),
+                permissions=RELEASE_IPS_PERMISSIONS,
             )
         )
     affinities = {(a.node, a.cidr): a.name for a in calico.affinities}
@@ -137,21 +155,25 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
                     "affinity": affinities.get((node, block.cidr), ""),
                 },
                 description=f"release empty block {block.cidr} of node {node} (it keeps another block)",
-                permissions=(
-                    "kubernetes: ipamblocks.crd.projectcalico.org get,delete",
-                    "kubernetes: blockaffinities.crd.projectcalico.org get,list,delete",
-                ),
+                permissions=RELEASE_EMPTY_BLOCK_PERMISSIONS,
             )
         )
     released = sum(len(v) for v in by_block.values())
     notes = [
-        "apply re-reads every block and pod right before writing: an address whose pod is live again, or "
-        "that was reassigned, is left alone; writes are compare-and-swap on resourceVersion",
+        "apply refuses (exit 4, nothing written) when an address or block of this plan changed hands since "
+        "it was made; it re-reads every block and pod right before writing, and an address whose pod comes "
+        "back, or that is reassigned, while it runs is left alone; writes are compare-and-swap on resourceVersion",
         "a block emptied by this plan is released by the next reclaim plan, not this one",
     ]
     if not steps:
         notes.insert(0, "nothing to reclaim: no leaked addresses and no spare empty blocks")
-    basis = {"blocks": {b: c for b, c in sorted({**cidrs, **{e.name: e.cidr for e in empty}}.items())}}
+    hosts = {b.name: b.host or "" for b in [*empty, *(b for b in calico.blocks if b.name in cidrs)]}
+    gone = sorted({ip["pod"] for ips in by_block.values() for ip in ips if ip["pod"] not in pods})
+    basis = {
+        "blocks": {b: c for b, c in sorted({**cidrs, **{e.name: e.cidr for e in empty}}.items())},
+        "hosts": dict(sorted(hosts.items())),
+        "gone_pods": gone,
+    }
     summary = {"leaked_ips": released, "blocks_with_leaks": len(by_block), "empty_blocks": len(empty)}
     return _sealed(snapshot, created_at, RECLAIM, basis, steps, notes, summary)
 
@@ -267,7 +289,7 @@ def make_pool_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Pl
         action="calico.create-ippool",
         params=params,
         description=f"create IPPool {name} {net} with /{block_size} blocks ({blocks} blocks for {nodes} nodes)",
-        permissions=("kubernetes: ippools.crd.projectcalico.org get,create",),
+        permissions=CREATE_IPPOOL_PERMISSIONS,
     )
     notes = [
         f"nodes claim blocks of {net} when they need a new block; existing blocks are kept",
@@ -295,10 +317,11 @@ def make_pool_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Pl
 # --------------------------------------------------------------------------------------------------
 
 
-def check_drift(plan: Plan, snapshot: Snapshot) -> None:
+def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> None:
     """Refuse (StalePlan, exit 4) when the plan's facts no longer hold. What the plan already did (its
-    own pool, released addresses and blocks) is progress, not drift; per-address changes are re-decided
-    at apply time instead."""
+    own pool, released addresses and blocks) is progress, not drift: for a reclaim plan, `begun` names the
+    steps an earlier apply started (from the journal), whose addresses may have been handed out again after
+    this plan released them; those are re-decided per address at apply instead."""
     if snapshot.target != plan.target:
         raise InvalidInput(f"plan is for {plan.target.label()}, not {snapshot.target.label()}")
     calico = snapshot.kube.calico
@@ -312,10 +335,63 @@ def check_drift(plan: Plan, snapshot: Snapshot) -> None:
         for name, cidr in plan.basis.get("blocks", {}).items():
             if name in blocks and blocks[name] != cidr:
                 problems.append(f"IPAMBlock {name} now covers {blocks[name]}, not {cidr}")
+        pods = {p.key: p for p in snapshot.kube.ipam_pods}
+        for step in plan.steps:
+            if step.id not in begun:
+                problems += _reclaim_step_drift(plan, step, calico, pods)
     else:
         raise InvalidInput(f"plan strategy {plan.strategy!r} is not a Calico plan")
     if problems:
-        raise StalePlan("the plan is stale: " + "; ".join(problems) + ". Nothing was applied; make a new plan")
+        done = "Nothing more was applied" if begun else "Nothing was applied"
+        raise StalePlan(f"the plan is stale: {'; '.join(problems)}. {done}; make a new plan")
+
+
+def _holder(attr: AllocationAttribute) -> str:
+    who = attr.pod_ref or attr.type or "no pod"
+    return f"handle {attr.handle_id or '(none)'} ({who})"
+
+
+def _reclaim_step_drift(plan: Plan, step: Step, calico: CalicoSection, pods: Mapping[str, PodState]) -> list[str]:
+    """What someone else changed in the block one reclaim step would write, since the plan was made."""
+    name = str(step.params.get("block") or "")
+    block = next((b for b in calico.blocks if b.name == name), None)
+    if block is None or block.cidr != step.params.get("cidr"):
+        return []  # released meanwhile: nothing left to do; a changed CIDR is reported for the whole plan
+    problems: list[str] = []
+    planned_host = (plan.basis.get("hosts") or {}).get(name)
+    if planned_host is not None and (block.host or "") != planned_host:
+        problems.append(
+            f"IPAMBlock {name} ({block.cidr}) now belongs to {block.affinity or 'no node'}, not host:{planned_host} "
+            "(released and claimed again)"
+        )
+        return problems
+    if step.action == "calico.release-empty-block":
+        if block.used:
+            problems.append(
+                f"IPAMBlock {name} ({block.cidr}), planned for release as empty, now holds {block.used} address(es)"
+            )
+        return problems
+    gone = set(plan.basis.get("gone_pods") or [])
+    for entry in step.params.get("ips") or []:
+        ip, ordinal = str(entry.get("ip")), int(entry.get("ordinal", -1))
+        attr = block.attribute(ordinal)
+        if attr is None:
+            continue  # released by someone else meanwhile
+        was = (
+            f"{ip} of IPAMBlock {name}, planned for release from handle {entry.get('handle_id')} ({entry.get('pod')}),"
+        )
+        if attr.handle_id != entry.get("handle_id") or attr.pod_ref != entry.get("pod"):
+            problems.append(f"{was} is now allocated to {_holder(attr)}")
+            continue
+        pod = pods.get(attr.pod_ref or "")
+        if pod is None:
+            continue
+        phase = pod.phase or "unknown phase"
+        if leak_reason(attr, ip, pod) is None:
+            problems.append(f"{was} is in use: its pod {attr.pod_ref} is live again ({phase})")
+        elif attr.pod_ref in gone:
+            problems.append(f"{was} is in use: its pod {attr.pod_ref} exists again ({phase})")
+    return problems
 
 
 def _pool_drift(plan: Plan, snapshot: Snapshot, calico: CalicoSection) -> list[str]:

@@ -14,6 +14,7 @@ server that way.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -29,7 +30,7 @@ from cidrx.engine.retry import (
     status_is_transient,
     with_gave_up_note,
 )
-from cidrx.errors import AccessDenied, CidrxError, CloudError
+from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2.client import EC2Client
@@ -59,6 +60,9 @@ COLLECT_PERMISSIONS = (
     "ec2:DescribeSecurityGroups",
     "servicequotas:GetServiceQuota",
 )
+# What fleet mode (`diagnose --eks --all-clusters`) adds: the listing, and the caller's account id to
+# name kubeconfig contexts by cluster ARN (GetCallerIdentity needs no grant, but is listed for clarity).
+FLEET_PERMISSIONS = ("eks:ListClusters", "sts:GetCallerIdentity")
 
 # Error codes, by what the user has to do about them.
 _PERMISSION_CODES = frozenset({"UnauthorizedOperation", "AccessDenied", "AccessDeniedException"})
@@ -250,6 +254,36 @@ def _classify_write(exc: BaseException) -> Retryable | None:
     return classify(exc, write=True)
 
 
+@functools.cache
+def _partitions() -> tuple[tuple[frozenset[str], str], ...]:
+    """(regions, DNS suffix) of every AWS partition the installed botocore knows."""
+    import botocore.session
+
+    data = botocore.session.get_session().get_data("endpoints")
+    return tuple((frozenset(p.get("regions") or {}), str(p.get("dnsSuffix") or "")) for p in data.get("partitions", []))
+
+
+def check_region(region: str, endpoint_url: str) -> None:
+    """Refuse a region no AWS partition has, when the client would go to AWS's own endpoint for it: the
+    made-up hostname does not resolve, and connection retries would only delay a vaguer error. An endpoint
+    override (AWS_ENDPOINT_URL, a profile's endpoint_url) is the user's choice and is left alone."""
+    from urllib.parse import urlsplit
+
+    host = urlsplit(endpoint_url).hostname or ""
+    partitions = _partitions()
+    if not any(suffix and host.endswith(f".{suffix}") for _, suffix in partitions):
+        return
+    if any(region in regions for regions, _ in partitions):
+        return
+    import botocore
+
+    raise InvalidInput(
+        f"unknown AWS region {region!r}: no AWS partition has it",
+        hint=f"check --region (e.g. us-east-1); a region newer than botocore {botocore.__version__} needs a "
+        "newer boto3, or AWS_ENDPOINT_URL",
+    )
+
+
 def _tag_spec(resource_type: str, tags: Mapping[str, str]) -> list[Any]:
     if not tags:
         return []
@@ -290,6 +324,7 @@ class EksApi:
                 config = Config(retries={"total_max_attempts": 1}, user_agent_extra="cidrx")
                 session: Any = self._session
                 client = session.client(service, region_name=self.region, config=config)
+            check_region(self.region, str(client.meta.endpoint_url))
             self._clients[service] = client
         return client
 
@@ -323,6 +358,26 @@ class EksApi:
         return f"EKS cluster {cluster!r} in {self.region}"
 
     # -- reads --------------------------------------------------------------------------------------
+
+    def list_clusters(self) -> list[str]:
+        """Names of every EKS cluster in the region (ListClusters, every page)."""
+        with _aws("eks:ListClusters", f"EKS clusters in {self.region}"):
+            return [str(n) for n in self._pages(self._eks.list_clusters, "clusters", token="nextToken")]
+
+    def caller_account(self) -> tuple[str, str] | None:
+        """(partition, account id) of the credentials (sts:GetCallerIdentity), or None when STS cannot
+        answer: it only names kubeconfig contexts, which can be matched without it."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            sts = self._client("sts")
+            policy = replace(default_policy(), max_attempts=3, budget=5.0)
+            resp = self._call(sts.get_caller_identity, policy=policy)
+            arn, account = str(resp["Arn"]), str(resp["Account"])
+        except (ClientError, BotoCoreError, CidrxError, KeyError, TypeError):
+            return None
+        partition = arn.split(":")[1] if arn.count(":") >= 5 else "aws"
+        return (partition or "aws", account) if account.isdigit() else None
 
     def describe_cluster(self, name: str) -> Json:
         with _aws("eks:DescribeCluster", self._cluster_subject(name)):

@@ -36,6 +36,28 @@ DEFAULT_CIDR_PREFIX = 20  # the incident's 100.64.0.0/20: room to grow, cheap in
 ACTIVE_STATES = ("associated", "associating")
 SUBNET_MAX_PREFIX = 28  # CreateSubnet accepts /16 to /28
 
+# What each step action needs, declared once: the step builders attach it to their Steps, and `cidrx
+# permissions` prints it from STEP_PERMISSIONS without making a plan (cidrx.permissions).
+ASSOCIATE_VPC_CIDR_PERMISSIONS = ("ec2:AssociateVpcCidrBlock", "ec2:DescribeVpcs")
+CREATE_SUBNET_PERMISSIONS = ("ec2:CreateSubnet", "ec2:CreateTags", "ec2:DescribeSubnets")
+ROUTE_TABLE_PERMISSIONS = ("ec2:AssociateRouteTable", "ec2:DescribeRouteTables")
+ENICONFIG_PERMISSIONS = ("kubernetes: eniconfigs.crd.k8s.amazonaws.com get,create,update",)
+ADDON_ENV_PERMISSIONS = ("eks:UpdateAddon", "eks:DescribeAddon", "eks:DescribeUpdate")
+DAEMONSET_ENV_PERMISSIONS = ("kubernetes: daemonsets get,update in kube-system",)
+# iam:PassRole: CreateNodegroup passes the node role to EKS.
+NODEGROUP_PERMISSIONS = ("eks:CreateNodegroup", "eks:ListNodegroups", "eks:DescribeNodegroup", "iam:PassRole")
+RESERVE_PERMISSIONS = ("ec2:CreateSubnetCidrReservation", "ec2:CreateTags", "ec2:GetSubnetCidrReservations")
+STEP_PERMISSIONS: dict[str, tuple[str, ...]] = {
+    "eks.associate-vpc-cidr": ASSOCIATE_VPC_CIDR_PERMISSIONS,
+    "eks.create-subnet": CREATE_SUBNET_PERMISSIONS,
+    "eks.associate-route-table": ROUTE_TABLE_PERMISSIONS,
+    "kube.apply-eniconfig": ENICONFIG_PERMISSIONS,
+    "eks.update-addon-env": ADDON_ENV_PERMISSIONS,
+    "kube.set-daemonset-env": DAEMONSET_ENV_PERMISSIONS,
+    "eks.create-nodegroup": NODEGROUP_PERMISSIONS,
+    "eks.reserve-subnet-cidr": RESERVE_PERMISSIONS,
+}
+
 
 @dataclass(frozen=True)
 class EksPlanOptions:
@@ -217,14 +239,14 @@ def _env_step(eks: EksSection, cni: CniConfig, env: dict[str, str], step_id: str
             action="eks.update-addon-env",
             params={"cluster": eks.cluster.name, "addon": eks.vpc_cni_addon.name, "env": env},
             description=f"set {what} on the vpc-cni managed add-on ({', '.join(f'{k}={v}' for k, v in env.items())})",
-            permissions=("eks:UpdateAddon", "eks:DescribeAddon", "eks:DescribeUpdate"),
+            permissions=ADDON_ENV_PERMISSIONS,
         )
     return Step(
         id=step_id,
         action="kube.set-daemonset-env",
         params={"namespace": "kube-system", "name": "aws-node", "container": "aws-node", "env": env},
         description=f"set {what} on DaemonSet kube-system/aws-node ({', '.join(f'{k}={v}' for k, v in env.items())})",
-        permissions=("kubernetes: daemonsets get,update in kube-system",),
+        permissions=DAEMONSET_ENV_PERMISSIONS,
     )
 
 
@@ -304,7 +326,7 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
             action="eks.associate-vpc-cidr",
             params={"vpc_id": eks.vpc.vpc_id, "cidr": str(cidr)},
             description=f"associate secondary CIDR {cidr} with {eks.vpc.vpc_id} and wait until associated",
-            permissions=("ec2:AssociateVpcCidrBlock", "ec2:DescribeVpcs"),
+            permissions=ASSOCIATE_VPC_CIDR_PERMISSIONS,
         )
     ]
     route_tables: dict[str, str] = {}
@@ -323,7 +345,7 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
                 },
                 description=f"create pod subnet {piece} in {az}",
                 depends_on=("associate-vpc-cidr",),
-                permissions=("ec2:CreateSubnet", "ec2:CreateTags", "ec2:DescribeSubnets"),
+                permissions=CREATE_SUBNET_PERMISSIONS,
             )
         )
         steps.append(
@@ -333,7 +355,7 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
                 params={"route_table_id": rt, "subnet_id": f"${{create-subnet-{az}.subnet_id}}"},
                 description=f"associate the {az} pod subnet with {rt} (routed like {via}, where the new nodes live)",
                 depends_on=(f"create-subnet-{az}",),
-                permissions=("ec2:AssociateRouteTable", "ec2:DescribeRouteTables"),
+                permissions=ROUTE_TABLE_PERMISSIONS,
             )
         )
         steps.append(
@@ -347,7 +369,7 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
                 },
                 description=f"create ENIConfig {az} (pod subnet in {az}, cluster security group)",
                 depends_on=(f"create-subnet-{az}",),
-                permissions=("kubernetes: eniconfigs.crd.k8s.amazonaws.com get,create,update",),
+                permissions=ENICONFIG_PERMISSIONS,
             )
         )
     env = {CUSTOM_NETWORK: "true", LABEL_DEF: ZONE_LABEL}
@@ -365,7 +387,7 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
             description=f"create node group {ng_name} like {template.name} ({desired}..{max_size} nodes); "
             "its nodes use the ENIConfigs",
             depends_on=("enable-custom-networking", *(f"route-subnet-{az}" for az in zones)),
-            permissions=("eks:CreateNodegroup", "eks:ListNodegroups", "eks:DescribeNodegroup", "iam:PassRole"),
+            permissions=NODEGROUP_PERMISSIONS,
         )
     )
     notes = [
@@ -436,7 +458,7 @@ def _prefix_delegation(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
                 params={"subnet_id": u.subnet.subnet_id, "cidr": str(block), "type": "prefix"},
                 description=f"reserve {block} in {subnet_label(u.subnet)} for /28 prefixes so single addresses "
                 "do not fragment it",
-                permissions=("ec2:CreateSubnetCidrReservation", "ec2:CreateTags", "ec2:GetSubnetCidrReservations"),
+                permissions=RESERVE_PERMISSIONS,
             )
         )
     env = {PREFIX_DELEGATION: "true", "WARM_PREFIX_TARGET": "1"}
@@ -517,12 +539,30 @@ def check_drift(plan: Plan, snapshot: Snapshot) -> None:
     problems: list[str] = []
     if eks.vpc.vpc_id != b["vpc_id"]:
         problems.append(f"the cluster now uses VPC {eks.vpc.vpc_id}, not {b['vpc_id']}")
+    problems += _cni_management_drift(plan, eks)
     if plan.strategy == "custom-networking":
         problems += _custom_networking_drift(plan, eks, snapshot)
     else:
         problems += _prefix_drift(plan, eks)
     if problems:
         raise StalePlan("the plan is stale: " + "; ".join(problems) + ". Nothing was applied; make a new plan")
+
+
+def _cni_management_drift(plan: Plan, eks: EksSection) -> list[str]:
+    """The CNI change targets either the managed add-on or the aws-node DaemonSet; if the cluster moved
+    from one to the other since the plan was made, the planned change would land where it is ignored
+    (EKS overwrites DaemonSet edits of a managed add-on) or fail halfway through the apply."""
+    for step in plan.steps:
+        if step.action == "eks.update-addon-env" and eks.vpc_cni_addon is None:
+            return [
+                f"the VPC CNI is no longer the EKS add-on {step.params['addon']} (the plan would update the add-on)"
+            ]
+        if step.action == "kube.set-daemonset-env" and eks.vpc_cni_addon is not None:
+            return [
+                f"the VPC CNI is now the managed EKS add-on {eks.vpc_cni_addon.name} "
+                "(the plan would edit the aws-node DaemonSet)"
+            ]
+    return []
 
 
 def _custom_networking_drift(plan: Plan, eks: EksSection, snapshot: Snapshot) -> list[str]:

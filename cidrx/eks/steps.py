@@ -269,18 +269,36 @@ class SetDaemonSetEnv:
 
 
 class UpdateAddonEnv:
-    def _env(self, params: dict[str, Any], ctx: StepContext) -> dict[str, str]:
+    def _addon(self, params: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
         addon = _eks(ctx).describe_addon(params["cluster"], params["addon"])
         if addon is None:
             raise CloudError(f"add-on {params['addon']} is no longer installed on {params['cluster']}")
-        return addon_env(str(addon.get("configurationValues") or ""))
+        return addon
+
+    def _carries_env(self, addon: dict[str, Any], params: dict[str, Any]) -> bool:
+        have = addon_env(str(addon.get("configurationValues") or ""))
+        return all(have.get(k) == v for k, v in params["env"].items())
 
     def check(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
-        have = self._env(params, ctx)
-        return {"env": params["env"]} if all(have.get(k) == v for k, v in params["env"].items()) else None
+        addon = self._addon(params, ctx)
+        if not self._carries_env(addon, params):
+            return None
+        # DescribeAddon shows the new configurationValues as soon as UpdateAddon is accepted, while the
+        # add-on is still UPDATING (EKS API reference, Addon.status). A rerun after a crash right after
+        # the update must wait for it, as the first run would have, before the node group is created.
+        if str(addon.get("status") or "ACTIVE") in ("CREATING", "UPDATING"):
+
+            def settled() -> bool | None:
+                status = str(self._addon(params, ctx).get("status") or "ACTIVE")
+                if status in ("CREATE_FAILED", "UPDATE_FAILED", "DEGRADED"):
+                    raise CloudError(f"add-on {params['addon']} is {status} after its configuration update")
+                return True if status == "ACTIVE" else None
+
+            ctx.wait_until(f"add-on {params['addon']} update", settled, timeout=SHORT_TIMEOUT * 3, interval=5.0)
+        return {"env": params["env"]}
 
     def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
-        addon = _eks(ctx).describe_addon(params["cluster"], params["addon"]) or {}
+        addon = self._addon(params, ctx)
         text = str(addon.get("configurationValues") or "")
         try:
             config = json.loads(text) if text.strip() else {}
@@ -307,7 +325,7 @@ class UpdateAddonEnv:
         ctx.wait_until(f"add-on {params['addon']} update", probe, timeout=SHORT_TIMEOUT * 3, interval=5.0)
 
     def verify(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
-        if self.check(step, params, ctx) is None:
+        if not self._carries_env(self._addon(params, ctx), params):
             raise CloudError(f"add-on {params['addon']} does not carry {', '.join(params['env'])}")
 
 

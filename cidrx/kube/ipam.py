@@ -7,7 +7,7 @@ the Kubernetes API, so they are planned, drift-checked and applied here rather t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -92,15 +92,16 @@ def _module(plan: Plan) -> str:
     raise InvalidInput(f"plan strategy {plan.strategy!r} is not an in-cluster IPAM plan")
 
 
-def check_drift(plan: Plan, snapshot: Snapshot) -> None:
+def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> None:
+    """`begun`: steps an earlier apply of `plan` started (their entries are re-decided per entry instead)."""
     if _module(plan) == "whereabouts":
         from cidrx.whereabouts.plan import check_drift as whereabouts_drift
 
-        whereabouts_drift(plan, snapshot)
+        whereabouts_drift(plan, snapshot, begun)
     else:
         from cidrx.calico.plan import check_drift as calico_drift
 
-        calico_drift(plan, snapshot)
+        calico_drift(plan, snapshot, begun)
 
 
 def executors(plan: Plan) -> Mapping[str, Executor]:

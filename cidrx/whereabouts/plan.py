@@ -5,12 +5,15 @@ Why it exists: today's fixes for a pool full of dead pods' reservations are scal
 and deleting the pools, or hand-editing the IPPool (shared/incidents/whereabouts-stale-reservations-kb.txt).
 The plan lists each entry to free (pool, offset, IP, podref, why) for review; apply re-reads and decides
 again right before writing, so the plan is a ceiling, never an order to remove something now live.
-Pure: no I/O. `check_drift` refuses only what makes the plan meaningless (another target, a pool whose
-range changed so offsets decode to other addresses); a changed allocation is handled per entry at apply.
+Pure: no I/O. `check_drift` refuses (exit 4, before any write) a plan whose entries someone else changed
+since it was made: an allocation or reservation now held by another pod, a pod that exists again, a pool
+whose range changed. Changes that land after that check, while apply runs, are decided per entry by
+cidrx.whereabouts.steps (kept, never removed).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from cidrx.errors import InvalidInput, StalePlan
@@ -24,11 +27,22 @@ from cidrx.whereabouts.analyze import (
     stale_allocations,
     stale_reason,
 )
-from cidrx.whereabouts.model import OverlappingReservation, WhereaboutsSection, reservation_name
+from cidrx.whereabouts.model import Allocation, OverlappingReservation, WhereaboutsSection, reservation_name
 
 STRATEGY = "whereabouts-reclaim"
 RELEASE = "whereabouts.release-allocations"
 DELETE_RESERVATION = "whereabouts.delete-reservation"
+# Per step action, for `cidrx permissions` (cidrx.permissions), which prints them without making a plan.
+# Each step narrows the first grant to the namespace of the object it writes.
+RELEASE_PERMISSIONS = ("kubernetes: ippools.whereabouts.cni.cncf.io get,patch", "kubernetes: pods get")
+DELETE_RESERVATION_PERMISSIONS = (
+    "kubernetes: overlappingrangeipreservations.whereabouts.cni.cncf.io get,delete",
+    "kubernetes: pods get",
+)
+STEP_PERMISSIONS: dict[str, tuple[str, ...]] = {
+    RELEASE: RELEASE_PERMISSIONS,
+    DELETE_RESERVATION: DELETE_RESERVATION_PERMISSIONS,
+}
 
 
 def _section(snapshot: Snapshot) -> WhereaboutsSection:
@@ -92,6 +106,7 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
                     "ip": s.allocation.ip,
                     "podref": s.allocation.podref,
                     "id": s.allocation.id,
+                    "pod_existed": s.allocation.podref in pods,
                 }
                 for s in mine
             ],
@@ -110,16 +125,17 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
                     f"release {len(mine)} stale allocation(s) from IPPool {pool.key} ({pool.range}): "
                     + ", ".join(f"{s.allocation.ip} ({s.allocation.podref})" for s in mine)
                 ),
-                permissions=(
-                    f"kubernetes: ippools.whereabouts.cni.cncf.io get,patch in {pool.namespace}",
-                    "kubernetes: pods get",
-                ),
+                permissions=(f"{RELEASE_PERMISSIONS[0]} in {pool.namespace}", *RELEASE_PERMISSIONS[1:]),
             )
         )
     reservations_basis: dict[str, Any] = {}
     for r, match, why in reclaimable_reservations(section, pods, stale):
         key = f"{r.namespace}/{r.name}"
-        reservations_basis[key] = {"podref": r.podref, "resource_version": r.resource_version}
+        reservations_basis[key] = {
+            "podref": r.podref,
+            "resource_version": r.resource_version,
+            "pod_existed": r.podref in pods,
+        }
         steps.append(
             Step(
                 id=_slug("unreserve", r.namespace, r.name),
@@ -128,8 +144,8 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
                 description=f"delete OverlappingRangeIPReservation {key} of {r.podref or 'no pod'}: {why}",
                 depends_on=(step_of_pool[match.pool.key],) if match is not None else (),
                 permissions=(
-                    f"kubernetes: overlappingrangeipreservations.whereabouts.cni.cncf.io get,delete in {r.namespace}",
-                    "kubernetes: pods get",
+                    f"{DELETE_RESERVATION_PERMISSIONS[0]} in {r.namespace}",
+                    *DELETE_RESERVATION_PERMISSIONS[1:],
                 ),
             )
         )
@@ -138,8 +154,9 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
         notes.append("no stale Whereabouts allocations or reservations: nothing to reclaim")
     else:
         notes.append(
-            "apply re-reads every pool and pod right before writing: an entry whose pod is back, Pending, or "
-            "whose allocation changed since this plan is kept and reported, never removed"
+            "apply refuses (exit 4, nothing written) when an entry's pod exists again or its allocation or "
+            "reservation is held by another pod since this plan; it re-reads every pool and pod right before "
+            "writing, and an entry that changes while it runs is kept and reported, never removed"
         )
     released = sum(len(p["stale"]) for p in pools_basis.values())
     plan = Plan(
@@ -155,11 +172,70 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
     return seal(plan)
 
 
-def check_drift(plan: Plan, snapshot: Snapshot) -> None:
-    """Refuse (StalePlan, exit 4) only when the plan no longer means what it says.
+def _pod_problem(ip: str, podref: str, basis: Mapping[str, Any], pods: Mapping[str, PodState]) -> str | None:
+    """Why the pod behind a planned entry makes the entry unsafe now: live again, or back when it was gone."""
+    pod = pods.get(podref)
+    if pod is None:
+        return None
+    phase = pod.phase or "unknown phase"
+    if stale_reason(ip, podref, pod) is None:
+        return f"its pod {podref} is live again ({phase})"
+    if basis.get("pod_existed") is False:
+        return f"its pod {podref} exists again ({phase})"
+    return None
 
-    A bumped resourceVersion, a released or re-assigned allocation, or a pod that came back are not drift:
-    apply decides those per entry. A pool whose range changed is: its offsets now name other addresses.
+
+def _holder(a: Allocation) -> str:
+    container = f", container {a.id[:12]}" if a.id else ""
+    return f"{a.podref or 'no pod'}{container}"
+
+
+def _allocation_drift(plan: Plan, section: WhereaboutsSection, pods: Mapping[str, PodState], step: Step) -> list[str]:
+    key = f"{step.params['namespace']}/{step.params['pool']}"
+    basis = (plan.basis.get("pools") or {}).get(key) or {}
+    pool = next((p for p in section.pools if p.key == key), None)
+    if pool is None or pool.range != basis.get("range"):
+        return []  # gone: nothing left to release; a changed range is reported for every step below
+    held = {a.offset: a for a in pool.allocations}
+    problems: list[str] = []
+    for entry in basis.get("stale") or []:
+        cur = held.get(str(entry.get("offset")))
+        if cur is None:
+            continue  # released by someone else meanwhile: nothing to do, not a reason to stop
+        ip, offset, podref = entry.get("ip"), entry.get("offset"), entry.get("podref")
+        was = f"IPPool {key}: {ip} (offset {offset}), planned for release from {podref},"
+        if cur.podref != podref or (entry.get("id") and cur.id != entry.get("id")):
+            problems.append(f"{was} is now held by {_holder(cur)}")
+            continue
+        why = _pod_problem(str(ip), cur.podref, entry, pods)
+        if why is not None:
+            problems.append(f"{was} is in use: {why}")
+    return problems
+
+
+def _reservation_drift(plan: Plan, section: WhereaboutsSection, pods: Mapping[str, PodState], step: Step) -> list[str]:
+    key = f"{step.params['namespace']}/{step.params['name']}"
+    basis = (plan.basis.get("reservations") or {}).get(key) or {"podref": step.params.get("podref")}
+    cur = next((r for r in section.overlapping if f"{r.namespace}/{r.name}" == key), None)
+    if cur is None:
+        return []  # deleted by someone else meanwhile
+    was = f"OverlappingRangeIPReservation {key}, planned for deletion from {basis.get('podref') or 'no pod'},"
+    if cur.podref != basis.get("podref"):
+        return [f"{was} is now reserved for {cur.podref or 'no pod'}"]
+    why = _pod_problem(cur.name, cur.podref, basis, pods)
+    return [f"{was} is in use: {why}"] if why is not None else []
+
+
+def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> None:
+    """Refuse (StalePlan, exit 4) before any write when someone else changed what the plan would remove.
+
+    Drift: a pool whose range changed (its offsets now name other addresses); an allocation the plan would
+    release that another pod or container now holds; a reservation now naming another pod; an entry whose
+    pod is live again or, gone when planned, exists again. Not drift: a bumped resourceVersion, an entry
+    someone else already released, an unrelated edit. `begun` names the steps an earlier apply of this
+    plan already started (from the journal): whatever happened to their entries since may be this plan's
+    own doing (a released address handed to a new pod), so they, and the steps that depend on them, are
+    decided per entry at apply instead.
     """
     if snapshot.target != plan.target:
         raise InvalidInput(f"plan is for {plan.target.label()}, not {snapshot.target.label()}")
@@ -172,10 +248,19 @@ def check_drift(plan: Plan, snapshot: Snapshot) -> None:
             "Nothing was applied; make a new plan"
         )
     pools = {p.key: p for p in section.pools}
+    pods = {p.key: p for p in snapshot.kube.ipam_pods}
     problems: list[str] = []
     for key, basis in (plan.basis.get("pools") or {}).items():
         pool = pools.get(key)
         if pool is not None and pool.range != basis.get("range"):
             problems.append(f"IPPool {key} now has range {pool.range}, not {basis.get('range')}")
+    for step in plan.steps:
+        if step.id in begun or any(d in begun for d in step.depends_on):
+            continue
+        if step.action == RELEASE:
+            problems += _allocation_drift(plan, section, pods, step)
+        elif step.action == DELETE_RESERVATION:
+            problems += _reservation_drift(plan, section, pods, step)
     if problems:
-        raise StalePlan("the plan is stale: " + "; ".join(problems) + ". Nothing was applied; make a new plan")
+        done = "Nothing more was applied" if begun else "Nothing was applied"
+        raise StalePlan(f"the plan is stale: {'; '.join(problems)}. {done}; make a new plan")

@@ -5,9 +5,10 @@ reconciler race (shared/incidents/whereabouts-reconciler-race.txt) came from dec
 pod read that were already out of date. So each act re-reads the pool and every pod it names right before
 writing, decides each entry again with the same rule as analysis (a Pending pod or one without
 network-status is live), and writes one JSON patch whose first op tests /metadata/resourceVersion: if
-Whereabouts allocated in between, the patch fails with 422 and the step reads and decides again. Entries
-that changed since the plan (another pod or container holds the offset, the pod is back) are kept and
-reported in the step outputs. Everything is safe to repeat: a second apply finds nothing to remove.
+Whereabouts allocated in between, the patch fails with 422 and the step reads and decides again. A change
+made before apply started is refused by the plan's drift check (exit 4); entries that change after it,
+while apply runs (another pod or container holds the offset, the pod is back), are kept and reported in
+the step outputs. Everything is safe to repeat: a second apply finds nothing to remove.
 """
 
 from __future__ import annotations

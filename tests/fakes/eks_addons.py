@@ -38,6 +38,9 @@ class FakeEksAddons:
     addons: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     updates: dict[str, dict[str, Any]] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)  # operation names, in order
+    answered: list[str] = field(default_factory=list)  # the add-on status each DescribeAddon returned
+    looks_to_finish: int = 2  # DescribeAddon answers that show an update in progress before it is done
+    _looks: dict[tuple[str, str], int] = field(default_factory=dict)
 
     # -- seeding and inspection ------------------------------------------------------------------
 
@@ -92,7 +95,22 @@ class FakeEksAddons:
         addon = self.addons.get((cluster, name))
         if addon is None:
             return _error(request, 404, "ResourceNotFoundException", f"No addon: {name} found in cluster: {cluster}")
-        return _ok(request, {"addon": addon})
+        answer = _ok(request, {"addon": addon})
+        self.answered.append(str(addon["status"]))
+        if addon["status"] == "UPDATING":
+            # Time passes between polls: an update seen in progress a few times has finished by the next
+            # look, whether or not anyone asks DescribeUpdate (a rerun after a crash never learned its id).
+            self._looks[(cluster, name)] = self._looks.get((cluster, name), 0) + 1
+            if self._looks[(cluster, name)] >= self.looks_to_finish:
+                self._finish_updates(cluster, name)
+        return answer
+
+    def _finish_updates(self, cluster: str, name: str) -> None:
+        for entry in self.updates.values():
+            if (entry["cluster"], entry["addon"]) == (cluster, name) and entry["update"]["status"] == "InProgress":
+                entry["update"]["status"] = "Successful"
+        self.addons[(cluster, name)]["status"] = "ACTIVE"
+        self._looks.pop((cluster, name), None)
 
     def _update_addon(self, request: Any, **_: Any) -> AWSResponse:
         self.calls.append("UpdateAddon")
@@ -143,6 +161,7 @@ class FakeEksAddons:
             addon = self.addons.get((cluster, entry["addon"]))
             if addon is not None:
                 addon["status"] = "ACTIVE"
+                self._looks.pop((cluster, entry["addon"]), None)
         return _ok(request, {"update": update})
 
 

@@ -1,0 +1,546 @@
+"""Crash and resume for the cloud plans tests/test_eks_resume.py does not cover: GKE node-pool and
+cluster-range, EKS prefix delegation, and the EKS managed add-on branch (vpc-cni installed as an EKS
+add-on, so the CNI settings go through UpdateAddon: step action `eks.update-addon-env`) of both EKS plans.
+
+Why it exists: exit code 5 promises "run the same command again". For every step k of each plan, with the
+journal kept and with it deleted, an apply dies right after the cloud accepted step k's write and before
+the journal recorded it (the real executor's `act` returned, then Ctrl-C inside the CLI's error boundary:
+exit 5). The same plan is then applied by the real CLI (`expand --apply PLAN --yes`, drift check
+included) and must finish the job. Its end state is compared with that of an uninterrupted apply of the
+same plan on an identical fresh world, as a normalised inventory of everything the plan could touch
+(subnets with their secondary ranges, networks, node pools, cluster pod ranges, global addresses and
+subnet CIDR reservations, VPC CIDRs, route tables, node groups, ENIConfigs, aws-node env, the add-on's
+configuration, tags and labels, with ids and timestamps replaced), and the writes of the crashed and the
+resumed run together must be exactly those of the uninterrupted one: nothing done twice.
+
+Worlds: the GKE incident in the loopback GCP fake (tests/gke_world.py, --no-kube); the EKS incident in moto
+(`mock_aws`, ids seeded so every world built here has the same ones and one plan fits them all) with its
+cluster in the fake Kubernetes API server (tests/eks_cluster.py), and the EKS add-on operations moto lacks
+answered by tests/fakes/eks_addons.py. Waits never sleep: the crashed runs use a fake clock, and the CLI
+runs' waits are satisfied at the first probe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+from click.testing import CliRunner, Result
+
+from cidrx import targets
+from cidrx.cli import boundary, cli
+from cidrx.engine.apply import run_plan
+from cidrx.engine.executor import Executor, Outputs, StepContext
+from cidrx.engine.journal import Journal, journal_path
+from cidrx.engine.waiting import Waiter
+from cidrx.model.plan import Plan, load_plan, save_plan
+from cidrx.render.progress import NullProgress
+from tests import gke_world as gw
+from tests.eks_cluster import build_prefix_world, incident_server, inventory, shared_botocore_loader
+from tests.eks_world import REGION, World, build_incident, fake_aws_env
+from tests.fakes.eks_addons import FakeEksAddons
+from tests.fakes.gcp_server import FakeGcp
+from tests.test_eks_resume import CrashAfterAct
+
+JSON = dict[str, Any]
+CLUSTER = "demo"
+WORLD_SEED = 2023_11_04
+WRITES = ("POST", "PUT", "PATCH", "DELETE")
+# What the vpc-cni add-on was configured with before cidrx: the add-on step must keep all of it.
+ADDON_BEFORE: JSON = {"env": {"WARM_IP_TARGET": "5"}, "init": {"env": {"DISABLE_TCP_EARLY_DEMUX": "true"}}}
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One plan kind: where it runs, the strategy `expand --plan` is given, and how many steps its plan has
+    (the baseline test checks the count, so a step added to a planner fails here until covered)."""
+
+    name: str
+    cloud: Literal["gke", "eks"]
+    strategy: str
+    steps: int
+    addon: bool = False
+
+    @property
+    def prefix_world(self) -> bool:
+        return self.strategy == "prefix-delegation"
+
+
+KINDS = {
+    k.name: k
+    for k in (
+        Kind("gke-node-pool", "gke", "node-pool", 2),
+        Kind("gke-cluster-range", "gke", "cluster-range", 2),
+        Kind("eks-prefix-delegation", "eks", "prefix-delegation", 3),
+        Kind("eks-addon-custom-networking", "eks", "custom-networking", 9, addon=True),
+        Kind("eks-addon-prefix-delegation", "eks", "prefix-delegation", 3, addon=True),
+    )
+}
+
+
+# --- clocks, recorders ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Clock:
+    """Monotonic time that only moves when the waiter sleeps; a sleep also lets the cloud move on (GCP
+    operations finish), as real time would."""
+
+    on_sleep: Callable[[], object] = lambda: None
+    now: float = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        self.on_sleep()
+
+
+class AwsCalls:
+    """botocore `before-call` handler: every AWS operation any session makes, as `service:Operation`."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __call__(self, model: Any, **_: Any) -> None:
+        self.calls.append(f"{model.service_model.service_name}:{model.name}")
+
+    def writes(self) -> list[str]:
+        return [c for c in self.calls if not c.split(":")[1].startswith(("Describe", "Get", "List"))]
+
+
+class BuiltinHandlers:
+    """Stands in for a botocore session when installing the add-on fake: what it registers goes into
+    botocore's BUILTIN_HANDLERS, which every new session starts with (cidrx's own sessions included)."""
+
+    def __init__(self) -> None:
+        self.specs: list[tuple[str, Any, object]] = []
+
+    @property
+    def events(self) -> BuiltinHandlers:
+        return self
+
+    def register_first(self, event_name: str, handler: Any, unique_id: str | None = None) -> None:
+        from botocore.handlers import REGISTER_FIRST
+
+        self.specs.append((event_name, handler, REGISTER_FIRST))
+
+
+# --- normalised inventories ------------------------------------------------------------------------------
+
+# Fields a fake fills with fresh random or time values: two identical worlds differ in them and nothing else.
+VOLATILE = frozenset(
+    {
+        "id",
+        "fingerprint",
+        "creationTimestamp",
+        "createTime",
+        "selfLinkWithId",
+        "startTime",
+        "endTime",
+        "targetId",
+        "stateDetails",  # a peering's "[<time>]: Connected."
+    }
+)
+
+
+def scrub(value: Any, plan_id: str) -> Any:
+    """`value` without volatile fields, the plan id replaced by "<plan>" (lists kept: duplicates show)."""
+    if isinstance(value, dict):
+        return {k: scrub(v, plan_id) for k, v in sorted(value.items()) if k not in VOLATILE}
+    if isinstance(value, list):
+        return [scrub(v, plan_id) for v in value]
+    if isinstance(value, str) and plan_id in value:
+        return value.replace(plan_id, "<plan>")
+    return value
+
+
+def gke_inventory(fake: FakeGcp, plan_id: str) -> JSON:
+    """Every network, subnet (with its secondary ranges), global address and cluster (with its node pools
+    and additional pod ranges) in the fake. The fake has no list-everything call, so its stores are read
+    under its lock, the way its list handlers read them."""
+    with fake._lock:
+        subnets = {"/".join(k): scrub(v, plan_id) for k, v in sorted(fake._subnets.items())}
+        networks = sorted(fake._networks)
+        addresses = {"/".join(k): scrub(v, plan_id) for k, v in sorted(fake._addresses.items())}
+        clusters = sorted(fake._clusters)
+    return {
+        "subnets": subnets,
+        "networks": {"/".join(k): scrub(fake.network(*k), plan_id) for k in networks},
+        "addresses": addresses,
+        "clusters": {"/".join(k): scrub(fake.cluster(*k), plan_id) for k in clusters},
+    }
+
+
+def eks_inventory(env: Env, plan_id: str) -> JSON:
+    """tests/eks_cluster.py's inventory, plus every subnet's CIDR reservations and the vpc-cni add-on."""
+    assert env.world is not None and env.kube is not None
+    ec2, eks = env.session.client("ec2"), env.session.client("eks")
+    inv = inventory(ec2, eks, env.kube, env.world, plan_id=plan_id)
+    subnets = ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [env.world.vpc_id]}])["Subnets"]
+    reservations = []
+    for s in subnets:
+        found = ec2.get_subnet_cidr_reservations(SubnetId=s["SubnetId"])
+        for r in [*found.get("SubnetIpv4CidrReservations", []), *found.get("SubnetIpv6CidrReservations", [])]:
+            tags = sorted((t["Key"], t["Value"]) for t in r.get("Tags") or [])
+            reservations.append(
+                (s["CidrBlock"], r["Cidr"], r["ReservationType"], r.get("Description", ""), scrub(tags, plan_id))
+            )
+    inv["reservations"] = scrub(sorted(reservations), plan_id)
+    if env.addons is not None:
+        addon = env.addons.addon(CLUSTER)
+        assert addon is not None
+        inv["addon"] = {
+            "status": addon["status"],
+            "version": addon["addonVersion"],
+            "configuration": json.loads(addon.get("configurationValues") or "{}"),
+        }
+    return inv
+
+
+# --- worlds ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Env:
+    """A fresh world of one kind, with what the tests need to drive and inspect it."""
+
+    kind: Kind
+    tmp: Path
+    gcp: FakeGcp | None = None
+    session: Any = None
+    world: World | None = None
+    kube: Any = None
+    kubeconfig: str = ""
+    aws: AwsCalls = field(default_factory=AwsCalls)
+    addons: FakeEksAddons | None = None
+
+    @property
+    def target(self) -> list[str]:
+        if self.gcp is not None:
+            return ["--gke", "--project", gw.PROJECT, "--location", gw.LOCATION, "--cluster", gw.CLUSTER, "--no-kube"]
+        return ["--eks", "--region", REGION, "--cluster", CLUSTER, "--kubeconfig", self.kubeconfig]
+
+    def cli_plan(self, path: Path) -> Plan:
+        made = CliRunner().invoke(
+            cli, ["expand", *self.target, "--plan", "--strategy", self.kind.strategy, "--out", str(path)]
+        )
+        assert made.exit_code == 0, made.output
+        return load_plan(path)
+
+    def cli_apply(self, path: Path) -> Result:
+        where = ["--no-kube"] if self.gcp is not None else ["--kubeconfig", self.kubeconfig]
+        return CliRunner().invoke(cli, ["expand", "--apply", str(path), "--yes", *where])
+
+    @contextlib.contextmanager
+    def engine_apis(self) -> Iterator[Any]:
+        """What `targets.apply_plan` hands the executors (it takes no fake clock, so the engine runs here)."""
+        if self.gcp is not None:
+            from cidrx.gke.api import GkeApi
+            from cidrx.gke.steps import GkeApis
+
+            yield GkeApis(gke=GkeApi(gw.PROJECT, gw.LOCATION), kube=None)
+            return
+        from cidrx.eks.api import EksApi
+        from cidrx.eks.steps import EksApis
+        from cidrx.kube.api import KubeApi
+
+        with KubeApi(self.kubeconfig, None) as kube:
+            yield EksApis(eks=EksApi(REGION), kube=kube)
+
+    def clock(self) -> Clock:
+        gcp = self.gcp
+        return Clock(on_sleep=gcp.finish_operations) if gcp is not None else Clock()
+
+    def settle(self) -> None:
+        """What time does after a crash: an operation the dead run started (a GCP operation, an EKS add-on
+        update) finishes while nobody watches. The fakes finish them only when polled, so this plays time."""
+        if self.gcp is not None:
+            self.gcp.finish_operations()
+        if self.addons is not None:
+            for entry in self.addons.updates.values():
+                if entry["update"]["status"] == "InProgress":
+                    entry["update"]["status"] = "Successful"
+                    self.addons.addons[(entry["cluster"], entry["addon"])]["status"] = "ACTIVE"
+
+    def reset_logs(self) -> None:
+        if self.gcp is not None:
+            self.gcp.reset_log()
+        else:
+            self.aws.calls.clear()
+            self.kube.reset_log()
+
+    def writes(self) -> list[str]:
+        """Every write the cloud (and cluster) received since the last reset; GCP operation polls
+        (`.../operations/...:wait` is a POST) are reads."""
+        if self.gcp is not None:
+            return [
+                f"{r.method} {r.path}"
+                for r in self.gcp.request_log
+                if r.method in WRITES and "/operations/" not in r.path
+            ]
+        kube = [f"kube {r.method} {r.path}" for r in self.kube.requests() if r.method in WRITES]
+        return [*self.aws.writes(), *kube]
+
+    def inventory(self, plan: Plan) -> JSON:
+        if self.gcp is not None:
+            return gke_inventory(self.gcp, plan.plan_id)
+        return eks_inventory(self, plan.plan_id)
+
+
+def _clean_env(mp: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("CIDRX_") or name == "KUBECONFIG":
+            mp.delenv(name)
+
+
+@contextlib.contextmanager
+def gke_env(kind: Kind, tmp: Path, mp: pytest.MonkeyPatch) -> Iterator[Env]:
+    _clean_env(mp)
+    with FakeGcp() as fake:
+        gw.build_incident(fake)
+        for key, value in gw.gcp_env(fake).items():
+            mp.setenv(key, value)
+        yield Env(kind, tmp, gcp=fake)
+    fake.check()  # no request or answer outside Google's discovery documents
+
+
+@contextlib.contextmanager
+def eks_env(kind: Kind, tmp: Path, mp: pytest.MonkeyPatch) -> Iterator[Env]:
+    import boto3
+    import botocore.handlers
+    from moto import mock_aws
+    from moto.moto_api._internal import mock_random
+
+    fake_aws_env(mp)
+    _clean_env(mp)
+    env = Env(kind, tmp)
+    handlers: list[Any] = [("before-call", env.aws)]
+    if kind.addon:
+        env.addons = FakeEksAddons(region=REGION)
+        builtin = BuiltinHandlers()
+        env.addons.install(builtin)
+        handlers += builtin.specs
+    mp.setattr(botocore.handlers, "BUILTIN_HANDLERS", [*botocore.handlers.BUILTIN_HANDLERS, *handlers])
+    mock_random.seed(WORLD_SEED)
+    try:
+        with mock_aws():
+            env.session = boto3.Session(region_name=REGION)
+            builder = build_prefix_world if kind.prefix_world else build_incident
+            env.world = builder(env.session.client("ec2"), env.session.client("eks"), region=REGION, cluster=CLUSTER)
+            if env.addons is not None:
+                env.addons.put_addon(CLUSTER, configuration_values=json.dumps(ADDON_BEFORE))
+            server, _hooks, _controller = incident_server(env.world)
+            env.kube = server
+            env.kubeconfig = str(server.kubeconfig(tmp / "kubeconfig"))
+            try:
+                env.reset_logs()
+                yield env
+            finally:
+                server.stop()
+            if server.errors:
+                raise server.errors[0]
+    finally:
+        mock_random.seed()  # back to unpredictable ids for whatever runs next
+
+
+def fresh(kind: Kind, tmp: Path, mp: pytest.MonkeyPatch) -> contextlib.AbstractContextManager[Env]:
+    return gke_env(kind, tmp, mp) if kind.cloud == "gke" else eks_env(kind, tmp, mp)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fast_sessions() -> Iterator[None]:
+    with shared_botocore_loader():
+        yield
+
+
+# --- the reference: an uninterrupted apply ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Baseline:
+    plan: Plan
+    world: World | None
+    inventory: JSON
+    writes: tuple[str, ...]
+
+
+@pytest.fixture(scope="module")
+def baselines(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Kind], Baseline]:
+    """Per kind (made on first use): the plan `expand --plan` makes for a fresh world, and what the
+    uninterrupted `expand --apply` of it leaves behind and writes."""
+    made: dict[str, Baseline] = {}
+
+    def get(kind: Kind) -> Baseline:
+        if kind.name not in made:
+            tmp = tmp_path_factory.mktemp(kind.name)
+            with pytest.MonkeyPatch.context() as mp, fresh(kind, tmp, mp) as env:
+                plan = env.cli_plan(tmp / "plan.json")
+                env.reset_logs()
+                result = env.cli_apply(tmp / "plan.json")
+                assert result.exit_code == 0, result.output
+                assert set(statuses(result, plan).values()) == {"done"}, result.output
+                made[kind.name] = Baseline(plan, env.world, env.inventory(plan), tuple(env.writes()))
+        return made[kind.name]
+
+    return get
+
+
+def statuses(result: Result, plan: Plan) -> dict[str, str]:
+    """step id -> status from the result table `expand --apply` prints."""
+    ids = {s.id for s in plan.steps}
+    rows = [line.split() for line in result.stdout.splitlines()]
+    return {row[0]: row[1] for row in rows if len(row) >= 2 and row[0] in ids}
+
+
+@pytest.mark.parametrize("kind_name", list(KINDS))
+def test_the_uninterrupted_apply_is_the_fix(kind_name: str, baselines: Callable[[Kind], Baseline]) -> None:
+    """The reference the resume tests compare with is itself the fix, and the parametrisation covers
+    every step of the plan the CLI makes."""
+    kind = KINDS[kind_name]
+    base = baselines(kind)
+    assert len(base.plan.steps) == kind.steps
+    inv, b = base.inventory, base.plan.basis
+    if kind.cloud == "gke":
+        subnet = inv["subnets"][f"{gw.PROJECT}/{gw.REGION}/{gw.SUBNET}"]
+        ranges = [(r["rangeName"], r["ipCidrRange"]) for r in subnet["secondaryIpRanges"]]
+        assert ranges == [*b["subnet_ranges"].items(), (b["range_name"], b["cidr"])]
+        cluster = inv["clusters"][f"{gw.PROJECT}/{gw.LOCATION}/{gw.CLUSTER}"]
+        listed = cluster["ipAllocationPolicy"].get("additionalPodRangesConfig", {}).get("podRangeNames", [])
+        pools = {p["name"]: p for p in cluster["nodePools"]}
+        if kind.strategy == "node-pool":
+            assert listed == [] and sorted(pools) == sorted([gw.POOL, b["node_pool_name"]])
+            ours = pools[b["node_pool_name"]]
+            assert ours["networkConfig"]["podRange"] == b["range_name"] and ours["status"] == "RUNNING"
+            assert ours["config"]["resourceLabels"]["cidrx-plan"] == "<plan>"
+        else:
+            assert listed == [b["range_name"]] and list(pools) == [gw.POOL]
+        assert len(base.writes) == kind.steps  # one write per step
+        return
+    actions = [s.action for s in base.plan.steps]
+    assert ("eks.update-addon-env" in actions) == kind.addon
+    assert ("kube.set-daemonset-env" in actions) != kind.addon
+    if kind.prefix_world:
+        reserve = [s for s in base.plan.steps if s.action == "eks.reserve-subnet-cidr"]
+        assert sorted((r[1], r[2]) for r in inv["reservations"]) == sorted(
+            (s.params["cidr"], "prefix") for s in reserve
+        )
+    else:
+        assert [g["name"] for g in inv["nodegroups"]] == ["managed-ng", "managed-ng-cn"]
+        assert [e["name"] for e in inv["eniconfigs"]] == [f"{REGION}a", f"{REGION}b"]
+    if kind.addon:
+        config = inv["addon"]["configuration"]
+        assert config["init"] == ADDON_BEFORE["init"]  # what others configured is kept
+        assert config["env"]["WARM_IP_TARGET"] == "5"
+        wanted = "ENABLE_PREFIX_DELEGATION" if kind.prefix_world else "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG"
+        assert config["env"][wanted] == "true" and inv["addon"]["status"] == "ACTIVE"
+        assert dict(inv["aws_node_env"])[wanted] == "false"  # EKS owns aws-node: cidrx leaves it alone
+        assert base.writes.count("eks:UpdateAddon") == 1
+    else:
+        assert dict(inv["aws_node_env"])["ENABLE_PREFIX_DELEGATION"] == "true"
+
+
+# --- crash right after step k's write, then the same command ----------------------------------------------
+
+
+def crash_after_step(env: Env, plan: Plan, path: Path, step_id: str) -> None:
+    """Apply `plan` with the provider's real executors until step `step_id`'s act returned (the cloud took
+    the write), then Ctrl-C, inside the CLI's error boundary: exit 5, and the journal never heard of it."""
+    acted: dict[str, Outputs] = {}
+    real = targets.provider(plan.target).executors()
+    crashing: dict[str, Executor] = {a: CrashAfterAct(ex, step_id, acted) for a, ex in real.items()}
+    clock = env.clock()
+
+    def apply() -> None:
+        with env.engine_apis() as apis:
+            ctx = StepContext(
+                plan=plan,
+                apis=apis,
+                waiter=Waiter(sleep=clock.sleep, monotonic=clock.monotonic),
+                progress=NullProgress(),
+            )
+            with boundary.applying():
+                run_plan(plan, crashing, ctx, Journal.open(path, plan))
+
+    assert boundary.run(apply) == 5
+    assert step_id in acted
+    events = [(e.event, e.error) for e in Journal.open(path, plan).events if e.step == step_id]
+    assert events == [("started", None), ("failed", "interrupted")]
+
+
+def _crash_points() -> list[Any]:
+    return [pytest.param(k.name, i, id=f"{k.name}-step{i + 1}") for k in KINDS.values() for i in range(k.steps)]
+
+
+@pytest.mark.parametrize("journal", ["kept", "lost"])
+@pytest.mark.parametrize(("kind_name", "index"), _crash_points())
+def test_interrupted_right_after_a_write_the_same_command_finishes_the_job(
+    kind_name: str,
+    index: int,
+    journal: str,
+    baselines: Callable[[Kind], Baseline],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kind = KINDS[kind_name]
+    base = baselines(kind)
+    plan, path = base.plan, tmp_path / "plan.json"
+    step_id = plan.steps[index].id
+    with fresh(kind, tmp_path, monkeypatch) as env:
+        if env.world is not None:  # the same ids, so the baseline's plan fits (instance ids are not in it)
+            assert base.world is not None
+            assert replace(env.world, node_instance_ids=()) == replace(base.world, node_instance_ids=())
+        save_plan(plan, path)
+        crash_after_step(env, plan, path, step_id)
+        assert env.writes()  # the step's write reached the cloud
+        env.settle()
+        if journal == "lost":
+            journal_path(path).unlink()
+
+        result = env.cli_apply(path)
+        assert result.exit_code == 0, result.output
+        assert statuses(result, plan) == {s.id: "skipped" if i <= index else "done" for i, s in enumerate(plan.steps)}
+        assert env.inventory(plan) == base.inventory
+        assert Counter(env.writes()) == Counter(base.writes)  # crashed + resumed run: every write exactly once
+
+        env.reset_logs()  # and a third run finds nothing left to do
+        again = env.cli_apply(path)
+        assert again.exit_code == 0, again.output
+        assert set(statuses(again, plan).values()) == {"skipped"}
+        assert env.writes() == []
+
+
+@pytest.mark.parametrize("kind_name", [k.name for k in KINDS.values() if k.addon])
+def test_a_rerun_waits_for_the_add_on_update_the_crashed_run_started(
+    kind_name: str, baselines: Callable[[Kind], Baseline], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Crash right after UpdateAddon and rerun at once: the add-on already shows the new env but is still
+    UPDATING. The rerun must wait until it is ACTIVE (as the first run would have) before later steps."""
+    kind = KINDS[kind_name]
+    base = baselines(kind)
+    plan, path = base.plan, tmp_path / "plan.json"
+    step = next(s for s in plan.steps if s.action == "eks.update-addon-env")
+    with fresh(kind, tmp_path, monkeypatch) as env:
+        assert env.addons is not None
+        save_plan(plan, path)
+        crash_after_step(env, plan, path, step.id)
+        assert (env.addons.addon(CLUSTER) or {})["status"] == "UPDATING"  # no settle(): still in progress
+        env.aws.calls.clear()
+        env.addons.answered.clear()
+
+        result = env.cli_apply(path)
+        assert result.exit_code == 0, result.output
+        assert env.inventory(plan) == base.inventory
+        # Every DescribeAddon before the first later write: the rerun looked until the update had settled.
+        later = [c for c in env.aws.calls if c in ("eks:CreateNodegroup", "ec2:CreateSubnetCidrReservation")]
+        first_write = env.aws.calls.index(later[0]) if later else len(env.aws.calls)
+        looks = env.aws.calls[:first_write].count("eks:DescribeAddon")
+        assert env.addons.answered[:looks][:1] == ["UPDATING"] and "ACTIVE" in env.addons.answered[:looks]
