@@ -2,7 +2,8 @@
 
 `python -m cidrx.docgen` writes docs/cli.md (from the click command tree, read at run time), docs/findings.md
 (finding ids found by reading cidrx's source, with a one-line meaning kept here and examples taken from
-diagnosing the bundled snapshots) and docs/schemas/*.schema.json (from the models via msgspec).
+diagnosing the bundled snapshots), docs/schemas/*.schema.json (from the models via msgspec) and the policy
+blocks of docs/permissions.md (what `cidrx permissions` prints; the prose around them is kept).
 `python -m cidrx.docgen --check` writes nothing and exits 1 when a committed file differs; tests/test_docs.py
 and tests/test_schemas.py do the same comparison.
 
@@ -503,8 +504,113 @@ def snapshot_schema() -> dict[str, Any]:
     )
 
 
+def fleet_schema() -> dict[str, Any]:
+    """The fleet-mode `-o json` document (`diagnose --all-clusters` / `--all-contexts` / several `--context`),
+    built from cidrx.fleet's models (cidrx/render/fleet.py writes the same fields). Every key is required,
+    as in the diagnosis schema: the renderer always writes every key, null when not applicable, and each
+    cluster's `diagnosis` is the same document `diagnose -o json` prints for one cluster."""
+    from cidrx.fleet import FLEET_SCHEMA, Fleet
+    from cidrx.model.findings import Severity
+
+    doc = _document_schema(
+        Fleet,
+        FLEET_SCHEMA,
+        "cidrx fleet diagnosis (cidrx.fleet/v1)",
+        "What `cidrx diagnose` prints with -o json in fleet mode: one entry per cluster (its diagnosis, or the "
+        "error that kept it from being read), totals, and the fleet's exit code (the worst cluster's).",
+    )
+    defs = doc["$defs"]
+    for name in ("Fleet", "Member", "FleetCounts", "Diagnosis", "Capacity", "Finding", "Target"):
+        _require_all(defs[name])
+    defs["Diagnosis"]["properties"]["schema"] = {"const": "cidrx.diagnosis/v1", "default": "cidrx.diagnosis/v1"}
+    defs["Diagnosis"]["properties"]["counts"]["required"] = [s.value for s in Severity]
+    return doc
+
+
 def _json(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=2) + "\n"
+
+
+# --- permissions page -------------------------------------------------------------------------------------
+
+# docs/permissions.md is hand-written around blocks that are `cidrx permissions` output; each block sits
+# between these two lines and is rewritten from the code, the prose around it is kept as it is.
+PERMISSIONS_MD = Path("docs/permissions.md")
+GENERATED_BLOCK = re.compile(
+    r"(?P<open><!-- generated: (?P<name>[a-z0-9-]+) \(python -m cidrx\.docgen\) -->\n)(?P<body>.*?)"
+    r"(?P<close><!-- end generated -->)",
+    re.S,
+)
+
+
+def _fence(lang: str, text: str) -> str:
+    return f"```{lang}\n{text}```\n"
+
+
+def _words(items: Sequence[str]) -> str:
+    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items)
+
+
+def _rbac_key(rule: dict[str, Any]) -> tuple[str, str]:
+    return (rule["apiGroups"][0], rule["resources"][0])
+
+
+def _cluster_role_difference(base: dict[str, Any], other: dict[str, Any]) -> str:
+    """How `other`'s ClusterRole rules differ from `base`'s, in words."""
+    a = {_rbac_key(r): r for r in base["cluster_role"]["rules"] if "resources" in r}
+    b = {_rbac_key(r): r for r in other["cluster_role"]["rules"] if "resources" in r}
+    parts = [f"without the `{k[1]}` rule" for k in sorted(a.keys() - b.keys())]
+    parts += [f"with a `{k[1]}` rule (`{', '.join(b[k]['verbs'])}`)" for k in sorted(b.keys() - a.keys())]
+    for k in sorted(a.keys() & b.keys()):
+        if a[k] != b[k]:
+            parts.append(f"with only `{', '.join(b[k]['verbs'])}` on `{k[1]}`")
+    return _words(parts) if parts else "exactly the same"
+
+
+def permissions_blocks() -> dict[str, str]:
+    """Each generated block of docs/permissions.md by name, as `cidrx permissions` prints it now."""
+    from cidrx.cli.permissions import cluster_role_yaml, gcp_role_yaml, iam_policy_json
+    from cidrx.permissions import PROVIDERS, document, needs
+
+    full = {p: document(needs(p, "all")) for p in PROVIDERS}
+    gke_read = document(needs("gke", "diagnose"))["gcp_permissions"]
+    rows = sorted(
+        {(s["strategy"], s["action"], tuple(s["permissions"])) for doc in full.values() for s in doc["steps"]}
+    )
+    table = ["| plan kind | step action | declared permissions |", "|---|---|---|"]
+    table += [f"| {k} | `{a}` | {', '.join(f'`{p}`' for p in perms)} |" for k, a, perms in rows]
+    return {
+        "eks-iam-policy": _fence("json", iam_policy_json(full["eks"])),
+        "gke-role": _fence("yaml", gcp_role_yaml(full["gke"])),
+        "gke-diagnose": f"`--for diagnose` keeps {_words([f'`{p}`' for p in gke_read])}.\n",
+        "eks-cluster-role": _fence("yaml", cluster_role_yaml(full["eks"])),
+        "gke-cluster-role": "For GKE (`cidrx permissions --gke`) the rules are the same "
+        f"{_cluster_role_difference(full['eks'], full['gke'])}.\n",
+        "k8s-cluster-role": _fence("yaml", cluster_role_yaml(full["k8s"])),
+        "steps": "\n".join(table) + "\n",
+    }
+
+
+def render_permissions_md(page: str) -> str:
+    """`page` (docs/permissions.md) with every generated block rewritten; refuses a page that lacks one."""
+    blocks = permissions_blocks()
+    seen: set[str] = set()
+
+    def fill(m: re.Match[str]) -> str:
+        name = m["name"]
+        if name not in blocks:
+            raise DocgenError(f"{PERMISSIONS_MD}: no generated block is called {name!r} (known: {sorted(blocks)})")
+        seen.add(name)
+        return m["open"] + blocks[name] + m["close"]
+
+    out = GENERATED_BLOCK.sub(fill, page)
+    missing = sorted(blocks.keys() - seen)
+    if missing:
+        raise DocgenError(
+            f"{PERMISSIONS_MD} lacks the generated block(s) {missing}: put each between "
+            "'<!-- generated: NAME (python -m cidrx.docgen) -->' and '<!-- end generated -->' lines"
+        )
+    return out
 
 
 # --- driver ------------------------------------------------------------------------------------------------
@@ -515,9 +621,11 @@ def generated() -> dict[Path, str]:
     return {
         Path("docs/cli.md"): render_cli_md(),
         Path("docs/findings.md"): render_findings_md(),
+        PERMISSIONS_MD: render_permissions_md((ROOT / PERMISSIONS_MD).read_text()),
         Path("docs/schemas/diagnosis.schema.json"): _json(diagnosis_schema()),
         Path("docs/schemas/plan.schema.json"): _json(plan_schema()),
         Path("docs/schemas/snapshot.schema.json"): _json(snapshot_schema()),
+        Path("docs/schemas/fleet.schema.json"): _json(fleet_schema()),
     }
 
 

@@ -3,10 +3,10 @@
 Why it exists: cidrx runs from CI with credentials someone has to grant, and a grant wider than needed is a
 risk while a narrower one fails mid-incident. So the lists are not kept by hand here: reads come from the
 collectors' own constants (`cidrx.eks.api.COLLECT_PERMISSIONS`, `cidrx.gke.api.COLLECT_PERMISSIONS`, the
-Kubernetes collector's groups and plurals), and writes from the `permissions` every plan Step declares,
-gathered from representative plans made by the real planners (`representative_plans`). A new step with
-new permissions therefore shows up in `cidrx permissions` (and a test fails if a step's notation cannot
-be read). Pure: snapshots in, documents (plain dicts) out.
+Kubernetes collector's groups and plurals), and writes from the `STEP_PERMISSIONS` each plan module
+declares per step action and attaches to its Steps. No plan is made, so the command works wherever cidrx
+is installed (no example snapshots needed); tests check that every step real plans carry is covered, and
+that the calls a real diagnose and apply make are granted. Pure: documents (plain dicts) out.
 
 Step notation: cloud permissions are given as the cloud names them ("ec2:CreateSubnet",
 "compute.subnetworks.update"); Kubernetes ones as "kubernetes: <plural>[.<group>] <verb>,<verb> [in <ns>]".
@@ -16,17 +16,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from ipaddress import IPv4Network
+from dataclasses import dataclass
 from typing import Any
 
 from cidrx.errors import CidrxError
-from cidrx.model.plan import Plan
-from cidrx.model.snapshot import Snapshot
 
 PROVIDERS = ("eks", "gke", "k8s")
 PURPOSES = ("diagnose", "apply", "all")
-IPAM_STRATEGIES = ("whereabouts-reclaim", "calico-reclaim", "calico-pool")
 KUBE_PREFIX = "kubernetes:"
 READ_VERBS = frozenset({"get", "list", "watch"})
 # Verbs RBAC can limit to named objects (list/create/watch cannot be: RBAC docs, "Referring to resources").
@@ -61,10 +57,9 @@ class KubeGrant:
 
 @dataclass(frozen=True)
 class StepNeed:
-    """One plan step's declared permissions, for the per-step table."""
+    """What the steps of one action declare, in one plan kind, for the per-step table."""
 
     strategy: str
-    step_id: str
     action: str
     permissions: tuple[str, ...]
 
@@ -136,78 +131,74 @@ def collect_kube_grants(provider: str) -> tuple[KubeGrant, ...]:
 
 
 def collect_cloud_permissions(provider: str) -> tuple[str, ...]:
+    """What collect reads, plus the listing of fleet mode (`diagnose --all-clusters`)."""
     if provider == "eks":
         from cidrx.eks.api import COLLECT_PERMISSIONS as EKS
+        from cidrx.eks.api import FLEET_PERMISSIONS as EKS_FLEET
 
-        return tuple(EKS)
+        return (*EKS, *EKS_FLEET)
     if provider == "gke":
         from cidrx.gke.api import COLLECT_PERMISSIONS as GKE
+        from cidrx.gke.api import FLEET_PERMISSIONS as GKE_FLEET
 
-        return tuple(GKE)
+        return (*GKE, *GKE_FLEET)
     return ()
 
 
-# -- representative plans --------------------------------------------------------------------------
+# -- what the apply steps need ---------------------------------------------------------------------------
+
+# The step actions each plan kind can contain. Each action's permissions are declared by the plan module
+# that makes such steps (`STEP_PERMISSIONS` in cidrx/{eks,gke,whereabouts,calico}/plan.py); a test checks
+# this table and those against the steps real plans carry.
+STRATEGY_ACTIONS: dict[str, tuple[str, ...]] = {
+    "custom-networking": (
+        "eks.associate-vpc-cidr",
+        "eks.create-subnet",
+        "eks.associate-route-table",
+        "kube.apply-eniconfig",
+        "eks.update-addon-env",
+        "kube.set-daemonset-env",
+        "eks.create-nodegroup",
+    ),
+    "prefix-delegation": ("eks.reserve-subnet-cidr", "eks.update-addon-env", "kube.set-daemonset-env"),
+    "node-pool": ("gke.add-secondary-range", "gke.create-node-pool"),
+    "cluster-range": ("gke.add-secondary-range", "gke.add-cluster-pod-ranges"),
+    "whereabouts-reclaim": ("whereabouts.release-allocations", "whereabouts.delete-reservation"),
+    "calico-reclaim": ("calico.release-ips", "calico.release-empty-block"),
+    "calico-pool": ("calico.create-ippool",),
+}
 
 
-def _roomy_eks(snapshot: Snapshot) -> Snapshot:
-    """The same estate with every subnet an empty /24 (or larger), so prefix delegation has aligned /28s to
-    reserve (a /27 never has one: AWS reserves the first four addresses and the last)."""
-    assert snapshot.eks is not None
-    subnets = []
-    for s in snapshot.eks.subnets:
-        net = IPv4Network(s.cidr)
-        net = net.supernet(new_prefix=24) if net.prefixlen > 24 else net
-        subnets.append(replace(s, cidr=str(net), used=(), reservations=(), available_ips=net.num_addresses - 5))
-    return replace(snapshot, eks=replace(snapshot.eks, subnets=tuple(subnets)))
+def strategy_provider(strategy: str) -> str | None:
+    """The provider whose targets a plan kind runs on; None for the in-cluster plans, which run on all."""
+    from cidrx.eks.plan import STRATEGIES as EKS
+    from cidrx.gke.plan import STRATEGIES as GKE
+
+    return "eks" if strategy in EKS else "gke" if strategy in GKE else None
 
 
-def _other_cni_source(snapshot: Snapshot) -> Snapshot:
-    """The same estate with the VPC CNI managed the other way (EKS add-on <-> self-managed aws-node)."""
-    from cidrx.eks.model import Addon
+def step_permissions() -> dict[str, tuple[str, ...]]:
+    """Every step action and the permissions its steps declare, from the plan modules."""
+    from cidrx.calico.plan import STEP_PERMISSIONS as CALICO
+    from cidrx.eks.plan import STEP_PERMISSIONS as EKS
+    from cidrx.gke.plan import STEP_PERMISSIONS as GKE
+    from cidrx.whereabouts.plan import STEP_PERMISSIONS as WHEREABOUTS
 
-    assert snapshot.eks is not None
-    addon = None if snapshot.eks.vpc_cni_addon else Addon("vpc-cni", "", "ACTIVE")
-    return replace(snapshot, eks=replace(snapshot.eks, vpc_cni_addon=addon))
-
-
-def variants(snapshot: Snapshot) -> list[Snapshot]:
-    """`snapshot` and estates like it that take the planners' other branches (step kinds that only
-    appear there: the add-on env step, prefix reservations)."""
-    out = [snapshot]
-    if snapshot.eks is not None:
-        roomy = _roomy_eks(snapshot)
-        out += [roomy, _other_cni_source(snapshot), _other_cni_source(roomy)]
-    return out
+    return {**EKS, **GKE, **WHEREABOUTS, **CALICO}
 
 
-def representative_plans(snapshots: Iterable[Snapshot]) -> list[Plan]:
-    """Every plan kind the real planners make from these snapshots (and their `variants`): each provider
-    strategy, calico-pool, and the two reclaim plans. A kind a snapshot cannot be planned for is skipped."""
-    from cidrx import targets
-    from cidrx.kube import ipam
-
-    plans: dict[tuple[str, tuple[str, ...]], Plan] = {}
-    for snap in snapshots:
-        for variant in variants(snap):
-            module = targets.provider(variant.target)
-            tries: list[Any] = [
-                (lambda s=s, v=variant: targets.make_plan(v, targets.PlanOptions(strategy=s)))
-                for s in (*module.STRATEGIES, *ipam.EXPAND_STRATEGIES)
-            ]
-            tries += [(lambda i=i, v=variant: targets.make_reclaim_plan(v, i)) for i in ipam.IPAMS]
-            for attempt in tries:
-                try:
-                    plan: Plan = attempt()
-                except CidrxError:
-                    continue
-                key = (plan.strategy, tuple(sorted({s.action for s in plan.steps})))
-                plans.setdefault(key, plan)
-    return [plans[k] for k in sorted(plans)]
-
-
-def plan_kinds(plans: Iterable[Plan]) -> set[str]:
-    return {p.strategy for p in plans}
+def step_needs(provider: str) -> list[StepNeed]:
+    """What the steps of every plan kind that can run on `provider`'s targets declare."""
+    declared = step_permissions()
+    out = []
+    for strategy, actions in STRATEGY_ACTIONS.items():
+        if strategy_provider(strategy) not in (None, provider):
+            continue
+        for action in actions:
+            if action not in declared:
+                raise PermissionNotation(f"step action {action!r} of {strategy} declares no permissions")
+            out.append(StepNeed(strategy, action, declared[action]))
+    return sorted(out, key=lambda n: (n.strategy, n.action))
 
 
 # -- what a provider needs ---------------------------------------------------------------------------
@@ -217,21 +208,16 @@ def _is_kube(permission: str) -> bool:
     return permission.startswith(KUBE_PREFIX)
 
 
-def _applies_to(plan: Plan, provider: str) -> bool:
-    """In-cluster IPAM plans run on any target; cloud plans only on their own provider."""
-    return plan.strategy in IPAM_STRATEGIES or plan.target.provider == provider
-
-
 def _check_cloud(provider: str, permission: str) -> None:
     ok = _AWS_ACTION.match(permission) if provider == "eks" else _GCP_PERMISSION.match(permission)
     if provider == "k8s" or not ok:
         raise PermissionNotation(f"{permission!r} is not a {provider.upper()} permission")
 
 
-def needs(provider: str, purpose: str, plans: Sequence[Plan]) -> Needs:
+def needs(provider: str, purpose: str) -> Needs:
     """What `provider` needs for `purpose`: diagnose = what collect reads (also enough for snapshot and
-    --plan); apply = that (apply collects again before it writes) plus what every step of `plans` declares.
-    "all" is the same as apply."""
+    --plan); apply = that (apply collects again before it writes) plus what the steps of every plan kind
+    that runs on `provider`'s targets declare. "all" is the same as apply."""
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r}")
     if purpose not in PURPOSES:
@@ -239,19 +225,14 @@ def needs(provider: str, purpose: str, plans: Sequence[Plan]) -> Needs:
     read = collect_cloud_permissions(provider)
     kube = list(collect_kube_grants(provider))
     write: list[str] = []
-    steps: list[StepNeed] = []
-    if purpose != "diagnose":
-        for plan in plans:
-            if not _applies_to(plan, provider):
-                continue
-            for step in plan.steps:
-                steps.append(StepNeed(plan.strategy, step.id, step.action, step.permissions))
-                for perm in step.permissions:
-                    if _is_kube(perm):
-                        kube.append(parse_kube(perm))
-                    else:
-                        _check_cloud(provider, perm)
-                        write.append(perm)
+    steps = step_needs(provider) if purpose != "diagnose" else []
+    for need in steps:
+        for perm in need.permissions:
+            if _is_kube(perm):
+                kube.append(parse_kube(perm))
+            else:
+                _check_cloud(provider, perm)
+                write.append(perm)
     extra = tuple(sorted(set(write) - set(read)))
     return Needs(provider, purpose, tuple(sorted(set(read))), extra, tuple(kube), tuple(steps))
 
@@ -357,8 +338,5 @@ def document(n: Needs) -> dict[str, Any]:
         doc["gcp_permissions"] = gcp_permissions(n)
         doc["gcp_role"] = gcp_role(n)
     doc["cluster_role"] = cluster_role(n)
-    doc["steps"] = [
-        {"strategy": s.strategy, "step": s.step_id, "action": s.action, "permissions": list(s.permissions)}
-        for s in n.steps
-    ]
+    doc["steps"] = [{"strategy": s.strategy, "action": s.action, "permissions": list(s.permissions)} for s in n.steps]
     return doc

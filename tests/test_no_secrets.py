@@ -1,9 +1,11 @@
-"""No secrets out (issue 5 part 6): snapshots, plans, journals, stdout, stderr and logs never carry
-credentials, tokens or kubeconfig contents, even at -vv and on error paths.
+"""No secrets out (issue 5 part 6): snapshots, plans, journals, Terraform files, stdout, stderr and logs
+never carry credentials, tokens or kubeconfig contents, even at -vv and on error paths.
 
 Each run's environment holds sentinel secrets: AWS keys and a session token, a Google credentials file
 (authorized_user, with a client secret and a refresh token), and a kubeconfig whose user has a bearer
-token and client key data. Then diagnose / snapshot / expand --plan / --apply (or reclaim for the plain
+token and client key data, or whose user gets its token from an exec credential plugin (a script that
+prints an ExecCredential, as `aws eks get-token` and gke-gcloud-auth-plugin do). Then diagnose (in every
+output format) / snapshot / expand --plan (also as Terraform) / --apply (or reclaim for the plain
 Kubernetes target) run against moto's server (EKS), the loopback GCP fake (GKE) and the fake Kubernetes
 API server, and every byte they produced is searched for the sentinels (and their base64 forms). Logs
 are captured at DEBUG in process (the SDKs' own debug output included) and from real `python -m cidrx
@@ -42,6 +44,7 @@ GCP_REFRESH = "sentinel-gcp-refresh-token-1c0d58"
 GCP_ACCESS = "sentinel-gcp-access-token-4d2e19"
 KUBE_TOKEN = "sentinel-kube-token-5e2f0b"
 KUBE_KEY = "-----BEGIN EC PRIVATE KEY-----\nsentinel-kube-client-key-0b9a\n-----END EC PRIVATE KEY-----\n"
+KUBE_EXEC_TOKEN = "sentinel-kube-exec-token-a83c52"
 SECRETS = (
     AWS_SECRET,
     AWS_SESSION,
@@ -50,7 +53,9 @@ SECRETS = (
     GCP_ACCESS,
     KUBE_TOKEN,
     "sentinel-kube-client-key-0b9a",
+    KUBE_EXEC_TOKEN,
 )
+DIAGNOSE_FORMATS = ("json", "markdown", "prometheus")
 
 gcp = gke_world.gcp
 
@@ -75,6 +80,12 @@ def scan_files(root: Path) -> int:
             assert_clean(str(path), path.read_bytes().decode(errors="replace"))
             count += 1
     return count
+
+
+def assert_terraform(path: Path, expected: str) -> None:
+    """The .tf file `--emit terraform` wrote is there and holds `expected` (scan_files scans it)."""
+    assert path.is_file(), f"{path} was not written"
+    assert expected in path.read_text()
 
 
 @pytest.fixture
@@ -116,6 +127,46 @@ def secret_kubeconfig(server: FakeKubeServer, path: Path) -> str:
     }
     path.write_text(yaml.safe_dump(doc))
     return str(path)
+
+
+PLUGIN = "kube-credential-plugin"
+PLUGIN_LOG = "plugin-runs"
+
+
+def exec_kubeconfig(server: FakeKubeServer, where: Path) -> str:
+    """A kubeconfig whose user runs an exec credential plugin (client.authentication.k8s.io/v1beta1) that
+    prints an ExecCredential holding KUBE_EXEC_TOKEN, and notes each run in `where`/PLUGIN_LOG."""
+    plugin = where / PLUGIN
+    credential = {
+        "apiVersion": "client.authentication.k8s.io/v1beta1",
+        "kind": "ExecCredential",
+        "status": {"token": KUBE_EXEC_TOKEN, "expirationTimestamp": "2099-01-01T00:00:00Z"},
+    }
+    plugin.write_text(
+        f"#!{sys.executable}\n"
+        "import json, sys\n"
+        f"with open({str(where / PLUGIN_LOG)!r}, 'a') as log:\n"
+        "    log.write('ran\\n')\n"
+        f"json.dump({credential!r}, sys.stdout)\n"
+    )
+    plugin.chmod(0o700)
+    doc = server.kubeconfig_dict()
+    doc["users"][0]["user"] = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": str(plugin),
+            "args": ["--cluster", "fake"],
+            "interactiveMode": "Never",
+        }
+    }
+    path = where / "kubeconfig"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def plugin_runs(where: Path) -> int:
+    log = where / PLUGIN_LOG
+    return len(log.read_text().splitlines()) if log.exists() else 0
 
 
 class Runs:
@@ -189,13 +240,18 @@ def test_eks_outputs_hold_no_secrets(
     kubeconfig = secret_kubeconfig(kube_server, secret_env.parent / "kubeconfig")
     target = ["--eks", "--region", world.region, "--cluster", world.cluster, "--kubeconfig", kubeconfig]
     run = Runs(caplog)
-    run("-vv", "diagnose", *target, "-o", "json", code=3)
+    for fmt in DIAGNOSE_FORMATS:
+        run("-vv", "diagnose", *target, "-o", fmt, code=3)
     run("snapshot", *target, "--out", "snap.json", code=0)
-    run("expand", *target, "--plan", "--out", "plan.json", code=0)
-    run("-vv", "expand", "--apply", "plan.json", "--yes", "--kubeconfig", kubeconfig, code=0)
+    run("expand", *target, "--plan", "--out", "plan.json", "--emit", "terraform", "-o", "markdown", code=0)
+    assert_terraform(secret_env / "plan.tf", 'resource "aws_subnet"')
+    hcl = run("expand", *target, "--plan", "--out", "-", "--emit", "terraform", code=0)
+    assert 'resource "aws_subnet"' in hcl.stdout
+    run("-vv", "expand", "--apply", "plan.json", "--yes", "--kubeconfig", kubeconfig, "--emit", "terraform", code=0)
+    assert_terraform(secret_env / "plan.tf", "import {")  # rewritten with what the apply created
     run("-v", "diagnose", "--eks", "--region", world.region, "--cluster", "nope", "--no-kube", code=6)
     run.scan()
-    assert scan_files(secret_env) >= 3  # snapshot, plan, journal
+    assert scan_files(secret_env) >= 4  # snapshot, plan, journal, Terraform
 
     for verbosity in ("-v", "-vv"):
         proc = process(verbosity, "diagnose", *target, "-o", "json")
@@ -218,16 +274,21 @@ def test_gke_outputs_hold_no_secrets(
         monkeypatch.setenv(key, value)
     monkeypatch.delenv(gke_world.ANONYMOUS_ENV)
     run = Runs(caplog)
-    run("-vv", "diagnose", *GKE, "--no-kube", "-o", "json", code=3)
+    for fmt in DIAGNOSE_FORMATS:
+        run("-vv", "diagnose", *GKE, "--no-kube", "-o", fmt, code=3)
     run("snapshot", *GKE, "--no-kube", "--out", "snap.json", code=0)
-    run("expand", *GKE, "--no-kube", "--plan", "--out", "plan.json", code=0)
-    run("-vv", "expand", "--apply", "plan.json", "--yes", "--no-kube", code=0)
+    run("expand", *GKE, "--no-kube", "--plan", "--out", "plan.json", "--emit", "terraform", "-o", "markdown", code=0)
+    assert_terraform(secret_env / "plan.tf", 'resource "google_container_node_pool"')
+    hcl = run("expand", *GKE, "--no-kube", "--plan", "--out", "-", "--emit", "terraform", code=0)
+    assert 'resource "google_container_node_pool"' in hcl.stdout
+    run("-vv", "expand", "--apply", "plan.json", "--yes", "--no-kube", "--emit", "terraform", code=0)
+    assert_terraform(secret_env / "plan.tf", "import {")
     # The error path: the credentials are refused on one call.
     gcp.inject(403, method="GET", path_contains="/subnetworks", times=None)
     failed = run("-vv", "diagnose", *GKE, "--no-kube", code=6)
     assert "permission denied" in failed.stderr
     run.scan()
-    assert scan_files(secret_env) >= 3
+    assert scan_files(secret_env) >= 4
 
     for verbosity in ("-v", "-vv"):
         proc = process(verbosity, "diagnose", *GKE, "--no-kube")
@@ -244,9 +305,10 @@ def test_k8s_outputs_hold_no_secrets(
     kubeconfig = secret_kubeconfig(kube_server, secret_env.parent / "kubeconfig")
     target = ["--k8s", "--kubeconfig", kubeconfig]
     run = Runs(caplog)
-    run("-vv", "diagnose", *target, "-o", "json", code=3)
+    for fmt in DIAGNOSE_FORMATS:
+        run("-vv", "diagnose", *target, "-o", fmt, code=3)
     run("snapshot", *target, "--out", "snap.json", code=0)
-    run("reclaim", *target, "--ipam", "whereabouts", "--plan", "--out", "plan.json", code=0)
+    run("reclaim", *target, "--ipam", "whereabouts", "--plan", "--out", "plan.json", "-o", "markdown", code=0)
     run("-vv", "reclaim", "--apply", "plan.json", "--yes", "--kubeconfig", kubeconfig, code=0)
     kube_server.inject(403, method="GET", path_contains="/nodes", times=None)
     run("-vv", "diagnose", *target, code=6)
@@ -259,6 +321,36 @@ def test_k8s_outputs_hold_no_secrets(
     kube_server.clear_faults()
     proc = process("-vv", "diagnose", *target, "-o", "json")
     assert proc.returncode == 0, proc.stderr  # the reclaim above released the stale addresses
+
+
+def test_exec_credential_plugin_token_stays_out(
+    kube_server: FakeKubeServer, secret_env: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The token an exec plugin hands over (in memory only, never in the kubeconfig) stays out of
+    everything too, at -vv, through an apply and when the API server rejects it."""
+    kube_server.put_many(wc.crashed_node_objects())
+    kubeconfig = exec_kubeconfig(kube_server, secret_env.parent)
+    target = ["--k8s", "--kubeconfig", kubeconfig]
+    run = Runs(caplog)
+    for fmt in DIAGNOSE_FORMATS:
+        run("-vv", "diagnose", *target, "-o", fmt, code=3)
+    assert plugin_runs(secret_env.parent) >= 1  # cidrx got its credentials from the plugin
+    run("-vv", "snapshot", *target, "--out", "snap.json", code=0)
+    run("-vv", "reclaim", *target, "--ipam", "whereabouts", "--plan", "--out", "plan.json", code=0)
+    run("-vv", "reclaim", "--apply", "plan.json", "--yes", "--kubeconfig", kubeconfig, code=0)
+    kube_server.inject(401, method="GET", path_contains="/nodes", times=None)
+    rejected = run("-vv", "diagnose", *target, code=6)
+    assert "rejected the credentials" in rejected.stderr
+    run.scan()
+    assert scan_files(secret_env) >= 3  # snapshot, plan, journal
+
+    before = plugin_runs(secret_env.parent)
+    proc = process("-vv", "diagnose", *target)
+    assert proc.returncode == 6, proc.stderr
+    kube_server.clear_faults()
+    proc = process("-vv", "diagnose", *target, "-o", "prometheus")
+    assert proc.returncode == 0, proc.stderr  # the apply released the stale addresses
+    assert plugin_runs(secret_env.parent) > before
 
 
 def test_the_sentinels_would_be_found() -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -40,6 +41,7 @@ from tests.fakes.kube_server import FakeKubeServer
 from tests.test_kube_collect import seed_eks_cluster
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+PACKAGE = Path(__file__).resolve().parent.parent / "cidrx"
 PLAN_KINDS = {
     "custom-networking",
     "prefix-delegation",
@@ -138,9 +140,95 @@ def test_without_provider_is_usage_error() -> None:
     assert result.exit_code == 2 and "--eks, --gke or --k8s" in result.output
 
 
-def test_missing_examples_is_said_plainly(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["permissions", "--eks"], env={"CIDRX_EXAMPLES_DIR": str(tmp_path)})
-    assert result.exit_code == 1 and "no example snapshots" in result.output and "Traceback" not in result.output
+def test_steps_table_holds_the_plan_kinds_that_run_on_the_provider() -> None:
+    kinds = {p: {s["strategy"] for s in printed(p, "apply")["steps"]} for p in ("eks", "gke", "k8s")}
+    ipam = {"whereabouts-reclaim", "calico-reclaim", "calico-pool"}
+    assert kinds == {
+        "eks": {"custom-networking", "prefix-delegation", *ipam},
+        "gke": {"node-pool", "cluster-range", *ipam},
+        "k8s": ipam,
+    }
+    rows = printed("eks", "apply")["steps"]
+    nodegroup = next(r for r in rows if r["action"] == "eks.create-nodegroup")
+    assert nodegroup == {"strategy": "custom-networking", "action": "eks.create-nodegroup", "permissions": list(NG)}
+
+
+NG = ("eks:CreateNodegroup", "eks:ListNodegroups", "eks:DescribeNodegroup", "iam:PassRole")
+
+
+@pytest.mark.parametrize(("provider", "purpose"), [("eks", "all"), ("gke", "apply"), ("k8s", "all")])
+def test_an_installed_copy_without_examples_prints_the_same(provider: str, purpose: str, tmp_path: Path) -> None:
+    """Installed anywhere but a source checkout (no examples/ beside the package), the command works and
+    prints what the checkout prints: nothing it needs is read from files outside the package."""
+    site = tmp_path / "site"
+    shutil.copytree(PACKAGE, site / "cidrx", ignore=shutil.ignore_patterns("__pycache__"))
+    assert not (site / "examples").exists()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CIDRX_")} | {"PYTHONPATH": str(site)}
+    code = "import sys, cidrx; print(cidrx.__file__, file=sys.stderr); from cidrx.cli import main; main()"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "permissions", f"--{provider}", "--for", purpose, "-o", "json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines()[0] == str(site / "cidrx" / "__init__.py")  # the copy ran, not the checkout
+    doc = json.loads(proc.stdout)
+    assert doc == printed(provider, purpose)
+    assert doc["steps"], "the write side is there"
+
+
+# -- docs/permissions.md -----------------------------------------------------------------------------------
+
+PAGE = PACKAGE.parent / "docs" / "permissions.md"
+
+
+def _blocks(page: str) -> dict[str, str]:
+    from cidrx.docgen import GENERATED_BLOCK
+
+    return {m["name"]: m["body"] for m in GENERATED_BLOCK.finditer(page)}
+
+
+def _fenced(block: str) -> str:
+    lines = block.strip().splitlines()
+    assert lines[0].startswith("```") and lines[-1] == "```", block
+    return "\n".join(lines[1:-1])
+
+
+def test_permissions_page_shows_what_the_command_prints() -> None:
+    from cidrx import docgen
+
+    page = PAGE.read_text()
+    assert page == docgen.render_permissions_md(page), "docs/permissions.md is out of date: run python -m cidrx.docgen"
+    blocks = _blocks(page)
+    assert json.loads(_fenced(blocks["eks-iam-policy"])) == printed("eks")["iam_policy"]
+    assert yaml.safe_load(_fenced(blocks["gke-role"])) == printed("gke")["gcp_role"]
+    assert yaml.safe_load(_fenced(blocks["eks-cluster-role"])) == printed("eks")["cluster_role"]
+    assert yaml.safe_load(_fenced(blocks["k8s-cluster-role"])) == printed("k8s")["cluster_role"]
+    for p in printed("gke", "diagnose")["gcp_permissions"]:
+        assert f"`{p}`" in blocks["gke-diagnose"]
+    rows = {tuple(c.strip(" `") for c in line.strip("|").split("|")[:2]) for line in blocks["steps"].splitlines()[2:]}
+    steps = [*printed("eks")["steps"], *printed("gke")["steps"]]
+    assert rows == {(s["strategy"], s["action"]) for s in steps}
+    assert "Where the lists come from" in page and "What fails, and how" in page  # the prose stays
+
+
+def test_regenerating_the_page_rewrites_only_the_blocks() -> None:
+    from cidrx import docgen
+
+    page = PAGE.read_text()
+    body = _blocks(page)["gke-role"]
+    stale = page.replace(body, "```yaml\nincludedPermissions: [compute.everything]\n```\n").replace(
+        "## Where the lists come from", "## Where the lists come from (edited by hand)"
+    )
+    assert stale != page
+    fresh = docgen.render_permissions_md(stale)
+    assert _blocks(fresh) == _blocks(page)
+    assert "(edited by hand)" in fresh
+    with pytest.raises(docgen.DocgenError, match="steps"):
+        docgen.render_permissions_md(page.replace("<!-- generated: steps (python -m cidrx.docgen) -->", ""))
 
 
 # -- coverage: every step of every plan kind -------------------------------------------------------------
@@ -200,6 +288,47 @@ def test_every_step_of_every_plan_kind_is_in_the_printed_lists() -> None:
     assert checked > 40
 
 
+def _unscoped(permission: str) -> object:
+    """A permission as a policy grants it: Kubernetes ones without the namespace a step names."""
+    from cidrx.permissions import parse_kube
+
+    if not permission.startswith("kubernetes:"):
+        return permission
+    g = parse_kube(permission)
+    return (g.group, g.resource, g.verbs)
+
+
+def test_steps_carry_what_their_plan_module_declares_for_their_action() -> None:
+    """`cidrx permissions` prints the declarations (cidrx/*/plan.py STEP_PERMISSIONS) without making plans:
+    the steps real plans carry must be exactly those, and each plan kind's actions those it lists."""
+    from cidrx.permissions import STRATEGY_ACTIONS, step_permissions
+
+    declared = step_permissions()
+    actions: dict[str, set[str]] = {}
+    for plan in _plans():
+        for step in plan.steps:
+            actions.setdefault(plan.strategy, set()).add(step.action)
+            assert step.action in declared, f"{step.action} of {plan.strategy} is not in a STEP_PERMISSIONS"
+            assert [_unscoped(p) for p in step.permissions] == [_unscoped(p) for p in declared[step.action]], step.id
+    assert actions == {k: set(v) for k, v in STRATEGY_ACTIONS.items()}
+
+
+def test_every_action_an_executor_runs_is_declared() -> None:
+    from cidrx import targets
+    from cidrx.calico.steps import EXECUTORS as CALICO
+    from cidrx.eks.plan import STRATEGIES as EKS
+    from cidrx.eks.steps import EXECUTORS as EKS_STEPS
+    from cidrx.gke.plan import STRATEGIES as GKE
+    from cidrx.gke.steps import EXECUTORS as GKE_STEPS
+    from cidrx.permissions import STRATEGY_ACTIONS, step_permissions
+    from cidrx.whereabouts.steps import EXECUTORS as WHEREABOUTS
+
+    executable = {*CALICO, *EKS_STEPS, *GKE_STEPS, *WHEREABOUTS}
+    assert set(step_permissions()) == executable
+    assert {a for acts in STRATEGY_ACTIONS.values() for a in acts} == executable
+    assert set(STRATEGY_ACTIONS) == {*EKS, *GKE, *targets.IPAM_STRATEGIES} == PLAN_KINDS
+
+
 def _name(resource: str) -> str | None:
     """The object a step names for the resources ClusterRoles restrict by name."""
     return {"daemonsets": "aws-node", "configmaps": "kubeadm-config"}.get(resource)
@@ -208,7 +337,7 @@ def _name(resource: str) -> str | None:
 # -- coverage: every Kubernetes call the collector makes -------------------------------------------------
 
 
-def _request_to_rbac(server: FakeKubeServer, method: str, path: str) -> tuple[str, str, str, str | None] | None:
+def request_to_rbac(server: FakeKubeServer, method: str, path: str) -> tuple[str, str, str, str | None] | None:
     """(verb, group, resource, name) of a request path the way the API server's authorizer sees it; None for
     a non-resource path."""
     parts = path.strip("/").split("/")
@@ -238,7 +367,7 @@ def test_cluster_role_allows_every_call_of_a_collect_run(
     rules = printed(provider, "diagnose")["cluster_role"]["rules"]
     seen = set()
     for rec in kube_server.request_log:
-        rbac = _request_to_rbac(kube_server, rec.method, rec.path)
+        rbac = request_to_rbac(kube_server, rec.method, rec.path)
         if rbac is None:
             assert allows_path(rules, "get", rec.path), rec.path
             seen.add(("get", rec.path))

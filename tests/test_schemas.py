@@ -164,3 +164,60 @@ def test_diagnosis_schema_follows_the_renderer_not_just_the_model() -> None:
     assert set(jsonout.capacity_doc(cap)) == set(defs["Capacity"]["properties"])
     assert set(jsonout.finding_doc(fnd)) == set(defs["Finding"]["properties"])
     assert {f.name for f in dataclasses.fields(Capacity)} == set(defs["Capacity"]["properties"])
+
+
+# --- fleet mode (cidrx.fleet/v1) ------------------------------------------------------------------------
+
+
+def test_committed_fleet_schema_is_what_the_models_generate_and_valid() -> None:
+    committed = (SCHEMAS / "fleet.schema.json").read_text()
+    assert committed == docgen._json(docgen.fleet_schema()), (
+        "docs/schemas/fleet.schema.json is out of date with the models; run: python -m cidrx.docgen"
+    )
+    doc = schema("fleet")
+    jsonschema.Draft202012Validator.check_schema(doc)
+    root = doc["$defs"][doc["$ref"].rsplit("/", 1)[1]]
+    assert root["properties"]["schema"]["const"] == "cidrx.fleet/v1" and "schema" in root["required"]
+
+
+def test_a_real_fleet_json_validates(kube_server: Any, tmp_path: Path) -> None:
+    """`diagnose --k8s --all-contexts -o json` over a cluster with a full Whereabouts pool and a context whose
+    API server is not there: one member with a diagnosis, one with an error, both as the schema says."""
+    import socket
+
+    import yaml
+
+    from tests import whereabouts_cases
+
+    kube_server.put_many(whereabouts_cases.crashed_node_objects())
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{s.getsockname()[1]}"  # closed once the block ends: connection refused
+    config = kube_server.kubeconfig_dict(context="lab")
+    config["clusters"].append({"name": "down", "cluster": {"server": down}})
+    config["contexts"].append({"name": "down", "context": {"cluster": "down", "user": "fake"}})
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    result = CliRunner().invoke(
+        cli,
+        ["diagnose", "--k8s", "--kubeconfig", str(path), "--all-contexts", "-o", "json"],
+        env={"CIDRX_FAIL_ON": None},
+    )
+    assert result.exit_code == 6, result.output
+    doc = json.loads(result.stdout)
+    validate("fleet", doc)
+    fleet = schema("fleet")
+    _keys_match_schema(doc, fleet, fleet["$defs"], "fleet")
+    lab, gone = doc["clusters"]
+    assert lab["diagnosis"] is not None and gone["diagnosis"] is None and gone["error"]
+    # Each member's diagnosis is the single-cluster document, keys and all.
+    validate("diagnosis", lab["diagnosis"])
+    _keys_match_schema(lab["diagnosis"], schema("diagnosis"), schema("diagnosis")["$defs"], "clusters[0].diagnosis")
+    for broken in (
+        {**doc, "schema": "cidrx.fleet/v2"},
+        {k: v for k, v in doc.items() if k != "counts"},
+        {**doc, "clusters": [{k: v for k, v in lab.items() if k != "error"}]},
+        {**doc, "clusters": [{**lab, "diagnosis": {**lab["diagnosis"], "counts": {"critical": 1}}}]},
+    ):
+        with pytest.raises(jsonschema.ValidationError):
+            validate("fleet", broken)

@@ -1,7 +1,9 @@
 """`cidrx diagnose`: what is full and why, as a table, JSON or Markdown; the exit code gates CI jobs.
 
 Reads a live target or a snapshot file (offline: no credentials, no network). Exit 3 when a finding is at
-or above `--fail-on`, so a scheduled job fails before the incident does.
+or above `--fail-on`, so a scheduled job fails before the incident does. Fleet mode (`--all-clusters`,
+`--all-contexts`, `--context` repeated) diagnoses many clusters at once through cidrx.fleet: one summary,
+one combined document, the worst exit code; a cluster that cannot be read is a row, not the end of the job.
 """
 
 from __future__ import annotations
@@ -11,16 +13,20 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cidrx.cli.options import TargetOptions, check_matches, resolve_target, target_options
+from cidrx.cli.options import TargetOptions, check_matches, fleet_target_options, resolve_target
 from cidrx.errors import EXIT_FINDINGS, EXIT_OK, InvalidInput
 from cidrx.render import FORMATS
 
 if TYPE_CHECKING:
+    from cidrx.fleet import Job
     from cidrx.model.findings import Diagnosis
     from cidrx.model.snapshot import Snapshot
 
 # Models, providers and renderers are imported inside the functions: `cidrx --help` must stay fast.
 FAIL_ON = ("critical", "warning", "never")
+# cidrx.fleet.DEFAULT_PARALLEL / MAX_PARALLEL, literal here so that --help imports nothing (a test checks).
+DEFAULT_PARALLEL = 4
+MAX_PARALLEL = 32
 
 
 def exit_code_for(d: Diagnosis, fail_on: str) -> int:
@@ -35,17 +41,9 @@ def exit_code_for(d: Diagnosis, fail_on: str) -> int:
 
 def read_snapshot(path: str, opts: TargetOptions) -> Snapshot:
     """A snapshot file (`-` for stdin); target flags given alongside must name the same cluster."""
-    from cidrx.model import codec
-    from cidrx.model.snapshot import SNAPSHOT_SCHEMA, Snapshot, fingerprint_of, load_snapshot
+    from cidrx.model.snapshot import load_snapshot, parse_snapshot
 
-    if path == "-":
-        snap = codec.loads(sys.stdin.buffer.read(), Snapshot, what="snapshot on stdin")
-        if snap.schema != SNAPSHOT_SCHEMA:
-            raise InvalidInput(f"snapshot on stdin has schema {snap.schema!r}; this cidrx reads {SNAPSHOT_SCHEMA}")
-        if snap.fingerprint and snap.fingerprint != fingerprint_of(snap):
-            raise InvalidInput("snapshot on stdin was edited after it was taken (fingerprint mismatch)")
-    else:
-        snap = load_snapshot(path)
+    snap = parse_snapshot(sys.stdin.buffer.read(), "snapshot on stdin") if path == "-" else load_snapshot(path)
     check_matches(opts, snap.target, f"snapshot {path}")
     return snap
 
@@ -76,8 +74,193 @@ def get_snapshot(opts: TargetOptions, snapshot_path: str | None) -> Snapshot:
     return collect_live(opts)
 
 
+# -- fleet mode ----------------------------------------------------------------------------------------
+
+
+def is_fleet(opts: TargetOptions, all_clusters: bool, all_contexts: bool) -> bool:
+    return all_clusters or all_contexts or len(opts.contexts) > 1
+
+
+def _refuse_given(opts: TargetOptions, names: tuple[str, ...], why: str) -> None:
+    given = [f"--{n.replace('_', '-')}" for n in names if getattr(opts, n)]
+    if given:
+        raise InvalidInput(f"{', '.join(given)} cannot be used {why}")
+
+
+def check_fleet_flags(opts: TargetOptions, all_clusters: bool, all_contexts: bool, snapshot_path: str | None) -> None:
+    """Fleet flags that do not fit together are a usage error (exit 2), each with one line saying why."""
+    if snapshot_path:
+        raise InvalidInput(
+            "--snapshot diagnoses one saved cluster; it cannot be combined with --all-clusters, "
+            "--all-contexts or several --context"
+        )
+    if all_clusters and all_contexts:
+        raise InvalidInput("choose --all-clusters (with --eks or --gke) or --all-contexts (with --k8s), not both")
+    if all_clusters:
+        if opts.provider == "eks":
+            if not opts.region:
+                raise InvalidInput("--eks --all-clusters needs --region (or CIDRX_REGION)")
+            _refuse_given(opts, ("cluster", "project", "location"), "with --eks --all-clusters")
+        elif opts.provider == "gke":
+            if not opts.project:
+                raise InvalidInput("--gke --all-clusters needs --project (or CIDRX_PROJECT)")
+            _refuse_given(opts, ("cluster", "location", "region", "profile"), "with --gke --all-clusters")
+        else:
+            raise InvalidInput(
+                "--all-clusters needs --eks --region R or --gke --project P (for --k8s, use --all-contexts)"
+            )
+        if opts.contexts:
+            raise InvalidInput(
+                "--context cannot be used with --all-clusters: each cluster's context is found in the "
+                "kubeconfig by the name `aws eks update-kubeconfig` / `gcloud ... get-credentials` gives it"
+            )
+        return
+    what = "--all-contexts" if all_contexts else "--context more than once"
+    if opts.provider != "k8s":
+        raise InvalidInput(f"{what} works with --k8s; for EKS or GKE clusters use --all-clusters")
+    if all_contexts and opts.contexts:
+        raise InvalidInput("--all-contexts reads every context of the kubeconfig; drop --context")
+    _refuse_given(opts, ("cluster", "region", "profile", "project", "location", "no_kube"), f"with {what}")
+
+
+def fleet_jobs(opts: TargetOptions, all_contexts: bool) -> tuple[list[Job], list[str], int]:
+    """The clusters to diagnose (listed from the cloud or the kubeconfig), fleet-wide notes, and the
+    least exit code the fleet can have (an incomplete listing is an access problem in itself)."""
+    from cidrx import fleet
+    from cidrx.errors import EXIT_ACCESS, EXIT_OK
+    from cidrx.kube.api import KubeUnavailable, list_contexts
+    from cidrx.model.target import Target
+
+    if opts.provider == "k8s":
+        names = list(opts.contexts) if not all_contexts else list_contexts(opts.kubeconfig)
+        jobs = fleet.k8s_jobs(names)
+        fleet.require_some(jobs, "no context in the kubeconfig: nothing to diagnose", "pass --kubeconfig PATH")
+        return jobs, [], EXIT_OK
+
+    contexts: list[str] | None = None
+    why = ""
+    if not opts.no_kube:
+        try:
+            contexts = list_contexts(opts.kubeconfig)
+        except KubeUnavailable as exc:
+            why = exc.message
+    notes: list[str] = []
+    floor = EXIT_OK
+    if opts.provider == "eks":
+        from cidrx.eks.api import EksApi
+
+        assert opts.region is not None  # check_fleet_flags
+        api = EksApi(opts.region, opts.profile)
+        targets = [Target("eks", name, region=opts.region) for name in sorted(api.list_clusters())]
+        jobs = fleet.cloud_jobs(
+            targets, contexts, no_kube=opts.no_kube, account=api.caller_account, why_no_contexts=why
+        )
+        fleet.require_some(
+            jobs,
+            f"no EKS cluster in {opts.region}: nothing to diagnose",
+            "check --region and --profile (the account the credentials use)",
+        )
+        return jobs, notes, floor
+    from cidrx.gke.api import ALL_LOCATIONS, GkeApi
+
+    assert opts.project is not None  # check_fleet_flags
+    listed = GkeApi(opts.project, ALL_LOCATIONS).list_clusters()
+    found = sorted((str(c.get("location", "")), str(c.get("name", ""))) for c in listed.get("clusters", []))
+    targets = [Target("gke", name, project=opts.project, location=loc) for loc, name in found]
+    missing = [str(z) for z in listed.get("missingZones", [])]
+    if missing:
+        notes.append(f"GKE could not list clusters in {', '.join(missing)}: clusters there are not diagnosed")
+        floor = EXIT_ACCESS
+    jobs = fleet.cloud_jobs(targets, contexts, no_kube=opts.no_kube, why_no_contexts=why)
+    if not missing:
+        fleet.require_some(
+            jobs,
+            f"no GKE cluster in project {opts.project}: nothing to diagnose",
+            "check --project and the credentials",
+        )
+    return jobs, notes, floor
+
+
+def member_options(opts: TargetOptions, job: Job) -> TargetOptions:
+    """The TARGET options that name one member of the fleet."""
+    import dataclasses
+
+    t = job.target
+    context = job.kube_context
+    return dataclasses.replace(
+        opts,
+        cluster=t.cluster if t.provider != "k8s" else None,
+        location=t.location,
+        context=context,
+        contexts=(context,) if context else (),
+        no_kube=opts.no_kube or (t.provider != "k8s" and context is None),
+    )
+
+
+def collect_member(opts: TargetOptions, job: Job) -> Snapshot:
+    """A fresh snapshot of one member: through its context, or the cloud side alone with the reason the
+    diagnosis then reports (KUBE-UNREACHABLE)."""
+    member = member_options(opts, job)
+    if job.kube_skipped is None or opts.no_kube:
+        return collect_live(member)
+    from cidrx import targets
+    from cidrx.kube.model import KubeSection
+    from cidrx.model.snapshot import seal
+
+    target = resolve_target(member)
+    module = targets.provider(target)
+    kube = KubeSection(available=False, reason=job.kube_skipped)
+    return seal(module.collect(target, member, kube, targets.utc_now()))
+
+
+def preload(provider: str) -> None:
+    """Import what collecting and analysing a member needs, once, in this thread: first imports of the same
+    modules racing in several threads can deadlock on a cycle between them."""
+    import importlib
+    import importlib.util
+
+    for name in (f"cidrx.{provider}.provider", f"cidrx.{provider}.collect", f"cidrx.{provider}.analyze"):
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name)
+    for name in ("cidrx.kube.collect", "cidrx.kube.ipam", "cidrx.render.fleet"):
+        importlib.import_module(name)
+
+
+def diagnose_many(opts: TargetOptions, all_contexts: bool, parallel: int, output: str, fail_on: str) -> int:
+    """Fleet mode: every cluster, `parallel` at a time; progress on stderr as each one finishes."""
+    from cidrx import fleet, targets
+    from cidrx.render.fleet import cut, render_fleet, status
+    from cidrx.render.progress import make_progress
+
+    jobs, notes, floor = fleet_jobs(opts, all_contexts)
+    preload(jobs[0].target.provider if jobs else "k8s")
+    progress = make_progress(sys.stderr)
+    for note in notes:
+        progress.note(f"note: {note}")
+    progress.note(f"diagnosing {len(jobs)} cluster(s), at most {min(parallel, len(jobs))} at a time")
+    done = 0
+
+    def on_done(m: fleet.Member) -> None:
+        nonlocal done
+        done += 1
+        detail = f": {cut(m.error)}" if m.error else ""
+        progress.note(f"[{done}/{len(jobs)}] {m.target.label()}: {status(m)}{detail}")
+
+    result = fleet.diagnose_fleet(
+        jobs,
+        lambda job: targets.analyze(collect_member(opts, job)),
+        lambda d: exit_code_for(d, fail_on),
+        parallel=parallel,
+        on_done=on_done,
+        notes=notes,
+        floor=floor,
+    )
+    click.echo(render_fleet(result, output), nl=False)
+    return result.exit_code
+
+
 @click.command(short_help="What is full and why pods get no IP (exit 3 on findings).")
-@target_options
+@fleet_target_options
 @click.option("--snapshot", "snapshot_path", metavar="FILE", help="Diagnose a saved snapshot (offline).")
 @click.option("-o", "--output", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
 @click.option(
@@ -88,15 +271,59 @@ def get_snapshot(opts: TargetOptions, snapshot_path: str | None) -> Snapshot:
     envvar="CIDRX_FAIL_ON",
     help="Exit 3 when a finding is at or above this severity.",
 )
-def diagnose(target: TargetOptions, snapshot_path: str | None, output: str, fail_on: str) -> int:
+@click.option(
+    "--all-clusters",
+    is_flag=True,
+    envvar="CIDRX_ALL_CLUSTERS",
+    help="Fleet mode: every cluster of --eks --region R or of --gke --project P (all locations).",
+)
+@click.option(
+    "--all-contexts",
+    is_flag=True,
+    envvar="CIDRX_ALL_CONTEXTS",
+    help="Fleet mode: every context of the kubeconfig, each a --k8s cluster.",
+)
+@click.option(
+    "--parallel",
+    type=click.IntRange(1, MAX_PARALLEL),
+    default=DEFAULT_PARALLEL,
+    show_default=True,
+    envvar="CIDRX_PARALLEL",
+    metavar="N",
+    help="Fleet mode: clusters diagnosed at the same time.",
+)
+def diagnose(
+    target: TargetOptions,
+    snapshot_path: str | None,
+    output: str,
+    fail_on: str,
+    all_clusters: bool,
+    all_contexts: bool,
+    parallel: int,
+) -> int:
     """Find what is full (subnets, pod ranges, pools) and why pods get no IP.
 
     TARGET is --eks --region R --cluster C (plus --kubeconfig/--context for the in-cluster side), or
     --snapshot FILE from `cidrx snapshot`.
+
+    Fleet mode diagnoses many clusters at once and prints one summary row per cluster, then each
+    cluster's diagnosis (-o json: one cidrx.fleet/v1 document). The exit code is the worst cluster's; a
+    cluster that cannot be read is reported in its row (exit 6 or 2 there) and the others go on. A cloud
+    cluster's in-cluster side is read through the kubeconfig context its tooling names (the cluster ARN,
+    eksctl's name, gke_PROJECT_LOCATION_CLUSTER), else from the cloud side alone.
+
+    \b
+      cidrx diagnose --eks --region R --all-clusters
+      cidrx diagnose --gke --project P --all-clusters
+      cidrx diagnose --k8s --context a --context b
+      cidrx diagnose --k8s --all-contexts --parallel 8
     """
     from cidrx import targets
     from cidrx.render import render_diagnosis
 
+    if is_fleet(target, all_clusters, all_contexts):
+        check_fleet_flags(target, all_clusters, all_contexts, snapshot_path)
+        return diagnose_many(target, all_contexts, parallel, output, fail_on)
     snap = get_snapshot(target, snapshot_path)
     d = targets.analyze(snap)
     click.echo(render_diagnosis(d, output), nl=False)

@@ -2,12 +2,14 @@
 
 One decorator adds them and hands the command a single `TargetOptions`; `resolve_target` turns that into
 a Target or a one-line InvalidInput (exit 2), so every command names targets and fails the same way.
+`--context` may be given more than once only where the command is declared with `fleet_target_options`
+(`diagnose`, which diagnoses several clusters at once); everywhere else a second one is refused.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +34,8 @@ class TargetOptions:
     kubeconfig: str | None = None
     context: str | None = None
     no_kube: bool = False
+    # Every --context given, in order (fleet mode); `context` is the one context when there is one.
+    contexts: tuple[str, ...] = ()
 
     def given(self) -> list[str]:
         """The target-naming flags that were set, as `--flag` strings (for error messages)."""
@@ -51,19 +55,43 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option(
         "--kubeconfig", envvar="CIDRX_KUBECONFIG", metavar="PATH", help="Kubeconfig (default: standard resolution)."
     ),
-    click.option("--context", envvar="CIDRX_CONTEXT", metavar="NAME", help="Kubeconfig context (default: current)."),
     click.option("--no-kube", is_flag=True, envvar="CIDRX_NO_KUBE", help="Skip in-cluster checks."),
 ]
 
 
-def target_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Add the TARGET options to a click command; it receives them as one `target: TargetOptions`."""
+class _ContextName(click.types.StringParamType):
+    """A context name. `--context` is a multiple option, and click splits a multiple option's env var
+    on whitespace; CIDRX_CONTEXT stays one name, whatever it holds."""
 
+    def split_envvar_value(self, rv: str) -> Sequence[str]:
+        return [rv] if rv else []
+
+
+def _context_option(fleet: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    more = " Repeat it with --k8s to diagnose several clusters at once." if fleet else ""
+    return click.option(
+        "--context",
+        "context",
+        multiple=True,
+        type=_ContextName(),
+        envvar="CIDRX_CONTEXT",
+        metavar="NAME",
+        help=f"Kubeconfig context (default: current).{more}",
+    )
+
+
+def _add_target_options(f: Callable[..., Any], *, fleet: bool) -> Callable[..., Any]:
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         chosen = [p for p in PROVIDER_FLAGS if kwargs.pop(p)]
         if len(chosen) > 1:
             raise InvalidInput(f"choose one provider, not {' and '.join('--' + p for p in chosen)}")
+        contexts = tuple(kwargs.pop("context") or ())
+        if len(contexts) > 1 and not fleet:
+            raise InvalidInput(
+                f"--context was given {len(contexts)} times; this command reads one cluster "
+                "(only `cidrx diagnose --k8s` takes several)"
+            )
         opts = TargetOptions(
             provider=chosen[0] if chosen else None,
             region=kwargs.pop("region"),
@@ -72,14 +100,26 @@ def target_options(f: Callable[..., Any]) -> Callable[..., Any]:
             project=kwargs.pop("project"),
             location=kwargs.pop("location"),
             kubeconfig=kwargs.pop("kubeconfig"),
-            context=kwargs.pop("context"),
+            context=contexts[0] if len(contexts) == 1 else None,
             no_kube=kwargs.pop("no_kube"),
+            contexts=contexts,
         )
         return f(*args, target=opts, **kwargs)
 
-    for option in reversed(_OPTIONS):
+    options = [*_OPTIONS[:-1], _context_option(fleet), _OPTIONS[-1]]
+    for option in reversed(options):
         wrapper = option(wrapper)
     return wrapper
+
+
+def target_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the TARGET options to a click command; it receives them as one `target: TargetOptions`."""
+    return _add_target_options(f, fleet=False)
+
+
+def fleet_target_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The TARGET options of a command that can read several clusters: `--context` may repeat."""
+    return _add_target_options(f, fleet=True)
 
 
 def _missing(opts: TargetOptions, names: tuple[str, ...]) -> list[str]:
@@ -96,6 +136,8 @@ def _refuse(opts: TargetOptions, provider: str, names: tuple[str, ...], instead:
 
 def resolve_target(opts: TargetOptions) -> Target:
     """The validated Target the flags name; InvalidInput (exit 2) with one line saying what to pass."""
+    if len(opts.contexts) > 1:
+        raise InvalidInput(f"--context was given {len(opts.contexts)} times; one target reads one cluster")
     if opts.provider is None:
         raise InvalidInput(
             "no target: pass --eks --region R --cluster C (or --gke / --k8s), or --snapshot FILE",

@@ -1,73 +1,53 @@
 """`cidrx permissions`: print the least-privilege IAM policy / GCP role and Kubernetes ClusterRole.
 
 Why it exists: whoever sets up the CI job has to grant cidrx exactly what it uses. The lists come from
-cidrx.permissions; the write side is read off plans the real planners make from the example snapshots
-shipped in the source tree (examples/*.snapshot.json), so it follows the steps as they change.
+cidrx.permissions: the collectors' reads and the permissions each plan module declares for its steps, so
+the command works wherever cidrx is installed and follows the steps as they change.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
-from cidrx.errors import CidrxError
 
-if TYPE_CHECKING:
-    from cidrx.model.plan import Plan
-
-EXAMPLES_ENV = "CIDRX_EXAMPLES_DIR"
+def iam_policy_json(doc: dict[str, Any]) -> str:
+    return json.dumps(doc["iam_policy"], indent=2) + "\n"
 
 
-def examples_dir() -> Path:
-    """examples/ beside the package (a source checkout or editable install), or $CIDRX_EXAMPLES_DIR."""
-    import os
+def gcp_role_yaml(doc: dict[str, Any]) -> str:
+    import yaml
 
-    import cidrx
-
-    configured = os.environ.get(EXAMPLES_ENV)
-    return Path(configured) if configured else Path(cidrx.__file__).resolve().parent.parent / "examples"
+    return str(yaml.safe_dump(doc["gcp_role"], sort_keys=False, width=1000))
 
 
-def _plans() -> list[Plan]:
-    from cidrx.model.snapshot import load_snapshot
-    from cidrx.permissions import representative_plans
+def cluster_role_yaml(doc: dict[str, Any]) -> str:
+    import yaml
 
-    where = examples_dir()
-    files = sorted(where.glob("*.snapshot.json"))
-    if not files:
-        raise CidrxError(
-            f"no example snapshots in {where}: the write permissions are read off plans made from them",
-            hint=f"run from a source checkout of cidrx, or set {EXAMPLES_ENV} to its examples/ folder",
-        )
-    return representative_plans(load_snapshot(f) for f in files)
+    return str(yaml.safe_dump(doc["cluster_role"], sort_keys=False, default_flow_style=None, width=1000))
 
 
 def render_text(doc: dict[str, Any]) -> str:
     """A YAML stream: the cloud document (IAM policy as JSON, which YAML reads too; or the GCP role), then
     the ClusterRole. Comments say what each is for."""
-    import yaml
-
     provider, purpose = doc["provider"], doc["for"]
     parts: list[str] = []
     if provider == "eks":
         parts.append(
             f"# AWS IAM policy for `cidrx` ({purpose}) on EKS: attach it to the role or user cidrx runs as.\n"
-            + json.dumps(doc["iam_policy"], indent=2)
-            + "\n"
+            + iam_policy_json(doc)
         )
     elif provider == "gke":
         parts.append(
             f"# Google Cloud custom role for `cidrx` ({purpose}) on GKE:\n"
-            "#   gcloud iam roles create cidrx --project PROJECT --file THIS_PART.yaml\n"
-            + yaml.safe_dump(doc["gcp_role"], sort_keys=False, width=1000)
+            "#   gcloud iam roles create cidrx --project PROJECT --file THIS_PART.yaml\n" + gcp_role_yaml(doc)
         )
     parts.append(
         f"# Kubernetes RBAC for `cidrx` ({purpose}): bind it to the identity cidrx uses in the cluster\n"
         "# (kubectl create clusterrolebinding cidrx --clusterrole cidrx-... --user/--group/--serviceaccount ...).\n"
-        + yaml.safe_dump(doc["cluster_role"], sort_keys=False, default_flow_style=None, width=1000)
+        + cluster_role_yaml(doc)
     )
     return "---\n".join(parts)
 
@@ -99,8 +79,7 @@ def permissions(provider: str | None, purpose: str, output: str) -> int:
 
     if provider is None:
         raise InvalidInput("say which provider: --eks, --gke or --k8s")
-    plans = _plans() if purpose != "diagnose" else []
-    doc = document(needs(provider, purpose, plans))
+    doc = document(needs(provider, purpose))
     if output == "json":
         click.echo(json.dumps(doc, indent=2))
     else:

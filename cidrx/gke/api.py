@@ -47,6 +47,10 @@ COLLECT_PERMISSIONS = (
     "compute.subnetworks.get",
     "compute.globalAddresses.list",
 )
+# What fleet mode (`diagnose --gke --project P --all-clusters`) adds: listing the project's clusters.
+FLEET_PERMISSIONS = ("container.clusters.list",)
+# The location wildcard of container v1 lists: every region and zone of the project.
+ALL_LOCATIONS = "-"
 
 _INSTALL_HINT = "pip install 'cidrx[gke]'"
 _CREDENTIALS_HINT = "run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS"
@@ -293,6 +297,20 @@ class GkeApi:
         return f"GKE cluster {cluster!r} in {self.project}/{self.location}"
 
     # -- reads --------------------------------------------------------------------------------------
+
+    def list_clusters(self) -> Json:
+        """ListClusters in this adapter's location (ALL_LOCATIONS for the whole project), as REST JSON:
+        `clusters` (each with `name` and `location`) and `missingZones`, the zones GKE could not reach,
+        whose clusters are left out of the answer. Not paginated by the API."""
+        gke = self._client("container")
+        where = "every location" if self.location == ALL_LOCATIONS else self.location
+        resp = self._call(
+            "container.clusters.list",
+            f"GKE clusters of project {self.project} in {where}",
+            gke.list_clusters,
+            parent=f"projects/{self.project}/locations/{self.location}",
+        )
+        return to_json(resp)
 
     def get_cluster(self, cluster: str) -> Json:
         gke = self._client("container")

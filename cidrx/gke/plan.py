@@ -41,6 +41,12 @@ POOL_PERMISSIONS = (
     "iam.serviceAccounts.actAs",
 )
 CLUSTER_PERMISSIONS = ("container.clusters.get", "container.clusters.update", "container.operations.get")
+# Per step action, for `cidrx permissions` (cidrx.permissions), which prints them without making a plan.
+STEP_PERMISSIONS: dict[str, tuple[str, ...]] = {
+    "gke.add-secondary-range": SUBNET_PERMISSIONS,
+    "gke.create-node-pool": POOL_PERMISSIONS,
+    "gke.add-cluster-pod-ranges": CLUSTER_PERMISSIONS,
+}
 
 
 @dataclass(frozen=True)

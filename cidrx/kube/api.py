@@ -372,6 +372,19 @@ def load_config(kubeconfig: str | None, context: str | None) -> tuple[SingleConf
     return single, name
 
 
+def list_contexts(kubeconfig: str | None) -> list[str]:
+    """Names of every context of the kubeconfig that standard resolution finds (explicit path, else
+    $KUBECONFIG merged like kubectl, else ~/.kube/config), in file order; KubeUnavailable when there is
+    no kubeconfig at all (a pod's service account has no contexts)."""
+    found = _kubeconfig_paths(kubeconfig)
+    if found is None:
+        raise KubeUnavailable(
+            "no kubeconfig: --kubeconfig not given, $KUBECONFIG not set and ~/.kube/config missing",
+            hint="pass --kubeconfig PATH",
+        )
+    return [str(c["name"]) for c in _merge_kubeconfigs(found[0])["contexts"]]
+
+
 # --------------------------------------------------------------------------------------------------
 # Errors
 # --------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cidrx.model.findings import Capacity, Diagnosis, Severity
@@ -149,9 +149,20 @@ def _finding_families(target: str, d: Diagnosis) -> list[_Family]:
 
 def render_prometheus(d: Diagnosis) -> str:
     """The whole diagnosis as metric families (HELP, TYPE, samples), ending with a newline."""
-    target = d.target.label()
-    families = _capacity_families(target, d.capacity) + _finding_families(target, d)
-    lines = [line for family in families for line in family.lines()]
+    return render_prometheus_many([d])
+
+
+def render_prometheus_many(diagnoses: Sequence[Diagnosis]) -> str:
+    """Several diagnoses (a fleet) in one exposition: each family once, with every cluster's samples (the
+    `target` label tells them apart)."""
+    merged: dict[str, _Family] = {}
+    for d in diagnoses:
+        target = d.target.label()
+        for family in _capacity_families(target, d.capacity) + _finding_families(target, d):
+            into = merged.setdefault(family.name, _Family(family.name, family.help))
+            for labels, value in family.samples:
+                into.add(labels, value)
+    lines = [line for family in merged.values() for line in family.lines()]
     return "\n".join(lines) + "\n"
 
 
