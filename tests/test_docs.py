@@ -255,7 +255,79 @@ def test_github_recipe_gates_apply_behind_an_environment() -> None:
     assert jobs["apply"]["needs"] == "plan"
     assert doc["permissions"]["id-token"] == "write"
     uploads = [s for s in jobs["plan"]["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact")]
-    assert uploads and "plan.json" in uploads[0]["with"]["path"]
+    assert uploads and "plan.json" in uploads[0]["with"]["path"] and "plan.tf" in uploads[0]["with"]["path"]
+
+
+_STATUS_FUNCTIONS = re.compile(r"\b(success|failure|always|cancelled)\(\)")
+
+
+def _github_jobs_that_run(doc: dict[str, Any], diagnose: str, exit_code: str) -> set[str]:
+    """Which jobs of the workflow run when the diagnose job ends with `diagnose` ('success' or 'failure')
+    and its exit-code output, by GitHub's rules: a job whose `if:` names no status function gets an
+    implicit `success()`, true only when every job up its whole `needs` chain succeeded; a skipped job's
+    result is 'skipped'. Expressions are the small subset the recipe uses (&&, ||, !, ==, !=)."""
+    jobs: dict[str, Any] = doc["jobs"]
+    result: dict[str, str] = {}
+    outputs: dict[str, dict[str, str]] = {"diagnose": {"exit-code": exit_code}}
+
+    def needs_of(name: str) -> list[str]:
+        needs = jobs[name].get("needs", [])
+        return [needs] if isinstance(needs, str) else list(needs)
+
+    def ancestors(name: str) -> set[str]:
+        found: set[str] = set()
+        for n in needs_of(name):
+            found |= {n, *ancestors(n)}
+        return found
+
+    def evaluate(name: str) -> bool:
+        expr = str(jobs[name].get("if", "")).strip()
+        expr = expr.removeprefix("${{").removesuffix("}}").strip()
+        if not _STATUS_FUNCTIONS.search(expr):
+            expr = f"success() && ({expr})" if expr else "success()"
+        upstream = ancestors(name)
+        env = {
+            "success": lambda: all(result[a] == "success" for a in upstream),
+            "failure": lambda: any(result[a] == "failure" for a in upstream),
+            "always": lambda: True,
+            "cancelled": lambda: False,
+        }
+        py = re.sub(r"needs\.([\w-]+)\.outputs\.([\w-]+)", lambda m: repr(outputs.get(m[1], {}).get(m[2], "")), expr)
+        py = re.sub(r"needs\.([\w-]+)\.result", lambda m: repr(result[m[1]]), py)
+        py = py.replace("&&", " and ").replace("||", " or ").replace("!=", " != ")
+        py = re.sub(r"!(?!=)", " not ", py)
+        return bool(eval(py, {"__builtins__": {}}, env))
+
+    order = list(jobs)  # the recipe lists jobs after the jobs they need
+    for name in order:
+        if name == "diagnose":
+            result[name] = diagnose
+        else:
+            result[name] = "success" if evaluate(name) else "skipped"
+    return {n for n, r in result.items() if r != "skipped"}
+
+
+@pytest.mark.parametrize(
+    ("diagnose", "exit_code", "expected"),
+    [
+        ("failure", "3", {"diagnose", "plan", "apply"}),  # findings: plan, then apply (after approval)
+        ("success", "0", {"diagnose"}),  # nothing to fix
+        ("failure", "6", {"diagnose"}),  # access error: nothing to plan
+        ("failure", "1", {"diagnose"}),  # a bug
+    ],
+)
+def test_github_recipe_reaches_apply_exactly_when_there_is_a_plan(
+    diagnose: str, exit_code: str, expected: set[str]
+) -> None:
+    doc: dict[str, Any] = yaml.safe_load((DOCS / "ci" / "github-workflow.yml").read_text())
+    assert _github_jobs_that_run(doc, diagnose, exit_code) == expected
+
+
+def test_the_github_job_model_sees_the_implicit_success_trap() -> None:
+    """The model above would have caught the recipe's old bug: apply with `needs: plan` and no `if:`."""
+    doc: dict[str, Any] = yaml.safe_load((DOCS / "ci" / "github-workflow.yml").read_text())
+    del doc["jobs"]["apply"]["if"]
+    assert _github_jobs_that_run(doc, "failure", "3") == {"diagnose", "plan"}
 
 
 def test_gitlab_recipe_makes_apply_manual_in_an_environment() -> None:
@@ -264,12 +336,125 @@ def test_gitlab_recipe_makes_apply_manual_in_an_environment() -> None:
     assert apply["environment"]["name"] == "cidrx-apply"
     assert all(rule.get("when") == "manual" for rule in apply["rules"])
     assert "plan.json" in doc["cidrx-plan"]["artifacts"]["paths"]
+    assert "plan.tf" in doc["cidrx-plan"]["artifacts"]["paths"]
+
+
+def test_gitlab_manual_apply_does_not_block_the_pipeline() -> None:
+    """A job made manual by `rules` defaults to allow_failure: false, which leaves every pipeline that
+    reaches it "blocked"; the apply job must be allowed to fail (in the rule or on the job)."""
+    doc: dict[str, Any] = yaml.safe_load((DOCS / "ci" / "gitlab-ci.yml").read_text())
+    for name, job in doc.items():
+        if name.startswith(".") or not isinstance(job, dict):
+            continue
+        for rule in job.get("rules", []):
+            if rule.get("when") == "manual":
+                assert rule.get("allow_failure", job.get("allow_failure")) is True, f"{name}: {rule}"
+
+
+@pytest.mark.parametrize("recipe", ["github", "gitlab"])
+def test_ci_recipes_emit_terraform_at_plan_and_apply(recipe: str, clean_env: pytest.MonkeyPatch) -> None:
+    runs = _github()[1] if recipe == "github" else _gitlab()
+    seen = _check_invocations(runs, clean_env)
+    assert _has(seen, "expand", "--plan", "--emit", "terraform")
+    assert _has(seen, "expand", "--apply", "--emit", "terraform")
 
 
 def test_ci_page_embeds_the_recipe_files_verbatim() -> None:
     page = (DOCS / "ci.md").read_text()
     for name in ("github-workflow.yml", "gitlab-ci.yml"):
         assert (DOCS / "ci" / name).read_text().strip() in page, f"docs/ci.md must embed docs/ci/{name} as is"
+
+
+# --- README: the 60-second tour shows real output ---------------------------------------------------------
+
+ELIDED = "..."
+_TIMESTAMP = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z\b")
+
+
+def _tour_blocks() -> list[tuple[str, list[str]]]:
+    """(command line, shown output lines) of every console block of the README's tour section."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## 60-second tour\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```console\n(.*?)^```$", section, re.M | re.S)
+    out = []
+    for body in blocks:
+        first, *rest = body.rstrip("\n").split("\n")
+        assert first.startswith("$ cidrx "), first
+        out.append((first.removeprefix("$ "), rest))
+    return out
+
+
+def _normalise(lines: list[str], tmp: Path) -> list[str]:
+    """What genuinely varies between runs: when the plan was made, and where the temporary files go."""
+    return [_TIMESTAMP.sub("<time>", line.replace(f"{tmp}/", "/tmp/")).rstrip() for line in lines]
+
+
+def _shown_matches(shown: list[str], real: list[str]) -> str | None:
+    """None when `shown` is `real` with runs of lines replaced by `...` (each shown run contiguous, in
+    order, the first at the top unless elided); else what went wrong."""
+    segments: list[list[str]] = [[]]
+    for line in shown:
+        if line == ELIDED:
+            segments.append([])
+        else:
+            segments[-1].append(line)
+    position = 0
+    for i, segment in enumerate(segments):
+        if not segment:
+            continue
+        if i == 0:
+            for n, (want, got) in enumerate(zip(segment, [*real, *[""] * len(segment)], strict=False), start=1):
+                if want != got:
+                    return f"output line {n} is\n{got}\nnot\n{want}"
+            position = len(segment)
+            continue
+        for start in range(position, len(real) - len(segment) + 1):
+            if real[start : start + len(segment)] == segment:
+                position = start + len(segment)
+                break
+        else:
+            return "not in the real output (in this order, contiguous):\n" + "\n".join(segment)
+    if segments[-1] and position != len(real):
+        return "the output goes on after:\n" + "\n".join(segments[-1])
+    return None
+
+
+def test_readme_tour_is_there_with_the_promised_commands() -> None:
+    commands = [c for c, _ in _tour_blocks()]
+    assert commands == [
+        "cidrx diagnose --snapshot examples/eks-demo-ip.snapshot.json",
+        "cidrx expand --snapshot examples/eks-demo-ip.snapshot.json --plan --out /tmp/plan.json",
+        "cidrx expand --snapshot examples/eks-demo-ip.snapshot.json --plan --out - --emit terraform",
+        "cidrx diagnose --snapshot examples/whereabouts-stale.snapshot.json -o markdown",
+    ]
+    readme = (ROOT / "README.md").read_text()
+    assert readme.index("pip install '.[test]'") < readme.index("## 60-second tour") < readme.index("## What it is")
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_readme_tour_output_is_real(index: int, tmp_path: Path, clean_env: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    command, shown = _tour_blocks()[index]
+    exit_code = 0
+    if shown[-2:-1] == ["$ echo $?"]:
+        exit_code, shown = int(shown[-1]), shown[:-2]
+    args = [a.replace("/tmp/", f"{tmp_path}/") for a in shlex.split(command)[1:]]
+    clean_env.chdir(ROOT)
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == exit_code, result.output
+    problem = _shown_matches(_normalise(shown, tmp_path), _normalise(result.output.splitlines(), tmp_path))
+    assert problem is None, f"README tour, `{command}`: {problem}"
+
+
+def test_tour_matching_catches_a_wrong_line() -> None:
+    real = ["a", "b", "c", "d"]
+    assert _shown_matches(["a", "b", ELIDED, "d"], real) is None
+    assert _shown_matches(["a", ELIDED, "c", ELIDED], real) is None
+    assert _shown_matches(["a", "c"], real) is not None  # a gap must be marked
+    assert _shown_matches(["a", ELIDED, "x"], real) is not None
+    assert _shown_matches(["b", ELIDED, "d"], real) is not None  # the top must be shown
+    assert _shown_matches(["a", ELIDED, "c"], real) is not None  # and the end, unless elided
 
 
 # --- links ------------------------------------------------------------------------------------------------

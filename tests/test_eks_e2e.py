@@ -2,7 +2,10 @@
 AWS_ENDPOINT_URL) and the fake Kubernetes API server (via --kubeconfig), both holding the incident of the talk.
 
 diagnose -> snapshot -> expand --plan -> expand --apply -> apply again -> diagnose, then the end state is
-read back with boto3 and from the API server: what the plan promised, nothing more, nothing twice. Also:
+read back with boto3 and from the API server: what the plan promised, nothing more, nothing twice. The
+Terraform adoption story: `--emit terraform` on the plan, on an apply stopped partway (exit 5), on the
+resumed apply and on a re-apply with the journal gone, parsed back with python-hcl2 (and `terraform fmt`
+when it is installed), the import blocks carrying the ids boto3 reads back. Also:
 apply refuses a plan the estate moved away from (exit 4, nothing created); the prefix-delegation plan on a
 /24 world, with another writer changing aws-node between our read and our write; and the managed vpc-cni
 add-on path, in process (its fake hooks botocore's events, which a child process cannot share).
@@ -44,6 +47,7 @@ from tests.eks_cluster import (
 )
 from tests.eks_world import REGION, World, build_incident, fake_aws_env
 from tests.fakes.kube_server import FakeKubeServer, RequestRecord
+from tests.terraform_check import fmt_check, imports, needs_terraform, parse, resources
 
 CLUSTER = "demo"
 ZONES = ("ap-southeast-2a", "ap-southeast-2b")
@@ -133,29 +137,39 @@ def finish(proc: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-@pytest.fixture
-def make_live(moto_url: str, tmp_path: Path) -> Iterator[Callable[..., Live]]:
-    """Reset moto, build a world in it (the incident by default) and the matching cluster in a fresh fake
-    API server with a DaemonSet controller running."""
+def build_live(moto_url: str, tmp: Path, builder: Callable[..., World] = build_incident) -> Live:
+    """Reset moto, build a world in it and the matching cluster in a fresh fake API server with a DaemonSet
+    controller running (the caller stops the server)."""
     import boto3
     import requests
 
+    requests.post(f"{moto_url}/moto-api/reset", timeout=10).raise_for_status()
+    session = boto3.Session(region_name=REGION)
+    world = builder(session.client("ec2"), session.client("eks"), region=REGION, cluster=CLUSTER)
+    server, hooks, controller = incident_server(world)
+    kubeconfig = str(server.kubeconfig(tmp / "kubeconfig"))
+    return Live(moto_url, session, world, server, hooks, controller, kubeconfig, tmp)
+
+
+def stop(server: FakeKubeServer) -> None:
+    server.stop()
+    if server.errors:
+        raise server.errors[0]
+
+
+@pytest.fixture
+def make_live(moto_url: str, tmp_path: Path) -> Iterator[Callable[..., Live]]:
+    """Live worlds (the incident by default), their servers stopped and checked at teardown."""
     servers: list[FakeKubeServer] = []
 
     def make(builder: Callable[..., World] = build_incident) -> Live:
-        requests.post(f"{moto_url}/moto-api/reset", timeout=10).raise_for_status()
-        session = boto3.Session(region_name=REGION)
-        world = builder(session.client("ec2"), session.client("eks"), region=REGION, cluster=CLUSTER)
-        server, hooks, controller = incident_server(world)
-        servers.append(server)
-        kubeconfig = str(server.kubeconfig(tmp_path / "kubeconfig"))
-        return Live(moto_url, session, world, server, hooks, controller, kubeconfig, tmp_path)
+        live = build_live(moto_url, tmp_path, builder)
+        servers.append(live.kube)
+        return live
 
     yield make
     for server in servers:
-        server.stop()
-        if server.errors:
-            raise server.errors[0]
+        stop(server)
 
 
 # --- helpers ------------------------------------------------------------------------------------------
@@ -390,6 +404,153 @@ def test_plan_apply_and_apply_again_leave_exactly_the_fix(make_live: Callable[..
         assert rows[sid]["note"].startswith("nodes")
     (predate,) = findings(doc, "EKS-NODES-PREDATE-ENICONFIG")
     assert predate["severity"] == "warning" and "2 node(s)" in predate["summary"]
+
+
+# --- Terraform: what --emit terraform writes before, during and after an apply ----------------------------
+
+
+@dataclass(frozen=True)
+class Emitted:
+    """One run of the adoption story, read back: the HCL written at each point and what really exists."""
+
+    plan: Plan
+    planned: str  # `expand --plan --emit terraform`, before anything was applied
+    partial: subprocess.CompletedProcess[str]  # `--apply --emit terraform`, stopped at the first ENIConfig
+    partial_tf: str
+    partial_ids: dict[str, str]  # import address -> id of what existed when it stopped (read with boto3)
+    applied: subprocess.CompletedProcess[str]  # the same command again, resuming to the end
+    applied_tf: str
+    applied_ids: dict[str, str]
+    adopted: subprocess.CompletedProcess[str]  # once more, with the journal and the .tf gone
+    adopted_tf: str
+    estate_unchanged: bool
+
+
+def created_ids(live: Live, plan: Plan) -> dict[str, str]:
+    """What the Terraform import blocks must say, from the cloud and the cluster rather than the journal."""
+    from cidrx.render.terraform import tf_name
+
+    ec2, eks = live.client("ec2"), live.client("eks")
+    ids: dict[str, str] = {}
+    vpc = ec2.describe_vpcs(VpcIds=[live.world.vpc_id])["Vpcs"][0]
+    for a in vpc["CidrBlockAssociationSet"]:
+        if a["CidrBlock"] == plan.basis["cidr"]:
+            ids["aws_vpc_ipv4_cidr_block_association.pods"] = a["AssociationId"]
+    tagged = ec2.describe_subnets(Filters=[{"Name": f"tag:{PLAN_TAG}", "Values": [plan.plan_id]}])["Subnets"]
+    tables = ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [live.world.vpc_id]}])["RouteTables"]
+    table_of = {a["SubnetId"]: t["RouteTableId"] for t in tables for a in t["Associations"] if a.get("SubnetId")}
+    for subnet in tagged:
+        az, sid = tf_name(subnet["AvailabilityZone"]), subnet["SubnetId"]
+        ids[f"aws_subnet.pods_{az}"] = sid
+        if sid in table_of:
+            ids[f"aws_route_table_association.pods_{az}"] = f"{sid}/{table_of[sid]}"
+    for e in live.kube.objects_of("ENIConfig"):
+        name = e["metadata"]["name"]
+        ids[f"kubernetes_manifest.eniconfig_{tf_name(name)}"] = (
+            f"apiVersion=crd.k8s.amazonaws.com/v1alpha1,kind=ENIConfig,name={name}"
+        )
+    name = plan.basis["nodegroup_name"]
+    if name in eks.list_nodegroups(clusterName=CLUSTER)["nodegroups"]:
+        ids[f"aws_eks_node_group.{tf_name(name)}"] = f"{CLUSTER}:{name}"
+    return ids
+
+
+@pytest.fixture(scope="module")
+def emitted(moto_url: str, tmp_path_factory: pytest.TempPathFactory) -> Emitted:
+    """plan --emit -> apply --emit stopped partway (an admission webhook rejects ENIConfigs: exit 5) ->
+    the same apply again, to the end -> once more with the journal and the .tf deleted (adoption of a plan
+    applied long ago). Run once for the tests below, which read what it recorded."""
+    live = build_live(moto_url, tmp_path_factory.mktemp("emit"))
+    tf = live.tmp / "plan.tf"
+    try:
+        made = live.cidrx("expand", *live.target, "--plan", "--out", "plan.json", "--emit", "terraform")
+        assert made.returncode == 0, made.stderr
+        plan = load_plan(live.tmp / "plan.json")
+        planned = tf.read_text()
+        apply = ["expand", "--apply", "plan.json", "--yes", "--kubeconfig", live.kubeconfig, "--emit", "terraform"]
+
+        live.kube.inject(400, method="POST", path_contains="/eniconfigs", times=None, message="denied by a webhook")
+        partial = live.cidrx(*apply)
+        partial_tf, partial_ids = tf.read_text(), created_ids(live, plan)
+        live.kube.clear_faults()
+
+        applied = live.cidrx(*apply)
+        applied_tf, applied_ids = tf.read_text(), created_ids(live, plan)
+
+        tf.unlink()
+        (live.tmp / "plan.json.journal.jsonl").unlink()
+        counts = estate(live)
+        adopted = live.cidrx(*apply)
+        adopted_tf = tf.read_text() if tf.exists() else ""
+        unchanged = estate(live) == counts
+    finally:
+        stop(live.kube)
+    return Emitted(
+        plan,
+        planned,
+        partial,
+        partial_tf,
+        partial_ids,
+        applied,
+        applied_tf,
+        applied_ids,
+        adopted,
+        adopted_tf,
+        estate_unchanged=unchanged,
+    )
+
+
+def test_plan_emits_the_fix_as_terraform_without_imports(emitted: Emitted) -> None:
+    doc = parse(emitted.planned)
+    assert "import" not in doc
+    assert emitted.planned.startswith(f"# cidrx plan {emitted.plan.plan_id} (custom-networking)")
+    assert resources(doc) == resources(parse(emitted.applied_tf))  # the apply only adds import blocks
+
+
+def test_apply_that_stops_partway_still_writes_imports_for_what_it_created(emitted: Emitted) -> None:
+    run = emitted.partial
+    assert run.returncode == 5, run.stderr
+    assert run.stderr.rstrip().splitlines()[-1].startswith("cidrx: error: step eniconfig-ap-southeast-2a")
+    assert "Terraform with import blocks for what was applied so far written to plan.tf" in run.stderr
+    # It stopped at the first ENIConfig: the CIDR, the first zone's subnet and its route were made.
+    assert sorted(emitted.partial_ids) == [
+        "aws_route_table_association.pods_ap_southeast_2a",
+        "aws_subnet.pods_ap_southeast_2a",
+        "aws_vpc_ipv4_cidr_block_association.pods",
+    ]
+    assert imports(parse(emitted.partial_tf)) == emitted.partial_ids
+
+
+def test_apply_emits_imports_with_the_real_ids_of_what_it_created(emitted: Emitted) -> None:
+    assert emitted.applied.returncode == 0, emitted.applied.stderr
+    found = imports(parse(emitted.applied_tf))
+    assert found == emitted.applied_ids
+    assert len(found) == 8  # association, 2 subnets, 2 route associations, 2 ENIConfigs, node group
+    assert found["aws_vpc_ipv4_cidr_block_association.pods"].startswith("vpc-cidr-assoc-")
+    for az in ("ap_southeast_2a", "ap_southeast_2b"):
+        sid = found[f"aws_subnet.pods_{az}"]
+        assert sid.startswith("subnet-")
+        assert found[f"aws_route_table_association.pods_{az}"].startswith(f"{sid}/rtb-")
+    assert found[f"aws_eks_node_group.{emitted.plan.basis['nodegroup_name'].replace('-', '_')}"] == (
+        f"{CLUSTER}:{emitted.plan.basis['nodegroup_name']}"
+    )
+
+
+def test_adopting_an_applied_plan_changes_nothing_and_writes_the_same_imports(emitted: Emitted) -> None:
+    run = emitted.adopted
+    assert run.returncode == 0, run.stderr
+    assert result_statuses(run.stdout, emitted.plan) == {s.id: "skipped" for s in emitted.plan.steps}
+    assert emitted.estate_unchanged
+    # The journal was gone: every step found its own earlier work by the plan tag and recorded its ids.
+    assert imports(parse(emitted.adopted_tf)) == emitted.applied_ids
+
+
+@needs_terraform
+def test_emitted_terraform_is_fmt_clean(emitted: Emitted, tmp_path: Path) -> None:
+    for name in ("planned", "partial_tf", "applied_tf", "adopted_tf"):
+        (tmp_path / f"{name}.tf").write_text(getattr(emitted, name))
+    result = fmt_check(tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 # --- refusals and other paths ------------------------------------------------------------------------

@@ -1,6 +1,9 @@
 """GKE end to end through the CLI: the talk's incident in the loopback GCP fake, driven by the real
 google-cloud clients. diagnose (exit 3) -> expand --plan -> expand --apply -> the end state read back from
-the fake -> a second apply that changes nothing -> a diagnosis that no longer finds the range full.
+the fake -> a second apply that changes nothing -> a diagnosis that no longer finds the range full. And
+`--emit terraform` at each point (before, after an apply that stopped partway, after the apply, and when
+adopting a plan applied long ago): parsed back with python-hcl2, `terraform fmt` clean, the import block
+naming the node pool the apply really created.
 
 The cluster side is skipped (--no-kube): analysis then counts nodes from GKE's own utilisation fields,
 which is what a user without cluster credentials gets.
@@ -35,6 +38,7 @@ from tests.gke_world import (
     SERVICES_CIDR,
     SUBNET,
 )
+from tests.terraform_check import fmt_check, imports, needs_terraform, parse, resources
 
 gcp = gke_world.gcp
 
@@ -102,6 +106,83 @@ def test_plan_apply_and_a_second_apply_that_changes_nothing(gcp: FakeGcp, tmp_pa
     again = run("expand", "--apply", str(plan_path), "--yes", "--no-kube")
     assert again.exit_code == 0, again.output
     assert writes(gcp) == []
+
+
+def emit_scenario(gcp: FakeGcp, tmp_path: Path) -> dict[str, str]:
+    """plan --emit terraform -> apply --emit terraform stopped by a rejected node pool (exit 5) -> the same
+    apply again, to the end -> once more with the journal and the .tf deleted. The .tf at each point."""
+    plan_path = tmp_path / "plan.json"
+    tf = tmp_path / "plan.tf"
+    made = run("expand", *TARGET, "--plan", "--out", str(plan_path), "--emit", "terraform")
+    assert made.exit_code == 0, made.output
+    texts = {"planned": tf.read_text()}
+    apply = ("expand", "--apply", str(plan_path), "--yes", "--no-kube", "--emit", "terraform")
+
+    gcp.inject(400, method="POST", path_contains="/nodePools", times=1)
+    partial = run(*apply)
+    assert partial.exit_code == 5, partial.output
+    assert f"Terraform with import blocks for what was applied so far written to {tf}" in partial.stderr
+    assert partial.stderr.rstrip().splitlines()[-1].startswith("cidrx: error: step create-node-pool")
+    texts["partial"] = tf.read_text()
+
+    applied = run(*apply)
+    assert applied.exit_code == 0, applied.output
+    texts["applied"] = tf.read_text()
+
+    tf.unlink()
+    (tmp_path / "plan.json.journal.jsonl").unlink()
+    gcp.reset_log()
+    adopted = run(*apply)
+    assert adopted.exit_code == 0, adopted.output
+    assert writes(gcp) == []  # a fully applied plan: nothing changes
+    texts["adopted"] = tf.read_text()
+    return texts
+
+
+def test_emit_terraform_imports_the_node_pool_apply_created(gcp: FakeGcp, tmp_path: Path) -> None:
+    texts = emit_scenario(gcp, tmp_path)
+    plan = load_plan(tmp_path / "plan.json")
+    pool_name = plan.basis["node_pool_name"]
+    assert gcp.node_pool(PROJECT, LOCATION, CLUSTER, pool_name) is not None
+    address = f"google_container_node_pool.{pool_name.replace('-', '_')}"
+    pool_id = f"projects/{PROJECT}/locations/{LOCATION}/clusters/{CLUSTER}/nodePools/{pool_name}"
+
+    planned = parse(texts["planned"])
+    assert "import" not in planned
+    assert address in {f"{t}.{n}" for t, n in resources(planned)}
+    # Stopped before the node pool existed: the .tf is written all the same, with nothing to import yet
+    # (the secondary range it did add is a snippet for the subnet resource, not an import).
+    partial = parse(texts["partial"])
+    assert "import" not in partial and resources(partial) == resources(planned)
+    assert plan.basis["range_name"] in texts["partial"]
+    assert imports(parse(texts["applied"])) == {address: pool_id}
+    assert imports(parse(texts["adopted"])) == {address: pool_id}
+
+
+@needs_terraform
+def test_emitted_terraform_is_fmt_clean(gcp: FakeGcp, tmp_path: Path) -> None:
+    out = tmp_path / "tf"
+    out.mkdir()
+    for name, text in emit_scenario(gcp, tmp_path).items():
+        (out / f"{name}.tf").write_text(text)
+    result = fmt_check(out)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_refused_apply_keeps_its_exit_code_when_the_tf_cannot_be_written(gcp: FakeGcp, tmp_path: Path) -> None:
+    plan_path = tmp_path / "plan.json"
+    assert run("expand", *TARGET, "--plan", "--out", str(plan_path)).exit_code == 0
+    gcp.add_subnet(
+        PROJECT,
+        "us-east1",
+        {"name": "squatter", "network": "demo-vpc", "ipCidrRange": load_plan(plan_path).basis["cidr"]},
+    )
+    (tmp_path / "plan.tf").mkdir()  # in the way of the .tf
+    applied = run("expand", "--apply", str(plan_path), "--yes", "--no-kube", "--emit", "terraform")
+    assert applied.exit_code == 4, applied.output
+    lines = applied.stderr.rstrip().splitlines()
+    assert lines[-2].startswith(f"cidrx: warning: no Terraform written: cannot write {tmp_path / 'plan.tf'}")
+    assert lines[-1].startswith("cidrx: error: the plan is stale:")
 
 
 def test_a_plan_is_refused_when_someone_took_its_range_meanwhile(gcp: FakeGcp, tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ the fmt checks (skipped, with the reason, when it is not on PATH).
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -25,52 +24,22 @@ from cidrx.model.plan import DIGEST_TAG, Plan, save_plan
 from cidrx.model.snapshot import Snapshot, load_snapshot
 from cidrx.render.terraform import extract_snippets, quote, render_terraform
 from tests import eks_cases
+from tests.terraform_check import (
+    HCL2_REASON,
+    TERRAFORM,
+    fmt_check,
+    imports,
+    needs_terraform,
+    parse,
+    ref,
+    resources,
+)
 
-hcl2 = pytest.importorskip("hcl2", reason="python-hcl2 is in the test extra: pip install -e .[test]")
+pytest.importorskip("hcl2", reason=HCL2_REASON)
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 TF_EXAMPLES = REPO / "terraform-examples"
-TERRAFORM = shutil.which("terraform")
-needs_terraform = pytest.mark.skipif(TERRAFORM is None, reason="no terraform binary on PATH for `terraform fmt`")
-
-
-# --- parsing helpers (python-hcl2 4.x returns bare strings; 5+ keeps quotes and adds __ markers) ---------
-
-
-def _unquote(text: str) -> str:
-    if len(text) >= 2 and text[0] == '"' and text[-1] == '"':
-        return str(json.loads(text.replace("$${", "${").replace("%%{", "%{")))
-    return text
-
-
-def _norm(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {_unquote(k): _norm(v) for k, v in value.items() if not k.startswith("__")}
-    if isinstance(value, list):
-        return [_norm(v) for v in value]
-    if isinstance(value, str):
-        return _unquote(value)
-    return value
-
-
-def parse(text: str) -> dict[str, Any]:
-    return dict(_norm(hcl2.loads(text)))
-
-
-def ref(value: Any) -> str:
-    """A reference expression as text, without the `${...}` python-hcl2 puts around top-level ones."""
-    text = str(value)
-    return text[2:-1] if text.startswith("${") and text.endswith("}") else text
-
-
-def resources(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    for entry in doc.get("resource", []):
-        for rtype, named in entry.items():
-            for name, body in named.items():
-                out[(rtype, name)] = body
-    return out
 
 
 def of_type(doc: dict[str, Any], rtype: str) -> list[dict[str, Any]]:
@@ -81,10 +50,6 @@ def block(body: dict[str, Any], name: str) -> dict[str, Any]:
     """A nested block (python-hcl2 lists them, even when there is one)."""
     value = body[name]
     return dict(value[0] if isinstance(value, list) else value)
-
-
-def imports(doc: dict[str, Any]) -> dict[str, str]:
-    return {ref(i["to"]): i["id"] for i in doc.get("import", [])}
 
 
 # --- plans from the real planners ------------------------------------------------------------------------
@@ -338,9 +303,7 @@ def test_emitted_hcl_is_terraform_fmt_clean(tmp_path: Path) -> None:
         ids = {"association_id": "a-1", "subnet_id": "s-1", "name": "n", "nodegroup": "n", "reservation_id": "r-1"}
         outputs = {s.id: {**ids, "node_pool": "p"} for s in plan.steps}
         (tmp_path / f"plan{i}.tf").write_text(render_terraform(plan, outputs))
-    result = subprocess.run(
-        [TERRAFORM or "terraform", "fmt", "-check", "-diff", str(tmp_path)], capture_output=True, text=True
-    )
+    result = fmt_check(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -392,10 +355,11 @@ def test_cli_imports_what_the_journal_recorded(tmp_path: Path) -> None:
     assert list(imports(parse((tmp_path / "plan.tf").read_text()))) == ["google_container_node_pool.default_pool_pods2"]
 
 
-def test_cli_ignores_another_plans_journal(tmp_path: Path) -> None:
+def test_cli_ignores_an_orphaned_journal_of_another_plan(tmp_path: Path) -> None:
+    """A journal left beside a path whose plan file is gone: the new plan is written (with a warning) and the
+    journal's ids are not taken for this plan's."""
     out = tmp_path / "plan.json"
     other = plan_from("gke-demo-ip.snapshot.json", "cluster-range")
-    save_plan(other, out)
     Journal.open(out, other).record("add-secondary-range", "done", {"range_name": "pods-2"})
     result = run(
         "expand",
@@ -408,7 +372,69 @@ def test_cli_ignores_another_plans_journal(tmp_path: Path) -> None:
         "terraform",
     )
     assert result.exit_code == 0, result.output
+    assert "belongs to another plan" in result.stderr and "apply will refuse until it is moved" in result.stderr
     assert "import" not in parse((tmp_path / "plan.tf").read_text())
+
+
+def test_cli_refuses_to_overwrite_an_applied_plan_and_points_at_adoption(tmp_path: Path) -> None:
+    """Re-planning over a plan whose own journal is beside it would orphan the journal: exit 2, one line,
+    nothing written."""
+    out = tmp_path / "plan.json"
+    applied = plan_from("gke-demo-ip.snapshot.json", "cluster-range")
+    save_plan(applied, out)
+    Journal.open(out, applied).record("add-secondary-range", "done", {"range_name": "pods-2"})
+    before = out.read_bytes()
+    snapshot = str(EXAMPLES / "gke-demo-ip.snapshot.json")
+    for emit in ([], ["--emit", "terraform"]):
+        result = run("expand", "--snapshot", snapshot, "--plan", "--out", str(out), *emit)
+        assert result.exit_code == 2, result.output
+        assert result.stdout == ""
+        (line,) = result.stderr.splitlines()
+        assert line.startswith(f"cidrx: error: {out} holds plan {applied.plan_id}, applied with its journal")
+        assert "choose another --out" in line
+        assert line.endswith(f"cidrx expand --apply {out} --emit terraform")
+    assert out.read_bytes() == before
+    assert not (tmp_path / "plan.tf").exists()
+    # Another --out is fine, and so is the same plan again (same digest: the journal stays its own).
+    other = tmp_path / "other.json"
+    assert run("expand", "--snapshot", snapshot, "--plan", "--out", str(other)).exit_code == 0
+    again = run("expand", "--snapshot", snapshot, "--plan", "--strategy", "cluster-range", "--out", str(out))
+    assert again.exit_code == 0, again.output
+    assert json.loads(out.read_text())["digest"] == applied.digest
+
+
+def test_cli_overwrites_a_plan_whose_journal_is_empty_or_not_its_own(tmp_path: Path) -> None:
+    out = tmp_path / "plan.json"
+    snapshot = str(EXAMPLES / "gke-demo-ip.snapshot.json")
+    old = plan_from("gke-demo-ip.snapshot.json", "cluster-range")
+    save_plan(old, out)
+    (tmp_path / "plan.json.journal.jsonl").write_text("")  # nothing recorded: nothing to orphan
+    assert run("expand", "--snapshot", snapshot, "--plan", "--out", str(out)).exit_code == 0
+    assert json.loads(out.read_text())["strategy"] == "node-pool"
+
+
+def test_reclaim_plan_shares_the_guard(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    applied = targets.make_reclaim_plan(load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json"), "whereabouts")
+    save_plan(applied, out)
+    Journal.open(out, applied).record(applied.steps[0].id, "done", {})
+    snapshot = str(EXAMPLES / "calico-borrowing.snapshot.json")
+    result = run("reclaim", "--snapshot", snapshot, "--ipam", "calico", "--plan", "--out", str(out))
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.splitlines()
+    assert f"holds plan {applied.plan_id}" in line and line.endswith(f"finish it with: cidrx reclaim --apply {out}")
+    assert json.loads(out.read_text())["digest"] == applied.digest
+
+
+def test_apply_emit_of_a_reclaim_plan_is_refused_and_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    save_plan(
+        targets.make_reclaim_plan(load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json"), "whereabouts"), out
+    )
+    result = run("expand", "--apply", str(out), "--yes", "--emit", "terraform")
+    assert result.exit_code == 2, result.output
+    assert f"is a whereabouts-reclaim plan; apply it with: cidrx reclaim --apply {out}" in result.stderr
+    assert not (tmp_path / "r.tf").exists()
 
 
 def test_cli_out_dash_prints_hcl_instead_of_json() -> None:
@@ -433,7 +459,22 @@ EXAMPLE_DIRS = sorted(p for p in TF_EXAMPLES.iterdir() if p.is_dir()) if TF_EXAM
 
 def test_examples_exist() -> None:
     names = {p.name for p in EXAMPLE_DIRS}
-    assert {"eks-custom-networking", "gke-multi-pod-cidr"} <= names
+    assert {"eks-custom-networking", "gke-multi-pod-cidr", "calico-ippool"} <= names
+
+
+def test_calico_example_sets_every_field_cidrx_emits() -> None:
+    """The hand-written module and `--strategy calico-pool --emit terraform` describe the same object."""
+    plan = plan_from("calico-borrowing.snapshot.json", "calico-pool")
+    (emitted,) = [r["manifest"] for r in of_type(parse(render_terraform(plan)), "kubernetes_manifest")]
+    module = TF_EXAMPLES / "calico-ippool"
+    (manifest,) = [r["manifest"] for r in of_type(parse((module / "main.tf").read_text()), "kubernetes_manifest")]
+    assert manifest["kind"] == emitted["kind"] == "IPPool"
+    assert set(emitted["spec"]) | {"ipipMode", "vxlanMode"} == set(manifest["spec"])
+    assert set(emitted["metadata"]) == set(manifest["metadata"]) == {"name", "labels"}
+    variables = {n: b for e in parse((module / "variables.tf").read_text())["variable"] for n, b in e.items()}
+    assert variables["api_version"]["default"] == emitted["apiVersion"]
+    assert variables["block_size"]["default"] == 26 and variables["node_selector"]["default"] == "all()"
+    assert variables["nat_outgoing"]["default"] is True and variables["disabled"]["default"] is False
 
 
 @pytest.mark.parametrize("example", EXAMPLE_DIRS, ids=lambda p: p.name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -18,7 +19,7 @@ from cidrx.cli import boundary
 from cidrx.cli.diagnose import get_snapshot
 from cidrx.cli.options import TargetOptions, check_matches, target_options
 from cidrx.cli.snapshot import write_atomically
-from cidrx.errors import InvalidInput
+from cidrx.errors import CidrxError, InvalidInput
 from cidrx.render import PLAN_FORMATS, render_plan
 
 if TYPE_CHECKING:
@@ -45,6 +46,36 @@ def _check_cidr(cidr: str) -> None:
         ipaddress.IPv4Network(cidr, strict=True)
     except ValueError as exc:
         raise InvalidInput(f"--cidr {cidr}: {exc}; give an IPv4 network such as 100.64.0.0/20") from None
+
+
+def _refuse_to_orphan_a_journal(path: str, plan: Plan) -> None:
+    """Refuse to write `plan` over another plan at `path` whose own journal is beside it.
+
+    The journal only counts for the plan file it sits beside (its digest must match): replacing that file
+    would leave the record of what the old plan created pointing at nothing, and resume, the journal's
+    import ids and the plan tag would no longer lead anywhere from here.
+    """
+    from cidrx.engine.journal import Journal, journal_path
+    from cidrx.model.plan import load_plan
+
+    journal_file = journal_path(path)
+    if not journal_file.exists() or not Path(path).is_file():
+        return
+    try:
+        existing = load_plan(path)
+        journal = Journal.open(path, existing)
+    except InvalidInput:
+        return  # not a readable plan, or the journal is not its own: nothing of this file's to orphan
+    if existing.digest == plan.digest or not journal.events:
+        return
+    if existing.strategy in RECLAIM_STRATEGIES:
+        way = f"finish it with: cidrx reclaim --apply {path}"
+    else:
+        way = f"adopt what it applied with: cidrx expand --apply {path} --emit terraform"
+    raise InvalidInput(
+        f"{path} holds plan {existing.plan_id}, applied with its journal {journal_file} beside it; writing plan "
+        f"{plan.plan_id} over it would orphan that journal: choose another --out, or {way}"
+    )
 
 
 def _warn_foreign_journal(path: str, plan: Plan) -> None:
@@ -117,6 +148,7 @@ def write_plan(plan: Plan, out: str | None, output: str, command: str) -> int:
         click.echo(render_plan(plan, "json"), nl=False)
         return 0
     path = out or default_plan_path(plan)
+    _refuse_to_orphan_a_journal(path, plan)
     write_atomically(path, codec.dumps(plan))
     click.echo(render_plan(plan, output), nl=False)
     _warn_foreign_journal(path, plan)
@@ -129,13 +161,10 @@ def write_plan(plan: Plan, out: str | None, output: str, command: str) -> int:
 RECLAIM_STRATEGIES = ("whereabouts-reclaim", "calico-reclaim")
 
 
-def apply(target: TargetOptions, plan_path: str, yes: bool, command: str = "expand") -> int:
-    """Carry out the plan at `plan_path` (shared by `expand --apply` and `reclaim --apply`)."""
+def load_for_apply(target: TargetOptions, plan_path: str, command: str) -> Plan:
+    """The plan at `plan_path`, checked against the target flags and the command it belongs to."""
     from cidrx import targets
     from cidrx.model.plan import load_plan
-    from cidrx.render.progress import make_progress
-    from cidrx.render.table import render_plan as plan_table
-    from cidrx.render.table import render_results
 
     plan = load_plan(plan_path)
     check_matches(target, plan.target, f"plan {plan_path}")
@@ -143,6 +172,19 @@ def apply(target: TargetOptions, plan_path: str, yes: bool, command: str = "expa
     belongs = "reclaim" if plan.strategy in RECLAIM_STRATEGIES else "expand"
     if belongs != command:
         raise InvalidInput(f"{plan_path} is a {plan.strategy} plan; apply it with: cidrx {belongs} --apply {plan_path}")
+    return plan
+
+
+def apply(target: TargetOptions, plan_path: str, yes: bool, command: str = "expand", plan: Plan | None = None) -> int:
+    """Carry out the plan at `plan_path` (shared by `expand --apply` and `reclaim --apply`); `plan` is that
+    file already loaded with `load_for_apply`, if the caller did."""
+    from cidrx import targets
+    from cidrx.render.progress import make_progress
+    from cidrx.render.table import render_plan as plan_table
+    from cidrx.render.table import render_results
+
+    if plan is None:
+        plan = load_for_apply(target, plan_path, command)
     if not yes:
         if not _stdin_is_terminal():
             raise InvalidInput(
@@ -160,6 +202,29 @@ def apply(target: TargetOptions, plan_path: str, yes: bool, command: str = "expa
     rows = [(o.step_id, o.status, o.outputs) for o in outcomes]
     click.echo(render_results(rows, plan.notes), nl=False)
     return 0
+
+
+def apply_and_emit(target: TargetOptions, plan_path: str, yes: bool) -> int:
+    """`expand --apply PLAN --emit terraform`: apply, then write the .tf beside the plan with import blocks
+    for what the journal recorded, also when the apply stopped partway (its exit code is kept) or was
+    refused, so what was created so far can be adopted."""
+    plan = load_for_apply(target, plan_path, "expand")
+    how = f"cidrx expand --apply {plan_path} --emit terraform"
+    terraform_text(plan, plan_path, how)  # a plan Terraform cannot express is refused before anything is applied
+    tf = terraform_path(plan_path)
+    try:
+        code = apply(target, plan_path, yes, plan=plan)
+    except BaseException:
+        try:
+            write_atomically(tf, terraform_text(plan, plan_path, how))
+        except CidrxError as exc:  # the apply's own error is the one to report and exit with
+            click.echo(f"cidrx: warning: no Terraform written: {exc.message}", err=True)
+        else:
+            click.echo(f"cidrx: Terraform with import blocks for what was applied so far written to {tf}", err=True)
+        raise
+    write_atomically(tf, terraform_text(plan, plan_path, how))
+    click.echo(f"cidrx: Terraform with import blocks for what was applied written to {tf}", err=True)
+    return code
 
 
 @click.command(short_help="Plan (--plan) or apply (--apply) more pod address space.")
@@ -201,9 +266,10 @@ def apply(target: TargetOptions, plan_path: str, yes: bool, command: str = "expa
 @click.option(
     "--emit",
     type=click.Choice(["terraform"]),
-    help="With --plan: also write the plan as Terraform (HCL) to the plan's path with .tf instead of .json, with "
-    "import blocks for what an apply of the same plan recorded in its journal; with --out -, print the HCL "
-    "instead of the plan's JSON. With --apply: after the apply, write that .tf beside the plan file.",
+    help="With --plan: also write the plan as Terraform (HCL) to the plan's path with .tf instead of .json; "
+    "with --out -, print the HCL instead of the plan's JSON. With --apply: after the apply (also one that "
+    "stopped partway, or a plan already applied), write that .tf beside the plan file with import blocks for "
+    "what the apply created, so Terraform adopts it.",
 )
 @click.option("--yes", is_flag=True, help="With --apply: do not ask (required when stdin is not a terminal).")
 def expand(
@@ -252,17 +318,7 @@ def expand(
         given = [name for name, value in plan_only.items() if value is not None]
         if given:
             raise InvalidInput(f"{', '.join(given)} only work with --plan; the plan file already fixes them")
-        code = apply(target, apply_path, yes)
-        if emit:
-            from cidrx.model.plan import load_plan
-
-            tf = terraform_path(apply_path)
-            plan = load_plan(apply_path)
-            write_atomically(
-                tf, terraform_text(plan, apply_path, f"cidrx expand --apply {apply_path} --emit terraform")
-            )
-            click.echo(f"cidrx: Terraform with import blocks for what was applied written to {tf}", err=True)
-        return code
+        return apply_and_emit(target, apply_path, yes) if emit else apply(target, apply_path, yes)
     if yes:
         raise InvalidInput("--yes only works with --apply; --plan never changes anything")
     from cidrx.targets import PlanOptions
