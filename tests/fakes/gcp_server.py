@@ -88,8 +88,6 @@ import ipaddress
 import json
 import re
 import secrets
-import socket
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -100,6 +98,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
+from tests.fakes import wire
 from tests.fakes.gcp_discovery import ENUMS_AS_NUMBERS, DiscoveryIndex, Match, Violation, discovery_index
 
 if TYPE_CHECKING:
@@ -198,12 +197,6 @@ class RequestRecord:
     query: dict[str, str]
     body: Any
     method_id: str | None  # discovery method id, e.g. "compute.subnetworks.patch"
-
-
-# How ``inject_reset`` loses a connection: "close" ends it without an answer (FIN), "rst" aborts it
-# (RST: the client reads "connection reset by peer"), both before the request is carried out; "partial"
-# carries the request out and sends the status line, the headers and half the body, then closes.
-RESET_MODES = ("close", "rst", "partial")
 
 
 @dataclass
@@ -770,8 +763,7 @@ class FakeGcp:
         "close" and "rst" drop the request unanswered and undone; "partial" does it and cuts its answer
         off halfway (so a mutation with a partial answer has started its operation).
         """
-        if mode not in RESET_MODES:
-            raise ValueError(f"reset mode {mode!r} is not one of {RESET_MODES}")
+        wire.check_reset_mode(mode)
         fault = Fault(0, method, path_contains, times, reset=mode)
         with self._lock:
             self._faults.append(fault)
@@ -1601,28 +1593,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         assert isinstance(self.server, _HTTPServer)
         resp = self.server.fake.handle(method, self.path, body)
-        if resp.reset in ("close", "rst"):
-            self._drop(resp.reset)
-            return
-        self.send_response(resp.status)
-        self.send_header("Content-Type", "application/json; charset=UTF-8")
-        self.send_header("Content-Length", str(len(resp.body)))
-        for name, value in resp.headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        if resp.reset == "partial":
-            self.wfile.write(resp.body[: len(resp.body) // 2])
-            self.close_connection = True
-            return
-        self.wfile.write(resp.body)
-
-    def _drop(self, mode: str) -> None:
-        """End the connection without an answer: a FIN ("close") or, with a zero linger, a RST ("rst")."""
-        self.close_connection = True
-        if mode == "rst":
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            self.rfile.close()  # the socket closes (and resets) once no file object refers to it
-            self.connection.close()
+        wire.send(self, resp.status, "application/json; charset=UTF-8", resp.body, resp.headers, resp.reset)
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silence the per-request stderr log (tests read ``FakeGcp.request_log`` instead)."""

@@ -40,8 +40,6 @@ import bisect
 import json
 import re
 import secrets
-import socket
-import struct
 import threading
 import time
 import uuid
@@ -54,6 +52,8 @@ from typing import Any, NamedTuple, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
+
+from tests.fakes import wire
 
 JSON = dict[str, Any]
 T = TypeVar("T")
@@ -730,12 +730,6 @@ class RequestRecord(NamedTuple):
     query: dict[str, str]
 
 
-# How ``inject_reset`` loses a connection: "close" ends it without an answer (FIN), "rst" aborts it
-# (RST: the client reads "connection reset by peer"), both before the request is carried out; "partial"
-# carries the request out and sends the status line, the headers and half the body, then closes.
-RESET_MODES = ("close", "rst", "partial")
-
-
 @dataclass
 class Fault:
     """A pending injected failure (see ``FakeKubeServer.inject`` and ``inject_reset``)."""
@@ -1111,8 +1105,7 @@ class FakeKubeServer:
         "close" and "rst" drop the request unanswered and undone; "partial" does it and cuts its answer
         off halfway (so a write with a partial answer has happened).
         """
-        if mode not in RESET_MODES:
-            raise ValueError(f"reset mode {mode!r} is not one of {RESET_MODES}")
+        wire.check_reset_mode(mode)
         fault = Fault(0, method, path_contains, times, reset=mode)
         with self._lock:
             self._faults.append(fault)
@@ -1671,28 +1664,8 @@ class _Handler(BaseHTTPRequestHandler):
         assert isinstance(self.server, _HTTPServer)
         fake = self.server.fake
         resp = fake.handle(method, self.path, self.headers.get("Content-Type", ""), body)
-        if resp.reset in ("close", "rst"):
-            self._drop(resp.reset)
-            return
-        self.send_response(resp.status)
-        self.send_header("Content-Type", "application/json")  # exactly this, or lightkube won't raise ApiError
-        self.send_header("Content-Length", str(len(resp.body)))
-        for name, value in resp.headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        if resp.reset == "partial":
-            self.wfile.write(resp.body[: len(resp.body) // 2])
-            self.close_connection = True
-            return
-        self.wfile.write(resp.body)
-
-    def _drop(self, mode: str) -> None:
-        """End the connection without an answer: a FIN ("close") or, with a zero linger, a RST ("rst")."""
-        self.close_connection = True
-        if mode == "rst":
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            self.rfile.close()  # the socket closes (and resets) once no file object refers to it
-            self.connection.close()
+        # Content-Type exactly "application/json", or lightkube won't raise ApiError.
+        wire.send(self, resp.status, "application/json", resp.body, resp.headers, resp.reset)
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silence the per-request stderr log (tests read ``FakeKubeServer.request_log`` instead)."""
