@@ -85,6 +85,18 @@ def check_pages(records: list[Any], counts: dict[str, int]) -> list[str]:
     return problems
 
 
+def pair_rows(
+    labels: tuple[str, str], floors: list[Any], runs: list[Any], requests: int, notes: tuple[str, str]
+) -> list[list[Any]]:
+    """The table rows of one measurement: its floor, then cidrx with the ratio to that floor."""
+    floor, wall = median_of(floors), median_of(runs)
+    timing = f"collect {median_of(runs, 'collect'):.2f} s, analyze {median_of(runs, 'analyze'):.2f} s"
+    return [
+        [labels[0], floor, "", "", max(x["rss_mb"] for x in floors), floors[0]["requests"], notes[0]],
+        [labels[1], wall, floor, ratio(wall, floor), max(x["rss_mb"] for x in runs), requests, timing + notes[1]],
+    ]
+
+
 def bench_kube(
     sizes: Sizes, repeat: int, workdir: Path
 ) -> tuple[list[list[Any]], list[list[Any]], list[str], dict[str, Any]]:
@@ -99,33 +111,20 @@ def bench_kube(
         for _ in range(repeat):
             floors.append(run_worker("kube-floor", {"url": server.url, "calls": calls}))
             runs.append(run_worker("kube-cidrx", {"kubeconfig": str(kubeconfig)}))
-    floor, wall = median_of(floors), median_of(runs)
-    r = ratio(wall, floor)
-    rss = max(x["rss_mb"] for x in runs)
+    r, rss = ratio(median_of(runs), median_of(floors)), max(x["rss_mb"] for x in runs)
     if floors[0]["requests"] != len(records):
         problems.append(f"floor made {floors[0]['requests']} requests, cidrx {len(records)}")
-    rows = [
-        [
-            "kube floor: pages + json.loads",
-            floor,
-            "",
-            "",
-            max(x["rss_mb"] for x in floors),
-            floors[0]["requests"],
-            f"{floors[0]['bytes'] / 1e6:.0f} MB, {floors[0]['items']} items",
-        ],
-        [
-            "kube: cidrx diagnose (collect+analyze+json)",
-            wall,
-            floor,
-            r,
-            rss,
-            len(records),
-            f"collect {median_of(runs, 'collect'):.2f} s, analyze {median_of(runs, 'analyze'):.2f} s; "
-            f"ratio {'ok' if r <= RATIO_BUDGET else 'OVER'} (≤{RATIO_BUDGET}), "
-            f"RSS {'ok' if rss < RSS_BUDGET_MB else 'OVER'} (<{RSS_BUDGET_MB:.0f} MB)",
-        ],
-    ]
+    verdict = (
+        f"; ratio {'ok' if r <= RATIO_BUDGET else 'OVER'} (≤{RATIO_BUDGET}), "
+        f"RSS {'ok' if rss < RSS_BUDGET_MB else 'OVER'} (<{RSS_BUDGET_MB:.0f} MB)"
+    )
+    rows = pair_rows(
+        ("kube floor: pages + json.loads", "kube: cidrx diagnose (collect+analyze+json)"),
+        floors,
+        runs,
+        len(records),
+        (f"{floors[0]['bytes'] / 1e6:.0f} MB, {floors[0]['items']} items", verdict),
+    )
     kinds = [[k, n] for k, n in sorted(by_kind.items())]
     info = {"counts": counts, "findings": warm["findings"], "ipam_pods": warm["ipam_pods"], "nodes": warm["nodes"]}
     return rows, kinds, problems, info
@@ -151,29 +150,13 @@ def bench_gcp(sizes: Sizes, repeat: int) -> tuple[list[list[Any]], list[list[Any
             floors.append(run_worker("gcp-floor", {"url": fake.url, "calls": calls}))
             runs.append(run_worker("gcp-cidrx", args, env))
         fake.check()
-    floor, wall = median_of(floors), median_of(runs)
-    r = ratio(wall, floor)
-    rows = [
-        [
-            "gcp floor: pages + json.loads",
-            floor,
-            "",
-            "",
-            max(x["rss_mb"] for x in floors),
-            floors[0]["requests"],
-            f"{floors[0]['bytes'] / 1e6:.1f} MB",
-        ],
-        [
-            "gke: cidrx collect+analyze+json",
-            wall,
-            floor,
-            r,
-            max(x["rss_mb"] for x in runs),
-            len(records),
-            f"{warm['subnets']} subnets; collect {median_of(runs, 'collect'):.2f} s, "
-            f"analyze {median_of(runs, 'analyze'):.2f} s",
-        ],
-    ]
+    rows = pair_rows(
+        ("gcp floor: pages + json.loads", "gke: cidrx collect+analyze+json"),
+        floors,
+        runs,
+        len(records),
+        (f"{floors[0]['bytes'] / 1e6:.1f} MB", f"; {warm['subnets']} subnets"),
+    )
     kinds = [[k, n] for k, n in sorted(kinds_c.items())]
     return rows, kinds, problems, {"findings": warm["findings"]}
 
@@ -196,28 +179,13 @@ def bench_aws(sizes: Sizes, repeat: int) -> tuple[list[list[Any]], list[list[Any
         for _ in range(repeat):
             floors.append(run_worker("aws-floor", {"url": url, "requests": sent}, env))
             runs.append(run_worker("aws-cidrx", args, env))
-    floor, wall = median_of(floors), median_of(runs)
-    rows = [
-        [
-            "aws floor: requests + XML/JSON parse",
-            floor,
-            "",
-            "",
-            max(x["rss_mb"] for x in floors),
-            floors[0]["requests"],
-            f"{floors[0]['bytes'] / 1e6:.1f} MB",
-        ],
-        [
-            "eks: cidrx collect+analyze+json (moto)",
-            wall,
-            floor,
-            ratio(wall, floor),
-            max(x["rss_mb"] for x in runs),
-            len(sent),
-            f"{warm['subnets']} subnets; collect {median_of(runs, 'collect'):.2f} s, "
-            f"analyze {median_of(runs, 'analyze'):.2f} s",
-        ],
-    ]
+    rows = pair_rows(
+        ("aws floor: requests + XML/JSON parse", "eks: cidrx collect+analyze+json (moto)"),
+        floors,
+        runs,
+        len(sent),
+        (f"{floors[0]['bytes'] / 1e6:.1f} MB", f"; {warm['subnets']} subnets"),
+    )
     return rows, [[k, n] for k, n in sorted(kinds_c.items())], problems, {"findings": warm["findings"]}
 
 

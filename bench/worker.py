@@ -1,5 +1,7 @@
 """One measurement in its own process: `python -m bench.worker MODE ARGS_JSON` prints a JSON result.
 
+Every mode runs with the garbage-collection thresholds the `cidrx` command sets (cidrx.cli.tune_gc).
+
 Why a subprocess: the fakes (and the estate they hold) live in the benchmark's process, so a client's
 peak RSS (VmHWM in /proc/self/status, the high-water mark of the whole process) is only its own when the
 client runs alone in a fresh interpreter. Modules are imported before the clock starts, in both the
@@ -48,6 +50,7 @@ AWS_MODULES = (
     "boto3",
     "botocore.session",
 )
+TAKEN_AT = "2024-01-01T00:00:00Z"
 GCP_MODULES = (
     "cidrx.gke.analyze",
     "cidrx.gke.provider",
@@ -98,13 +101,29 @@ def _floor(url: str, calls: list[tuple[str, dict[str, str]]], token_in: str, tok
     return {"wall": wall, "items": items, "requests": requests, "bytes": size}
 
 
-def _kube_cidrx(kubeconfig: str) -> dict[str, Any]:
+def _diagnosed(snap: Any, start: float, collected: float) -> dict[str, Any]:
+    """Seal, analyze and render `snap` as the CLI does after collecting; the timings of the whole run."""
     from cidrx import targets
+    from cidrx.model.snapshot import seal
+    from cidrx.render import render_diagnosis
+
+    diagnosis = targets.analyze(seal(snap))
+    out = render_diagnosis(diagnosis, "json")
+    end = time.perf_counter()
+    return {
+        "wall": end - start,
+        "collect": collected - start,
+        "analyze": end - collected,
+        "findings": sorted({f.id for f in diagnosis.findings}),
+        "output_bytes": len(out),
+    }
+
+
+def _kube_cidrx(kubeconfig: str) -> dict[str, Any]:
     from cidrx.kube.api import KubeApi
     from cidrx.kube.collect import collect_with
-    from cidrx.model.snapshot import Snapshot, seal
+    from cidrx.model.snapshot import Snapshot
     from cidrx.model.target import Target
-    from cidrx.render import render_diagnosis
 
     _preload(KUBE_MODULES)
 
@@ -112,53 +131,26 @@ def _kube_cidrx(kubeconfig: str) -> dict[str, Any]:
     with KubeApi(kubeconfig, None) as api:
         kube = collect_with(api, provider="k8s")
     collected = time.perf_counter()
-    snap = seal(
-        Snapshot(target=Target("k8s", "bench", context=kube.context), taken_at="2024-01-01T00:00:00Z", kube=kube)
-    )
-    diagnosis = targets.analyze(snap)
-    out = render_diagnosis(diagnosis, "json")
-    end = time.perf_counter()
-    return {
-        "wall": end - start,
-        "collect": collected - start,
-        "analyze": end - collected,
-        "findings": sorted({f.id for f in diagnosis.findings}),
-        "nodes": len(kube.nodes),
-        "ipam_pods": len(kube.ipam_pods),
-        "output_bytes": len(out),
-    }
+    target = Target("k8s", "bench", context=kube.context)
+    result = _diagnosed(Snapshot(target=target, taken_at=TAKEN_AT, kube=kube), start, collected)
+    return {**result, "nodes": len(kube.nodes), "ipam_pods": len(kube.ipam_pods)}
 
 
 def _gcp_cidrx(project: str, location: str, cluster: str) -> dict[str, Any]:
-    from cidrx import targets
     from cidrx.gke.api import GkeApi
     from cidrx.gke.collect import collect_gke
     from cidrx.kube.model import KubeSection
-    from cidrx.model.snapshot import Snapshot, seal
+    from cidrx.model.snapshot import Snapshot
     from cidrx.model.target import Target
-    from cidrx.render import render_diagnosis
 
     _preload(GCP_MODULES)
 
     start = time.perf_counter()
-    api = GkeApi(project, location)
-    section = collect_gke(api, cluster)
+    section = collect_gke(GkeApi(project, location), cluster)
     collected = time.perf_counter()
     target = Target("gke", cluster, project=project, location=location)
-    snap = seal(
-        Snapshot(target=target, taken_at="2024-01-01T00:00:00Z", kube=KubeSection(available=False), gke=section)
-    )
-    diagnosis = targets.analyze(snap)
-    out = render_diagnosis(diagnosis, "json")
-    end = time.perf_counter()
-    return {
-        "wall": end - start,
-        "collect": collected - start,
-        "analyze": end - collected,
-        "findings": sorted({f.id for f in diagnosis.findings}),
-        "subnets": len(section.subnets),
-        "output_bytes": len(out),
-    }
+    snap = Snapshot(target=target, taken_at=TAKEN_AT, kube=KubeSection(available=False), gke=section)
+    return {**_diagnosed(snap, start, collected), "subnets": len(section.subnets)}
 
 
 def _aws_floor(url: str, requests: list[dict[str, Any]]) -> dict[str, Any]:
@@ -189,13 +181,11 @@ def _aws_floor(url: str, requests: list[dict[str, Any]]) -> dict[str, Any]:
 def _aws_cidrx(region: str, cluster: str, record: bool) -> dict[str, Any]:
     import boto3
 
-    from cidrx import targets
     from cidrx.eks.api import EksApi
     from cidrx.eks.collect import collect_eks
     from cidrx.kube.model import KubeSection
-    from cidrx.model.snapshot import Snapshot, seal
+    from cidrx.model.snapshot import Snapshot
     from cidrx.model.target import Target
-    from cidrx.render import render_diagnosis
 
     _preload(AWS_MODULES)
     session = boto3.Session(region_name=region)
@@ -226,21 +216,8 @@ def _aws_cidrx(region: str, cluster: str, record: bool) -> dict[str, Any]:
     section = collect_eks(EksApi(region, session=session), cluster)
     collected = time.perf_counter()
     target = Target("eks", cluster, region=region)
-    snap = seal(
-        Snapshot(target=target, taken_at="2024-01-01T00:00:00Z", kube=KubeSection(available=False), eks=section)
-    )
-    diagnosis = targets.analyze(snap)
-    out = render_diagnosis(diagnosis, "json")
-    end = time.perf_counter()
-    return {
-        "wall": end - start,
-        "collect": collected - start,
-        "analyze": end - collected,
-        "findings": sorted({f.id for f in diagnosis.findings}),
-        "subnets": len(section.subnets),
-        "output_bytes": len(out),
-        "sent": sent,
-    }
+    snap = Snapshot(target=target, taken_at=TAKEN_AT, kube=KubeSection(available=False), eks=section)
+    return {**_diagnosed(snap, start, collected), "subnets": len(section.subnets), "sent": sent}
 
 
 def peak_rss_mb() -> float:
@@ -254,7 +231,10 @@ def peak_rss_mb() -> float:
 
 
 def main(argv: list[str]) -> None:
+    from cidrx.cli import tune_gc
+
     mode, args = argv[0], json.loads(argv[1])
+    tune_gc()  # what the cidrx command does first; the floors run under the same interpreter settings
     if args.get("profile"):
         import cProfile
 

@@ -9,7 +9,6 @@ on a list cidrx needs is an error (exit 6), because a silently partial snapshot 
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
@@ -18,6 +17,7 @@ from typing import Any
 
 from cidrx.kube.api import NETWORK_STATUS, NETWORKS_STATUS, KubeApi, KubeUnavailable
 from cidrx.kube.model import EniConfig, EnvVar, KubeEvent, KubeNode, KubePod, KubeSection, PodState, WorkloadEnv
+from cidrx.model.validation import is_ip_address
 
 JSON = Mapping[str, Any]
 
@@ -187,16 +187,6 @@ def _int_or_none(value: Any) -> int | None:
         return None
 
 
-def _is_address(text: str) -> bool:
-    """Whether `text` is an IP address. Node addresses and the network-status annotation are free text to
-    the API server; the snapshot keeps only real addresses (what loading one checks, cidrx.model.validation)."""
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
-
-
 def node_from(obj: JSON) -> KubeNode:
     labels = _get(obj, "metadata", "labels") or {}
     status = obj.get("status") or {}
@@ -211,7 +201,7 @@ def node_from(obj: JSON) -> KubeNode:
         created=str(_get(obj, "metadata", "creationTimestamp") or ""),
         ready=ready,
         pod_cidrs=tuple(str(c) for c in cidrs),
-        internal_ip=str(internal) if _is_address(str(internal)) else "",
+        internal_ip=str(internal) if is_ip_address(str(internal)) else "",
         allocatable_pods=_int_or_none(_get(status, "allocatable", "pods")),
         pool=_first_label(labels, POOL_LABELS),
     )
@@ -265,7 +255,7 @@ def network_status_ips(annotations: JSON) -> tuple[list[str], bool]:
     if not isinstance(entries, list):
         return [], False
     ips = [str(ip) for e in entries if isinstance(e, Mapping) for ip in e.get("ips") or []]
-    return [ip for ip in ips if _is_address(ip)], True
+    return [ip for ip in ips if is_ip_address(ip)], True
 
 
 def pod_state_from(pod: JSON) -> PodState:

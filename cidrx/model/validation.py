@@ -109,6 +109,12 @@ IpAddr = Annotated[str, _alias(_IP_ADDR)]
 IpAddrOrEmpty = Annotated[str, _alias(dataclasses.replace(_IP_ADDR, empty=True))]
 
 
+def is_ip_address(text: str) -> bool:
+    """Whether `text` is an IPv4 or IPv6 address as an `IpAddr` field accepts it (for collectors that
+    filter free-text values so that every snapshot they write loads again)."""
+    return _IP_ADDR.accepts(text)
+
+
 T = TypeVar("T")
 
 
