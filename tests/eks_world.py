@@ -80,6 +80,19 @@ class World:
         return (*self.public_subnets, *self.private_subnets)
 
 
+class AwsCalls:
+    """botocore `before-call` handler: every AWS operation any session makes, as `service:Operation`."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __call__(self, model: Any, **_: Any) -> None:
+        self.calls.append(f"{model.service_model.service_name}:{model.name}")
+
+    def writes(self) -> list[str]:
+        return [c for c in self.calls if not c.split(":")[1].startswith(("Describe", "Get", "List"))]
+
+
 def _tags(resource_type: str, tags: dict[str, str]) -> list[dict[str, Any]]:
     return [{"ResourceType": resource_type, "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}]
 

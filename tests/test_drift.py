@@ -37,11 +37,11 @@ from tests import calico_cases
 from tests import gke_world as gw
 from tests import whereabouts_cases as wc
 from tests.eks_cluster import build_prefix_world, incident_server, shared_botocore_loader
-from tests.eks_world import REGION, World, build_incident, fake_aws_env
-from tests.fakes.eks_addons import FakeEksAddons
+from tests.eks_world import REGION, AwsCalls, World, build_incident, fake_aws_env
+from tests.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
 from tests.fakes.gcp_server import FakeGcp
 from tests.fakes.kube_server import FakeKubeServer
-from tests.test_resume_cloud import ADDON_BEFORE, BuiltinHandlers
+from tests.test_resume_cloud import ADDON_BEFORE
 
 JSON = dict[str, Any]
 Outcome = Literal["stale", "ok"]
@@ -95,19 +95,6 @@ def params(rows: list[Row]) -> list[Any]:
 CLUSTER = "demo"
 ZONES = (f"{REGION}a", f"{REGION}b")
 NODE_ROLE = "arn:aws:iam::123456789012:role/someone-elses-role"
-
-
-class AwsCalls:
-    """botocore `before-call` handler: every AWS operation any session makes, as `service:Operation`."""
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-
-    def __call__(self, model: Any, **_: Any) -> None:
-        self.calls.append(f"{model.service_model.service_name}:{model.name}")
-
-    def writes(self) -> list[str]:
-        return [c for c in self.calls if not c.split(":")[1].startswith(("Describe", "Get", "List"))]
 
 
 @dataclass

@@ -665,24 +665,6 @@ def test_prefix_plan_is_stale_when_its_block_was_reserved_meanwhile(make_live: C
     assert applied.exit_code == 4, applied.output
 
 
-class _BuiltinHandlers:
-    """Stands in for a botocore session when installing the add-on fake: what the fake registers goes into
-    botocore's BUILTIN_HANDLERS instead, which every new session starts with, the sessions cidrx makes for
-    itself included (the same door moto's own interception uses)."""
-
-    def __init__(self) -> None:
-        self.specs: list[tuple[str, Any, object]] = []
-
-    @property
-    def events(self) -> _BuiltinHandlers:
-        return self
-
-    def register_first(self, event_name: str, handler: Any, unique_id: str | None = None) -> None:
-        from botocore.handlers import REGISTER_FIRST
-
-        self.specs.append((event_name, handler, REGISTER_FIRST))
-
-
 def test_managed_vpc_cni_addon_is_configured_through_update_addon_keeping_its_settings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -691,14 +673,14 @@ def test_managed_vpc_cni_addon_is_configured_through_update_addon_keeping_its_se
 
     from cidrx.cli import cli
     from tests.eks_world import moto_incident
-    from tests.fakes.eks_addons import FakeEksAddons
+    from tests.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
 
     fake_aws_env(monkeypatch)
     for name in list(os.environ):
         if name.startswith("CIDRX_") or name == "KUBECONFIG":
             monkeypatch.delenv(name)
     addons = FakeEksAddons(region=REGION)
-    builtin = _BuiltinHandlers()
+    builtin = BuiltinHandlers()
     addons.install(builtin)
     monkeypatch.setattr(botocore.handlers, "BUILTIN_HANDLERS", [*botocore.handlers.BUILTIN_HANDLERS, *builtin.specs])
     before: dict[str, dict[str, Any]] = {

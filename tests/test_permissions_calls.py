@@ -207,8 +207,7 @@ def eks_estate(builder: Callable[..., World], tmp: Path, mp: pytest.MonkeyPatch,
     import botocore.handlers
     from moto import mock_aws
 
-    from tests.fakes.eks_addons import FakeEksAddons
-    from tests.test_eks_e2e import _BuiltinHandlers
+    from tests.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
 
     fake_aws_env(mp)
     for name in list(os.environ):
@@ -218,7 +217,7 @@ def eks_estate(builder: Callable[..., World], tmp: Path, mp: pytest.MonkeyPatch,
     handlers: list[Any] = [("before-parameter-build", aws)]
     addons = FakeEksAddons(region=REGION)
     if addon:
-        builtin = _BuiltinHandlers()
+        builtin = BuiltinHandlers()
         addons.install(builtin)
         handlers += builtin.specs
     mp.setattr(botocore.handlers, "BUILTIN_HANDLERS", [*botocore.handlers.BUILTIN_HANDLERS, *handlers])

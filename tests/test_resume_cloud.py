@@ -44,8 +44,8 @@ from cidrx.model.plan import Plan, load_plan, save_plan
 from cidrx.render.progress import NullProgress
 from tests import gke_world as gw
 from tests.eks_cluster import build_prefix_world, incident_server, inventory, shared_botocore_loader
-from tests.eks_world import REGION, World, build_incident, fake_aws_env
-from tests.fakes.eks_addons import FakeEksAddons
+from tests.eks_world import REGION, AwsCalls, World, build_incident, fake_aws_env
+from tests.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
 from tests.fakes.gcp_server import FakeGcp
 from tests.test_eks_resume import CrashAfterAct
 
@@ -102,36 +102,6 @@ class Clock:
     def sleep(self, seconds: float) -> None:
         self.now += seconds
         self.on_sleep()
-
-
-class AwsCalls:
-    """botocore `before-call` handler: every AWS operation any session makes, as `service:Operation`."""
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-
-    def __call__(self, model: Any, **_: Any) -> None:
-        self.calls.append(f"{model.service_model.service_name}:{model.name}")
-
-    def writes(self) -> list[str]:
-        return [c for c in self.calls if not c.split(":")[1].startswith(("Describe", "Get", "List"))]
-
-
-class BuiltinHandlers:
-    """Stands in for a botocore session when installing the add-on fake: what it registers goes into
-    botocore's BUILTIN_HANDLERS, which every new session starts with (cidrx's own sessions included)."""
-
-    def __init__(self) -> None:
-        self.specs: list[tuple[str, Any, object]] = []
-
-    @property
-    def events(self) -> BuiltinHandlers:
-        return self
-
-    def register_first(self, event_name: str, handler: Any, unique_id: str | None = None) -> None:
-        from botocore.handlers import REGISTER_FIRST
-
-        self.specs.append((event_name, handler, REGISTER_FIRST))
 
 
 # --- normalised inventories ------------------------------------------------------------------------------

@@ -165,6 +165,24 @@ class FakeEksAddons:
         return _ok(request, {"update": update})
 
 
+class BuiltinHandlers:
+    """Stands in for a botocore session when installing the fake: what the fake registers goes into
+    botocore's BUILTIN_HANDLERS instead (add `specs` there), which every new session starts with, the
+    sessions cidrx makes for itself included (the same door moto's own interception uses)."""
+
+    def __init__(self) -> None:
+        self.specs: list[tuple[str, Any, object]] = []
+
+    @property
+    def events(self) -> BuiltinHandlers:
+        return self
+
+    def register_first(self, event_name: str, handler: Any, unique_id: str | None = None) -> None:
+        from botocore.handlers import REGISTER_FIRST
+
+        self.specs.append((event_name, handler, REGISTER_FIRST))
+
+
 def install(session_or_client: Any, fake: FakeEksAddons | None = None) -> FakeEksAddons:
     """Answer the EKS add-on operations of `session_or_client` from `fake` (a new one by default)."""
     return (fake or FakeEksAddons()).install(session_or_client)
