@@ -555,3 +555,18 @@ def test_prefix_delegation_drift() -> None:
     eks = cases.eks_of(snap)
     gone = cases.with_eks(snap, subnets=tuple(s for s in eks.subnets if s.subnet_id != PUBLIC_B))
     assert PUBLIC_B in str(stale(plan, gone))
+
+
+@pytest.mark.parametrize("strategy", ["custom-networking", "prefix-delegation"])
+def test_a_change_in_how_the_vpc_cni_is_managed_is_drift(strategy: str) -> None:
+    """The CNI step targets the managed add-on or the aws-node DaemonSet. If the cluster moved from one to
+    the other since planning, the change would fail halfway or be overwritten by EKS: refuse first."""
+    plain = cases.roomy() if strategy == "prefix-delegation" else cases.example()
+    managed = cases.managed_addon(plain)
+    addon_plan, daemonset_plan = plan_for(managed, strategy=strategy), plan_for(plain, strategy=strategy)
+    assert any(s.action == "eks.update-addon-env" for s in addon_plan.steps)
+    assert any(s.action == "kube.set-daemonset-env" for s in daemonset_plan.steps)
+    check_drift(addon_plan, managed)
+    check_drift(daemonset_plan, plain)
+    assert "no longer the EKS add-on vpc-cni" in str(stale(addon_plan, plain))
+    assert "now the managed EKS add-on vpc-cni" in str(stale(daemonset_plan, managed))
