@@ -409,3 +409,20 @@ def _pool_drift(plan: Plan, snapshot: Snapshot, calico: CalicoSection) -> list[s
         if netmath.overlaps(net, cidr):
             problems.append(f"{cidr} now overlaps {where} ({net})")
     return problems
+
+
+def ippool_object(params: dict[str, Any], plan_id: str) -> dict[str, Any]:
+    """The IPPool a `calico.create-ippool` step creates (metadata and spec), labelled with the plan id: what
+    apply sends and what `--emit terraform` writes as a kubernetes_manifest."""
+    spec: dict[str, Any] = {
+        "cidr": params["cidr"],
+        "blockSize": params["block_size"],
+        "natOutgoing": bool(params.get("nat_outgoing")),
+        "nodeSelector": params.get("node_selector") or "all()",
+        "disabled": False,
+    }
+    if params.get("ipip_mode"):
+        spec["ipipMode"] = params["ipip_mode"]
+    if params.get("vxlan_mode"):
+        spec["vxlanMode"] = params["vxlan_mode"]
+    return {"metadata": {"name": params["name"], "labels": {DIGEST_TAG: plan_id}}, "spec": spec}

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from cidrx.calico.analyze import block_ip, leak_reason
 from cidrx.calico.collect import GROUP, VERSION, attribute_from
+from cidrx.calico.plan import ippool_object
 from cidrx.engine.executor import Executor, Outputs, StepContext
 from cidrx.errors import CloudError, StalePlan
 from cidrx.model.plan import DIGEST_TAG, Step
@@ -341,21 +342,6 @@ class ReleaseEmptyBlock:
 # --------------------------------------------------------------------------------------------------
 
 
-def ippool_body(params: dict[str, Any], plan_id: str) -> JSON:
-    spec: JSON = {
-        "cidr": params["cidr"],
-        "blockSize": params["block_size"],
-        "natOutgoing": bool(params.get("nat_outgoing")),
-        "nodeSelector": params.get("node_selector") or "all()",
-        "disabled": False,
-    }
-    if params.get("ipip_mode"):
-        spec["ipipMode"] = params["ipip_mode"]
-    if params.get("vxlan_mode"):
-        spec["vxlanMode"] = params["vxlan_mode"]
-    return {"metadata": {"name": params["name"], "labels": {DIGEST_TAG: plan_id}}, "spec": spec}
-
-
 class CreateIpPool:
     def check(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
         pool = _get(_kube(ctx, step), "ippools", params["name"])
@@ -374,7 +360,7 @@ class CreateIpPool:
 
         api = _kube(ctx, step)
         try:
-            api.create_custom(GROUP, VERSION, "ippools", "IPPool", ippool_body(params, ctx.plan_id))
+            api.create_custom(GROUP, VERSION, "ippools", "IPPool", ippool_object(params, ctx.plan_id))
         except AlreadyExists:
             found = self.check(step, params, ctx)
             if found is None:

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cidrx.calico.plan import ippool_object
 from cidrx.errors import InvalidInput
 from cidrx.model.plan import DIGEST_TAG, Plan, Step
 
@@ -586,23 +587,7 @@ def _calico_pool(e: _Emitter) -> None:
         if step.action != "calico.create-ippool":
             raise InvalidInput(f"plan step {step.id} ({step.action}) has no Terraform equivalent in cidrx")
         p = step.params
-        spec: dict[str, Any] = {
-            "cidr": p["cidr"],
-            "blockSize": p["block_size"],
-            "natOutgoing": bool(p.get("nat_outgoing")),
-            "nodeSelector": p.get("node_selector") or "all()",
-            "disabled": False,
-        }
-        if p.get("ipip_mode"):
-            spec["ipipMode"] = p["ipip_mode"]
-        if p.get("vxlan_mode"):
-            spec["vxlanMode"] = p["vxlan_mode"]
-        manifest = {
-            "apiVersion": CALICO_API,
-            "kind": "IPPool",
-            "metadata": {"name": p["name"], "labels": {DIGEST_TAG: e.plan.plan_id}},
-            "spec": spec,
-        }
+        manifest = {"apiVersion": CALICO_API, "kind": "IPPool", **ippool_object(p, e.plan.plan_id)}
         b = Block("resource", ("kubernetes_manifest", f"ippool_{tf_name(p['name'])}"))
         b.attr("manifest", manifest)
         address = e.add(
