@@ -58,7 +58,7 @@ from tests.eks_cluster import Hooks, build_prefix_world, incident_server, invent
 from tests.eks_world import REGION, World, build_incident, fake_aws_env
 from tests.fakes.eks_addons import raw_response
 from tests.fakes.gcp_server import FakeGcp
-from tests.fakes.kube_server import FakeKubeServer, RequestRecord
+from tests.fakes.kube_server import FakeKubeServer
 
 RATE = 0.3
 SMALL_RUN_RATE = 0.5  # for a run of a handful of requests, so that it cannot get away without a fault
@@ -322,15 +322,20 @@ GCP_READ: tuple[Option, ...] = (*KUBE_READ, ("5xx", "502"))
 GCP_WRITE = KUBE_WRITE
 
 
-class KubeFaults(Injector):
-    def __init__(self, server: FakeKubeServer, seed: int = SEEDS[0], rate: float = RATE) -> None:
-        super().__init__("kube", seed, rate)
-        self.server = server
+class HttpFaults(Injector):
+    """Faults for one of the project's HTTP fakes (both take `inject` and `inject_reset` the same way),
+    decided per request from `reads` / `writes`."""
 
-    def __call__(self, record: RequestRecord) -> None:
+    def __init__(
+        self, name: str, server: Any, reads: tuple[Option, ...], writes: tuple[Option, ...], seed: int, rate: float
+    ) -> None:
+        super().__init__(name, seed, rate)
+        self.server, self.reads, self.writes = server, reads, writes
+
+    def __call__(self, record: Any) -> None:
         write = record.method != "GET"
         key = (record.method, record.path, tuple(sorted(record.query.items())))
-        option = self.decide(key, write, KUBE_READ, KUBE_WRITE)
+        option = self.decide(key, write, self.reads, self.writes)
         if option is None:
             return
         kind, how = option
@@ -343,26 +348,17 @@ class KubeFaults(Injector):
         )
 
 
-class GcpFaults(Injector):
-    def __init__(self, fake: FakeGcp, seed: int = SEEDS[0], rate: float = RATE) -> None:
-        super().__init__("gcp", seed, rate)
-        self.fake = fake
-        fake.on_request = self
+class KubeFaults(HttpFaults):
+    """Wired by the caller (the incident cluster's hook list, or the server's `on_request`)."""
 
-    def __call__(self, record: Any) -> None:
-        write = record.method != "GET"
-        key = (record.method, record.path, tuple(sorted(record.query.items())))
-        option = self.decide(key, write, GCP_READ, GCP_WRITE)
-        if option is None:
-            return
-        kind, how = option
-        if kind == "reset":
-            self.fake.inject_reset(how, method=record.method, path_contains=record.path, times=1)
-            return
-        retry_after = 1 if how.endswith("retry-after") else None
-        self.fake.inject(
-            int(how[:3]), method=record.method, path_contains=record.path, times=1, retry_after=retry_after
-        )
+    def __init__(self, server: FakeKubeServer, seed: int = SEEDS[0], rate: float = RATE) -> None:
+        super().__init__("kube", server, KUBE_READ, KUBE_WRITE, seed, rate)
+
+
+class GcpFaults(HttpFaults):
+    def __init__(self, fake: FakeGcp, seed: int = SEEDS[0], rate: float = RATE) -> None:
+        super().__init__("gcp", fake, GCP_READ, GCP_WRITE, seed, rate)
+        fake.on_request = self
 
 
 # ==== EKS ===================================================================================================
