@@ -9,8 +9,10 @@ on a list cidrx needs is an error (exit 6), because a silently partial snapshot 
 
 from __future__ import annotations
 
+import bisect
+import ipaddress
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from itertools import chain
 from typing import Any
@@ -69,6 +71,7 @@ def collect_with(api: KubeApi, *, provider: str) -> KubeSection:
             eniconfigs = api.iter_custom(ENICONFIG_GROUP, ENICONFIG_VERSION, ENICONFIG_PLURAL)
         ipam = _collect_ipams(api, groups, provider)
         wanted = _ipam_pod_refs(ipam)
+        ranges = AddressRanges.of(_ipam_cidrs(ipam))
         events = chain.from_iterable(api.iter_events(reason) for reason in EVENT_REASONS)
         section = section_from(
             groups,
@@ -79,6 +82,7 @@ def collect_with(api: KubeApi, *, provider: str) -> KubeSection:
             eniconfigs,
             api.context,
             ipam_pod_refs=wanted,
+            ipam_ranges=ranges,
         )
         return replace(section, **ipam)
     except KubeUnavailable as exc:
@@ -115,6 +119,76 @@ def _ipam_pod_refs(ipam: Mapping[str, Any]) -> set[str]:
     return refs
 
 
+def _ipam_cidrs(ipam: Mapping[str, Any]) -> list[str]:
+    """Every range an in-cluster IPAM hands addresses out of (pools, blocks, configured ranges)."""
+    cidrs: list[str] = []
+    if ipam.get("whereabouts") is not None:
+        section = ipam["whereabouts"]
+        cidrs += [p.range for p in section.pools] + [r.range for r in section.ranges if r.range]
+    if ipam.get("calico") is not None:
+        section = ipam["calico"]
+        cidrs += [p.cidr for p in section.pools] + [b.cidr for b in section.blocks]
+    return cidrs
+
+
+class AddressRanges:
+    """Merged address intervals, for asking cheaply whether a pod's address lies in an IPAM's range.
+
+    A pod whose address lies in one is kept as PodState: liveness (cidrx.kube.liveness) is decided by
+    which unfinished pods report an address, not only by the pod an IPAM record names.
+    """
+
+    def __init__(self, intervals: Sequence[tuple[int, int]]) -> None:
+        self._starts = [lo for lo, _ in intervals]
+        self._ends = [hi for _, hi in intervals]
+
+    @classmethod
+    def of(cls, cidrs: Iterable[str]) -> AddressRanges:
+        spans: list[tuple[int, int]] = []
+        for cidr in cidrs:
+            try:
+                net = ipaddress.ip_network(cidr, strict=False)
+            except ValueError:
+                continue
+            # IPv6 intervals are shifted past the IPv4 space so one sorted list serves both families.
+            base = 0 if net.version == 4 else 1 << 32
+            spans.append((base + int(net.network_address), base + int(net.broadcast_address)))
+        merged: list[tuple[int, int]] = []
+        for lo, hi in sorted(spans):
+            if merged and lo <= merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+            else:
+                merged.append((lo, hi))
+        return cls(merged)
+
+    def __bool__(self) -> bool:
+        return bool(self._starts)
+
+    def contains(self, text: str) -> bool:
+        try:
+            ip = ipaddress.ip_address(text)
+        except ValueError:
+            return False
+        value = int(ip) + (0 if ip.version == 4 else 1 << 32)
+        i = bisect.bisect_right(self._starts, value) - 1
+        return i >= 0 and value <= self._ends[i]
+
+
+NO_RANGES = AddressRanges(())
+
+
+def _reported_ips(pod: JSON) -> Iterator[str]:
+    status = pod.get("status") or {}
+    for entry in status.get("podIPs") or ():
+        if isinstance(entry, Mapping) and entry.get("ip"):
+            yield str(entry["ip"])
+    if status.get("podIP"):
+        yield str(status["podIP"])
+    annotations = _get(pod, "metadata", "annotations") or {}
+    if NETWORK_STATUS in annotations or NETWORKS_STATUS in annotations:
+        yield from network_status_ips(annotations)[0]
+
+
 def section_from(
     api_groups: Iterable[str],
     nodes: Iterable[JSON],
@@ -125,16 +199,20 @@ def section_from(
     context: str,
     *,
     ipam_pod_refs: set[str] | frozenset[str] = frozenset(),
+    ipam_ranges: AddressRanges = NO_RANGES,
 ) -> KubeSection:
     """A KubeSection from Kubernetes objects as dicts (whole or trimmed); sorted for a stable fingerprint.
 
-    `ipam_pod_refs` ("namespace/name") selects the pods kept as PodState in `ipam_pods`."""
+    `ipam_pod_refs` ("namespace/name") and `ipam_ranges` select the pods kept as PodState in `ipam_pods`:
+    every pod an IPAM record names, and every listed (so unfinished) pod reporting an address in a range."""
     per_node: dict[str, int] = {}
     host_net: dict[str, int] = {}
     waiting: list[KubePod] = []
     named: list[PodState] = []
     for pod in pods:
-        if ipam_pod_refs and f"{_get(pod, 'metadata', 'namespace')}/{_get(pod, 'metadata', 'name')}" in ipam_pod_refs:
+        if (
+            ipam_pod_refs and f"{_get(pod, 'metadata', 'namespace')}/{_get(pod, 'metadata', 'name')}" in ipam_pod_refs
+        ) or (ipam_ranges and any(ipam_ranges.contains(ip) for ip in _reported_ips(pod))):
             named.append(pod_state_from(pod))
         node = pod_ip_node(pod)
         if node:

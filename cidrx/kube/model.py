@@ -84,8 +84,9 @@ class EniConfig:
 
 @dataclass(frozen=True)
 class PodState:
-    """A pod that an IPAM record names (a Whereabouts podref, a Calico allocation's namespace/pod): the
-    evidence for deciding whether that record is stale. Only such pods are kept, not every pod."""
+    """A pod that an IPAM record names (a Whereabouts podref, a Calico allocation's namespace/pod), or an
+    unfinished pod that reports an address inside an IPAM-managed range: the evidence for deciding whether
+    a record is stale and whether its address is live. Only such pods are kept, not every pod."""
 
     namespace: str
     name: str
@@ -131,7 +132,8 @@ class KubeSection:
     events: tuple[KubeEvent, ...] = ()
     aws_node: WorkloadEnv | None = None
     eniconfigs: tuple[EniConfig, ...] = ()
-    # Pods named by IPAM records (see PodState), sorted by namespace/name; a named pod missing here is gone.
+    # Pods named by IPAM records, and every unfinished pod reporting an address inside an IPAM-managed range
+    # (see PodState, cidrx.kube.liveness), sorted by namespace/name; a named pod missing here is gone.
     ipam_pods: tuple[PodState, ...] = ()
     calico: CalicoSection | None = None
     whereabouts: WhereaboutsSection | None = None

@@ -53,7 +53,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
-from tests.fakes import wire
+from tests.fakes import crd_schemas, wire
+from tests.fakes.crd_schemas import structural
+from tests.fakes.crd_schemas.structural import Schema
 
 JSON = dict[str, Any]
 T = TypeVar("T")
@@ -783,6 +785,8 @@ class FakeKubeServer:
         self.request_log: Records = []
         self.on_request: Callable[[RequestRecord], None] | None = None
         self.errors: list[Exception] = []  # unexpected exceptions while serving (fake or hook bugs)
+        # Schemas every write of a custom resource is checked against (see tests/fakes/crd_schemas).
+        self.write_schemas: dict[TypeKey, Schema] = dict(crd_schemas.SCHEMAS)
         self._host = host
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -1334,9 +1338,20 @@ class FakeKubeServer:
                     details=_details(rtype, key[1]),
                 )
             self._fill_new(rtype, obj, keep_given=False)
+            self._check_schema(rtype, obj)
             if not dry_run:
                 self._save(rtype, key, obj)
         return obj
+
+    def _check_schema(self, rtype: ResourceType, obj: JSON) -> None:
+        """422 Invalid, as a real apiserver answers, when a write breaks the resource's upstream schema."""
+        schema = self.write_schemas.get(rtype.key)
+        if schema is None:
+            return
+        found = list(structural.problems(obj, schema))
+        if found:
+            name = (obj.get("metadata") or {}).get("name", "")
+            raise ApiFailure(422, f'{rtype.kind}.{rtype.group} "{name}" is invalid: ' + "; ".join(found[:5]))
 
     def _replace(self, target: Target, obj: JSON, dry_run: bool) -> JSON:
         rtype, name = target.rtype, target.name
@@ -1361,6 +1376,7 @@ class FakeKubeServer:
                 raise conflict(rtype, name, STALE)
             new = _merge_status(rtype, target, old, obj)
             self._fill_update(rtype, old, new, keep_given=False)
+            self._check_schema(rtype, new)
             if not dry_run:
                 self._save(rtype, key, new)
         return new
@@ -1394,6 +1410,7 @@ class FakeKubeServer:
                 raise conflict(rtype, name, STALE)
             new = _merge_status(rtype, target, old, new)
             self._fill_update(rtype, old, new, keep_given=False)
+            self._check_schema(rtype, new)
             if not dry_run:
                 self._save(rtype, key, new)
         return new

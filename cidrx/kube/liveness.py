@@ -1,0 +1,68 @@
+"""One definition of a live address, shared by every in-cluster IPAM that cidrx may release addresses of.
+
+Why it exists: releasing an address that a running workload still holds gives two pods the same IP. The
+IPAMs' records name a pod, but the name can be stale or wrong in ways cidrx cannot see (a KubeVirt VM
+migrates to another pod, Whereabouts names a reservation after its network, a pod is still Pending and
+its annotation is not written yet). So liveness is decided by the address itself: an address is live when
+any pod that has not finished (phase other than Succeeded/Failed) reports it in `status.podIPs` or in its
+Multus network-status annotation. IPAM-specific reasons (a Calico tunnel or LoadBalancer address, an
+allocation naming an existing pod) are added by each IPAM on top of this one.
+
+Pure: built from the PodState records of a snapshot (which keeps every unfinished pod that reports an
+address inside an IPAM-managed range, plus every pod an IPAM record names).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from cidrx.kube.model import PodState
+
+# Kubernetes pod phases after which the pod's sandbox (and so its address) is gone for good.
+FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+def canonical_ip(text: str) -> str:
+    """The address in one spelling (IPv6 compressed, lower case), or the text unchanged when it is none."""
+    try:
+        return str(ipaddress.ip_address(text.strip()))
+    except ValueError:
+        return text
+
+
+def is_unfinished(pod: PodState) -> bool:
+    """True while the pod may hold its address: every phase but Succeeded/Failed (Pending included)."""
+    return pod.phase not in FINISHED_PHASES
+
+
+@dataclass(frozen=True)
+class AddressHolders:
+    """Which unfinished pods report each address (canonical spelling -> pods, sorted by namespace/name)."""
+
+    by_ip: Mapping[str, tuple[PodState, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, pods: Iterable[PodState]) -> AddressHolders:
+        found: dict[str, list[PodState]] = {}
+        for pod in pods:
+            if not is_unfinished(pod):
+                continue
+            for ip in pod.ips:
+                found.setdefault(canonical_ip(ip), []).append(pod)
+        return cls({ip: tuple(sorted(ps, key=lambda p: p.key)) for ip, ps in found.items()})
+
+    def holders(self, ip: str) -> tuple[PodState, ...]:
+        """The unfinished pods that report `ip` (any spelling), possibly none."""
+        return self.by_ip.get(canonical_ip(ip), ())
+
+    def is_live(self, ip: str) -> bool:
+        return bool(self.holders(ip))
+
+    def describe(self, ip: str) -> str:
+        """ "held by ns/a (Running), ns/b (Pending)" for evidence and refusals; "" when nobody holds it."""
+        pods = self.holders(ip)
+        if not pods:
+            return ""
+        return "held by " + ", ".join(f"{p.key} ({p.phase or 'phase unknown'})" for p in pods)
