@@ -16,6 +16,7 @@ from cidrx import __version__
 from cidrx.cli import boundary
 from cidrx.cli.diagnose import diagnose
 from cidrx.cli.expand import expand
+from cidrx.cli.exporter import exporter
 from cidrx.cli.permissions import permissions
 from cidrx.cli.reclaim import reclaim
 from cidrx.cli.snapshot import snapshot
@@ -104,6 +105,7 @@ cli.add_command(snapshot)
 cli.add_command(expand)
 cli.add_command(reclaim)
 cli.add_command(permissions)
+cli.add_command(exporter)
 
 
 # Allocations between young-generation collections, and collections between older ones (CPython's
