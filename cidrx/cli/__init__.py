@@ -88,6 +88,7 @@ def cli(verbose: int) -> None:
       cidrx expand --apply PLAN.json --yes            carry it out (resumable)
       cidrx reclaim --k8s --ipam whereabouts --plan   release stale in-cluster IPs
       cidrx snapshot --eks ... --out FILE             everything diagnose reads
+      cidrx exporter --k8s --interval 120             the same as Prometheus metrics
     """
     import logging
 
