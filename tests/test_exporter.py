@@ -238,3 +238,48 @@ def test_an_address_in_use_is_exit_2(tmp_path: Path) -> None:
         result = CliRunner().invoke(cli, ["exporter", "--snapshot", example, "--listen", f"127.0.0.1:{port}"])
     assert result.exit_code == 2, result.output
     assert result.output.startswith(f"cidrx: error: --listen: cannot listen on 127.0.0.1:{port}: ")
+
+
+def test_next_wait_is_the_jittered_interval_and_zero_after_an_overrun() -> None:
+    from cidrx.exporter import JITTER, next_wait
+
+    assert next_wait(10.0, started=100.0, now=101.0, rng=lambda: 0.5) == 9.0
+    assert next_wait(10.0, started=100.0, now=100.0, rng=lambda: 0.0) == pytest.approx(10.0 * (1 - JITTER))
+    assert next_wait(10.0, started=100.0, now=100.0, rng=lambda: 1.0) == pytest.approx(10.0 * (1 + JITTER))
+    assert next_wait(10.0, started=100.0, now=125.0, rng=lambda: 0.5) == 0.0  # overran: the next starts at once
+
+
+def test_state_keeps_last_good_per_cluster_and_drops_clusters_no_longer_listed() -> None:
+    from cidrx.exporter import Outcome, State
+    from cidrx.model.snapshot import load_snapshot
+    from cidrx.targets import analyze
+
+    eks = analyze(load_snapshot(EXAMPLES / "eks-demo-ip.snapshot.json"))
+    gke = analyze(load_snapshot(EXAMPLES / "gke-demo-ip.snapshot.json"))
+    a, b = eks.target.label(), gke.target.label()
+
+    def samples(state: State) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for f in state.families():
+            for labels, value in f.samples:
+                target = dict(labels).get("target")
+                if target and f.name == "cidrx_target_up":
+                    out.setdefault("up" if value else "down", set()).add(target)
+                elif target:
+                    out.setdefault("data", set()).add(target)
+        return out
+
+    state = State()
+    assert state.record(Outcome((eks, gke), (), (a, b)), 1.0, 10.0)
+    assert samples(state) == {"up": {a, b}, "data": {a, b}}
+    assert not state.record(Outcome((eks,), ((b, "denied"),), (a, b)), 1.0, 20.0)
+    assert samples(state) == {"up": {a}, "down": {b}, "data": {a, b}}, "b keeps its last good figures"
+    assert state.record(Outcome((eks,), (), (a,)), 1.0, 30.0)
+    assert samples(state) == {"up": {a}, "data": {a}}, "b is no longer listed: gone"
+    state.record_failure(2.0)
+    assert samples(state) == {"down": {a}, "data": {a}}
+    status = {f.name: f.samples for f in state.families() if not f.name.startswith("cidrx_capacity")}
+    assert status["cidrx_up"] == (((), 0.0),)
+    assert status["cidrx_last_success_timestamp_seconds"] == (((), 30.0),)
+    assert status["cidrx_collection_duration_seconds"] == (((), 2.0),)
+    assert (status["cidrx_collections"], status["cidrx_collection_failures"]) == ((((), 4.0),), (((), 2.0),))
