@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import bench_diagnose, bench_netmath, bench_startup
+from bench import bench_diagnose, bench_exporter, bench_netmath, bench_startup
 from bench.common import kube_resource
 from bench.estate import KubeEstate, Sizes
 
@@ -46,3 +46,9 @@ def test_startup_bench_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench_startup.main(["--repeat", "1"]) == 0
     out = capsys.readouterr().out
     assert "cidrx --help" in out and "none" in out
+
+
+def test_exporter_bench_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench_exporter.main(["--scale", "0.01", "--cycles", "4"]) == 0  # 1: a failed collection, or exit != 0
+    out = capsys.readouterr().out
+    assert "RSS after 4 collections (MB)" in out and "exit code after SIGTERM" in out

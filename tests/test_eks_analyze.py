@@ -112,7 +112,9 @@ def test_subnet_capacity_rows(incident: Diagnosis) -> None:
 def test_nodegroup_and_vpc_capacity_rows(incident: Diagnosis) -> None:
     ng = capacity(incident, "nodegroup")[NODEGROUP]
     # m5.large: 3 ENIs x (10 - 1) + 2 = 29 pods per node, 2 nodes, 24 pods each.
-    assert (ng.size, ng.used, ng.free, ng.nodes, ng.max_nodes) == (58, 48, 10, 2, 4)
+    assert (ng.size, ng.used, ng.free, ng.nodes) == (58, 48, 10, 2)
+    # The group's autoscaling max (4) is a scaling limit, not room in an address space.
+    assert (ng.max_nodes, ng.extra["autoscaling_max_nodes"]) == (None, 4)
     assert ng.utilization == pytest.approx(48 / 58, abs=1e-4)
     assert ng.cidr is None
     assert "29 pods/node" in (ng.note or "")

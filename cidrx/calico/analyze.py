@@ -173,18 +173,19 @@ def analyze_calico(
     without = [n for n in node_names if n not in by_node]
     borrowed = _borrowed(section)
     borrowers = {attr.node for _, _, attr in borrowed}
+    leaks = leaked_ips(section, pods) if available else None
 
     capacity: list[Capacity] = []
     findings: list[Finding] = []
     for u in uses:
-        capacity += _capacity(u)
+        capacity += _capacity(u, borrowed, leaks)
         findings += _pool_findings(u, without, section)
     findings += _without_block(without, borrowers, no_room, section)
     findings += _borrowed_findings(borrowed, section)
     findings += _hoarding(by_node, uses, without, section)
     findings += _empty_blocks(section, by_node, uses, without)
-    if available:
-        findings += _leak_findings(leaked_ips(section, pods))
+    if leaks is not None:
+        findings += _leak_findings(leaks)
     return capacity, findings
 
 
@@ -193,9 +194,20 @@ def _pool_use(pool: IPPool, section: CalicoSection) -> _PoolUse:
     return _PoolUse(pool, blocks, total_blocks(pool), sum(b.used for b in blocks))
 
 
-def _capacity(u: _PoolUse) -> list[Capacity]:
+def _capacity(
+    u: _PoolUse, borrowed: list[tuple[IPAMBlock, int, AllocationAttribute]], leaks: list[LeakedIp] | None
+) -> list[Capacity]:
     hosts = sorted({b.host for b in u.blocks if b.host})
     state = " (disabled)" if u.pool.disabled else ""
+    # The same addresses the CALICO-BORROWED-IPS and CALICO-LEAKED-IP findings list, counted per pool.
+    mine = {b.name for b in u.blocks}
+    extra: dict[str, float] = {
+        "blocks_claimed": u.claimed,
+        "blocks_total": u.total,
+        "borrowed": sum(1 for block, _, _ in borrowed if block.name in mine),
+    }
+    if leaks is not None:  # pods not read: leaks unknown, not zero
+        extra["leaked"] = sum(1 for leak in leaks if leak.block in mine)
     return [
         Capacity(
             kind="calico-pool",
@@ -208,7 +220,7 @@ def _capacity(u: _PoolUse) -> list[Capacity]:
             max_nodes=u.total,
             nodes=len(hosts),
             note=f"blocks /{u.pool.block_size}: {u.claimed} of {u.total} claimed{state}",
-            extra={"blocks_claimed": u.claimed, "blocks_total": u.total},
+            extra=extra,
         ),
         Capacity(
             kind="calico-blocks",

@@ -16,6 +16,7 @@ from cidrx import __version__
 from cidrx.cli import boundary
 from cidrx.cli.diagnose import diagnose
 from cidrx.cli.expand import expand
+from cidrx.cli.exporter import exporter
 from cidrx.cli.permissions import permissions
 from cidrx.cli.reclaim import reclaim
 from cidrx.cli.snapshot import snapshot
@@ -87,6 +88,7 @@ def cli(verbose: int) -> None:
       cidrx expand --apply PLAN.json --yes            carry it out (resumable)
       cidrx reclaim --k8s --ipam whereabouts --plan   release stale in-cluster IPs
       cidrx snapshot --eks ... --out FILE             everything diagnose reads
+      cidrx exporter --k8s --interval 120             the same as Prometheus metrics
     """
     import logging
 
@@ -104,6 +106,7 @@ cli.add_command(snapshot)
 cli.add_command(expand)
 cli.add_command(reclaim)
 cli.add_command(permissions)
+cli.add_command(exporter)
 
 
 # Allocations between young-generation collections, and collections between older ones (CPython's

@@ -9,7 +9,8 @@ one combined document, the worst exit code; a cluster that cannot be read is a r
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -259,6 +260,38 @@ def diagnose_many(opts: TargetOptions, all_contexts: bool, parallel: int, output
     return result.exit_code
 
 
+def fleet_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--all-clusters, --all-contexts and --parallel: the fleet flags of `diagnose` and `exporter`."""
+    for option in reversed(_FLEET_OPTIONS):
+        f = option(f)
+    return f
+
+
+_FLEET_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
+    click.option(
+        "--all-clusters",
+        is_flag=True,
+        envvar="CIDRX_ALL_CLUSTERS",
+        help="Fleet mode: every cluster of --eks --region R or of --gke --project P (all locations).",
+    ),
+    click.option(
+        "--all-contexts",
+        is_flag=True,
+        envvar="CIDRX_ALL_CONTEXTS",
+        help="Fleet mode: every context of the kubeconfig, each a --k8s cluster.",
+    ),
+    click.option(
+        "--parallel",
+        type=click.IntRange(1, MAX_PARALLEL),
+        default=DEFAULT_PARALLEL,
+        show_default=True,
+        envvar="CIDRX_PARALLEL",
+        metavar="N",
+        help="Fleet mode: clusters diagnosed at the same time.",
+    ),
+]
+
+
 @click.command(short_help="What is full and why pods get no IP (exit 3 on findings).")
 @fleet_target_options
 @click.option("--snapshot", "snapshot_path", metavar="FILE", help="Diagnose a saved snapshot (offline).")
@@ -271,27 +304,7 @@ def diagnose_many(opts: TargetOptions, all_contexts: bool, parallel: int, output
     envvar="CIDRX_FAIL_ON",
     help="Exit 3 when a finding is at or above this severity.",
 )
-@click.option(
-    "--all-clusters",
-    is_flag=True,
-    envvar="CIDRX_ALL_CLUSTERS",
-    help="Fleet mode: every cluster of --eks --region R or of --gke --project P (all locations).",
-)
-@click.option(
-    "--all-contexts",
-    is_flag=True,
-    envvar="CIDRX_ALL_CONTEXTS",
-    help="Fleet mode: every context of the kubeconfig, each a --k8s cluster.",
-)
-@click.option(
-    "--parallel",
-    type=click.IntRange(1, MAX_PARALLEL),
-    default=DEFAULT_PARALLEL,
-    show_default=True,
-    envvar="CIDRX_PARALLEL",
-    metavar="N",
-    help="Fleet mode: clusters diagnosed at the same time.",
-)
+@fleet_options
 def diagnose(
     target: TargetOptions,
     snapshot_path: str | None,

@@ -448,9 +448,11 @@ def nodegroup_capacity(eks: EksSection, kube: KubeSection, cni: CniConfig) -> li
                 used=used,
                 free=max(0, size - used),
                 utilization=utilization(used, size),
-                max_nodes=ng.max_size,
                 nodes=nodes,
                 note=f"{per_node} pods/node ({', '.join(ng.instance_types)})" if t else "instance type unknown",
+                # The group's autoscaling maximum, not room in an address space: `max_nodes` stays unset
+                # so "nodes >= max_nodes" keeps meaning "no address block left for another node".
+                extra={"autoscaling_max_nodes": ng.max_size},
             )
         )
     return out

@@ -256,10 +256,11 @@ def _pool_capacity(gke: GkeSection, kube: KubeSection, ranges: list[RangeUse]) -
                 used=used,
                 free=max(0, size - used),
                 utilization=utilization(used, size),
-                max_nodes=pool_max_nodes(p),
                 nodes=nodes,
                 note=f"{p.max_pods_per_node} max pods/node, /{pool_node_prefix(p)} per node from "
                 f"{r.label if r else p.pod_range}; {p.machine_type}; zones {zones}",
+                # The autoscaler's limit, not room in the pod range (that is the pod-range row's max_nodes).
+                extra={"autoscaling_max_nodes": pool_max_nodes(p)},
             )
         )
     return out

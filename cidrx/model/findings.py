@@ -39,7 +39,8 @@ class Capacity:
     """One address space (subnet, pod range, pool) or one consumer of space (node group).
 
     `size`/`used`/`free` count addresses for address spaces and pod slots for node groups.
-    `max_nodes`/`nodes` are set only for node-scoped spaces.
+    `max_nodes`/`nodes` are set only for node-scoped address spaces: `max_nodes` is how many nodes the
+    space has room for, never an autoscaling limit (node groups carry that as extra `autoscaling_max_nodes`).
     """
 
     kind: str

@@ -8,7 +8,8 @@ docs/metrics.md and are a stable interface: renaming one breaks users' alert rul
 Every capacity row becomes one sample per figure, labelled {target, kind, name, cidr, zone}. Per-kind
 figures a row may carry in an optional `extra` mapping (e.g. Whereabouts `stale`, Calico `borrowed`) become
 `cidrx_capacity_<figure>` gauges with the same labels. Findings become counts by severity and one
-`cidrx_finding` sample per (id, severity, subject). Pure: a Diagnosis in, text out.
+`cidrx_finding` sample per (id, severity, subject). Pure: a Diagnosis in, text out. `metric_families` is
+the one list of families both this text renderer and `cidrx exporter` (cidrx/exporter.py) serve.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ EXTRA_HELP: Mapping[str, str] = {
     "blocks_total": "IPAM blocks the pool can be cut into.",
     "borrowed": "Addresses allocated from a block another node holds the affinity for.",
     "leaked": "Addresses allocated to pods that are gone.",
+    "corrupt": "IPAM records that cannot be read (no address).",
+    "autoscaling_max_nodes": "The node group's autoscaling maximum (a scaling limit, not address space).",
 }
 
 
@@ -86,13 +89,6 @@ class _Family:
             return
         self.seen.add(labels)
         self.samples.append((labels, value))
-
-    def lines(self) -> list[str]:
-        out = [f"# HELP {self.name} {escape_help(self.help)}", f"# TYPE {self.name} gauge"]
-        for labels, value in self.samples:
-            body = ",".join(f'{k}="{escape_label(v)}"' for k, v in labels)
-            out.append(f"{self.name}{{{body}}} {format_value(value)}")
-        return out
 
 
 def _extra_figures(c: Capacity) -> Mapping[str, float]:
@@ -147,6 +143,40 @@ def _finding_families(target: str, d: Diagnosis) -> list[_Family]:
     return [counts] + ([each] if each.samples else [])
 
 
+Labels = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class MetricFamily:
+    """One gauge family: its name, HELP text and samples (label pairs in order, value)."""
+
+    name: str
+    help: str
+    samples: tuple[tuple[Labels, float], ...]
+
+
+def metric_families(diagnoses: Sequence[Diagnosis]) -> list[MetricFamily]:
+    """Every capacity and finding family of `diagnoses` (one per cluster of a fleet): each family once,
+    with every cluster's samples (the `target` label tells them apart)."""
+    merged: dict[str, _Family] = {}
+    for d in diagnoses:
+        target = d.target.label()
+        for family in _capacity_families(target, d.capacity) + _finding_families(target, d):
+            into = merged.setdefault(family.name, _Family(family.name, family.help))
+            for labels, value in family.samples:
+                into.add(labels, value)
+    return [MetricFamily(f.name, f.help, tuple(f.samples)) for f in merged.values()]
+
+
+def family_lines(family: MetricFamily) -> list[str]:
+    """A family in the text exposition format: HELP, TYPE, one line per sample."""
+    out = [f"# HELP {family.name} {escape_help(family.help)}", f"# TYPE {family.name} gauge"]
+    for labels, value in family.samples:
+        body = ",".join(f'{k}="{escape_label(v)}"' for k, v in labels)
+        out.append(f"{family.name}{{{body}}} {format_value(value)}")
+    return out
+
+
 def render_prometheus(d: Diagnosis) -> str:
     """The whole diagnosis as metric families (HELP, TYPE, samples), ending with a newline."""
     return render_prometheus_many([d])
@@ -155,14 +185,7 @@ def render_prometheus(d: Diagnosis) -> str:
 def render_prometheus_many(diagnoses: Sequence[Diagnosis]) -> str:
     """Several diagnoses (a fleet) in one exposition: each family once, with every cluster's samples (the
     `target` label tells them apart)."""
-    merged: dict[str, _Family] = {}
-    for d in diagnoses:
-        target = d.target.label()
-        for family in _capacity_families(target, d.capacity) + _finding_families(target, d):
-            into = merged.setdefault(family.name, _Family(family.name, family.help))
-            for labels, value in family.samples:
-                into.add(labels, value)
-    lines = [line for family in merged.values() for line in family.lines()]
+    lines = [line for family in metric_families(diagnoses) for line in family_lines(family)]
     return "\n".join(lines) + "\n"
 
 

@@ -799,10 +799,12 @@ class FakeKubeServer:
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
-    def start(self) -> FakeKubeServer:
+    def start(self, port: int = 0) -> FakeKubeServer:
+        """Serve on `port` (0: a free one). A stopped server can start again on its old port, keeping its
+        objects: an API server that went away and came back."""
         if self._httpd is not None:
             return self
-        httpd = _HTTPServer((self._host, 0), _Handler)
+        httpd = _HTTPServer((self._host, port), _Handler)
         httpd.fake = self
         self._httpd = httpd
         self._thread = threading.Thread(
