@@ -16,14 +16,13 @@ from cidrx.engine.journal import Journal
 from cidrx.engine.waiting import Waiter
 from cidrx.errors import StalePlan
 from cidrx.kube.api import KubeApi
-from cidrx.kube.collect import pod_state_from
 from cidrx.kube.ipam import KubeApis
 from cidrx.kube.model import KubeSection
 from cidrx.model.plan import Plan, load_plan, save_plan
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.render.progress import NullProgress
 from cidrx.whereabouts.analyze import analyze_whereabouts
-from cidrx.whereabouts.collect import collect_whereabouts, pod_refs
+from cidrx.whereabouts.collect import collect_whereabouts
 from cidrx.whereabouts.model import GROUP, POOLS, RESERVATIONS, VERSION
 from cidrx.whereabouts.plan import RELEASE, check_drift, make_reclaim_plan
 from cidrx.whereabouts.steps import EXECUTORS
@@ -42,14 +41,13 @@ def api(kube_server: FakeKubeServer, kubeconfig_path: Path) -> Any:
 
 
 def snapshot(api: KubeApi) -> Snapshot:
-    """What the lead's collector builds: the section, then only the pods its records name."""
+    """What the collector builds: the section, then the pods its records name and every unfinished pod
+    reporting one of its addresses."""
     section = collect_whereabouts(api)
-    refs = pod_refs(section)
-    pods = [pod_state_from(p) for p in api.iter_pods()]
     kube = KubeSection(
         available=True,
         context="lab",
-        ipam_pods=tuple(sorted((p for p in pods if p.key in refs), key=lambda p: (p.namespace, p.name))),
+        ipam_pods=tuple(wc.kept_pods(api.iter_pods(), section)),
         whereabouts=section,
     )
     return seal(Snapshot(target=wc.TARGET, taken_at=NOW, kube=kube))
