@@ -35,10 +35,10 @@ def normalized_range(cidr: str) -> str:
     return cidr.replace(":", "-").replace("/", "-")
 
 
-def pool_name(cidr: str, network_name: str = "") -> str:
-    """The IPPool name Whereabouts uses for `cidr`, prefixed by `network_name-` when one is set."""
-    base = normalized_range(cidr)
-    return f"{network_name}-{base}" if network_name else base
+def pool_name(cidr: str, network_name: str = "", node_name: str = "") -> str:
+    """The IPPool name Whereabouts uses for `cidr` (IPPoolName): `[network_name-][node_name-]range`, the
+    node name only for node-slice pools."""
+    return "-".join(part for part in (network_name, node_name, normalized_range(cidr)) if part)
 
 
 def go_ip_string(ip: str) -> str:
