@@ -204,9 +204,9 @@ def _cases() -> list[UpstreamCase]:
     v6_ip = "2001:1b74:0480:60b1:0000:0000:0000:0002"
     v6 = UpstreamCase(
         id="overlapping-ipv6-live",
-        source="reconciling cluster wide IPs - overlapping IPs (ipv6) > will not delete an IP address that isn't orphaned",
+        source="reconciling cluster wide IPs - overlapping IPs (ipv6) > will not delete an IP address that is live",
         objects=(
-            upstream_pool("dummyPool".lower(), "2001:1b74:480:60b1::10/64", {"1": pod1}),
+            upstream_pool("dummypool", "2001:1b74:480:60b1::10/64", {"1": pod1}),
             upstream_pod("pod1", (v6_ip, "dummyNetwork")),
             upstream_reservation(reservation_name(v6_ip), pod1),
         ),
@@ -358,7 +358,6 @@ def named_network() -> NamedNetwork:
     reservations and an allocation naming deleted pods while another Running or Pending pod reports their
     address; and two entries of deleted pods, the only ones cidrx may remove."""
     v4_pool, v6_pool = pool_name(V4_RANGE, V4_NET), pool_name(V6_RANGE, V6_NET)
-    ns = wc.POOL_NS
 
     def a(cidr: str, ip: str, pod: str, n: int) -> tuple[str, JSON]:
         return _offset(cidr, ip), wc.alloc(f"{APPS}/{pod}", n)
