@@ -217,7 +217,7 @@ def _cases() -> list[UpstreamCase]:
     )
     cases.append(v6)
 
-    # Context "a pod in pending state, without an IP in its network-status": upstream re-reads the pod five
+    # Context "a pod in pending state, without an IP in its network-status": upstream re-reads the pod three
     # times (250 ms apart) and then releases its address.
     pending = UpstreamCase(
         id="pending-pod-no-status",
