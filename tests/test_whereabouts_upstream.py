@@ -214,3 +214,31 @@ def test_named_network_example_through_the_cli() -> None:
     planned = run("reclaim", "--snapshot", str(uc.NAMED_EXAMPLE), "--ipam", "whereabouts", "--plan", "--out", "-")
     assert planned.exit_code == 0, planned.output
     assert "blue-10.40.0.6" in planned.output and "blue-10.40.0.5" not in planned.output
+
+
+def test_collector_keeps_a_pod_reporting_a_reservation_address_outside_every_range(
+    kube_server: FakeKubeServer, kubeconfig_path: Path, tmp_path: Path
+) -> None:
+    """The reservation's pool and NAD are gone, its pod too, but a Running pod of another name reports the
+    address: the collector keeps that pod (the address is one the reservation's name spells), so the
+    reservation is live and never planned."""
+    kept = wc.orip("10.99.0.1", f"{wc.APP_NS}/gone-0", 1)
+    kept["metadata"]["name"] = reservation_name("10.99.0.1", "green")
+    dropped = wc.orip("10.99.0.2", f"{wc.APP_NS}/gone-1", 2)
+    dropped["metadata"]["name"] = reservation_name("10.99.0.2", "green")
+    other = wc.ippool(pool_name("10.98.0.0/24", "green"), "10.98.0.0/24", {})
+    kube_server.put_many([other, kept, dropped, wc.pod("svc-0", "Running", "lab-worker-1", ips=["10.99.0.1"])])
+    plan_path = tmp_path / "r.json"
+    made = run(
+        "reclaim",
+        "--k8s",
+        "--kubeconfig",
+        str(kubeconfig_path),
+        "--ipam",
+        "whereabouts",
+        "--plan",
+        "--out",
+        str(plan_path),
+    )
+    assert made.exit_code == 0, made.output
+    assert [s.params["name"] for s in load_plan(plan_path).steps] == ["green-10.99.0.2"]
