@@ -6,7 +6,10 @@ force-deleted) leaves its reservation in the IPPool for good, and a small pool r
 shows nothing wrong (shared/incidents/whereabouts-stale-reservations-kb.txt). Its own reconciler once freed
 the address of a pod that was still Pending, so two pods got the same IP
 (shared/incidents/whereabouts-reconciler-race.txt): the rule here is that a Pending pod, or a pod whose
-network-status is not written yet, is always live. Pure: a function of the section and the named pods.
+network-status is not written yet, is always live. On top of that, an address is live whenever any
+unfinished pod reports it (cidrx.kube.liveness), whichever pod the record names, and a reservation is
+judged by the addresses its name spells, never by whether its name is the one cidrx expected (Whereabouts
+prefixes it with the network name). Pure: a function of the section and the snapshot's pods.
 
 Thresholds: a pool is nearly full when at least NEARLY_FULL (90%) of its usable addresses are taken or
 fewer than MIN_FREE (3) are left (small pools, e.g. the KB's five-address range, cross 90% in one step).

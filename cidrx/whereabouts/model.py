@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from functools import lru_cache
 
 from cidrx.model.validation import IpAddrOrEmpty, IpCidr, IpCidrOrEmpty, first_problem, repeated
 
@@ -62,6 +63,7 @@ def reservation_name(ip: str, network_name: str = "") -> str:
     return f"{network_name}-{text}" if network_name else text
 
 
+@lru_cache(maxsize=1 << 16)
 def name_addresses(name: str) -> tuple[str, ...]:
     """Every address A for which `name` is NormalizeIP(A, N) for some network name N ("" included).
 

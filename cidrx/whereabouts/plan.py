@@ -6,9 +6,9 @@ and deleting the pools, or hand-editing the IPPool (shared/incidents/whereabouts
 The plan lists each entry to free (pool, offset, IP, podref, why) for review; apply re-reads and decides
 again right before writing, so the plan is a ceiling, never an order to remove something now live.
 Pure: no I/O. `check_drift` refuses (exit 4, before any write) a plan whose entries someone else changed
-since it was made: an allocation or reservation now held by another pod, a pod that exists again, a pool
-whose range changed. Changes that land after that check, while apply runs, are decided per entry by
-cidrx.whereabouts.steps (kept, never removed).
+since it was made: an allocation or reservation now held by another pod, a pod that exists again, an
+address some unfinished pod now reports, a pool whose range changed. Changes that land after that check,
+while apply runs, are decided per entry by cidrx.whereabouts.steps (kept, never removed).
 """
 
 from __future__ import annotations
