@@ -30,7 +30,7 @@ from cidrx.model.plan import Plan, save_plan
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.render.progress import NullProgress
 from cidrx.whereabouts.collect import collect_whereabouts
-from cidrx.whereabouts.model import name_addresses, pool_name, reservation_name
+from cidrx.whereabouts.model import name_addresses, pool_name
 from cidrx.whereabouts.plan import DELETE_RESERVATION, RELEASE, check_drift, make_reclaim_plan
 from cidrx.whereabouts.steps import EXECUTORS
 from tests import whereabouts_cases as wc
@@ -55,9 +55,8 @@ def states(draw: st.DrawFn) -> list[JSON]:
             allocations = {str(k): wc.alloc(f"{wc.APP_NS}/{draw(st.sampled_from(PODS))}", k) for k in keys}
             objects.append(wc.ippool(pool_name(cidr, network), cidr, allocations))
     for n, ip in enumerate(draw(st.lists(st.sampled_from(ADDRESSES), unique=True, max_size=6))):
-        obj = wc.orip(ip, f"{wc.APP_NS}/{draw(st.sampled_from(PODS))}", n)
-        obj["metadata"]["name"] = reservation_name(ip, draw(st.sampled_from(NETWORKS)))
-        objects.append(obj)
+        podref = f"{wc.APP_NS}/{draw(st.sampled_from(PODS))}"
+        objects.append(wc.orip(ip, podref, n, network_name=draw(st.sampled_from(NETWORKS))))
     for name in PODS:
         phase = draw(st.sampled_from(PHASES))
         if phase is None:

@@ -222,10 +222,8 @@ def test_collector_keeps_a_pod_reporting_a_reservation_address_outside_every_ran
     """The reservation's pool and NAD are gone, its pod too, but a Running pod of another name reports the
     address: the collector keeps that pod (the address is one the reservation's name spells), so the
     reservation is live and never planned."""
-    kept = wc.orip("10.99.0.1", f"{wc.APP_NS}/gone-0", 1)
-    kept["metadata"]["name"] = reservation_name("10.99.0.1", "green")
-    dropped = wc.orip("10.99.0.2", f"{wc.APP_NS}/gone-1", 2)
-    dropped["metadata"]["name"] = reservation_name("10.99.0.2", "green")
+    kept = wc.orip("10.99.0.1", f"{wc.APP_NS}/gone-0", 1, network_name="green")
+    dropped = wc.orip("10.99.0.2", f"{wc.APP_NS}/gone-1", 2, network_name="green")
     other = wc.ippool(pool_name("10.98.0.0/24", "green"), "10.98.0.0/24", {})
     kube_server.put_many([other, kept, dropped, wc.pod("svc-0", "Running", "lab-worker-1", ips=["10.99.0.1"])])
     plan_path = tmp_path / "r.json"

@@ -20,7 +20,7 @@ from cidrx.kube.model import KubeSection, PodState
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target
 from cidrx.whereabouts.collect import pod_refs, section_from
-from cidrx.whereabouts.model import WhereaboutsSection
+from cidrx.whereabouts.model import WhereaboutsSection, reservation_name
 
 JSON = dict[str, Any]
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "whereabouts-stale.snapshot.json"
@@ -59,11 +59,12 @@ def alloc(podref: str, n: int, ifname: str = "net1") -> JSON:
     return {"id": cid(n), "podref": podref, "ifname": ifname}
 
 
-def orip(ip: str, podref: str, n: int, namespace: str = POOL_NS) -> JSON:
+def orip(ip: str, podref: str, n: int, namespace: str = POOL_NS, network_name: str = "") -> JSON:
+    """An OverlappingRangeIPReservation named as Whereabouts names it (NormalizeIP)."""
     return {
         "apiVersion": "whereabouts.cni.cncf.io/v1alpha1",
         "kind": "OverlappingRangeIPReservation",
-        "metadata": {"name": ip.replace(":", "-"), "namespace": namespace},
+        "metadata": {"name": reservation_name(ip, network_name), "namespace": namespace},
         "spec": {"containerid": cid(n), "podref": podref, "ifname": "net1"},
     }
 

@@ -374,9 +374,7 @@ def named_network() -> NamedNetwork:
     v6 = dict([a(V6_RANGE, V6_ENDS_IN_COLONS, "api-1", 5), a(V6_RANGE, V6_STALE, "gone-1", 6)])
 
     def res(ip: str, net: str, pod: str, n: int) -> JSON:
-        obj = wc.orip(ip, f"{APPS}/{pod}", n)
-        obj["metadata"]["name"] = reservation_name(ip, net)
-        return obj
+        return wc.orip(ip, f"{APPS}/{pod}", n, network_name=net)
 
     def pod(name: str, phase: str, ips: list[str] | None, net: str) -> JSON:
         return wc.pod(name, phase, wc.LIVE_NODES[0], ips=ips, namespace=APPS, network=net)
