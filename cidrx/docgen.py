@@ -96,6 +96,9 @@ MEANINGS: dict[str, str] = {
     "another address), typically after a node died; `cidrx reclaim --ipam whereabouts` frees them.",
     "WHEREABOUTS-CORRUPT-KEY": "An IPPool allocation key is not a decimal offset inside the pool's range; "
     "Whereabouts cannot interpret it.",
+    "WHEREABOUTS-POOL-RANGE-HOST-BITS": "An IPPool's `spec.range` has host bits set (e.g. `10.10.10.0/16`): "
+    "Whereabouts counts offsets from the address as written, its own config loader never writes such a range, "
+    "so what each offset means is ambiguous; cidrx never releases anything from the pool.",
     "WHEREABOUTS-DUPLICATE-IP": "The same address is reserved more than once, so two pods may share an IP.",
     "WHEREABOUTS-ORPHAN-RESERVATION": "OverlappingRangeIPReservations without a matching pool allocation keep "
     "their address from every pool.",

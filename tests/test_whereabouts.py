@@ -191,9 +191,9 @@ def test_corrupt_keys_and_a_non_canonical_duplicate() -> None:
     capacity, findings = analyze(objs)
     [corrupt] = by_id(findings, "WHEREABOUTS-CORRUPT-KEY")
     assert corrupt.evidence == (
-        f"key '16' held by {wc.web(4)}",  # decimal keys first, in numeric order
-        f"key '-4' held by {wc.web(3)}",
-        f"key 'abc' held by {wc.web(2)}",
+        f"key '16' (past the end of {wc.RANGE}) held by {wc.web(4)}",  # decimal keys first, in numeric order
+        f"key '-4' (negative) held by {wc.web(3)}",
+        f"key 'abc' (not an integer) held by {wc.web(2)}",
     )
     [dup] = by_id(findings, "WHEREABOUTS-DUPLICATE-IP")
     assert dup.severity is Severity.CRITICAL and dup.subject == "address 10.10.0.3"
@@ -220,7 +220,7 @@ def test_orphan_reservations() -> None:
     [orphan] = by_id(findings, "WHEREABOUTS-ORPHAN-RESERVATION")
     assert len(orphan.evidence) == 2
     assert (
-        "10.10.0.200 for nstest/gone: no pool allocates the address; pod nstest/gone no longer exists"
+        "10.10.0.200 (10.10.0.200) for nstest/gone: no pool allocates the address; pod nstest/gone no longer exists"
         in (orphan.evidence[0])
     )
     plan = make_reclaim_plan(wc.snapshot_of(objs), NOW)

@@ -16,14 +16,13 @@ from cidrx.engine.journal import Journal
 from cidrx.engine.waiting import Waiter
 from cidrx.errors import StalePlan
 from cidrx.kube.api import KubeApi
-from cidrx.kube.collect import pod_state_from
 from cidrx.kube.ipam import KubeApis
 from cidrx.kube.model import KubeSection
 from cidrx.model.plan import Plan, load_plan, save_plan
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.render.progress import NullProgress
 from cidrx.whereabouts.analyze import analyze_whereabouts
-from cidrx.whereabouts.collect import collect_whereabouts, pod_refs
+from cidrx.whereabouts.collect import collect_whereabouts
 from cidrx.whereabouts.model import GROUP, POOLS, RESERVATIONS, VERSION
 from cidrx.whereabouts.plan import RELEASE, check_drift, make_reclaim_plan
 from cidrx.whereabouts.steps import EXECUTORS
@@ -42,14 +41,13 @@ def api(kube_server: FakeKubeServer, kubeconfig_path: Path) -> Any:
 
 
 def snapshot(api: KubeApi) -> Snapshot:
-    """What the lead's collector builds: the section, then only the pods its records name."""
+    """What the collector builds: the section, then the pods its records name and every unfinished pod
+    reporting one of its addresses."""
     section = collect_whereabouts(api)
-    refs = pod_refs(section)
-    pods = [pod_state_from(p) for p in api.iter_pods()]
     kube = KubeSection(
         available=True,
         context="lab",
-        ipam_pods=tuple(sorted((p for p in pods if p.key in refs), key=lambda p: (p.namespace, p.name))),
+        ipam_pods=tuple(wc.kept_pods(api.iter_pods(), section)),
         whereabouts=section,
     )
     return seal(Snapshot(target=wc.TARGET, taken_at=NOW, kube=kube))
@@ -290,3 +288,35 @@ def test_collect_survives_bad_nads_and_reads_each_kind_once(api: KubeApi, kube_s
     assert [(n.name, bool(n.problem)) for n in section.nads] == [("broken", True), (wc.NAD, False)]
     assert [r.pool_name for r in section.ranges] == [wc.POOL]
     assert len(section.pools[0].allocations) == 14 and len(section.overlapping) == 14
+
+
+def test_address_reported_by_another_pod_while_apply_runs_is_kept(
+    api: KubeApi, kube_server: FakeKubeServer, tmp_path: Path
+) -> None:
+    """The liveness rule at apply: db-2 is gone, but after the drift check a pod of another name starts
+    reporting db-2's address (say an overlapping pool handed it out). The step re-lists the pods, keeps
+    the allocation and the reservation, and says who holds the address."""
+    path = plan_file(api, tmp_path)
+    held = wc.ip_of(11)
+    after_the_drift_check(
+        kube_server, lambda: kube_server.put(wc.pod("cache-0", "Running", "lab-worker-1", ips=[held]))
+    )
+    result = apply(api, path)
+    out = release_outputs(result)
+    kept = {e["ip"]: e["why"] for e in out["kept"]}
+    assert kept == {held: f"{held} is live: held by {wc.APP_NS}/cache-0 (Running); not removed"}
+    assert "11" in allocations(kube_server) and held in reservations(kube_server)
+    step = next(s for s in result.steps if s.step_id.endswith("10-10-0-11"))
+    assert step.outputs["deleted"] is False
+
+
+def test_pod_reporting_the_address_before_apply_is_refused(
+    api: KubeApi, kube_server: FakeKubeServer, tmp_path: Path
+) -> None:
+    path = plan_file(api, tmp_path)
+    kube_server.put(wc.pod("cache-0", "Pending", "lab-worker-1", ips=[wc.ip_of(12)]))
+    kube_server.reset_log()
+    with pytest.raises(StalePlan) as refused:
+        apply(api, path)
+    assert f"{wc.ip_of(12)} is held by {wc.APP_NS}/cache-0 (Pending)" in refused.value.message
+    assert writes(kube_server) == []

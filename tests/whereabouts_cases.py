@@ -9,15 +9,18 @@ by pods that died with node `lab-worker-3`.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from cidrx.kube.collect import node_from, pod_state_from
+from cidrx.kube.collect import AddressRanges, _ipam_cidrs, node_from
+from cidrx.kube.collect import section_from as kube_section_from
+from cidrx.kube.liveness import FINISHED_PHASES
 from cidrx.kube.model import KubeSection, PodState
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target
 from cidrx.whereabouts.collect import pod_refs, section_from
-from cidrx.whereabouts.model import WhereaboutsSection
+from cidrx.whereabouts.model import WhereaboutsSection, reservation_name
 
 JSON = dict[str, Any]
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "whereabouts-stale.snapshot.json"
@@ -56,11 +59,12 @@ def alloc(podref: str, n: int, ifname: str = "net1") -> JSON:
     return {"id": cid(n), "podref": podref, "ifname": ifname}
 
 
-def orip(ip: str, podref: str, n: int, namespace: str = POOL_NS) -> JSON:
+def orip(ip: str, podref: str, n: int, namespace: str = POOL_NS, network_name: str = "") -> JSON:
+    """An OverlappingRangeIPReservation named as Whereabouts names it (NormalizeIP)."""
     return {
         "apiVersion": "whereabouts.cni.cncf.io/v1alpha1",
         "kind": "OverlappingRangeIPReservation",
-        "metadata": {"name": ip.replace(":", "-"), "namespace": namespace},
+        "metadata": {"name": reservation_name(ip, network_name), "namespace": namespace},
         "spec": {"containerid": cid(n), "podref": podref, "ifname": "net1"},
     }
 
@@ -166,10 +170,26 @@ def section_of(objs: list[JSON]) -> WhereaboutsSection:
     )
 
 
+def kept_pods(pods: Iterable[JSON], section: WhereaboutsSection) -> list[PodState]:
+    """The pods the collector keeps (cidrx.kube.collect): of the unfinished pods (finished ones are not
+    even listed), every pod a record names and every pod reporting an address in a Whereabouts range or
+    an address a reservation's name spells."""
+    kube = kube_section_from(
+        (),
+        (),
+        (p for p in pods if (p.get("status") or {}).get("phase") not in FINISHED_PHASES),
+        (),
+        None,
+        (),
+        "",
+        ipam_pod_refs=pod_refs(section),
+        ipam_ranges=AddressRanges.of(_ipam_cidrs({"whereabouts": section})),
+    )
+    return list(kube.ipam_pods)
+
+
 def pods_of(objs: list[JSON], section: WhereaboutsSection) -> dict[str, PodState]:
-    refs = pod_refs(section)
-    states = [pod_state_from(p) for p in split(objs).get("Pod", [])]
-    return {s.key: s for s in states if s.key in refs}
+    return {s.key: s for s in kept_pods(split(objs).get("Pod", []), section)}
 
 
 def snapshot_of(objs: list[JSON], taken_at: str = TAKEN_AT) -> Snapshot:

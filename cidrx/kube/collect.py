@@ -125,6 +125,8 @@ def _ipam_cidrs(ipam: Mapping[str, Any]) -> list[str]:
     if ipam.get("whereabouts") is not None:
         section = ipam["whereabouts"]
         cidrs += [p.range for p in section.pools] + [r.range for r in section.ranges if r.range]
+        # A reservation's address may lie outside every remaining pool and NAD range (both deleted).
+        cidrs += [ip for r in section.overlapping for ip in r.addresses]
     if ipam.get("calico") is not None:
         section = ipam["calico"]
         cidrs += [p.cidr for p in section.pools] + [b.cidr for b in section.blocks]

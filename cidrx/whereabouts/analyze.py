@@ -6,7 +6,10 @@ force-deleted) leaves its reservation in the IPPool for good, and a small pool r
 shows nothing wrong (shared/incidents/whereabouts-stale-reservations-kb.txt). Its own reconciler once freed
 the address of a pod that was still Pending, so two pods got the same IP
 (shared/incidents/whereabouts-reconciler-race.txt): the rule here is that a Pending pod, or a pod whose
-network-status is not written yet, is always live. Pure: a function of the section and the named pods.
+network-status is not written yet, is always live. On top of that, an address is live whenever any
+unfinished pod reports it (cidrx.kube.liveness), whichever pod the record names, and a reservation is
+judged by the addresses its name spells, never by whether its name is the one cidrx expected (Whereabouts
+prefixes it with the network name). Pure: a function of the section and the snapshot's pods.
 
 Thresholds: a pool is nearly full when at least NEARLY_FULL (90%) of its usable addresses are taken or
 fewer than MIN_FREE (3) are left (small pools, e.g. the KB's five-address range, cross 90% in one step).
@@ -15,9 +18,10 @@ fewer than MIN_FREE (3) are left (small pools, e.g. the KB's five-address range,
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from cidrx.kube.liveness import FINISHED_PHASES, AddressHolders, canonical_ip
 from cidrx.kube.model import PodState
 from cidrx.model.findings import Capacity, Finding, Severity, utilization
 from cidrx.whereabouts.collect import parse_network
@@ -27,7 +31,6 @@ from cidrx.whereabouts.model import (
     OverlappingReservation,
     WhereaboutsPool,
     WhereaboutsSection,
-    reservation_name,
 )
 
 NEARLY_FULL = 0.9
@@ -48,30 +51,63 @@ Interval = tuple[int, int]  # inclusive first and last address as ints
 # --------------------------------------------------------------------------------------------------
 
 
-def holds(pod: PodState, ip: str) -> bool:
-    """Whether `pod` reports `ip` (status.podIPs or the Multus network-status annotation)."""
-    wanted = reservation_name(ip)
-    return any(reservation_name(own) == wanted for own in pod.ips)
+def holds(pod: PodState, addresses: Sequence[str]) -> bool:
+    """Whether `pod` reports any of `addresses` (status.podIPs or the Multus network-status annotation)."""
+    wanted = {canonical_ip(ip) for ip in addresses}
+    return any(canonical_ip(own) in wanted for own in pod.ips)
 
 
-def stale_reason(ip: str, podref: str, pod: PodState | None) -> str | None:
-    """Why the reservation of `ip` by `podref` is stale, or None while its pod may still use it.
+def holders_of(pods: Mapping[str, PodState]) -> AddressHolders:
+    """The liveness rule's index over the snapshot's pods (cidrx.kube.liveness)."""
+    return AddressHolders.of(pods.values())
 
-    Stale: the pod is gone (or finished), or it is Running, its network-status annotation is written and
-    does not list `ip` (a StatefulSet pod recreated under the same name got another address). Never stale:
-    an entry naming no pod, a Pending pod or a pod without network-status yet (the annotation is written
-    after the CNI returns, so the address may be being handed to it right now).
+
+def _listed(addresses: Sequence[str]) -> str:
+    return " or ".join(addresses) if addresses else "its address"
+
+
+def stale_reason(
+    addresses: str | Sequence[str], podref: str, pod: PodState | None, holders: AddressHolders
+) -> str | None:
+    """Why a record of `addresses` (one allocation's address, or every address a reservation's name can
+    spell) by `podref` is stale, or None while the address may be in use.
+
+    Never stale: an address any unfinished pod reports, whichever pod the record names (the liveness rule,
+    cidrx.kube.liveness); a record naming no pod; a named pod that is Pending, of unknown phase, or has no
+    network-status yet (the annotation is written after the CNI returns, so the address may be being handed
+    to it right now: the duplicate-IP race). Stale: nobody reports the address and the named pod is gone or
+    finished, or it is Running with its network-status written and not listing the address (a StatefulSet
+    pod recreated under the same name got another address).
     """
+    ips = (addresses,) if isinstance(addresses, str) else tuple(addresses)
+    if not ips or any(holders.is_live(ip) for ip in ips):
+        return None
     if not podref:
         return None
     if pod is None:
         return f"pod {podref} no longer exists"
-    if pod.phase in ("Succeeded", "Failed"):
+    if pod.phase in FINISHED_PHASES:
         return f"pod {podref} has finished ({pod.phase})"
-    if pod.phase == "Running" and pod.has_network_status and not holds(pod, ip):
+    if pod.phase == "Running" and pod.has_network_status and not holds(pod, ips):
         listed = ", ".join(pod.ips) or "no addresses"
-        return f"pod {podref} is Running and its network-status lists {listed}, not {ip}"
+        return f"pod {podref} is Running and its network-status lists {listed}, not {_listed(ips)}"
     return None
+
+
+def kept_reason(addresses: Sequence[str], podref: str, pod: PodState | None, holders: AddressHolders) -> str:
+    """Why stale_reason found the record in use, for evidence and apply outputs."""
+    phase = (pod.phase if pod is not None else "") or "unknown phase"
+    for ip in addresses:
+        held = holders.holders(ip)
+        if held and [p.key for p in held] == [podref]:
+            return f"pod {podref} is live ({phase})"
+        if held:
+            return f"{ip} is live: {holders.describe(ip)}"
+    if not addresses:
+        return "its name spells no address, so nobody can tell whether it is in use"
+    if not podref:
+        return "it names no pod"
+    return f"pod {podref} is live ({phase})"
 
 
 @dataclass(frozen=True)
@@ -81,14 +117,26 @@ class StaleAllocation:
     why: str
 
 
-def stale_allocations(section: WhereaboutsSection, pods: Mapping[str, PodState]) -> list[StaleAllocation]:
-    """Every stale allocation (valid keys only: corrupt ones are for a person), pool by pool, offset order."""
+def reclaimable(pool: WhereaboutsPool) -> bool:
+    """Whether cidrx may release anything from `pool`: never when its range has host bits (offsets would
+    be ambiguous) or cannot be read."""
+    return parse_network(pool.range) is not None and not pool.host_bits
+
+
+def stale_allocations(
+    section: WhereaboutsSection, pods: Mapping[str, PodState], holders: AddressHolders | None = None
+) -> list[StaleAllocation]:
+    """Every stale allocation (valid keys of reclaimable pools only: the rest are for a person), pool by
+    pool, offset order."""
+    live = holders if holders is not None else holders_of(pods)
     found: list[StaleAllocation] = []
     for pool in section.pools:
+        if not reclaimable(pool):
+            continue
         for a in pool.allocations:
             if not a.ip:
                 continue
-            why = stale_reason(a.ip, a.podref, pods.get(a.podref))
+            why = stale_reason(a.ip, a.podref, pods.get(a.podref), live)
             if why is not None:
                 found.append(StaleAllocation(pool, a, why))
     return found
@@ -97,24 +145,75 @@ def stale_allocations(section: WhereaboutsSection, pods: Mapping[str, PodState])
 AllocationIndex = Mapping[str, list[tuple[WhereaboutsPool, Allocation]]]
 
 
-def allocations_by_reservation(section: WhereaboutsSection) -> AllocationIndex:
-    """Every allocation with a valid address, keyed by the reservation name of that address (pool order,
-    then offset order), so that looking up one reservation does not scan every pool."""
+def allocations_by_address(section: WhereaboutsSection) -> AllocationIndex:
+    """Every allocation with a valid address, keyed by the address (canonical spelling; pool order, then
+    offset order), so that looking up one reservation does not scan every pool."""
     index: dict[str, list[tuple[WhereaboutsPool, Allocation]]] = {}
     for pool in section.pools:
         for a in pool.allocations:
             if a.ip:
-                index.setdefault(reservation_name(a.ip), []).append((pool, a))
+                index.setdefault(canonical_ip(a.ip), []).append((pool, a))
     return index
+
+
+def allocations_of(r: OverlappingReservation, index: AllocationIndex) -> list[tuple[WhereaboutsPool, Allocation]]:
+    """Every allocation, by any pod, of an address the reservation's name can spell."""
+    return [held for ip in r.addresses for held in index.get(canonical_ip(ip), [])]
 
 
 def matching_allocations(
     section: WhereaboutsSection, r: OverlappingReservation, index: AllocationIndex | None = None
 ) -> list[tuple[WhereaboutsPool, Allocation]]:
     """Allocations of the reservation's address by the reservation's pod. Pass `index` (from
-    `allocations_by_reservation`) when checking many reservations."""
-    held = (index if index is not None else allocations_by_reservation(section)).get(r.name, [])
+    `allocations_by_address`) when checking many reservations."""
+    held = allocations_of(r, index if index is not None else allocations_by_address(section))
     return [(pool, a) for pool, a in held if a.podref == r.podref]
+
+
+@dataclass(frozen=True)
+class ReservationVerdict:
+    """Whether an OverlappingRangeIPReservation may be deleted: `why` it is stale, or `kept` why not.
+    `after` are the stale allocations of its address that must be released first."""
+
+    reservation: OverlappingReservation
+    why: str | None
+    kept: str = ""
+    after: tuple[StaleAllocation, ...] = ()
+
+
+def judge_reservation(
+    r: OverlappingReservation,
+    index: AllocationIndex,
+    pods: Mapping[str, PodState],
+    holders: AddressHolders,
+    stale: Mapping[tuple[str, str], StaleAllocation],
+) -> ReservationVerdict:
+    """A reservation is judged by the addresses its name spells and the pods that hold them, never by
+    whether its name is the one cidrx would have written: deleted only when no unfinished pod reports any
+    of those addresses, its own pod is stale, and every allocation of the address (in any pool, by any
+    pod) is itself stale and released first. `stale` maps (pool key, offset) to stale allocations."""
+    addrs = r.addresses
+    pod = pods.get(r.podref)
+    why = stale_reason(addrs, r.podref, pod, holders)
+    if why is None:
+        return ReservationVerdict(r, None, kept_reason(addrs, r.podref, pod, holders))
+    after: list[StaleAllocation] = []
+    for pool, a in allocations_of(r, index):
+        s = stale.get((pool.key, a.offset))
+        if s is None:
+            return ReservationVerdict(
+                r, None, f"{a.ip} is still allocated in IPPool {pool.key} to {a.podref or 'no pod'}"
+            )
+        after.append(s)
+    return ReservationVerdict(r, why, after=tuple(after))
+
+
+def judge_reservations(
+    section: WhereaboutsSection, pods: Mapping[str, PodState], stale: list[StaleAllocation], holders: AddressHolders
+) -> list[ReservationVerdict]:
+    index = allocations_by_address(section)
+    by_key = {(s.pool.key, s.allocation.offset): s for s in stale}
+    return [judge_reservation(r, index, pods, holders, by_key) for r in section.overlapping]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -212,12 +311,13 @@ def _entry(a: Allocation) -> str:
 def analyze_whereabouts(
     section: WhereaboutsSection, pods: Mapping[str, PodState], available: bool = True
 ) -> tuple[list[Capacity], list[Finding]]:
-    """Capacity per pool and findings. `pods` maps "namespace/name" to the pods the records name; a name
-    missing from it is a pod that is gone. With `available` False the pods were not read, so nothing is
-    judged stale."""
+    """Capacity per pool and findings. `pods` maps "namespace/name" to the pods the records name and to
+    every unfinished pod reporting an address in a Whereabouts range; a named pod missing from it is gone.
+    With `available` False the pods were not read, so nothing is judged stale."""
     capacity: list[Capacity] = []
     findings: list[Finding] = [_bad_config(n.key, n.problem) for n in section.nads if n.problem]
-    stale = stale_allocations(section, pods) if available else []
+    holders = holders_of(pods)
+    stale = stale_allocations(section, pods, holders) if available else []
     # Grouped once: matching every pool against every range (and every stale entry) is quadratic.
     ranges_of: dict[str, list[NetworkRange]] = {}
     for r in section.ranges:
@@ -231,7 +331,7 @@ def analyze_whereabouts(
         findings += f
     findings += _duplicates(section)
     if available:
-        findings += _orphans(section, pods)
+        findings += _orphans(section, pods, holders)
     return capacity, findings
 
 
@@ -313,14 +413,54 @@ def _pool(
                 severity=Severity.WARNING,
                 subject=subject,
                 summary=f"{len(corrupt)} allocation key(s) are not a decimal offset into {pool.range}",
-                evidence=_more([f"key {a.offset!r} held by {a.podref or 'no pod'}" for a in corrupt]),
+                evidence=_more(
+                    [f"key {a.offset!r} ({_key_problem(pool, a)}) held by {a.podref or 'no pod'}" for a in corrupt]
+                ),
                 remediation=(
                     "Whereabouts cannot place these; check who wrote them, then remove them by hand "
                     f"(kubectl edit ippools.whereabouts.cni.cncf.io -n {pool.namespace} {pool.name})"
                 ),
             )
         )
+    if pool.host_bits:
+        findings.append(_host_bits(pool, subject))
     return cap, findings
+
+
+def _key_problem(pool: WhereaboutsPool, a: Allocation) -> str:
+    """Why a key is corrupt: Whereabouts only writes fmt.Sprintf("%d") of a non-negative offset
+    (toAllocationMap, pkg/storage/kubernetes/ipam.go @3a262bd)."""
+    if parse_network(pool.range) is None:
+        return "the pool's range is not a CIDR"
+    if a.offset.startswith("-") and a.offset[1:].isdigit():
+        return "negative"
+    if not a.offset.isdigit() or not a.offset.isascii():
+        return "not an integer"
+    return f"past the end of {pool.range}"
+
+
+def _host_bits(pool: WhereaboutsPool, subject: str) -> Finding:
+    net = parse_network(pool.range)
+    return Finding(
+        id="WHEREABOUTS-POOL-RANGE-HOST-BITS",
+        severity=Severity.WARNING,
+        subject=subject,
+        summary=(
+            f"spec.range {pool.range} has host bits set (the network is {net}): Whereabouts counts allocation "
+            "offsets from the address as written, so what each offset means is ambiguous; cidrx never releases "
+            "anything from this pool"
+        ),
+        evidence=(
+            f"range {pool.range}, network {net}",
+            f"{len(pool.allocations)} allocation(s), decoded from {pool.range.split('/')[0]} as Whereabouts does",
+        ),
+        remediation=(
+            "Whereabouts itself always writes the network address (its config loader masks host bits), so "
+            "something else wrote this pool: find out what, compare each allocation with its pod's "
+            f"network-status, and fix it by hand (kubectl edit ippools.whereabouts.cni.cncf.io -n {pool.namespace} "
+            f"{pool.name})"
+        ),
+    )
 
 
 def _address_order(ip: str) -> tuple[int, int]:
@@ -360,17 +500,22 @@ def _duplicates(section: WhereaboutsSection) -> list[Finding]:
     return findings
 
 
-def _orphans(section: WhereaboutsSection, pods: Mapping[str, PodState]) -> list[Finding]:
+def _orphans(section: WhereaboutsSection, pods: Mapping[str, PodState], holders: AddressHolders) -> list[Finding]:
     lines: list[str] = []
-    index = allocations_by_reservation(section)
+    index = allocations_by_address(section)
     for r in section.overlapping:
         if matching_allocations(section, r, index):
             continue
-        others = sorted({a.podref or "no pod" for _pool, a in index.get(r.name, [])})
-        held = f"the address is allocated to {', '.join(others)}" if others else "no pool allocates the address"
-        why = stale_reason(r.name, r.podref, pods.get(r.podref))
-        state = f"; {why}" if why else ""
-        lines.append(f"{r.namespace}/{r.name} for {r.podref or 'no pod'}: {held}{state}")
+        others = sorted({a.podref or "no pod" for _pool, a in allocations_of(r, index)})
+        if not r.addresses:
+            held = "its name spells no address"
+        elif others:
+            held = f"the address is allocated to {', '.join(others)}"
+        else:
+            held = "no pool allocates the address"
+        why = stale_reason(r.addresses, r.podref, pods.get(r.podref), holders)
+        state = f"; {why}" if why else f"; kept: {kept_reason(r.addresses, r.podref, pods.get(r.podref), holders)}"
+        lines.append(f"{r.namespace}/{r.name} ({r.ip or 'no address'}) for {r.podref or 'no pod'}: {held}{state}")
     if not lines:
         return []
     return [

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 JSON = Mapping[str, Any]
 IPNet = ipaddress.IPv4Network | ipaddress.IPv6Network
+IPAddr = ipaddress.IPv4Address | ipaddress.IPv6Address
 _DECIMAL = re.compile(r"[0-9]+")
 
 
@@ -93,20 +94,36 @@ def parse_network(text: str) -> IPNet | None:
         return None
 
 
-def offset_ip(network: IPNet | None, key: str) -> str:
-    """The address an allocation key decodes to, or "" when the key is not an offset into `network`."""
+def first_address(text: str) -> IPAddr | None:
+    """The address offsets count from: the address as written in spec.range, host bits included, as
+    Whereabouts takes it (net.ParseCIDR's IP in KubernetesIPAM.GetIPPool, pkg/storage/kubernetes/ipam.go,
+    k8snetworkplumbingwg/whereabouts @3a262bd0cd873e13d9b379342f8251b852a89b8f); None when it is no CIDR."""
+    try:
+        return ipaddress.ip_interface(text.strip()).ip if "/" in text else None
+    except ValueError:
+        return None
+
+
+def offset_ip(network: IPNet | None, key: str, first: IPAddr | None = None) -> str:
+    """The address an allocation key decodes to, or "" when the key is not an offset into `network`.
+
+    Whereabouts writes keys with fmt.Sprintf("%d") of a non-negative offset (toAllocationMap, ipam.go), so
+    anything but plain decimal digits (a sign, a non-integer) is corrupt, as is an offset past the end of
+    the range. Offsets count from `first` (the written address, see first_address), else the network."""
     if network is None or not _DECIMAL.fullmatch(key):
         return ""
-    offset = int(key)
-    if offset >= network.num_addresses:
+    start = first if first is not None else network.network_address
+    value = int(start) + int(key)
+    if value > int(network.broadcast_address):
         return ""
-    return str(network.network_address + offset)
+    return str(ipaddress.ip_address(value))
 
 
 def pool_from(obj: JSON) -> WhereaboutsPool:
     meta, spec = _meta(obj), _spec(obj)
     cidr = str(spec.get("range") or "")
     network = parse_network(cidr)
+    first = first_address(cidr)
     raw = spec.get("allocations")
     allocations: list[Allocation] = []
     if isinstance(raw, Mapping):
@@ -115,7 +132,7 @@ def pool_from(obj: JSON) -> WhereaboutsPool:
             allocations.append(
                 Allocation(
                     offset=str(key),
-                    ip=offset_ip(network, str(key)),
+                    ip=offset_ip(network, str(key), first),
                     podref=str(entry.get("podref") or ""),
                     ifname=str(entry.get("ifname") or ""),
                     id=str(entry.get("id") or ""),
@@ -136,13 +153,12 @@ def _offset_order(a: Allocation) -> tuple[int, int, str]:
     return (0, int(a.offset), a.offset) if _DECIMAL.fullmatch(a.offset) else (1, 0, a.offset)
 
 
-def _reservation_order(r: OverlappingReservation) -> tuple[str, int, int, str]:
-    """By namespace, then address order (IPv4 names are addresses), then name."""
-    try:
-        addr = ipaddress.ip_address(r.name)
-    except ValueError:
-        return (r.namespace, 1, 0, r.name)
-    return (r.namespace, 0, int(addr), r.name)
+def _reservation_order(r: OverlappingReservation) -> tuple[str, int, int, int, str]:
+    """By namespace, then the address the name spells (IPv4 before IPv6), then name."""
+    if not r.ip:
+        return (r.namespace, 1, 0, 0, r.name)
+    addr = ipaddress.ip_address(r.ip)
+    return (r.namespace, 0, addr.version, int(addr), r.name)
 
 
 def reservation_from(obj: JSON) -> OverlappingReservation:

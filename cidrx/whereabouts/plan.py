@@ -6,9 +6,9 @@ and deleting the pools, or hand-editing the IPPool (shared/incidents/whereabouts
 The plan lists each entry to free (pool, offset, IP, podref, why) for review; apply re-reads and decides
 again right before writing, so the plan is a ceiling, never an order to remove something now live.
 Pure: no I/O. `check_drift` refuses (exit 4, before any write) a plan whose entries someone else changed
-since it was made: an allocation or reservation now held by another pod, a pod that exists again, a pool
-whose range changed. Changes that land after that check, while apply runs, are decided per entry by
-cidrx.whereabouts.steps (kept, never removed).
+since it was made: an allocation or reservation now held by another pod, a pod that exists again, an
+address some unfinished pod now reports, a pool whose range changed. Changes that land after that check,
+while apply runs, are decided per entry by cidrx.whereabouts.steps (kept, never removed).
 """
 
 from __future__ import annotations
@@ -17,27 +17,32 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from cidrx.errors import InvalidInput, StalePlan
+from cidrx.kube.liveness import AddressHolders
 from cidrx.kube.model import PodState
 from cidrx.model.plan import Plan, Step, seal
 from cidrx.model.snapshot import Snapshot
 from cidrx.whereabouts.analyze import (
+    ReservationVerdict,
     StaleAllocation,
-    allocations_by_reservation,
-    matching_allocations,
+    holders_of,
+    judge_reservations,
     stale_allocations,
     stale_reason,
 )
-from cidrx.whereabouts.model import Allocation, OverlappingReservation, WhereaboutsSection, reservation_name
+from cidrx.whereabouts.model import Allocation, WhereaboutsSection
 
 STRATEGY = "whereabouts-reclaim"
 RELEASE = "whereabouts.release-allocations"
 DELETE_RESERVATION = "whereabouts.delete-reservation"
 # Per step action, for `cidrx permissions` (cidrx.permissions), which prints them without making a plan.
 # Each step narrows the first grant to the namespace of the object it writes.
-RELEASE_PERMISSIONS = ("kubernetes: ippools.whereabouts.cni.cncf.io get,patch", "kubernetes: pods get")
+# Apply lists the pods (every unfinished pod reporting the address makes it live) and, before deleting a
+# reservation, the pools (an allocation of its address that is not stale keeps it).
+RELEASE_PERMISSIONS = ("kubernetes: ippools.whereabouts.cni.cncf.io get,patch", "kubernetes: pods get,list")
 DELETE_RESERVATION_PERMISSIONS = (
     "kubernetes: overlappingrangeipreservations.whereabouts.cni.cncf.io get,delete",
-    "kubernetes: pods get",
+    "kubernetes: pods get,list",
+    "kubernetes: ippools.whereabouts.cni.cncf.io list",
 )
 STEP_PERMISSIONS: dict[str, tuple[str, ...]] = {
     RELEASE: RELEASE_PERMISSIONS,
@@ -57,24 +62,15 @@ def _slug(*parts: str) -> str:
 
 
 def reclaimable_reservations(
-    section: WhereaboutsSection, pods: dict[str, PodState], stale: list[StaleAllocation]
-) -> list[tuple[OverlappingReservation, StaleAllocation | None, str]]:
-    """Reservations to delete: those of a stale allocation (same address, same pod), and orphans (no
-    allocation of theirs left) whose pod is gone; each with the stale allocation it goes with and why."""
-    by_key = {(reservation_name(s.allocation.ip), s.allocation.podref): s for s in stale}
-    out: list[tuple[OverlappingReservation, StaleAllocation | None, str]] = []
-    index = allocations_by_reservation(section)
-    for r in section.overlapping:
-        match = by_key.get((r.name, r.podref))
-        if match is not None:
-            out.append((r, match, match.why))
-            continue
-        if matching_allocations(section, r, index):
-            continue  # the pod's allocation is live: so is its reservation
-        why = stale_reason(r.name, r.podref, pods.get(r.podref))
-        if why is not None:
-            out.append((r, None, why))
-    return out
+    section: WhereaboutsSection,
+    pods: Mapping[str, PodState],
+    stale: list[StaleAllocation],
+    holders: AddressHolders | None = None,
+) -> list[ReservationVerdict]:
+    """Reservations to delete (see analyze.judge_reservation), each with the stale allocations of its
+    address that are released first."""
+    live = holders if holders is not None else holders_of(pods)
+    return [v for v in judge_reservations(section, pods, stale, live) if v.why is not None]
 
 
 def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
@@ -83,7 +79,8 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
         raise InvalidInput(f"reclaim needs the Kubernetes API, which was not reachable: {snapshot.kube.reason}")
     section = _section(snapshot)
     pods = {p.key: p for p in snapshot.kube.ipam_pods}
-    stale = stale_allocations(section, pods)
+    holders = holders_of(pods)
+    stale = stale_allocations(section, pods, holders)
     steps: list[Step] = []
     pools_basis: dict[str, Any] = {}
     step_of_pool: dict[str, str] = {}
@@ -129,20 +126,31 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
             )
         )
     reservations_basis: dict[str, Any] = {}
-    for r, match, why in reclaimable_reservations(section, pods, stale):
+    for verdict in reclaimable_reservations(section, pods, stale, holders):
+        r, why = verdict.reservation, str(verdict.why)
         key = f"{r.namespace}/{r.name}"
         reservations_basis[key] = {
             "podref": r.podref,
             "resource_version": r.resource_version,
             "pod_existed": r.podref in pods,
+            "addresses": list(r.addresses),
         }
         steps.append(
             Step(
                 id=_slug("unreserve", r.namespace, r.name),
                 action=DELETE_RESERVATION,
-                params={"namespace": r.namespace, "name": r.name, "podref": r.podref, "why": why},
-                description=f"delete OverlappingRangeIPReservation {key} of {r.podref or 'no pod'}: {why}",
-                depends_on=(step_of_pool[match.pool.key],) if match is not None else (),
+                params={
+                    "namespace": r.namespace,
+                    "name": r.name,
+                    "podref": r.podref,
+                    "addresses": list(r.addresses),
+                    "why": why,
+                },
+                description=(
+                    f"delete OverlappingRangeIPReservation {key} ({', '.join(r.addresses)}) of "
+                    f"{r.podref or 'no pod'}: {why}"
+                ),
+                depends_on=tuple(dict.fromkeys(step_of_pool[s.pool.key] for s in verdict.after)),
                 permissions=(
                     f"{DELETE_RESERVATION_PERMISSIONS[0]} in {r.namespace}",
                     *DELETE_RESERVATION_PERMISSIONS[1:],
@@ -172,14 +180,20 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
     return seal(plan)
 
 
-def _pod_problem(ip: str, podref: str, basis: Mapping[str, Any], pods: Mapping[str, PodState]) -> str | None:
-    """Why the pod behind a planned entry makes the entry unsafe now: live again, or back when it was gone."""
+def _pod_problem(
+    addresses: list[str], podref: str, basis: Mapping[str, Any], pods: Mapping[str, PodState], holders: AddressHolders
+) -> str | None:
+    """Why the pods make a planned entry unsafe now: its address is live (any pod reports it), its pod is
+    live again, or back when it was gone."""
     pod = pods.get(podref)
+    phase = (pod.phase if pod is not None else "") or "unknown phase"
+    if pod is not None and stale_reason(addresses, podref, pod, AddressHolders()) is None:
+        return f"its pod {podref} is live again ({phase})"
+    for ip in addresses:
+        if holders.is_live(ip):
+            return f"{ip} is {holders.describe(ip)}"
     if pod is None:
         return None
-    phase = pod.phase or "unknown phase"
-    if stale_reason(ip, podref, pod) is None:
-        return f"its pod {podref} is live again ({phase})"
     if basis.get("pod_existed") is False:
         return f"its pod {podref} exists again ({phase})"
     return None
@@ -190,7 +204,9 @@ def _holder(a: Allocation) -> str:
     return f"{a.podref or 'no pod'}{container}"
 
 
-def _allocation_drift(plan: Plan, section: WhereaboutsSection, pods: Mapping[str, PodState], step: Step) -> list[str]:
+def _allocation_drift(
+    plan: Plan, section: WhereaboutsSection, pods: Mapping[str, PodState], holders: AddressHolders, step: Step
+) -> list[str]:
     key = f"{step.params['namespace']}/{step.params['pool']}"
     basis = (plan.basis.get("pools") or {}).get(key) or {}
     pool = next((p for p in section.pools if p.key == key), None)
@@ -207,13 +223,15 @@ def _allocation_drift(plan: Plan, section: WhereaboutsSection, pods: Mapping[str
         if cur.podref != podref or (entry.get("id") and cur.id != entry.get("id")):
             problems.append(f"{was} is now held by {_holder(cur)}")
             continue
-        why = _pod_problem(str(ip), cur.podref, entry, pods)
+        why = _pod_problem([str(ip)], cur.podref, entry, pods, holders)
         if why is not None:
             problems.append(f"{was} is in use: {why}")
     return problems
 
 
-def _reservation_drift(plan: Plan, section: WhereaboutsSection, pods: Mapping[str, PodState], step: Step) -> list[str]:
+def _reservation_drift(
+    plan: Plan, section: WhereaboutsSection, pods: Mapping[str, PodState], holders: AddressHolders, step: Step
+) -> list[str]:
     key = f"{step.params['namespace']}/{step.params['name']}"
     basis = (plan.basis.get("reservations") or {}).get(key) or {"podref": step.params.get("podref")}
     cur = next((r for r in section.overlapping if f"{r.namespace}/{r.name}" == key), None)
@@ -222,7 +240,7 @@ def _reservation_drift(plan: Plan, section: WhereaboutsSection, pods: Mapping[st
     was = f"OverlappingRangeIPReservation {key}, planned for deletion from {basis.get('podref') or 'no pod'},"
     if cur.podref != basis.get("podref"):
         return [f"{was} is now reserved for {cur.podref or 'no pod'}"]
-    why = _pod_problem(cur.name, cur.podref, basis, pods)
+    why = _pod_problem(list(cur.addresses), cur.podref, basis, pods, holders)
     return [f"{was} is in use: {why}"] if why is not None else []
 
 
@@ -249,6 +267,7 @@ def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> 
         )
     pools = {p.key: p for p in section.pools}
     pods = {p.key: p for p in snapshot.kube.ipam_pods}
+    holders = holders_of(pods)
     problems: list[str] = []
     for key, basis in (plan.basis.get("pools") or {}).items():
         pool = pools.get(key)
@@ -258,9 +277,9 @@ def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> 
         if step.id in begun or any(d in begun for d in step.depends_on):
             continue
         if step.action == RELEASE:
-            problems += _allocation_drift(plan, section, pods, step)
+            problems += _allocation_drift(plan, section, pods, holders, step)
         elif step.action == DELETE_RESERVATION:
-            problems += _reservation_drift(plan, section, pods, step)
+            problems += _reservation_drift(plan, section, pods, holders, step)
     if problems:
         done = "Nothing more was applied" if begun else "Nothing was applied"
         raise StalePlan(f"the plan is stale: {'; '.join(problems)}. {done}; make a new plan")

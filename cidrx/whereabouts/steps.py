@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from cidrx.engine.executor import Executor, Outputs, StepContext
 from cidrx.errors import CloudError, StalePlan
+from cidrx.kube.liveness import AddressHolders, canonical_ip
 from cidrx.kube.model import PodState
 from cidrx.model.plan import Step
-from cidrx.whereabouts.analyze import stale_reason
-from cidrx.whereabouts.model import GROUP, POOLS, RESERVATIONS, VERSION
+from cidrx.whereabouts.analyze import kept_reason, stale_reason
+from cidrx.whereabouts.collect import pool_from
+from cidrx.whereabouts.model import GROUP, POOLS, RESERVATIONS, VERSION, name_addresses
 from cidrx.whereabouts.plan import DELETE_RESERVATION, RELEASE
 
 if TYPE_CHECKING:
@@ -43,11 +45,21 @@ def pointer_token(key: str) -> str:
 
 
 class _Pods:
-    """Pods read once per decision round, by "namespace/name"."""
+    """Pods read once per decision round: the named ones by "namespace/name", and every unfinished pod
+    (one list) for the liveness rule: an address any of them reports is live, whoever the record names."""
 
     def __init__(self, kube: KubeApi) -> None:
         self.kube = kube
         self.seen: dict[str, PodState | None] = {}
+        self._holders: AddressHolders | None = None
+
+    @property
+    def holders(self) -> AddressHolders:
+        if self._holders is None:
+            from cidrx.kube.collect import POD_FIELD_SELECTOR, pod_state_from
+
+            self._holders = AddressHolders.of(pod_state_from(p) for p in self.kube.iter_pods(POD_FIELD_SELECTOR))
+        return self._holders
 
     def get(self, ref: str) -> PodState | None:
         if ref not in self.seen:
@@ -97,11 +109,10 @@ class ReleaseAllocations:
                 now = f"{podref or 'no pod'} (container {cid or 'unknown'})"
                 out["kept"].append(_entry_out(e, f"allocation changed since the plan: now held by {now}"))
                 continue
-            why = stale_reason(e["ip"], podref, pods.get(podref))
+            why = stale_reason(e["ip"], podref, pods.get(podref), pods.holders)
             if why is None:
-                state = pods.get(podref)
-                phase = state.phase if state is not None and state.phase else "unknown phase"
-                out["kept"].append(_entry_out(e, f"pod {podref} is live ({phase}); not removed"))
+                kept = kept_reason([e["ip"]], podref, pods.get(podref), pods.holders)
+                out["kept"].append(_entry_out(e, f"{kept}; not removed"))
                 continue
             out["remove"].append(_entry_out(e, why))
         return pool, out
@@ -157,8 +168,9 @@ class ReleaseAllocations:
 
 
 class DeleteReservation:
-    """`whereabouts.delete-reservation`: params {namespace, name, podref, why}; deletes the
-    OverlappingRangeIPReservation only while it names the same pod and that pod is still not using it."""
+    """`whereabouts.delete-reservation`: params {namespace, name, podref, addresses, why}; deletes the
+    OverlappingRangeIPReservation only while it names the same pod, no unfinished pod reports an address
+    its name spells, and no pool still allocates that address to anyone (re-read right before deleting)."""
 
     def _decide(self, params: dict[str, Any], kube: KubeApi) -> tuple[str | None, str]:
         """(resourceVersion to delete, why) or (None, why it stays / is gone)."""
@@ -168,9 +180,17 @@ class DeleteReservation:
         podref = str((obj.get("spec") or {}).get("podref") or "")
         if podref != params["podref"]:
             return None, f"now reserved for {podref or 'no pod'}; kept"
-        why = stale_reason(params["name"], podref, _Pods(kube).get(podref))
+        addresses = name_addresses(params["name"])
+        wanted = {canonical_ip(ip) for ip in addresses}
+        for raw in kube.iter_custom(GROUP, VERSION, POOLS):
+            pool = pool_from(raw)
+            for a in pool.allocations:
+                if a.ip and canonical_ip(a.ip) in wanted:
+                    return None, f"{a.ip} is still allocated in IPPool {pool.key} to {a.podref or 'no pod'}; kept"
+        pods = _Pods(kube)
+        why = stale_reason(addresses, podref, pods.get(podref), pods.holders)
         if why is None:
-            return None, f"pod {podref} is live; kept"
+            return None, f"{kept_reason(addresses, podref, pods.get(podref), pods.holders)}; kept"
         return str(obj["metadata"]["resourceVersion"]), why
 
     def check(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
