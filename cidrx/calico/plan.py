@@ -125,18 +125,22 @@ def block_age_seconds(block: IPAMBlock, now: str) -> float | None:
     return (at - claimed).total_seconds()
 
 
-def empty_block_keep_reason(block: IPAMBlock, affinity: BlockAffinity | None, now: str) -> str | None:
+def empty_block_keep_reason(
+    block: IPAMBlock, affinity: BlockAffinity | None, now: str, *, resuming: bool = False
+) -> str | None:
     """Why an empty block must stay, whatever its node holds besides, or None.
 
     As libcalico-go's releaseBlockAffinity and findUnclaimedBlock (lib/ipam/ipam_block_reader_writer.go,
     commit 87c15906f20c4ca1fda55af92295e7678b0cc0b2): only a block whose BlockAffinity is `confirmed`
     (a `pending` one is a node mid-claim, `pendingDeletion` someone else's release), and not one claimed
-    less than EmptyBlockMinReclaimAge (1 minute) ago."""
+    less than EmptyBlockMinReclaimAge (1 minute) ago. `resuming` (apply): a `pendingDeletion` affinity is
+    a release already under way (an earlier run of this step, or Calico's own), which may be finished."""
     if block.deleted:
         return "it is being deleted by Calico"
     if affinity is None:
         return "it has no BlockAffinity"
-    if affinity.state != "confirmed" or affinity.deleted:
+    states = ("confirmed", "pendingDeletion") if resuming else ("confirmed",)
+    if affinity.state not in states or affinity.deleted:
         return f"its BlockAffinity is {affinity.state or 'without state'}{' (deleted)' if affinity.deleted else ''}"
     age = block_age_seconds(block, now)
     if age is not None and age < EMPTY_BLOCK_MIN_RECLAIM_AGE:
@@ -445,19 +449,15 @@ def _reclaim_step_drift(
         if attr.handle_id != entry.get("handle_id") or attr.pod_ref != entry.get("pod"):
             problems.append(f"{was} is now allocated to {_holder(attr)}")
             continue
-        if holders.is_live(ip):
-            problems.append(f"{was} is in use: {holders.describe(ip)}")
-            continue
         pod = pods.get(attr.pod_ref or "")
-        if pod is None:
-            if leak_reason(attr, ip, pods, holders) is None:
-                problems.append(f"{was} is in use: a pod its allocation names exists")
-            continue
-        phase = pod.phase or "unknown phase"
-        if attr.pod_ref in gone:
-            problems.append(f"{was} is in use: its pod {attr.pod_ref} exists again ({phase})")
-        else:
-            problems.append(f"{was} is in use: its pod {attr.pod_ref} is live ({phase})")
+        if pod is not None:
+            phase = pod.phase or "unknown phase"
+            again = "exists again" if attr.pod_ref in gone and not pod.ips else "is live again"
+            problems.append(f"{was} is in use: its pod {attr.pod_ref} {again} ({phase})")
+        elif holders.is_live(ip):
+            problems.append(f"{was} is in use: {holders.describe(ip)}")
+        elif leak_reason(attr, ip, pods, holders) is None:
+            problems.append(f"{was} is in use: {', '.join(attr.pod_refs)} (a pod its allocation names) exists")
     return problems
 
 

@@ -244,12 +244,14 @@ def _handles_settled(api: KubeApi, params: Mapping[str, Any], block: JSON | None
 
 def _delete_marked(api: KubeApi, params: Mapping[str, Any], plural: str, obj: JSON) -> None:
     """Delete as Calico deletes blocks and handles: mark spec.deleted (an update, no sequence bump), then
-    delete exactly that version. Conflict from either write means someone changed it: decide again."""
-    marked = copy.deepcopy(obj)
-    marked.setdefault("spec", {})["deleted"] = True
-    written = api.replace_custom(*_gv(params), plural, marked)
-    name = str((obj.get("metadata") or {}).get("name"))
-    api.delete_custom(*_gv(params), plural, name, resource_version=_rv(written))
+    delete exactly that version (an object already marked, by an interrupted run or by Calico, is just
+    deleted). Conflict from either write means someone changed it: decide again."""
+    written = obj
+    if _spec(obj).get("deleted") is not True:
+        marked = copy.deepcopy(obj)
+        marked.setdefault("spec", {})["deleted"] = True
+        written = api.replace_custom(*_gv(params), plural, marked)
+    api.delete_custom(*_gv(params), plural, _name(obj), resource_version=_rv(written))
 
 
 def _settle_handle(api: KubeApi, params: Mapping[str, Any], name: str, handle_id: str, cidr: str, actual: int) -> None:
@@ -369,7 +371,8 @@ def _keep_reason(api: KubeApi, block: JSON, params: dict[str, Any], affinity: JS
         return f"block now holds {used} address(es)"
     if spec.get("affinity") != f"host:{params['node']}" or spec.get("cidr") != params["cidr"]:
         return f"block now belongs to {spec.get('affinity') or 'no node'}"
-    why = empty_block_keep_reason(block_from(block), affinity_from(affinity) if affinity else None, now_rfc3339())
+    found = affinity_from(affinity) if affinity else None
+    why = empty_block_keep_reason(block_from(block), found, now_rfc3339(), resuming=True)
     if why:
         return why
     if _other_blocks(api, params) < 1:
@@ -377,16 +380,23 @@ def _keep_reason(api: KubeApi, block: JSON, params: dict[str, Any], affinity: JS
     return None
 
 
+def _marked_deleted(block: JSON) -> bool:
+    return _spec(block).get("deleted") is True
+
+
 class ReleaseEmptyBlock:
+    """releaseBlockAffinity's order: affinity -> pendingDeletion, block marked deleted and deleted, then the
+    affinity deleted. A block already marked deleted counts as gone (upstream's Get deletes it)."""
+
     def check(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
         api = _kube(ctx, step)
         block = _get(api, params, "ipamblocks", params["block"])
-        if block is None:
-            affinity = _find_affinity(api, params)
-            if affinity is not None and _spec(affinity).get("state") == "pendingDeletion":
-                return None  # an earlier run stopped between the block's delete and the affinity's
+        affinity = _find_affinity(api, params)
+        if block is None or _marked_deleted(block):
+            if block is not None or (affinity is not None and _spec(affinity).get("state") == "pendingDeletion"):
+                return None  # a release under way (an interrupted run): act finishes it
             return {"block": params["block"], "released": affinity is None}
-        why = _keep_reason(api, block, params, _find_affinity(api, params))
+        why = _keep_reason(api, block, params, affinity)
         return {"block": params["block"], "released": False, "kept": why} if why else None
 
     def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
@@ -398,21 +408,26 @@ class ReleaseEmptyBlock:
             affinity = _find_affinity(api, params)
             uid = ""
             if block is not None:
-                why = _keep_reason(api, block, params, affinity)
-                if why:
-                    return {"block": params["block"], "released": False, "kept": why}
-                assert affinity is not None  # _keep_reason keeps a block without a confirmed affinity
                 uid = str((block.get("metadata") or {}).get("uid") or "")
-                try:
-                    affinity = self._mark_pending_deletion(api, params, affinity)
-                except Conflict:
-                    continue
+                marked_now = False
+                if not _marked_deleted(block):
+                    why = _keep_reason(api, block, params, affinity)
+                    if why:
+                        return {"block": params["block"], "released": False, "kept": why}
+                    assert affinity is not None  # _keep_reason keeps a block without an affinity
+                    if _spec(affinity).get("state") != "pendingDeletion":
+                        try:
+                            affinity = self._mark_pending_deletion(api, params, affinity)
+                            marked_now = True
+                        except Conflict:
+                            continue
                 try:
                     _delete_marked(api, params, "ipamblocks", block)
                 except Conflict:
                     # An address was allocated (or the block touched) since we read it: give the node its
                     # affinity back and decide again.
-                    self._restore(api, params, affinity)
+                    if marked_now and affinity is not None:
+                        self._restore(api, params, affinity)
                     continue
             elif affinity is None or _spec(affinity).get("state") != "pendingDeletion":
                 return {"block": params["block"], "released": affinity is None, "uid": uid}
