@@ -452,7 +452,8 @@ def _reclaim_step_drift(
         pod = pods.get(attr.pod_ref or "")
         if pod is not None:
             phase = pod.phase or "unknown phase"
-            again = "exists again" if attr.pod_ref in gone and not pod.ips else "is live again"
+            reports = not pod.ips or ip in pod.ips
+            again = "is live again" if reports else "exists again" if attr.pod_ref in gone else "exists"
             problems.append(f"{was} is in use: its pod {attr.pod_ref} {again} ({phase})")
         elif holders.is_live(ip):
             problems.append(f"{was} is in use: {holders.describe(ip)}")
