@@ -52,11 +52,16 @@ EMPTY_BLOCK_MIN_RECLAIM_AGE = 60.0
 BLOCK_PERMS = "kubernetes: ipamblocks.crd.projectcalico.org get,update"
 HANDLE_PERMS = "kubernetes: ipamhandles.crd.projectcalico.org get,update,delete"
 # Per step action, declared once: the step builders attach them, `cidrx permissions` prints them without
-# making a plan (cidrx.permissions).
-RELEASE_IPS_PERMISSIONS = (BLOCK_PERMS, HANDLE_PERMS, "kubernetes: pods get")
+# making a plan (cidrx.permissions). On a projectcalico.org/v3-only cluster the same resources of that group.
+RELEASE_IPS_PERMISSIONS = (
+    BLOCK_PERMS,
+    HANDLE_PERMS,
+    "kubernetes: ipamconfigs.crd.projectcalico.org get",
+    "kubernetes: pods list",
+)
 RELEASE_EMPTY_BLOCK_PERMISSIONS = (
-    "kubernetes: ipamblocks.crd.projectcalico.org get,delete",
-    "kubernetes: blockaffinities.crd.projectcalico.org get,list,delete",
+    "kubernetes: ipamblocks.crd.projectcalico.org get,update,delete",
+    "kubernetes: blockaffinities.crd.projectcalico.org get,list,update,delete",
 )
 CREATE_IPPOOL_PERMISSIONS = ("kubernetes: ippools.crd.projectcalico.org get,create",)
 STEP_PERMISSIONS: dict[str, tuple[str, ...]] = {
