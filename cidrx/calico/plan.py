@@ -74,7 +74,9 @@ STEP_PERMISSIONS: dict[str, tuple[str, ...]] = {
 def _calico(snapshot: Snapshot) -> CalicoSection:
     calico = snapshot.kube.calico
     if calico is None:
-        raise InvalidInput(f"no Calico IPAM found in {snapshot.target.label()} (crd.projectcalico.org is not served)")
+        raise InvalidInput(
+            f"no Calico IPAM found in {snapshot.target.label()} (neither crd.projectcalico.org nor projectcalico.org is served)"
+        )
     return calico
 
 

@@ -356,11 +356,12 @@ def _find_affinity(api: KubeApi, params: dict[str, Any]) -> JSON | None:
 
 
 def _other_blocks(api: KubeApi, params: dict[str, Any]) -> int:
+    """The node's other blocks it surely keeps: confirmed affinities (one pending or being deleted may vanish)."""
     node, cidr = params["node"], params["cidr"]
     return sum(
         1
         for obj in api.iter_custom(*_gv(params), "blockaffinities")
-        if _spec(obj).get("node") == node and _spec(obj).get("cidr") != cidr
+        if _spec(obj).get("node") == node and _spec(obj).get("cidr") != cidr and _spec(obj).get("state") == "confirmed"
     )
 
 
