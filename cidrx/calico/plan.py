@@ -75,7 +75,8 @@ def _calico(snapshot: Snapshot) -> CalicoSection:
     calico = snapshot.kube.calico
     if calico is None:
         raise InvalidInput(
-            f"no Calico IPAM found in {snapshot.target.label()} (neither crd.projectcalico.org nor projectcalico.org is served)"
+            f"no Calico IPAM found in {snapshot.target.label()} "
+            "(neither crd.projectcalico.org nor projectcalico.org is served)"
         )
     return calico
 
