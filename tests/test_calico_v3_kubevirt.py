@@ -126,3 +126,8 @@ def test_bundled_kubevirt_example(tmp_path: Path) -> None:
     ips = [e["ip"] for s in load_plan(out).steps for e in s.params.get("ips", [])]
     assert VM_IP not in ips
     assert ips == ["10.0.0.44", "10.0.0.74"]
+
+
+def test_bundled_kubevirt_example_is_generated_from_the_world() -> None:
+    """examples/calico-kubevirt.snapshot.json is `kubevirt_world().snapshot()` (regenerate with save_snapshot)."""
+    assert load_snapshot(EXAMPLE).fingerprint == kubevirt_world().snapshot().fingerprint
