@@ -4,7 +4,8 @@ Each case names the upstream test it comes from (projectcalico/calico at commit
 87c15906f20c4ca1fda55af92295e7678b0cc0b2), what upstream decides, and what cidrx decides. cidrx may be
 safer than upstream (keep an address upstream would free), never less safe.
 
-Block cases: libcalico-go/lib/ipam/ipam_block_test.go ("Releasing IPs", "Block garbage collection"),
+Block cases: libcalico-go/lib/ipam/ipam_block_test.go ("Releasing IPs", "Block garbage collection") and
+garbage_collect_test.go (GarbageCollectColdIPs, in tests/test_calico_upstream.py),
 on a 100.64.0.0/24 block as upstream's makeTestBlock. Liveness cases: kube-controllers/pkg/controllers/
 node/ipam.go allocationIsValid / isVMAllocationValid and ipam_allocation.go isTunnelAddress.
 """

@@ -13,7 +13,7 @@ import pytest
 
 from cidrx.calico.analyze import leak_reason
 from cidrx.calico.collect import attribute_from, collect_calico
-from cidrx.calico.steps import EXECUTORS, release_ordinals
+from cidrx.calico.steps import EXECUTORS, garbage_collect, release_ordinals
 from cidrx.engine.apply import run_plan
 from cidrx.engine.executor import StepContext
 from cidrx.engine.journal import Journal
@@ -145,3 +145,17 @@ def test_collect_keeps_the_owner_fields_liveness_needs(kube_server: FakeKubeServ
     assert attr.pod_refs == ("vms/virt-launcher-a-old", "vms/virt-launcher-a-new")
     assert attr.vmi_name == "vm-a"
     assert dataclasses.replace(attr, alternate=None).pod_refs == ("vms/virt-launcher-a-old",)
+
+
+@pytest.mark.parametrize(("cooldown", "collected"), [(30, True), (100000, False)])
+def test_garbage_collect_cold_ips_as_upstream(cooldown: int, collected: bool) -> None:
+    """libcalico-go/lib/ipam/garbage_collect_test.go GarbageCollectColdIPs: an ordinal released an hour
+    ago is returned to `unallocated` (its attribute dropped) under a 30 s cooldown, kept under 100000 s;
+    the live allocation is untouched either way. cidrx runs the same collection in each release write."""
+    cold = {"handle_id": "cold", "releasedAt": "2024-05-01T09:00:00Z"}
+    obj = up.block({31: cold, 52: up.handle("live")})
+    spec = obj["spec"]
+    garbage_collect(spec, cooldown, up.NOW)
+    assert (spec["allocations"][31] is None) is collected and (31 in spec["unallocated"]) is collected
+    assert spec["allocations"][52] is not None
+    assert len(spec["attributes"]) == (1 if collected else 2)
