@@ -55,15 +55,16 @@ def ipamblock(cidr: str, host: str | None, used: dict[int, JSON]) -> JSON:
     for ordinal in sorted(used):
         allocations[ordinal] = len(attributes)
         attributes.append(used[ordinal])
-    spec = {
+    spec: JSON = {
         "cidr": cidr,
-        "affinity": f"host:{host}" if host else None,
         "strictAffinity": False,
         "allocations": allocations,
         "unallocated": [o for o in range(size) if allocations[o] is None],
         "attributes": attributes,
         "deleted": False,
     }
+    if host:  # upstream's CRD types affinity as a string: a block without one leaves the field out
+        spec["affinity"] = f"host:{host}"
     return {"apiVersion": API, "kind": "IPAMBlock", "metadata": {"name": block_name(cidr)}, "spec": spec}
 
 
@@ -191,7 +192,8 @@ def incident() -> World:
     for i in range(10):
         b[i] = pod_attr("batch", f"job-{i}", "node-1")
         w.pods.append(pod("batch", f"job-{i}", "node-1", f"10.0.0.{64 + i}"))
-    b[10] = pod_attr("default", "moved", "node-1")  # the pod now runs with 10.0.0.159: leaked
+    b[10] = pod_attr("default", "replaced", "node-1")  # its pod is gone (replaced by another): leaked
+    b[11] = pod_attr("default", "moved", "node-1")  # the pod exists, now with 10.0.0.159: live (never released)
     c: dict[int, JSON] = {0: tunnel_attr("node-2")}
     for i in range(30):
         c[1 + i] = pod_attr("shop", f"cart-{i}", "node-2")

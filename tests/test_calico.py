@@ -57,7 +57,7 @@ def test_incident_findings_have_exact_numbers() -> None:
         ("block 10.0.0.0/26", "1"),
         ("block 10.0.0.64/26", "1"),
     ]
-    assert "CALICO-POOL-NEARLY-FULL" not in found  # 89 of 256 addresses: it is blocks that ran out
+    assert "CALICO-POOL-NEARLY-FULL" not in found  # 90 of 256 addresses: it is blocks that ran out
 
 
 def test_incident_evidence_and_remediation_name_the_fix() -> None:
@@ -73,8 +73,8 @@ def test_incident_evidence_and_remediation_name_the_fix() -> None:
     assert "cidrx expand --k8s --strategy calico-pool" in borrowed.remediation
     leaks = [e for f in findings if f.id == "CALICO-LEAKED-IP" for e in f.evidence]
     assert leaks == [
-        "10.0.0.44 (k8s-pod-network.default.web-gone): pod default/web-gone no longer exists",
-        "10.0.0.74 (k8s-pod-network.default.moved): pod default/moved now runs with 10.0.0.159",
+        "10.0.0.44 (k8s-pod-network.default.web-gone): no pod reports it and pod default/web-gone no longer exists",
+        "10.0.0.74 (k8s-pod-network.default.replaced): no pod reports it and pod default/replaced no longer exists",
     ]
     exhausted = next(f for f in findings if f.id == "CALICO-POOL-BLOCKS-EXHAUSTED")
     assert "blocks per node: node-1 2, node-2 2" in exhausted.evidence
@@ -89,8 +89,8 @@ def test_incident_capacity() -> None:
         "calico-pool",
         "10.0.0.0/24",
         256,
-        89,
-        167,
+        90,
+        166,
         4,
         2,
     )
@@ -155,7 +155,7 @@ def test_reclaim_plan_lists_exactly_the_leaks_and_the_spare_empty_block() -> Non
             "handle_id": "k8s-pod-network.default.web-gone",
             "handle": "k8s-pod-network.default.web-gone",
             "pod": "default/web-gone",
-            "why": "pod default/web-gone no longer exists",
+            "why": "no pod reports it and pod default/web-gone no longer exists",
         }
     ]
     assert plan.steps[1].params["ips"][0]["ordinal"] == 10
@@ -173,6 +173,7 @@ def test_a_nodes_only_block_is_never_released() -> None:
     w.pools = [cases.ippool("p", "10.0.0.0/24")]
     w.nodes = [cases.node("node-1", "10.10.0.11")]
     w.blocks = [cases.ipamblock("10.0.0.0/26", "node-1", {}), cases.ipamblock("10.0.0.64/26", "node-1", {})]
+    w.affinities = [cases.affinity("node-1", "10.0.0.0/26"), cases.affinity("node-1", "10.0.0.64/26")]
     plan = make_reclaim_plan(w.snapshot(), CREATED)
     assert [s.params["block"] for s in plan.steps] == ["10-0-0-64-26"]  # keeps 10-0-0-0-26
 

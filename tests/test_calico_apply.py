@@ -102,7 +102,11 @@ def test_reclaim_releases_leaks_keeping_invariants(api: KubeApi, kube_server: Fa
     assert a is not None
     spec = a["spec"]
     assert_invariants(spec)
+    # No IPAMConfig, so ipCooldownSeconds 0: the ordinal is back in `unallocated` in the same write, as
+    # upstream's release() + garbageCollect(0) leave it; one update, so sequenceNumber + 1.
     assert spec["allocations"][44] is None and 44 in spec["unallocated"]
+    assert "44" not in spec["sequenceNumberForAllocation"]
+    assert spec["sequenceNumber"] == 1
     assert len(spec["attributes"]) == 45  # 46 before: the released pod's entry is gone, the rest renumbered
     assert holder(spec, 0) == "ipip-tunnel-addr-node-1"  # tunnel address kept
     assert holder(spec, 43) == "k8s-pod-network.default.app-2"
@@ -113,8 +117,11 @@ def test_reclaim_releases_leaks_keeping_invariants(api: KubeApi, kube_server: Fa
     assert b is not None
     assert_invariants(b["spec"])
     assert b["spec"]["allocations"][10] is None
+    assert handle(kube_server, "k8s-pod-network.default.replaced") is None
+    # default/moved exists (now with 10.0.0.159): an allocation naming an existing pod is live, never released
+    assert holder(b["spec"], 11) == "k8s-pod-network.default.moved"
     moved = handle(kube_server, "k8s-pod-network.default.moved")
-    assert moved is not None and moved["spec"]["block"] == {"10.0.0.128/26": 1}  # decremented, not deleted
+    assert moved is not None and moved["spec"]["block"] == {"10.0.0.64/26": 1, "10.0.0.128/26": 1}
 
     assert block(kube_server, "10-0-0-192-26") is None
     assert kube_server.get(GROUP, VERSION, "blockaffinities", "node-2-10-0-0-192-26") is None
@@ -162,7 +169,7 @@ def test_pod_live_again_is_never_released(api: KubeApi, kube_server: FakeKubeSer
     kube_server.put(cases.pod("default", "web-gone", "node-1", None, phase="Pending"))  # back, being set up
     result = apply(plan, api, tmp_path)
     step = result.outputs("release-ips-10-0-0-0-26")
-    assert step["kept"] == [{"ip": "10.0.0.44", "why": "pod default/web-gone is live"}]
+    assert step["kept"] == [{"ip": "10.0.0.44", "why": "live: pod default/web-gone exists"}]
     spec = block(kube_server, BLOCK_A)["spec"]  # type: ignore[index]
     assert holder(spec, 44) == "k8s-pod-network.default.web-gone"
     assert handle(kube_server, "k8s-pod-network.default.web-gone") is not None
@@ -195,6 +202,8 @@ def test_pool_created_once_with_plan_label(api: KubeApi, kube_server: FakeKubeSe
     assert pool is not None
     assert pool["metadata"]["labels"] == {DIGEST_TAG: plan.plan_id}
     assert pool["spec"] == {
+        "allowedUses": ["Workload", "Tunnel"],
+        "assignmentMode": "Automatic",
         "cidr": "10.0.2.0/23",
         "blockSize": 26,
         "natOutgoing": True,

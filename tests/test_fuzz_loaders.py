@@ -414,6 +414,7 @@ def test_every_seed_has_plans_to_fuzz() -> None:
     made = {seed: {c[0] + (f" {c[-1]}" if len(c) > 6 else "") for c in _plannable(seed)} for seed in SEEDS}
     assert made == {
         "calico-borrowing": {"expand calico-pool", "reclaim calico"},
+        "calico-kubevirt": {"expand calico-pool", "reclaim calico"},
         "eks-demo-ip": {"expand", "expand custom-networking"},
         "eks-roomy": {"expand", "expand custom-networking", "expand prefix-delegation"},
         "gke-demo-ip": {"expand", "expand node-pool", "expand cluster-range"},

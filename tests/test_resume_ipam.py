@@ -95,7 +95,9 @@ KINDS = {
             ("reclaim", "--ipam", "calico", "--plan"),
             _CALICO_STATE,
             _ids(calico_reclaim_plan(calico_cases.incident().snapshot(), CREATED)),
-            writes=6,  # two block rewrites + their two handles, one block delete + its affinity
+            # two block rewrites + two handle deletes (mark deleted, delete) + an empty block's release
+            # (affinity pendingDeletion, block marked deleted, block delete, affinity delete)
+            writes=10,
         ),
         Kind(
             "calico-pool",

@@ -16,6 +16,7 @@ from ipaddress import IPv4Network
 from cidrx import netmath
 from cidrx.calico.model import AllocationAttribute, CalicoSection, IPAMBlock, IPPool
 from cidrx.errors import InvalidInput
+from cidrx.kube.liveness import AddressHolders
 from cidrx.kube.model import KubeNode, PodState
 from cidrx.model.findings import Capacity, Finding, Severity, utilization
 
@@ -44,21 +45,47 @@ def is_empty(block: IPAMBlock) -> bool:
     return block.used == 0
 
 
-def leak_reason(attr: AllocationAttribute, ip: str, pod: PodState | None) -> str | None:
-    """Why a pod's allocation is leaked, or None while its pod may still use it.
+def leak_reason(
+    attr: AllocationAttribute, ip: str, pods: Mapping[str, PodState], holders: AddressHolders
+) -> str | None:
+    """Why an allocation is leaked, or None while anything may still use its address.
 
-    Tunnel addresses and allocations naming no pod are never leaks. A Pending pod may be getting this
-    very address now (its status is written after the CNI returns), so it is live; a Running pod whose
-    addresses are known and do not include `ip` got another one.
+    Live (never a leak), cidrx.kube.liveness first: any unfinished pod reports `ip`. Then Calico's own:
+    a tunnel or LoadBalancer address; an entry in cooldown (already released); an allocation naming no
+    pod (a stopped KubeVirt VM keeps its address with its owner fields cleared, and kube-controllers
+    assumes such allocations valid: projectcalico/calico kube-controllers/pkg/controllers/node/ipam.go
+    allocationIsValid, commit 87c15906f20c4ca1fda55af92295e7678b0cc0b2); a KubeVirt VM's address
+    (`vmi-name`: upstream asks the VirtualMachine objects, which cidrx does not read); and an allocation
+    whose `secondary` or `alternateOwnerAttrs` names a pod that still exists (libcalico-go/lib/ipam/vmipam
+    swaps the two during a live migration). `pods`: the unfinished pods by "namespace/name".
     """
-    ref = attr.pod_ref
-    if ref is None:
+    if holders.is_live(ip):
         return None
-    if pod is None:
-        return f"pod {ref} no longer exists"
-    if pod.phase == "Running" and pod.ips and ip not in pod.ips:
-        return f"pod {ref} now runs with {', '.join(pod.ips)}"
-    return None
+    if attr.is_tunnel or attr.is_load_balancer or attr.in_cooldown or attr.vmi_name:
+        return None
+    refs = attr.pod_refs
+    if not refs or any(ref in pods for ref in refs):
+        return None
+    return "no pod reports it and " + " and ".join(f"pod {ref} no longer exists" for ref in refs)
+
+
+def live_reason(attr: AllocationAttribute, ip: str, pods: Mapping[str, PodState], holders: AddressHolders) -> str:
+    """Why an address is live, for refusals ("" when it is not)."""
+    if holders.is_live(ip):
+        return holders.describe(ip)
+    if attr.is_tunnel:
+        return f"a {attr.type} of node {attr.node}"
+    if attr.is_load_balancer:
+        return f"a LoadBalancer address of Service {attr.namespace}/{attr.service or '?'}"
+    if attr.in_cooldown:
+        return "already released (in cooldown)"
+    if attr.vmi_name:
+        return f"the address of KubeVirt VM {attr.namespace}/{attr.vmi_name}"
+    refs = attr.pod_refs
+    if not refs:
+        return "its allocation names no pod"
+    alive = [r for r in refs if r in pods]
+    return f"pod {', '.join(alive)} exists" if alive else ""
 
 
 @dataclass(frozen=True)
@@ -73,7 +100,8 @@ class LeakedIp:
 
 
 def leaked_ips(section: CalicoSection, pods: Mapping[str, PodState]) -> list[LeakedIp]:
-    """Every allocation whose pod is gone (or runs with other addresses), block by block, ordinal order."""
+    """Every allocation no pod can be using (leak_reason), block by block, ordinal order."""
+    holders = AddressHolders.of(pods.values())
     found: list[LeakedIp] = []
     for block in section.blocks:
         base = None
@@ -85,7 +113,7 @@ def leaked_ips(section: CalicoSection, pods: Mapping[str, PodState]) -> list[Lea
                 continue
             base = base or netmath.parse_cidr(block.cidr).network_address  # parsed once per block
             ip = str(base + ordinal)
-            why = leak_reason(attr, ip, pods.get(attr.pod_ref))
+            why = leak_reason(attr, ip, pods, holders)
             if why is not None:
                 found.append(LeakedIp(block.name, block.cidr, ordinal, ip, attr.handle_id, attr.pod_ref, why))
     return found
@@ -114,6 +142,17 @@ def blocks_by_node(section: CalicoSection) -> dict[str, list[IPAMBlock]]:
     out: dict[str, list[IPAMBlock]] = {}
     for block in section.blocks:
         if block.host is not None:
+            out.setdefault(block.host, []).append(block)
+    return out
+
+
+def workload_blocks_by_node(section: CalicoSection) -> dict[str, list[IPAMBlock]]:
+    """Blocks of workload pools only (IPPool.is_workload_capacity): a block of a LoadBalancer- or
+    Tunnel-only, disabled or Manual pool gives a node no addresses for its pods."""
+    pools = [p for p in section.pools if p.is_workload_capacity]
+    out: dict[str, list[IPAMBlock]] = {}
+    for block in section.blocks:
+        if block.host is not None and pool_of(block, pools) is not None:
             out.setdefault(block.host, []).append(block)
     return out
 
@@ -167,10 +206,11 @@ def analyze_calico(
     pools = [p for p in section.pools if _ipv4(p)]
     uses = [_pool_use(p, section) for p in pools]
     by_node = blocks_by_node(section)
+    workload = workload_blocks_by_node(section)
     node_names = [n.name for n in nodes]
-    enabled = [u for u in uses if not u.pool.disabled]
+    enabled = [u for u in uses if u.pool.is_workload_capacity]
     no_room = bool(enabled) and all(u.exhausted for u in enabled)
-    without = [n for n in node_names if n not in by_node]
+    without = [n for n in node_names if n not in workload]
     borrowed = _borrowed(section)
     borrowers = {attr.node for _, _, attr in borrowed}
     leaks = leaked_ips(section, pods) if available else None
@@ -199,6 +239,9 @@ def _capacity(
 ) -> list[Capacity]:
     hosts = sorted({b.host for b in u.blocks if b.host})
     state = " (disabled)" if u.pool.disabled else ""
+    if not u.pool.disabled and not u.pool.is_workload_capacity:
+        mode = u.pool.assignment_mode or "Automatic"
+        state = f" (not for pods: allowedUses {'/'.join(u.pool.uses) or 'none'}, assignmentMode {mode})"
     # The same addresses the CALICO-BORROWED-IPS and CALICO-LEAKED-IP findings list, counted per pool.
     mine = {b.name for b in u.blocks}
     extra: dict[str, float] = {
@@ -251,7 +294,7 @@ def _per_node_line(blocks: Sequence[IPAMBlock]) -> str:
 
 
 def _pool_findings(u: _PoolUse, without: list[str], section: CalicoSection) -> list[Finding]:
-    if u.pool.disabled:
+    if not u.pool.is_workload_capacity:
         return []
     out: list[Finding] = []
     subject = f"IPPool {u.pool.name} ({u.pool.cidr})"
@@ -296,7 +339,11 @@ def _without_block(without: list[str], borrowers: set[str], no_room: bool, secti
         return []
     borrowing = [n for n in flagged if n in borrowers]
     evidence = [f"{n}: no block{' (its pods borrow addresses)' if n in borrowers else ''}" for n in flagged]
-    evidence.append("every enabled pool's blocks are claimed" if no_room else "enabled pools still have free blocks")
+    evidence.append(
+        "every workload pool's blocks are claimed (disabled, Manual and LoadBalancer/Tunnel-only pools do not count)"
+        if no_room
+        else "workload pools still have free blocks"
+    )
     evidence.append(_config_line(section))
     return [
         Finding(
@@ -365,7 +412,7 @@ def _hoarding(
     by_node: dict[str, list[IPAMBlock]], uses: list[_PoolUse], without: list[str], section: CalicoSection
 ) -> list[Finding]:
     # Several blocks per node is how Calico grows; it hurts once it leaves other nodes without any.
-    exhausted = any(u.exhausted for u in uses if not u.pool.disabled)
+    exhausted = any(u.exhausted for u in uses if u.pool.is_workload_capacity)
     if not (without and exhausted):
         return []
     out: list[Finding] = []
@@ -396,7 +443,7 @@ def _hoarding(
 def _empty_blocks(
     section: CalicoSection, by_node: dict[str, list[IPAMBlock]], uses: list[_PoolUse], without: list[str]
 ) -> list[Finding]:
-    tight = bool(without) or any(u.exhausted for u in uses if not u.pool.disabled)
+    tight = bool(without) or any(u.exhausted for u in uses if u.pool.is_workload_capacity)
     out: list[Finding] = []
     for block in section.blocks:
         if block.host is None or not is_empty(block):

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cidrx.calico.model import (
     DEFAULT_BLOCK_SIZE,
+    V1_API,
+    V3_API,
     AllocationAttribute,
     BlockAffinity,
     CalicoSection,
@@ -27,19 +29,53 @@ if TYPE_CHECKING:
     from cidrx.kube.api import KubeApi
 
 GROUP, VERSION = "crd.projectcalico.org", "v1"
+V3_GROUP = "projectcalico.org"
 JSON = Mapping[str, Any]
 _Named = TypeVar("_Named", IPPool, IPAMBlock)
 log = logging.getLogger(__name__)
 
 
-def collect_calico(api: KubeApi) -> CalicoSection:
-    """Pools, blocks, affinities, handles and the IPAM config (five list calls)."""
+def calico_api(groups: Iterable[str]) -> str | None:
+    """The Calico API to read IPAM objects from, by libcalico-go's own rule: projectcalico.org/v3 only when
+    that group is served and crd.projectcalico.org is not (both served means the v3 API server fronts the
+    v1 CRDs). projectcalico/calico libcalico-go/lib/backend/k8s/discovery.go UsingV3CRDs, commit
+    87c15906f20c4ca1fda55af92295e7678b0cc0b2. None: no Calico IPAM."""
+    served = set(groups)
+    if GROUP in served:
+        return V1_API
+    if V3_GROUP in served:
+        return V3_API
+    return None
+
+
+def api_parts(api_version: str) -> tuple[str, str]:
+    group, _, version = api_version.partition("/")
+    return group, version
+
+
+def config_plural(api_version: str) -> tuple[str, str]:
+    """(plural, kind) of the IPAM config: v3 renames IPAMConfig to IPAMConfiguration."""
+    return ("ipamconfigurations", "IPAMConfiguration") if api_version == V3_API else ("ipamconfigs", "IPAMConfig")
+
+
+def collect_calico(api: KubeApi, api_version: str = V1_API) -> CalicoSection:
+    """Pools, blocks, affinities, handles and the IPAM config (five list calls), from `api_version`."""
+    group, version = api_parts(api_version)
 
     def items(plural: str) -> Iterable[JSON]:
-        return api.iter_custom(GROUP, VERSION, plural)
+        return api.iter_custom(group, version, plural)
 
-    return section_from(
-        items("ippools"), items("ipamblocks"), items("blockaffinities"), items("ipamhandles"), items("ipamconfigs")
+    section = section_from(
+        items("ippools"),
+        items("ipamblocks"),
+        items("blockaffinities"),
+        items("ipamhandles"),
+        items(config_plural(api_version)[0]),
+    )
+    if api_version == V1_API:
+        return section
+    return CalicoSection(
+        section.pools, section.blocks, section.affinities, section.handles, section.config, api_version
     )
 
 
@@ -99,6 +135,7 @@ def _bool(value: Any) -> bool:
 def pool_from(obj: JSON) -> IPPool:
     spec = _spec(obj)
     labels = _meta(obj).get("labels") or {}
+    uses = spec.get("allowedUses")
     return IPPool(
         name=str(_meta(obj).get("name") or ""),
         cidr=str(spec.get("cidr") or ""),
@@ -109,18 +146,35 @@ def pool_from(obj: JSON) -> IPPool:
         vxlan_mode=str(spec.get("vxlanMode") or ""),
         nat_outgoing=_bool(spec.get("natOutgoing")),
         plan_label=str(labels.get(DIGEST_TAG) or ""),
+        allowed_uses=tuple(str(u) for u in uses) if isinstance(uses, list) else None,
+        assignment_mode=str(spec["assignmentMode"]) if spec.get("assignmentMode") else None,
     )
 
 
+def _opt(value: Any) -> str | None:
+    return str(value) if value else None
+
+
 def attribute_from(obj: JSON) -> AllocationAttribute:
+    """One IPAMBlock attribute. Field names from libcalico-go/lib/backend/model/block.go AllocationAttribute
+    (`secondary` = ActiveOwnerAttrs, `alternateOwnerAttrs`, `releasedAt`), commit 87c15906f20c."""
     secondary = obj.get("secondary") or {}
+    alternate = obj.get("alternateOwnerAttrs") or {}
     handle = obj.get("handle_id")
+    alt_ref = None
+    if isinstance(alternate, Mapping) and alternate.get("namespace") and alternate.get("pod"):
+        alt_ref = f"{alternate['namespace']}/{alternate['pod']}"
+    vmi = secondary.get("vmi-name") or (alternate.get("vmi-name") if isinstance(alternate, Mapping) else None)
     return AllocationAttribute(
         handle_id=str(handle) if handle is not None else None,
         namespace=str(secondary.get("namespace") or ""),
         pod=str(secondary.get("pod") or ""),
         node=str(secondary.get("node") or ""),
         type=str(secondary.get("type") or ""),
+        alternate=alt_ref,
+        released_at=_opt(obj.get("releasedAt")),
+        service=_opt(secondary.get("service")),
+        vmi_name=_opt(vmi),
     )
 
 
@@ -137,6 +191,8 @@ def block_from(obj: JSON) -> IPAMBlock:
         strict_affinity=_bool(spec.get("strictAffinity")),
         deleted=_bool(spec.get("deleted")),
         resource_version=str(_meta(obj).get("resourceVersion") or ""),
+        affinity_claim_time=_opt(spec.get("affinityClaimTime")),
+        sequence_number=seq if isinstance((seq := spec.get("sequenceNumber")), int) else None,
     )
 
 
@@ -171,6 +227,7 @@ def config_from(obj: JSON) -> IPAMConfig:
         strict_affinity=_bool(spec.get("strictAffinity")),
         max_blocks_per_host=int(spec.get("maxBlocksPerHost") or 0),
         auto_allocate_blocks=True if auto is None else _bool(auto),
+        ip_cooldown_seconds=cool if isinstance((cool := spec.get("ipCooldownSeconds")), int) else None,
     )
 
 
@@ -181,7 +238,5 @@ def pod_refs(section: CalicoSection) -> set[str]:
         used = {a for a in block.allocations if a is not None}
         for index in used:
             if 0 <= index < len(block.attributes):
-                ref = block.attributes[index].pod_ref
-                if ref is not None:
-                    refs.add(ref)
+                refs.update(block.attributes[index].pod_refs)
     return refs

@@ -13,13 +13,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping
+from datetime import UTC, datetime
 from ipaddress import IPv4Network
 from typing import TYPE_CHECKING, Any
 
 from cidrx import netmath
 from cidrx.calico.analyze import blocks_by_node, is_empty, leak_reason, leaked_ips
-from cidrx.calico.model import DEFAULT_BLOCK_SIZE, AllocationAttribute, CalicoSection, IPAMBlock, IPPool
+from cidrx.calico.model import (
+    DEFAULT_BLOCK_SIZE,
+    AllocationAttribute,
+    BlockAffinity,
+    CalicoSection,
+    IPAMBlock,
+    IPPool,
+)
 from cidrx.errors import InvalidInput, StalePlan
+from cidrx.kube.liveness import AddressHolders
 from cidrx.kube.model import PodState
 from cidrx.model.plan import DIGEST_TAG, Plan, Step, seal
 from cidrx.model.snapshot import Snapshot
@@ -37,15 +46,22 @@ LARGEST_POOL_PREFIX = 16  # a bigger pool is a decision for a human (--cidr)
 DEFAULT_SERVICE_CIDR = netmath.parse_cidr("10.96.0.0/12")
 NODE_NETWORK_PREFIX = 16  # node InternalIPs come without their mask: keep clear the /16 around each
 SPACES: tuple[IPv4Network, ...] = (*netmath.RFC1918, netmath.CGNAT)
+# libcalico-go/lib/ipam/ipam_block_reader_writer.go EmptyBlockMinReclaimAge (commit 87c15906f20c).
+EMPTY_BLOCK_MIN_RECLAIM_AGE = 60.0
 
 BLOCK_PERMS = "kubernetes: ipamblocks.crd.projectcalico.org get,update"
 HANDLE_PERMS = "kubernetes: ipamhandles.crd.projectcalico.org get,update,delete"
 # Per step action, declared once: the step builders attach them, `cidrx permissions` prints them without
-# making a plan (cidrx.permissions).
-RELEASE_IPS_PERMISSIONS = (BLOCK_PERMS, HANDLE_PERMS, "kubernetes: pods get")
+# making a plan (cidrx.permissions). On a projectcalico.org/v3-only cluster the same resources of that group.
+RELEASE_IPS_PERMISSIONS = (
+    BLOCK_PERMS,
+    HANDLE_PERMS,
+    "kubernetes: ipamconfigs.crd.projectcalico.org get",
+    "kubernetes: pods list",
+)
 RELEASE_EMPTY_BLOCK_PERMISSIONS = (
-    "kubernetes: ipamblocks.crd.projectcalico.org get,delete",
-    "kubernetes: blockaffinities.crd.projectcalico.org get,list,delete",
+    "kubernetes: ipamblocks.crd.projectcalico.org get,update,delete",
+    "kubernetes: blockaffinities.crd.projectcalico.org get,list,update,delete",
 )
 CREATE_IPPOOL_PERMISSIONS = ("kubernetes: ippools.crd.projectcalico.org get,create",)
 STEP_PERMISSIONS: dict[str, tuple[str, ...]] = {
@@ -58,7 +74,10 @@ STEP_PERMISSIONS: dict[str, tuple[str, ...]] = {
 def _calico(snapshot: Snapshot) -> CalicoSection:
     calico = snapshot.kube.calico
     if calico is None:
-        raise InvalidInput(f"no Calico IPAM found in {snapshot.target.label()} (crd.projectcalico.org is not served)")
+        raise InvalidInput(
+            f"no Calico IPAM found in {snapshot.target.label()} "
+            "(neither crd.projectcalico.org nor projectcalico.org is served)"
+        )
     return calico
 
 
@@ -94,14 +113,61 @@ def _handle_names(calico: CalicoSection) -> dict[str, str]:
     return {h.handle_id: h.name for h in calico.handles}
 
 
-def releasable_empty_blocks(calico: CalicoSection) -> list[IPAMBlock]:
-    """Empty blocks whose node keeps at least one other block (its busiest ones are kept first)."""
+def parse_time(text: str) -> datetime | None:
+    """An RFC 3339 time as Kubernetes writes it ("2024-05-01T10:00:00Z"), or None."""
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def block_age_seconds(block: IPAMBlock, now: str) -> float | None:
+    """Seconds since the node claimed `block` (spec.affinityClaimTime), or None when unknown.
+
+    Upstream takes a block without affinityClaimTime as claimed at time zero, i.e. old enough
+    (libcalico-go/lib/ipam/ipam_block.go affinityClaimTime, commit 87c15906f20c)."""
+    claimed, at = parse_time(block.affinity_claim_time or ""), parse_time(now)
+    if claimed is None or at is None:
+        return None
+    return (at - claimed).total_seconds()
+
+
+def empty_block_keep_reason(
+    block: IPAMBlock, affinity: BlockAffinity | None, now: str, *, resuming: bool = False
+) -> str | None:
+    """Why an empty block must stay, whatever its node holds besides, or None.
+
+    As libcalico-go's releaseBlockAffinity and findUnclaimedBlock (lib/ipam/ipam_block_reader_writer.go,
+    commit 87c15906f20c4ca1fda55af92295e7678b0cc0b2): only a block whose BlockAffinity is `confirmed`
+    (a `pending` one is a node mid-claim, `pendingDeletion` someone else's release), and not one claimed
+    less than EmptyBlockMinReclaimAge (1 minute) ago. `resuming` (apply): a `pendingDeletion` affinity is
+    a release already under way (an earlier run of this step, or Calico's own), which may be finished."""
+    if block.deleted:
+        return "it is being deleted by Calico"
+    if affinity is None:
+        return "it has no BlockAffinity"
+    states = ("confirmed", "pendingDeletion") if resuming else ("confirmed",)
+    if affinity.state not in states or affinity.deleted:
+        return f"its BlockAffinity is {affinity.state or 'without state'}{' (deleted)' if affinity.deleted else ''}"
+    age = block_age_seconds(block, now)
+    if age is not None and age < EMPTY_BLOCK_MIN_RECLAIM_AGE:
+        return f"it was claimed {max(0, int(age))}s ago (Calico keeps empty blocks younger than 1 minute)"
+    return None
+
+
+def releasable_empty_blocks(calico: CalicoSection, now: str = "") -> list[IPAMBlock]:
+    """Empty blocks whose node keeps at least one other block (its busiest ones are kept first), whose
+    affinity is confirmed and which are old enough (empty_block_keep_reason). kube-controllers never
+    releases a node's last block (kube-controllers/pkg/controllers/node/ipam.go releaseUnusedBlocks)."""
+    affinities = {(a.node, a.cidr): a for a in calico.affinities}
     out: list[IPAMBlock] = []
-    for _node, blocks in sorted(blocks_by_node(calico).items()):
+    for node, blocks in sorted(blocks_by_node(calico).items()):
+        blocks = [b for b in blocks if not b.deleted]
         empty = [b for b in blocks if is_empty(b)]
         if len(empty) == len(blocks):
             empty = empty[1:]  # every block is empty: the node keeps its first one
-        out += empty
+        out += [b for b in empty if empty_block_keep_reason(b, affinities.get((node, b.cidr)), now) is None]
     return out
 
 
@@ -113,6 +179,8 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
         raise InvalidInput(f"a Calico reclaim plan needs the Kubernetes API: {snapshot.kube.reason}")
     pods = {p.key: p for p in snapshot.kube.ipam_pods}
     handles = _handle_names(calico)
+    # Written back in the API the objects were read from; the key only appears for v3 (older plans have none).
+    api_param = {"api": calico.api_version} if calico.api_version else {}
     steps: list[Step] = []
     by_block: dict[str, list[dict[str, Any]]] = {}
     cidrs: dict[str, str] = {}
@@ -133,7 +201,7 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
             Step(
                 id=f"release-ips-{name}",
                 action="calico.release-ips",
-                params={"block": name, "cidr": cidrs[name], "ips": ips},
+                params={"block": name, "cidr": cidrs[name], "ips": ips, **api_param},
                 description=f"release {len(ips)} leaked address(es) of block {cidrs[name]}: "
                 + ", ".join(i["ip"] for i in ips[:8])
                 + (" ..." if len(ips) > 8 else ""),
@@ -141,7 +209,7 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
             )
         )
     affinities = {(a.node, a.cidr): a.name for a in calico.affinities}
-    empty = releasable_empty_blocks(calico)
+    empty = releasable_empty_blocks(calico, snapshot.taken_at)
     for block in empty:
         node = block.host or ""
         steps.append(
@@ -153,6 +221,7 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
                     "cidr": block.cidr,
                     "node": node,
                     "affinity": affinities.get((node, block.cidr), ""),
+                    **api_param,
                 },
                 description=f"release empty block {block.cidr} of node {node} (it keeps another block)",
                 permissions=RELEASE_EMPTY_BLOCK_PERMISSIONS,
@@ -214,7 +283,7 @@ def _log2_ceil(n: int) -> int:
 
 
 def _base_block_size(calico: CalicoSection) -> int:
-    enabled = [p for p in _ipv4_pools(calico) if not p.disabled]
+    enabled = [p for p in _ipv4_pools(calico) if p.is_workload_capacity]
     return enabled[0].block_size if enabled else DEFAULT_BLOCK_SIZE
 
 
@@ -273,7 +342,8 @@ def make_pool_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Pl
         net = found
     block_size = choose_block_size(net.prefixlen, nodes, base)
     name = _pool_name(calico, opts.pool_name, net)
-    template = next((p for p in _ipv4_pools(calico) if not p.disabled), None)
+    # Settings come only from a pool pods really use: never a LoadBalancer/Tunnel-only, Manual or disabled one.
+    template = next((p for p in _ipv4_pools(calico) if p.is_workload_capacity), None)
     params = {
         "name": name,
         "cidr": str(net),
@@ -282,6 +352,7 @@ def make_pool_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Pl
         "vxlan_mode": template.vxlan_mode if template else "",
         "nat_outgoing": template.nat_outgoing if template else True,
         "node_selector": "all()",
+        **({"api": calico.api_version} if calico.api_version else {}),
     }
     blocks = 1 << (block_size - net.prefixlen)
     step = Step(
@@ -336,9 +407,10 @@ def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> 
             if name in blocks and blocks[name] != cidr:
                 problems.append(f"IPAMBlock {name} now covers {blocks[name]}, not {cidr}")
         pods = {p.key: p for p in snapshot.kube.ipam_pods}
+        holders = AddressHolders.of(pods.values())
         for step in plan.steps:
             if step.id not in begun:
-                problems += _reclaim_step_drift(plan, step, calico, pods)
+                problems += _reclaim_step_drift(plan, step, calico, pods, holders)
     else:
         raise InvalidInput(f"plan strategy {plan.strategy!r} is not a Calico plan")
     if problems:
@@ -351,7 +423,9 @@ def _holder(attr: AllocationAttribute) -> str:
     return f"handle {attr.handle_id or '(none)'} ({who})"
 
 
-def _reclaim_step_drift(plan: Plan, step: Step, calico: CalicoSection, pods: Mapping[str, PodState]) -> list[str]:
+def _reclaim_step_drift(
+    plan: Plan, step: Step, calico: CalicoSection, pods: Mapping[str, PodState], holders: AddressHolders
+) -> list[str]:
     """What someone else changed in the block one reclaim step would write, since the plan was made."""
     name = str(step.params.get("block") or "")
     block = next((b for b in calico.blocks if b.name == name), None)
@@ -384,13 +458,15 @@ def _reclaim_step_drift(plan: Plan, step: Step, calico: CalicoSection, pods: Map
             problems.append(f"{was} is now allocated to {_holder(attr)}")
             continue
         pod = pods.get(attr.pod_ref or "")
-        if pod is None:
-            continue
-        phase = pod.phase or "unknown phase"
-        if leak_reason(attr, ip, pod) is None:
-            problems.append(f"{was} is in use: its pod {attr.pod_ref} is live again ({phase})")
-        elif attr.pod_ref in gone:
-            problems.append(f"{was} is in use: its pod {attr.pod_ref} exists again ({phase})")
+        if pod is not None:
+            phase = pod.phase or "unknown phase"
+            reports = not pod.ips or ip in pod.ips
+            again = "is live again" if reports else "exists again" if attr.pod_ref in gone else "exists"
+            problems.append(f"{was} is in use: its pod {attr.pod_ref} {again} ({phase})")
+        elif holders.is_live(ip):
+            problems.append(f"{was} is in use: {holders.describe(ip)}")
+        elif leak_reason(attr, ip, pods, holders) is None:
+            problems.append(f"{was} is in use: {', '.join(attr.pod_refs)} (a pod its allocation names) exists")
     return problems
 
 
@@ -413,13 +489,16 @@ def _pool_drift(plan: Plan, snapshot: Snapshot, calico: CalicoSection) -> list[s
 
 def ippool_object(params: dict[str, Any], plan_id: str) -> dict[str, Any]:
     """The IPPool a `calico.create-ippool` step creates (metadata and spec), labelled with the plan id: what
-    apply sends and what `--emit terraform` writes as a kubernetes_manifest."""
+    apply sends and what `--emit terraform` writes as a kubernetes_manifest. Always for pods: allowedUses
+    Workload (+Tunnel, upstream's default) and assignmentMode Automatic."""
     spec: dict[str, Any] = {
         "cidr": params["cidr"],
         "blockSize": params["block_size"],
         "natOutgoing": bool(params.get("nat_outgoing")),
         "nodeSelector": params.get("node_selector") or "all()",
         "disabled": False,
+        "allowedUses": ["Workload", "Tunnel"],
+        "assignmentMode": "Automatic",
     }
     if params.get("ipip_mode"):
         spec["ipipMode"] = params["ipip_mode"]

@@ -95,10 +95,13 @@ def _collect_ipams(api: KubeApi, groups: set[str], provider: str) -> dict[str, A
         from cidrx.whereabouts.collect import collect_whereabouts
 
         found["whereabouts"] = collect_whereabouts(api)
-    if CALICO_GROUP in groups:
+    from cidrx.calico.collect import calico_api  # crd.projectcalico.org/v1, or projectcalico.org/v3 alone
+
+    calico_version = calico_api(groups)
+    if calico_version is not None:
         from cidrx.calico.collect import collect_calico
 
-        found["calico"] = collect_calico(api)
+        found["calico"] = collect_calico(api, calico_version)
     if provider == "k8s":
         from cidrx.kube.nodeipam import collect_node_ipam
 

@@ -587,7 +587,8 @@ def _calico_pool(e: _Emitter) -> None:
         if step.action != "calico.create-ippool":
             raise InvalidInput(f"plan step {step.id} ({step.action}) has no Terraform equivalent in cidrx")
         p = step.params
-        manifest = {"apiVersion": CALICO_API, "kind": "IPPool", **ippool_object(p, e.plan.plan_id)}
+        api = str(p.get("api") or CALICO_API)  # the API the cluster's Calico objects were read from
+        manifest = {"apiVersion": api, "kind": "IPPool", **ippool_object(p, e.plan.plan_id)}
         b = Block("resource", ("kubernetes_manifest", f"ippool_{tf_name(p['name'])}"))
         b.attr("manifest", manifest)
         address = e.add(
@@ -597,7 +598,7 @@ def _calico_pool(e: _Emitter) -> None:
             "installed you may prefer projectcalico.org/v3 (same spec).",
         )
         if e.out(step.id, "name"):
-            e.imports.append(_import(address, f"apiVersion={CALICO_API},kind=IPPool,name={p['name']}"))
+            e.imports.append(_import(address, f"apiVersion={api},kind=IPPool,name={p['name']}"))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -26,6 +26,9 @@ resource "kubernetes_manifest" "ippool" {
       natOutgoing  = var.nat_outgoing
       nodeSelector = var.node_selector
       disabled     = var.disabled
+      # A pool for pods: Workload (Tunnel is upstream's other default use), handed out automatically.
+      allowedUses    = ["Workload", "Tunnel"]
+      assignmentMode = "Automatic"
     }
   }
 

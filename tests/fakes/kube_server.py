@@ -228,6 +228,15 @@ CRD_TYPES: tuple[ResourceType, ...] = (
     ResourceType("crd.projectcalico.org", "v1", "ipamconfigs", "IPAMConfig", False, custom=True),
 )
 CRD_GROUPS: frozenset[str] = frozenset(t.group for t in CRD_TYPES)
+# Calico's projectcalico.org/v3 IPAM CRDs (api/config/crd in projectcalico/calico): served only when a test
+# names the group in `crds`, so that clusters of the default fixture see crd.projectcalico.org/v1 alone.
+OPTIONAL_CRD_TYPES: tuple[ResourceType, ...] = (
+    ResourceType("projectcalico.org", "v3", "ippools", "IPPool", False, custom=True),
+    ResourceType("projectcalico.org", "v3", "ipamblocks", "IPAMBlock", False, custom=True),
+    ResourceType("projectcalico.org", "v3", "blockaffinities", "BlockAffinity", False, custom=True),
+    ResourceType("projectcalico.org", "v3", "ipamhandles", "IPAMHandle", False, custom=True),
+    ResourceType("projectcalico.org", "v3", "ipamconfigurations", "IPAMConfiguration", False, custom=True),
+)
 
 
 def crd_object(rtype: ResourceType) -> JSON:
@@ -795,6 +804,9 @@ class FakeKubeServer:
         wanted = CRD_GROUPS if crds is True else frozenset() if crds is False else frozenset(crds)
         for rtype in CRD_TYPES:
             if rtype.group in wanted:
+                self.register_type(rtype)
+        for rtype in OPTIONAL_CRD_TYPES:
+            if crds is not True and rtype.group in wanted:
                 self.register_type(rtype)
 
     # ---- lifecycle ------------------------------------------------------------------------------
