@@ -231,6 +231,7 @@ def diagnose_many(opts: TargetOptions, all_contexts: bool, parallel: int, output
     from cidrx import fleet, targets
     from cidrx.render.fleet import cut, render_fleet, status
     from cidrx.render.progress import make_progress
+    from cidrx.render.term import stdout_term
 
     jobs, notes, floor = fleet_jobs(opts, all_contexts)
     preload(jobs[0].target.provider if jobs else "k8s")
@@ -255,7 +256,7 @@ def diagnose_many(opts: TargetOptions, all_contexts: bool, parallel: int, output
         notes=notes,
         floor=floor,
     )
-    click.echo(render_fleet(result, output), nl=False)
+    click.echo(render_fleet(result, output, stdout_term()), nl=False)
     return result.exit_code
 
 
@@ -320,11 +321,12 @@ def diagnose(
     """
     from cidrx import targets
     from cidrx.render import render_diagnosis
+    from cidrx.render.term import stdout_term
 
     if is_fleet(target, all_clusters, all_contexts):
         check_fleet_flags(target, all_clusters, all_contexts, snapshot_path)
         return diagnose_many(target, all_contexts, parallel, output, fail_on)
     snap = get_snapshot(target, snapshot_path)
     d = targets.analyze(snap)
-    click.echo(render_diagnosis(d, output), nl=False)
+    click.echo(render_diagnosis(d, output, stdout_term()), nl=False)
     return exit_code_for(d, fail_on)

@@ -149,8 +149,10 @@ def write_plan(plan: Plan, out: str | None, output: str, command: str) -> int:
         return 0
     path = out or default_plan_path(plan)
     _refuse_to_orphan_a_journal(path, plan)
+    from cidrx.render.term import stdout_term
+
     write_atomically(path, codec.dumps(plan))
-    click.echo(render_plan(plan, output), nl=False)
+    click.echo(render_plan(plan, output, stdout_term()), nl=False)
     _warn_foreign_journal(path, plan)
     click.echo(
         f"cidrx: plan {plan.plan_id} written to {path}; review it, then: cidrx {command} --apply {path}", err=True
@@ -182,6 +184,7 @@ def apply(target: TargetOptions, plan_path: str, yes: bool, command: str = "expa
     from cidrx.render.progress import make_progress
     from cidrx.render.table import render_plan as plan_table
     from cidrx.render.table import render_results
+    from cidrx.render.term import stderr_term, stdout_term
 
     if plan is None:
         plan = load_for_apply(target, plan_path, command)
@@ -191,7 +194,7 @@ def apply(target: TargetOptions, plan_path: str, yes: bool, command: str = "expa
                 "refusing to apply without --yes: stdin is not a terminal",
                 hint=f"review the plan, then run: cidrx {command} --apply {plan_path} --yes",
             )
-        click.echo(plan_table(plan), err=True)
+        click.echo(plan_table(plan, stderr_term()), err=True)
         if not click.confirm(f"Apply plan {plan.plan_id} to {plan.target.label()}?", default=False, err=True):
             raise InvalidInput("apply cancelled at the prompt; nothing was changed")
     progress = make_progress(sys.stderr)
@@ -200,7 +203,7 @@ def apply(target: TargetOptions, plan_path: str, yes: bool, command: str = "expa
     with boundary.applying():
         outcomes = targets.apply_plan(plan, plan_path, snap, target, progress)
     rows = [(o.step_id, o.status, o.outputs) for o in outcomes]
-    click.echo(render_results(rows, plan.notes), nl=False)
+    click.echo(render_results(rows, plan.notes, stdout_term()), nl=False)
     return 0
 
 

@@ -12,16 +12,18 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from cidrx.model.findings import Diagnosis
     from cidrx.model.plan import Plan
+    from cidrx.render.term import Term
 
 FORMATS = ("table", "json", "markdown", "prometheus")
 PLAN_FORMATS = ("table", "json", "markdown")
 
 
-def render_diagnosis(d: Diagnosis, fmt: str) -> str:
+def render_diagnosis(d: Diagnosis, fmt: str, term: Term | None = None) -> str:
+    """`d` as `fmt`; `term` (width, colour) shapes only the table format (default: 80 columns, no colour)."""
     if fmt == "table":
         from cidrx.render import table
 
-        return table.render_diagnosis(d)
+        return table.render_diagnosis(d, term) if term else table.render_diagnosis(d)
     if fmt == "json":
         from cidrx.render import jsonout
 
@@ -37,11 +39,11 @@ def render_diagnosis(d: Diagnosis, fmt: str) -> str:
     raise ValueError(f"unknown output format {fmt!r}")
 
 
-def render_plan(plan: Plan, fmt: str) -> str:
+def render_plan(plan: Plan, fmt: str, term: Term | None = None) -> str:
     if fmt == "table":
         from cidrx.render import table
 
-        return table.render_plan(plan)
+        return table.render_plan(plan, term) if term else table.render_plan(plan)
     if fmt == "json":
         from cidrx.render import jsonout
 
