@@ -254,3 +254,15 @@ def apply_plan(
         if kube is not None:
             kube.close()
     return [StepOutcome(s.step_id, s.action, s.status, s.outputs) for s in result.steps]
+
+
+def address_maps(snapshot: Snapshot) -> tuple[Any, ...]:
+    """The address maps of the snapshot (cidrx.model.netmap.NetworkMap): the provider's networks (an EKS
+    VPC's blocks, a GKE network's spaces) and the in-cluster IPAM pools, for the HTML map."""
+    from cidrx.kube.netmap import address_maps as ipam_maps
+
+    own: tuple[Any, ...] = ()
+    if snapshot.target.provider in ("eks", "gke"):
+        module = importlib.import_module(f"cidrx.{snapshot.target.provider}.netmap")
+        own = tuple(module.address_maps(snapshot))
+    return (*own, *ipam_maps(snapshot.kube))

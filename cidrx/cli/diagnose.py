@@ -325,8 +325,15 @@ def diagnose(
 
     if is_fleet(target, all_clusters, all_contexts):
         check_fleet_flags(target, all_clusters, all_contexts, snapshot_path)
+        if output == "html":
+            raise InvalidInput("-o html maps one cluster; diagnose the clusters one by one, or use -o markdown")
         return diagnose_many(target, all_contexts, parallel, output, fail_on)
     snap = get_snapshot(target, snapshot_path)
     d = targets.analyze(snap)
+    if output == "html":
+        from cidrx.render.html import render_html
+
+        click.echo(render_html(d, targets.address_maps(snap)), nl=False)
+        return exit_code_for(d, fail_on)
     click.echo(render_diagnosis(d, output, stdout_term()), nl=False)
     return exit_code_for(d, fail_on)

@@ -24,6 +24,7 @@ from cidrx.render import PLAN_FORMATS, render_plan
 
 if TYPE_CHECKING:
     from cidrx.model.plan import Plan
+    from cidrx.model.snapshot import Snapshot
     from cidrx.targets import PlanOptions
 
 # Kept literal so `--help` imports no provider; tests check it equals the providers' own lists.
@@ -104,13 +105,13 @@ def make(
     snap = get_snapshot(target, snapshot_path)
     plan = targets.make_plan(snap, options)
     if emit is None:
-        return write_plan(plan, out, output, "expand")
+        return write_plan(plan, out, output, "expand", snap)
     if out == "-":  # the HCL instead of the plan's JSON: nothing is saved
         click.echo(terraform_text(plan, None), nl=False)
         return 0
     path = out or default_plan_path(plan)
     hcl = terraform_text(plan, path)  # before anything is written: a plan it cannot express writes nothing
-    code = write_plan(plan, path, output, "expand")
+    code = write_plan(plan, path, output, "expand", snap)
     write_atomically(terraform_path(path), hcl)
     click.echo(f"cidrx: Terraform for plan {plan.plan_id} written to {terraform_path(path)}", err=True)
     return code
@@ -140,7 +141,21 @@ def terraform_text(plan: Plan, plan_path: str | None, how: str = "cidrx expand -
     return render_terraform(plan, outputs, generated_by=how)
 
 
-def write_plan(plan: Plan, out: str | None, output: str, command: str) -> int:
+def plan_text(plan: Plan, output: str, snapshot: Snapshot | None) -> str:
+    """`plan` as `output`; html draws the plan's new range into the maps of the snapshot it was made from."""
+    from cidrx.render.term import stdout_term
+
+    if output != "html":
+        return render_plan(plan, output, stdout_term())
+    from cidrx import targets
+    from cidrx.render.html import render_html
+
+    if snapshot is None:
+        raise InvalidInput("-o html needs the snapshot the plan is made from")
+    return render_html(targets.analyze(snapshot), targets.address_maps(snapshot), plan)
+
+
+def write_plan(plan: Plan, out: str | None, output: str, command: str, snapshot: Snapshot | None = None) -> int:
     """Print `plan` in `output` format and save it to `out` (default beside the cwd; `-`: JSON on stdout)."""
     from cidrx.model import codec
 
@@ -149,10 +164,9 @@ def write_plan(plan: Plan, out: str | None, output: str, command: str) -> int:
         return 0
     path = out or default_plan_path(plan)
     _refuse_to_orphan_a_journal(path, plan)
-    from cidrx.render.term import stdout_term
-
+    text = plan_text(plan, output, snapshot)
     write_atomically(path, codec.dumps(plan))
-    click.echo(render_plan(plan, output, stdout_term()), nl=False)
+    click.echo(text, nl=False)
     _warn_foreign_journal(path, plan)
     click.echo(
         f"cidrx: plan {plan.plan_id} written to {path}; review it, then: cidrx {command} --apply {path}", err=True

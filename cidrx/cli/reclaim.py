@@ -69,4 +69,4 @@ def reclaim(
     from cidrx import targets
 
     snap = get_snapshot(target, snapshot_path)
-    return write_plan(targets.make_reclaim_plan(snap, ipam), out, output, "reclaim")
+    return write_plan(targets.make_reclaim_plan(snap, ipam), out, output, "reclaim", snap)

@@ -49,6 +49,7 @@ class NetworkMap:
     areas: tuple[Area, ...]
     planned: bool = False
     title: str = ""
+    exhausted: bool = False  # nothing left to hand out (an IPAM pool with no free address or block)
 
 
 def _net(text: str) -> IPv4Network | None:
@@ -58,12 +59,14 @@ def _net(text: str) -> IPv4Network | None:
         return None
 
 
-def free_blocks(m: NetworkMap) -> list[IPv4Network]:
-    """The largest aligned blocks of the extent that no area overlaps, in address order."""
+def free_blocks(m: NetworkMap, *, include_planned: bool = False) -> list[IPv4Network]:
+    """The largest aligned blocks of the extent that no area overlaps (planned areas count as taken only
+    with `include_planned`), in address order."""
     extent = _net(m.cidr)
     if extent is None:
         return []
-    return _gaps(extent, [n for a in m.areas if (n := _net(a.cidr)) is not None and not a.planned])
+    taken = [n for a in m.areas if (n := _net(a.cidr)) is not None and (include_planned or not a.planned)]
+    return _gaps(extent, taken)
 
 
 def _gaps(extent: IPv4Network, occupied: list[IPv4Network]) -> list[IPv4Network]:

@@ -2,7 +2,8 @@
 
 `render_diagnosis(d, fmt)` / `render_plan(plan, fmt)` pick the module, importing only the one asked for.
 `prometheus` is for diagnoses only (metrics of capacity and findings); a plan asked for in it is an input
-error, and PLAN_FORMATS lists what plans render to.
+error, and PLAN_FORMATS lists what plans render to. `html` draws the snapshot's address maps too, so the
+CLI calls cidrx.render.html with them (`render_plan` cannot: a plan alone has no map).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ if TYPE_CHECKING:
     from cidrx.model.plan import Plan
     from cidrx.render.term import Term
 
-FORMATS = ("table", "json", "markdown", "prometheus")
-PLAN_FORMATS = ("table", "json", "markdown")
+FORMATS = ("table", "json", "markdown", "prometheus", "html")
+PLAN_FORMATS = ("table", "json", "markdown", "html")
 
 
 def render_diagnosis(d: Diagnosis, fmt: str, term: Term | None = None) -> str:
@@ -36,6 +37,10 @@ def render_diagnosis(d: Diagnosis, fmt: str, term: Term | None = None) -> str:
         from cidrx.render import prometheus
 
         return prometheus.render_prometheus(d)
+    if fmt == "html":  # without the snapshot's address maps; the CLI passes them (cidrx.targets.address_maps)
+        from cidrx.render import html
+
+        return html.render_html(d, ())
     raise ValueError(f"unknown output format {fmt!r}")
 
 
@@ -56,4 +61,6 @@ def render_plan(plan: Plan, fmt: str, term: Term | None = None) -> str:
         from cidrx.errors import InvalidInput
 
         raise InvalidInput("-o prometheus renders diagnoses only; show a plan as table, json or markdown")
+    if fmt == "html":
+        raise ValueError("an HTML plan needs its snapshot's address maps: use cidrx.render.html.render_html")
     raise ValueError(f"unknown output format {fmt!r}")
