@@ -191,15 +191,28 @@ def load_for_apply(target: TargetOptions, plan_path: str, command: str) -> Plan:
     return plan
 
 
-def apply(target: TargetOptions, plan_path: str, yes: bool, command: str = "expand", plan: Plan | None = None) -> int:
+APPLY_FORMATS = ("table", "json")
+
+
+def apply(
+    target: TargetOptions,
+    plan_path: str,
+    yes: bool,
+    command: str = "expand",
+    plan: Plan | None = None,
+    output: str = "table",
+) -> int:
     """Carry out the plan at `plan_path` (shared by `expand --apply` and `reclaim --apply`); `plan` is that
-    file already loaded with `load_for_apply`, if the caller did."""
+    file already loaded with `load_for_apply`, if the caller did. After the last step a fresh snapshot
+    shows whether it worked (cidrx.engine.verify); it is printed and recorded in the journal."""
     from cidrx import targets
     from cidrx.render.progress import make_progress
     from cidrx.render.table import render_plan as plan_table
     from cidrx.render.table import render_results
     from cidrx.render.term import stderr_term, stdout_term
 
+    if output not in APPLY_FORMATS:
+        raise InvalidInput(f"-o {output} is for plans; an apply reports as {' or '.join(APPLY_FORMATS)}")
     if plan is None:
         plan = load_for_apply(target, plan_path, command)
     if not yes:
@@ -216,12 +229,27 @@ def apply(target: TargetOptions, plan_path: str, yes: bool, command: str = "expa
     snap = targets.collect_for_plan(plan, target)
     with boundary.applying():
         outcomes = targets.apply_plan(plan, plan_path, snap, target, progress)
-    rows = [(o.step_id, o.status, o.outputs) for o in outcomes]
-    click.echo(render_results(rows, plan.notes, stdout_term()), nl=False)
+    progress.note(f"taking a fresh snapshot of {plan.target.label()} to see what the apply changed")
+    verification = None
+    unverified = None
+    try:
+        verification = targets.verify_apply(plan, plan_path, snap, target)
+    except CidrxError as exc:  # the apply itself is done; say why its result could not be checked
+        unverified = exc.message
+    rows = [(o.step_id, o.status, dict(o.outputs)) for o in outcomes]
+    if output == "json":
+        from cidrx.engine.verify import verification_doc
+        from cidrx.model import codec
+        from cidrx.render.jsonout import apply_doc
+
+        doc = verification_doc(verification) if verification is not None else None
+        click.echo(codec.dumps(apply_doc(plan, rows, doc, unverified)), nl=False)
+        return 0
+    click.echo(render_results(rows, plan.notes, stdout_term(), verification, unverified), nl=False)
     return 0
 
 
-def apply_and_emit(target: TargetOptions, plan_path: str, yes: bool) -> int:
+def apply_and_emit(target: TargetOptions, plan_path: str, yes: bool, output: str = "table") -> int:
     """`expand --apply PLAN --emit terraform`: apply, then write the .tf beside the plan with import blocks
     for what the journal recorded, also when the apply stopped partway (its exit code is kept) or was
     refused, so what was created so far can be adopted."""
@@ -230,7 +258,7 @@ def apply_and_emit(target: TargetOptions, plan_path: str, yes: bool) -> int:
     terraform_text(plan, plan_path, how)  # a plan Terraform cannot express is refused before anything is applied
     tf = terraform_path(plan_path)
     try:
-        code = apply(target, plan_path, yes, plan=plan)
+        code = apply(target, plan_path, yes, plan=plan, output=output)
     except BaseException:
         try:
             write_atomically(tf, terraform_text(plan, plan_path, how))
@@ -278,7 +306,12 @@ def apply_and_emit(target: TargetOptions, plan_path: str, yes: bool) -> int:
 )
 @click.option("--allow-class-e", is_flag=True, help="GKE: allow 240.0.0.0/4 when no private space is free.")
 @click.option(
-    "-o", "--output", type=click.Choice(PLAN_FORMATS), default="table", show_default=True, help="Plan output format."
+    "-o",
+    "--output",
+    type=click.Choice(PLAN_FORMATS),
+    default="table",
+    show_default=True,
+    help="Plan output format; with --apply, table or json (the cidrx.apply/v1 document).",
 )
 @click.option(
     "--emit",
@@ -335,7 +368,9 @@ def expand(
         given = [name for name, value in plan_only.items() if value is not None]
         if given:
             raise InvalidInput(f"{', '.join(given)} only work with --plan; the plan file already fixes them")
-        return apply_and_emit(target, apply_path, yes) if emit else apply(target, apply_path, yes)
+        if emit:
+            return apply_and_emit(target, apply_path, yes, output)
+        return apply(target, apply_path, yes, output=output)
     if yes:
         raise InvalidInput("--yes only works with --apply; --plan never changes anything")
     from cidrx.targets import PlanOptions

@@ -15,6 +15,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from cidrx.engine.verify import Verification
 from cidrx.model.findings import Capacity, Diagnosis, Finding, Severity
 from cidrx.model.plan import Plan
 from cidrx.render.term import PLAIN, Term
@@ -279,10 +280,14 @@ def render_plan(plan: Plan, term: Term = PLAIN) -> str:
 
 
 def render_results(
-    results: Sequence[tuple[str, str, Mapping[str, Any]]], notes: Sequence[str] = (), term: Term = PLAIN
+    results: Sequence[tuple[str, str, Mapping[str, Any]]],
+    notes: Sequence[str] = (),
+    term: Term = PLAIN,
+    verification: Verification | None = None,
+    unverified: str | None = None,
 ) -> str:
-    """What an apply did, one row per step (`done`, `skipped` = found already done), then what is left to
-    do by hand."""
+    """What an apply did, one row per step (`done`, `skipped` = found already done), what a fresh snapshot
+    says about it (or why it could not be taken), then what is left to do by hand."""
     rows = [
         [step_id, status, ", ".join(f"{k}={value_text(v)}" for k, v in outputs.items())]
         for step_id, status, outputs in results
@@ -290,8 +295,39 @@ def render_results(
     out = [grid(["step", "status", "outputs"], rows, term, lead=2)]
     done = sum(1 for _, status, _ in results if status == "done")
     out += ["", f"{done} step(s) changed something, {len(results) - done} were already done"]
+    if verification is not None:
+        out += ["", *verification_lines(verification, term)]
+    elif unverified:
+        out += ["", *wrap(f"could not check the result: {unverified}", term.width, "    ")]
     if notes:
         out += ["", heading("Next steps (by hand)", term)]
         for n in notes:
             out += wrap(n, term.width, "    ", first="  - ")
     return "\n".join(out) + "\n"
+
+
+def _figures(c: Capacity | None) -> str:
+    if c is None:
+        return "none"
+    return f"{c.used}/{c.size} used, {c.free} free ({percent(c.utilization)})"
+
+
+def verification_lines(v: Verification, term: Term = PLAIN) -> list[str]:
+    """What a fresh snapshot says after the apply: capacity before -> after of the ranges the plan touched,
+    findings resolved, still open and new."""
+    w = term.width
+    out = [heading("After the apply (a fresh snapshot, compared with the one the apply started from)", term)]
+    out.append("  Capacity of the ranges the plan touched, before -> after:")
+    for c in v.changes:
+        where = f"{c.kind} {c.name}" + (f" {c.cidr}" if c.cidr else "")
+        out += wrap(f"{where}: {_figures(c.before)} -> {_figures(c.after)}", w, "        ", first="    - ")
+    if not v.changes:
+        out.append("    (no capacity changed)")
+    groups = (("Findings resolved", v.resolved, "green"), ("Still open", v.still_open, "yellow"), ("New", v.new, "red"))
+    for title, findings, style in groups:
+        out.append(f"  {paint(f'{title} ({len(findings)})', style, term) if findings else f'{title} (0)'}")
+        for f in findings:
+            out += wrap(f"{f.id} ({f.severity.value}) {f.subject}", w, "        ", first="    - ")
+            if title != "Findings resolved" and f.remediation:
+                out += wrap(f.remediation, w, "             ", first="        fix: ")
+    return out
