@@ -8,6 +8,7 @@ one combined document, the worst exit code; a cluster that cannot be read is a r
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import TYPE_CHECKING
 
@@ -71,7 +72,16 @@ def collect_live(opts: TargetOptions) -> Snapshot:
 def get_snapshot(opts: TargetOptions, snapshot_path: str | None) -> Snapshot:
     if snapshot_path:
         return read_snapshot(snapshot_path, opts)
-    return collect_live(opts)
+    with reading_status("reading the target"):
+        return collect_live(opts)
+
+
+def reading_status(title: str) -> contextlib.AbstractContextManager[None]:
+    """A spinner on stderr naming each request (and retry) while the block reads the cloud or cluster."""
+    from cidrx.cli import boundary
+    from cidrx.render.progress import showing_activity
+
+    return showing_activity(title, sys.stderr, boundary.state.verbose)
 
 
 # -- fleet mode ----------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import click
 
 from cidrx.cli import boundary
-from cidrx.cli.diagnose import get_snapshot
+from cidrx.cli.diagnose import get_snapshot, reading_status
 from cidrx.cli.options import TargetOptions, check_matches, target_options
 from cidrx.cli.snapshot import write_atomically
 from cidrx.errors import CidrxError, InvalidInput
@@ -226,14 +226,16 @@ def apply(
             raise InvalidInput("apply cancelled at the prompt; nothing was changed")
     progress = make_progress(sys.stderr)
     progress.note(f"taking a fresh snapshot of {plan.target.label()} to check the plan still holds")
-    snap = targets.collect_for_plan(plan, target)
+    with reading_status(f"reading {plan.target.label()}"):
+        snap = targets.collect_for_plan(plan, target)
     with boundary.applying():
         outcomes = targets.apply_plan(plan, plan_path, snap, target, progress)
     progress.note(f"taking a fresh snapshot of {plan.target.label()} to see what the apply changed")
     verification = None
     unverified = None
     try:
-        verification = targets.verify_apply(plan, plan_path, snap, target)
+        with reading_status(f"reading {plan.target.label()} again"):
+            verification = targets.verify_apply(plan, plan_path, snap, target)
     except CidrxError as exc:  # the apply itself is done; say why its result could not be checked
         unverified = exc.message
     rows = [(o.step_id, o.status, dict(o.outputs)) for o in outcomes]

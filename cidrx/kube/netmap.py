@@ -65,7 +65,10 @@ def whereabouts_maps(kube: KubeSection) -> list[NetworkMap]:
         if net is None:
             continue
         areas = []
-        if net.prefixlen < 31:  # the network and broadcast addresses are never handed out
+        # Whereabouts never hands out the range's network and broadcast addresses: "Valid IPs are contained
+        # within the ipnet, excluding the network and broadcast address" (k8snetworkplumbingwg/whereabouts
+        # pkg/allocate/allocate.go, commit 3a262bd0cd873e13d9b379342f8251b852a89b8f).
+        if net.prefixlen < 31:
             for edge, what in ((net.network_address, "network"), (net.broadcast_address, "broadcast")):
                 areas.append(Area(f"{edge}/32", f"{edge} ({what})", "reserved", 1, used=0, reserved=1))
         for a in sorted((a for a in pool.allocations if a.ip), key=lambda a: int(ip_address(a.ip))):
