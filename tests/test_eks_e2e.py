@@ -107,7 +107,7 @@ class Live:
         return subprocess.Popen(
             [sys.executable, "-m", "cidrx", *args],
             cwd=self.tmp,
-            env=dict(os.environ),
+            env={**os.environ, "COLUMNS": "200"},  # wide enough for one table row per line
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
