@@ -75,7 +75,7 @@ def test_on_a_terminal_a_spinner_line_names_the_request_and_the_retry(
         os.close(primary)
     assert code == 3
     text = seen.decode("utf-8", "replace")
-    assert "reading the target: Kubernetes list nodes at cluster scope" in text
+    assert "reading the cluster: Kubernetes list nodes at cluster scope" in text
     assert "Kubernetes list nodes at cluster scope: retry 2/6 in" in text and "the server is busy" in text
     assert "\x1b[2K" in text or "\r" in text  # drawn in place, then erased (transient)
     assert "reading" not in stdout.getvalue() and stdout.getvalue().startswith("{")

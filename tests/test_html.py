@@ -211,3 +211,8 @@ def test_chromium_skip_reason_names_the_variable(monkeypatch: pytest.MonkeyPatch
     monkeypatch.delenv(REQUIRE_TOOLS)
     with pytest.raises(pytest.skip.Exception):
         require_tool(False, "nothing here")
+
+
+def test_fleet_mode_refuses_html_with_one_line() -> None:
+    result = CliRunner().invoke(cli, ["diagnose", "--k8s", "--context", "a", "--context", "b", "-o", "html"])
+    assert result.exit_code == 2 and "-o html maps one cluster" in result.output

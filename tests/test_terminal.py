@@ -4,6 +4,7 @@ NO_COLOR or --no-color, capacity rows ordered by urgency."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from pathlib import Path
@@ -12,6 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from cidrx.cli import cli
+from cidrx.engine.verify import compare
+from cidrx.model.plan import Plan
 from cidrx.model.findings import Capacity, Diagnosis, make_diagnosis
 from cidrx.model.target import Target
 from cidrx.render import render_diagnosis
@@ -75,10 +78,31 @@ def test_findings_wrap_to_the_width_not_to_a_fixed_100() -> None:
 def test_apply_results_fit_the_width() -> None:
     long_id = "arn:aws:eks:ap-southeast-2:111122223333:nodegroup/demo-ip/managed-ng-cn/" + "0" * 36
     rows = [("create-nodegroup", "done", {"nodegroup_arn": long_id, "subnets": ["subnet-1", "subnet-2"]})]
+    before = _eks()
+    full = next(c for c in before.capacity if c.utilization == 1.0)
+    after = make_diagnosis(
+        before.target,
+        "",
+        [dataclasses.replace(full, used=10, free=17, utilization=0.3704)],
+        [f for f in before.findings if f.id != "EKS-AZ-EXHAUSTED"],
+    )
+    plan = load_plan_of_example()
+    v = compare(plan, before, after)
+    assert v.resolved and v.still_open and v.changes
     for width in (80, 120):
-        text = render_results(rows, ["Drain the old nodes " * 10], Term(width=width))
+        text = render_results(rows, ["Drain the old nodes " * 10], Term(width=width), v)
         assert not too_long(text, width), text
         assert "create-nodegroup" in text and "done" in text
+        said = " ".join(text.split())
+        assert f"{full.kind} {full.name} {full.cidr}: 27/27 used, 0 free (100.0%) -> 10/27 used, 17 free (37.0%)" in said
+        assert "Findings resolved (2) - EKS-AZ-EXHAUSTED (critical)" in said
+
+
+def load_plan_of_example() -> Plan:
+    from cidrx import targets
+    from cidrx.model.snapshot import load_snapshot
+
+    return targets.make_plan(load_snapshot(EXAMPLES / "eks-demo-ip.snapshot.json"), targets.PlanOptions())
 
 
 def test_capacity_rows_are_ordered_by_urgency() -> None:
@@ -132,3 +156,15 @@ def test_no_color_flag_is_accepted(tmp_path: Path) -> None:
     args = ["--no-color", "diagnose", "--snapshot", f"{EXAMPLES}/whereabouts-stale.snapshot.json"]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 3 and not ANSI.search(result.stdout)
+
+
+def test_apply_output_other_than_table_or_json_is_refused_before_anything(tmp_path: Path) -> None:
+    plan = tmp_path / "p.json"
+    made = CliRunner().invoke(
+        cli, ["expand", "--snapshot", f"{EXAMPLES}/eks-demo-ip.snapshot.json", "--plan", "--out", str(plan)]
+    )
+    assert made.exit_code == 0, made.output
+    for fmt in ("markdown", "html"):
+        result = CliRunner().invoke(cli, ["expand", "--apply", str(plan), "--yes", "-o", fmt])
+        assert result.exit_code == 2 and "table or json" in result.output
+    assert not Path(f"{plan}.journal.jsonl").exists()

@@ -72,7 +72,7 @@ def collect_live(opts: TargetOptions) -> Snapshot:
 def get_snapshot(opts: TargetOptions, snapshot_path: str | None) -> Snapshot:
     if snapshot_path:
         return read_snapshot(snapshot_path, opts)
-    with reading_status("reading the target"):
+    with reading_status("reading the cluster"):
         return collect_live(opts)
 
 
