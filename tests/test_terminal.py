@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from cidrx.cli import cli
 from cidrx.engine.verify import compare
-from cidrx.model.plan import Plan
 from cidrx.model.findings import Capacity, Diagnosis, make_diagnosis
+from cidrx.model.plan import Plan
 from cidrx.model.target import Target
 from cidrx.render import render_diagnosis
 from cidrx.render.table import by_urgency, render_results
@@ -94,7 +94,8 @@ def test_apply_results_fit_the_width() -> None:
         assert not too_long(text, width), text
         assert "create-nodegroup" in text and "done" in text
         said = " ".join(text.split())
-        assert f"{full.kind} {full.name} {full.cidr}: 27/27 used, 0 free (100.0%) -> 10/27 used, 17 free (37.0%)" in said
+        change = "27/27 used, 0 free (100.0%) -> 10/27 used, 17 free (37.0%)"
+        assert f"{full.kind} {full.name} {full.cidr}: {change}" in said
         assert "Findings resolved (2) - EKS-AZ-EXHAUSTED (critical)" in said
 
 
