@@ -53,13 +53,21 @@ PAGES: list[tuple[str, list[str]]] = [
 ]
 
 
-def require_tool(available: bool, reason: str) -> None:
-    """Skip with `reason`, or fail when CIDRX_REQUIRE_TOOLS=1 says every tool must be there."""
+def tool_required(tool: str) -> bool:
+    """Whether CIDRX_REQUIRE_TOOLS makes `tool` mandatory (`1`/`all`: every tool; else a comma list)."""
+    value = os.environ.get(REQUIRE_TOOLS, "").strip().lower()
+    if value in ("", "0", "no", "false"):
+        return False
+    return value in ("1", "all", "yes", "true") or tool in {t.strip() for t in value.split(",")}
+
+
+def require_tool(tool: str, available: bool, reason: str) -> None:
+    """Skip with `reason`, or fail when CIDRX_REQUIRE_TOOLS says `tool` must be there (CI)."""
     if available:
         return
-    if os.environ.get(REQUIRE_TOOLS) == "1":
-        pytest.fail(f"{reason} ({REQUIRE_TOOLS}=1)")
-    pytest.skip(reason)
+    if tool_required(tool):
+        pytest.fail(f"{reason}, and {REQUIRE_TOOLS}={os.environ.get(REQUIRE_TOOLS)} requires it")
+    pytest.skip(f"{reason}; set {REQUIRE_TOOLS}=1 to make this a failure")
 
 
 def make_page(name: str, args: list[str], where: Path) -> tuple[Path, list[NetworkMap]]:
@@ -137,11 +145,11 @@ def test_diagnose_html_page_is_the_renderer_output() -> None:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    require_tool(Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK), f"no Chromium at {CHROMIUM}")
+    require_tool("chromium", os.access(CHROMIUM, os.X_OK), f"no Chromium at {CHROMIUM} (apt-get install chromium)")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        require_tool(False, "the playwright package is not installed (pip install '.[test]')")
+        require_tool("playwright", False, "the playwright package is not installed (pip install '.[test]')")
         return
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -204,13 +212,18 @@ def test_page_in_a_real_browser(name: str, args: list[str], tmp_path: Path, brow
         page.close()
 
 
-def test_chromium_skip_reason_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(REQUIRE_TOOLS, "1")
-    with pytest.raises(pytest.fail.Exception, match=REQUIRE_TOOLS):
-        require_tool(False, "nothing here")
+def test_a_missing_browser_skips_or_fails_as_cidrx_require_tools_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    for value in ("1", "chromium,promtool"):
+        monkeypatch.setenv(REQUIRE_TOOLS, value)
+        with pytest.raises(pytest.fail.Exception, match=REQUIRE_TOOLS):
+            require_tool("chromium", False, "nothing here")
+    monkeypatch.setenv(REQUIRE_TOOLS, "promtool")
+    with pytest.raises(pytest.skip.Exception, match=REQUIRE_TOOLS):
+        require_tool("chromium", False, "nothing here")
     monkeypatch.delenv(REQUIRE_TOOLS)
     with pytest.raises(pytest.skip.Exception):
-        require_tool(False, "nothing here")
+        require_tool("chromium", False, "nothing here")
+    require_tool("chromium", True, "there")  # present: nothing happens
 
 
 def test_fleet_mode_refuses_html_with_one_line() -> None:
