@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
 import threading
 from pathlib import Path
@@ -75,7 +76,7 @@ def test_on_a_terminal_a_spinner_line_names_the_request_and_the_retry(
         os.close(primary)
     assert code == 3
     text = seen.decode("utf-8", "replace")
-    assert "reading the cluster: Kubernetes list nodes at cluster scope" in text
+    assert re.search(r"reading k8s:\S+: Kubernetes list nodes at cluster scope", text)
     assert "Kubernetes list nodes at cluster scope: retry 2/6 in" in text and "the server is busy" in text
     assert "\x1b[2K" in text or "\r" in text  # drawn in place, then erased (transient)
     assert "reading" not in stdout.getvalue() and stdout.getvalue().startswith("{")

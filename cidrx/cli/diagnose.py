@@ -72,7 +72,11 @@ def collect_live(opts: TargetOptions) -> Snapshot:
 def get_snapshot(opts: TargetOptions, snapshot_path: str | None) -> Snapshot:
     if snapshot_path:
         return read_snapshot(snapshot_path, opts)
-    with reading_status("reading the cluster"):
+    try:
+        title = f"reading {resolve_target(opts).label()}"
+    except InvalidInput:  # collect_live says what is wrong with the flags
+        title = "reading the target"
+    with reading_status(title):
         return collect_live(opts)
 
 
