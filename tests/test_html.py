@@ -229,3 +229,12 @@ def test_a_missing_browser_skips_or_fails_as_cidrx_require_tools_says(monkeypatc
 def test_fleet_mode_refuses_html_with_one_line() -> None:
     result = CliRunner().invoke(cli, ["diagnose", "--k8s", "--context", "a", "--context", "b", "-o", "html"])
     assert result.exit_code == 2 and "-o html maps one cluster" in result.output
+
+
+@pytest.mark.parametrize(("index", "exhausted"), [(0, False), (2, True), (3, True)])
+def test_a_pool_with_nothing_left_is_marked_exhausted(index: int, exhausted: bool, tmp_path: Path) -> None:
+    """The Whereabouts pool holds every address it may hand out; every block of the Calico pool is
+    claimed; the EKS VPC block still has room (its full subnets are marked one by one instead)."""
+    page, maps = make_page(*PAGES[index], tmp_path)
+    assert ('<span class="badge">EXHAUSTED</span>' in page.read_text()) is exhausted
+    assert any(m.exhausted for m in maps) is exhausted

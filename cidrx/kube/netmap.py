@@ -53,7 +53,7 @@ def calico_maps(kube: KubeSection) -> list[NetworkMap]:
 def whereabouts_maps(kube: KubeSection) -> list[NetworkMap]:
     if kube.whereabouts is None:
         return []
-    from cidrx.whereabouts.analyze import stale_allocations
+    from cidrx.whereabouts.analyze import pool_space, stale_allocations
 
     pods = {p.key: p for p in kube.ipam_pods}
     stale = (
@@ -85,7 +85,11 @@ def whereabouts_maps(kube: KubeSection) -> list[NetworkMap]:
             )
         areas.sort(key=lambda area: int(IPv4Network(area.cidr).network_address))
         title = f"Whereabouts pool {pool.namespace}/{pool.name} {net}"
-        full = sum(a.size for a in areas) >= net.num_addresses
+        # Full when every address the NetworkAttachmentDefinitions let it hand out is held (range_start /
+        # range_end / exclude narrow a pool below its CIDR).
+        space = pool_space(pool, kube.whereabouts.ranges)
+        held = {a.ip for a in pool.allocations if a.ip and space.contains(a.ip)}
+        full = space.size > 0 and len(held) >= space.size
         out.append(NetworkMap("whereabouts-pool", pool.key, str(net), tuple(areas), title=title, exhausted=full))
     return out
 
