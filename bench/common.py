@@ -12,8 +12,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tabulate import tabulate
-
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -42,7 +40,19 @@ def ratio(value: float, base: float) -> float:
 
 
 def table(rows: Iterable[Sequence[Any]], headers: Sequence[str]) -> str:
-    return tabulate(list(rows), headers=list(headers), floatfmt=".3f")
+    """Plain columns two spaces apart, numbers right-aligned (floats to 3 places), the header underlined."""
+    values = [list(row) for row in rows]
+    cells = [[f"{v:.3f}" if isinstance(v, float) else str(v) for v in row] for row in values]
+    widths = [max([len(h)] + [len(r[i]) for r in cells if i < len(r)]) for i, h in enumerate(headers)]
+    numeric = [
+        bool(values) and all(isinstance(r[i], int | float) for r in values if i < len(r)) for i in range(len(headers))
+    ]
+
+    def line(texts: Sequence[str]) -> str:
+        parts = [t.rjust(w) if num else t.ljust(w) for t, w, num in zip(texts, widths, numeric, strict=False)]
+        return "  ".join(parts).rstrip()
+
+    return "\n".join([line(list(headers)), line(["-" * w for w in widths]), *(line(r) for r in cells)])
 
 
 def kube_resource(path: str) -> tuple[str, bool]:

@@ -27,6 +27,7 @@ from cidrx.model.target import Target
 if TYPE_CHECKING:
     from cidrx.cli.options import TargetOptions
     from cidrx.engine.executor import Executor
+    from cidrx.engine.verify import Verification
     from cidrx.kube.api import KubeApi
     from cidrx.model.findings import Diagnosis
     from cidrx.model.plan import Plan
@@ -254,3 +255,39 @@ def apply_plan(
         if kube is not None:
             kube.close()
     return [StepOutcome(s.step_id, s.action, s.status, s.outputs) for s in result.steps]
+
+
+def address_maps(snapshot: Snapshot) -> tuple[Any, ...]:
+    """The address maps of the snapshot (cidrx.model.netmap.NetworkMap): the provider's networks (an EKS
+    VPC's blocks, a GKE network's spaces) and the in-cluster IPAM pools, for the HTML map."""
+    from cidrx.kube.netmap import address_maps as ipam_maps
+
+    own: tuple[Any, ...] = ()
+    if snapshot.target.provider in ("eks", "gke"):
+        module = importlib.import_module(f"cidrx.{snapshot.target.provider}.netmap")
+        own = tuple(module.address_maps(snapshot))
+    return (*own, *ipam_maps(snapshot.kube))
+
+
+def plan_diagnosis(plan: Plan, snapshot: Snapshot) -> Diagnosis:
+    """The diagnosis an apply of `plan` is judged by: the whole target's, or for an in-cluster plan (whose
+    snapshot holds only the cluster) the in-cluster IPAMs'."""
+    if not is_ipam_plan(plan):
+        return analyze(snapshot)
+    from cidrx.kube import ipam
+    from cidrx.model.findings import make_diagnosis
+
+    capacity, findings = ipam.analyze(snapshot.kube)
+    return make_diagnosis(snapshot.target, snapshot.fingerprint, capacity, findings)
+
+
+def verify_apply(plan: Plan, plan_path: str | Path, before: Snapshot, opts: TargetOptions) -> Verification:
+    """After an apply: a fresh snapshot, compared with the one the apply started from; the comparison is
+    recorded in the journal (event `verified`) and returned."""
+    from cidrx.engine.journal import VERIFY_STEP, Journal
+    from cidrx.engine.verify import compare, verification_doc
+
+    after = collect_for_plan(plan, opts)
+    result = compare(plan, plan_diagnosis(plan, before), plan_diagnosis(plan, after))
+    Journal.open(plan_path, plan).record(VERIFY_STEP, "verified", verification_doc(result))
+    return result

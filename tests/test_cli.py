@@ -131,7 +131,7 @@ def test_unknown_command_is_a_usage_error() -> None:
 
 
 def test_diagnose_example_exits_3_and_names_both_full_subnets() -> None:
-    result = run("diagnose", "--snapshot", str(EXAMPLE))
+    result = run("diagnose", "--snapshot", str(EXAMPLE), env={"COLUMNS": "200"})  # a row per line
     assert result.exit_code == 3, result.output
     for subnet_id, cidr in FULL_SUBNETS.items():
         rows = [line for line in result.stdout.splitlines() if subnet_id in line and cidr in line]

@@ -441,6 +441,7 @@ def test_readme_tour_output_is_real(index: int, tmp_path: Path, clean_env: pytes
         exit_code, shown = int(shown[-1]), shown[:-2]
     args = [a.replace("/tmp/", f"{tmp_path}/") for a in shlex.split(command)[1:]]
     clean_env.chdir(ROOT)
+    clean_env.delenv("COLUMNS", raising=False)  # the README shows output as a pipe or CI log gets it: 80 wide
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == exit_code, result.output
     problem = _shown_matches(_normalise(shown, tmp_path), _normalise(result.output.splitlines(), tmp_path))

@@ -120,7 +120,14 @@ def test_nodegroup_and_vpc_capacity_rows(incident: Diagnosis) -> None:
     assert "29 pods/node" in (ng.note or "")
     vpc = capacity(incident, "vpc-cidr-blocks")[VPC_ID]
     assert (vpc.cidr, vpc.size, vpc.used, vpc.free, vpc.utilization) == ("10.0.0.0/16", 5, 1, 4, 0.2)
-    assert [c.kind for c in incident.capacity][-1] == "vpc-cidr-blocks"
+    assert [c.kind for c in incident.capacity][-2:] == ["vpc-cidr-blocks", "vpc-cidr"]
+
+
+def test_unallocated_vpc_space_is_a_capacity_row(incident: Diagnosis) -> None:
+    """Four /27 subnets in 10.0.0.0/16: 128 of 65,536 addresses are in subnets, the rest is unallocated."""
+    block = capacity(incident, "vpc-cidr")[VPC_ID]
+    assert (block.cidr, block.size, block.used, block.free) == ("10.0.0.0/16", 65536, 128, 65408)
+    assert "largest free block /17" in (block.note or "")
 
 
 def test_findings_are_sorted_worst_first_and_counted(incident: Diagnosis) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -106,7 +107,7 @@ class Live:
         return subprocess.Popen(
             [sys.executable, "-m", "cidrx", *args],
             cwd=self.tmp,
-            env=dict(os.environ),
+            env={**os.environ, "COLUMNS": "200"},  # wide enough for one table row per line
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -352,6 +353,27 @@ def test_plan_apply_and_apply_again_leave_exactly_the_fix(make_live: Callable[..
         assert tags[PLAN_TAG] == plan.plan_id and tags[f"kubernetes.io/cluster/{CLUSTER}"] == "shared"
         assert table_of[s["SubnetId"]] == plan.basis["route_tables"][s["AvailabilityZone"]]
     assert not ip_network(new[0]["CidrBlock"]).overlaps(ip_network(new[1]["CidrBlock"]))
+
+    # The apply ends with what a fresh snapshot says: capacity before -> after of what it touched, the
+    # findings it resolved and those still open, on stdout and in the journal.
+    said = " ".join(applied.stdout.split())
+    assert "After the apply" in said
+    assert f"vpc-cidr-blocks {w.vpc_id} 10.0.0.0/16: 1/5 used, 4 free (20.0%) -> 2/5 used, 3 free (40.0%)" in said
+    for s in new:
+        row = rf"subnet {s['SubnetId']} \([^)]*\) {s['CidrBlock']}: none -> 0/2043 used, 2043 free \(0\.0%\)"
+        assert re.search(row, said), row
+    assert f"vpc-cidr {w.vpc_id} {cidr}: none -> 4096/4096 used, 0 free (100.0%)" in said
+    resolved = said.split("Findings resolved (")[1].split("Still open (")[0]
+    assert "EKS-AZ-EXHAUSTED (critical) ap-southeast-2a" in resolved and "EKS-SUBNET-EXHAUSTED" not in resolved
+    still = said.split("Still open (")[1].split("New (")[0]
+    assert all(f"EKS-SUBNET-EXHAUSTED (critical) {sid}" in still for sid in w.public_subnets)
+    journal = [json.loads(line) for line in (live.tmp / "plan.json.journal.jsonl").read_text().splitlines()]
+    verified = journal[-1]
+    assert (verified["step"], verified["event"]) == ("(after-apply)", "verified")
+    quota = next(c for c in verified["outputs"]["capacity"] if c["kind"] == "vpc-cidr-blocks")
+    assert (quota["before"]["used"], quota["after"]["used"]) == (1, 2)
+    assert {f["id"] for f in verified["outputs"]["resolved"]} >= {"EKS-AZ-EXHAUSTED"}
+    assert verified["outputs"]["by_hand"] == list(plan.notes)
 
     # The node group: tagged, a copy of the template, in the subnets the plan chose (ones with room).
     step = next(s for s in plan.steps if s.action == "eks.create-nodegroup")

@@ -52,7 +52,8 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), env=env)
+    # Wide enough that every summary row stays on one line (the table fits COLUMNS).
+    return CliRunner().invoke(cli, list(args), env={"COLUMNS": "250", **(env or {})})
 
 
 def fleet_json(result: Result) -> dict[str, Any]:

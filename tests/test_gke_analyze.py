@@ -48,6 +48,16 @@ def test_incident_pod_range_holds_four_nodes_and_has_four(incident: Diagnosis) -
     assert "/24 per node" in (r.note or "") and "autoscaler max 21" in (r.note or "")
 
 
+def test_incident_network_space_rows_show_unallocated_space(incident: Diagnosis) -> None:
+    """Every private space the network uses is a row: addresses its ranges take, and what is left."""
+    rows = [c for c in incident.capacity if c.kind == "network-space"]
+    assert rows and all(c.size == c.used + c.free for c in rows)
+    ten = next(c for c in rows if c.cidr == "10.0.0.0/8")
+    assert ten.size == 1 << 24 and 0 < ten.used < ten.size
+    # The cluster's own pod range is one of the ranges taking space in it.
+    assert ten.used >= 1024
+
+
 def test_incident_services_range_is_not_a_pod_range(incident: Diagnosis) -> None:
     assert list(capacity(incident, "pod-range")) == ["pods"]
 

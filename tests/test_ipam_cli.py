@@ -61,6 +61,13 @@ def test_reclaim_plan_apply_then_nothing_left(
     kubeconfig = whereabouts[2]
     applied = run("reclaim", "--apply", str(plan_path), "--yes", "--kubeconfig", kubeconfig)
     assert applied.exit_code == 0, applied.output
+    # The apply ends with a fresh look: the pool before -> after, and which findings it resolved.
+    said = " ".join(applied.stdout.split())
+    pool_line = f"whereabouts-pool {wc.POOL_NS}/{wc.POOL} 10.10.0.0/28: 14/14 used, 0 free (100.0%) -> 8/14 used"
+    assert f"{pool_line}, 6 free (57.1%)" in said
+    resolved = said.split("Findings resolved (2)")[1].split("Still open (0)")[0]
+    assert "WHEREABOUTS-POOL-FULL (critical)" in resolved and "WHEREABOUTS-STALE-ALLOCATION (warning)" in resolved
+    assert "New (0)" in said
     after = json.loads(run("diagnose", *whereabouts, "-o", "json").output)
     pool = next(c for c in after["capacity"] if c["kind"] == "whereabouts-pool")
     assert (pool["used"], pool["free"], pool["extra"]["stale"]) == (8, 6, 0)
@@ -68,6 +75,29 @@ def test_reclaim_plan_apply_then_nothing_left(
     again = run("reclaim", "--apply", str(plan_path), "--yes", "--kubeconfig", kubeconfig)
     assert again.exit_code == 0, again.output
     assert writes(kube_server) == []
+
+
+def test_reclaim_apply_json_reports_steps_and_the_fresh_look(
+    whereabouts: list[str], kube_server: FakeKubeServer, tmp_path: Path
+) -> None:
+    plan_path = tmp_path / "r.json"
+    assert run("reclaim", *whereabouts, "--ipam", "whereabouts", "--plan", "--out", str(plan_path)).exit_code == 0
+    applied = run("reclaim", "--apply", str(plan_path), "--yes", "--kubeconfig", whereabouts[2], "-o", "json")
+    assert applied.exit_code == 0, applied.output
+    doc = json.loads(applied.stdout)
+    plan = load_plan(plan_path)
+    assert doc["schema"] == "cidrx.apply/v1" and doc["plan_id"] == plan.plan_id
+    assert [s["step"] for s in doc["steps"]] == [s.id for s in plan.steps]
+    assert {s["status"] for s in doc["steps"]} == {"done"}
+    (pool,) = [c for c in doc["verification"]["capacity"] if c["kind"] == "whereabouts-pool"]
+    assert (pool["before"]["used"], pool["before"]["free"]) == (14, 0)
+    assert (pool["after"]["used"], pool["after"]["free"]) == (8, 6)
+    resolved = {f["id"] for f in doc["verification"]["resolved"]}
+    assert resolved == {"WHEREABOUTS-POOL-FULL", "WHEREABOUTS-STALE-ALLOCATION"}
+    assert doc["verification"]["still_open"] == doc["verification"]["new"] == []
+    assert doc["verification_error"] is None and doc["next_steps"] == list(plan.notes)
+    journal = [json.loads(line) for line in Path(f"{plan_path}.journal.jsonl").read_text().splitlines()]
+    assert journal[-1]["event"] == "verified" and journal[-1]["outputs"] == doc["verification"]
 
 
 def test_an_expand_apply_of_a_reclaim_plan_is_refused(whereabouts: list[str], tmp_path: Path) -> None:

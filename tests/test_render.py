@@ -12,6 +12,7 @@ from cidrx.model.plan import Plan, Step, load_plan, save_plan, seal
 from cidrx.model.target import Target
 from cidrx.render import render_diagnosis, render_plan
 from cidrx.render.table import render_results
+from cidrx.render.term import Term
 
 TARGET = Target("eks", "demo-ip", region="ap-southeast-2")
 EVENT = (
@@ -90,7 +91,7 @@ def make_plan() -> Plan:
 
 
 def test_table_shows_the_full_subnets_in_the_capacity_table() -> None:
-    text = render_diagnosis(DIAGNOSIS, "table")
+    text = render_diagnosis(DIAGNOSIS, "table", Term(width=160))
     lines = text.splitlines()
     full = [line for line in lines if "100.0%" in line]
     assert len(full) == 2
@@ -173,7 +174,7 @@ def test_markdown_is_a_ci_summary() -> None:
 
 def test_plan_table_numbers_steps_and_shows_basis_and_notes() -> None:
     plan = make_plan()
-    text = render_plan(plan, "table")
+    text = render_plan(plan, "table", Term(width=200))
     assert plan.plan_id in text.splitlines()[0]
     step_lines = [line for line in text.splitlines() if "eks.create-subnet" in line]
     assert step_lines and step_lines[0].lstrip().startswith("2")

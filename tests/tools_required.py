@@ -33,12 +33,20 @@ def require_tool(tool: str, why: str) -> str:
     """The path of `tool` on PATH; otherwise skip the calling test (saying `why` it is needed), or fail it
     when the tool is required."""
     path = shutil.which(tool)
-    if path is not None:
-        return path
-    message = f"no {tool} on PATH ({why})"
+    if path is None:
+        require(tool, False, f"no {tool} on PATH ({why})")
+    assert path is not None
+    return path
+
+
+def require(tool: str, available: bool, reason: str) -> None:
+    """Nothing when `available`; otherwise skip saying `reason`, or fail when CIDRX_REQUIRE_TOOLS requires `tool`
+    (for tools that are not a command on PATH: a browser at a fixed path, a Python package)."""
+    if available:
+        return
     if is_required(tool):
-        pytest.fail(f"{message}, and {ENV}={os.environ.get(ENV)} requires it")
-    pytest.skip(f"{message}; set {ENV}=1 to make this a failure")
+        pytest.fail(f"{reason}, and {ENV}={os.environ.get(ENV)} requires it")
+    pytest.skip(f"{reason}; set {ENV}=1 to make this a failure")
 
 
 def needs_tool(tool: str, why: str) -> Callable[[F], F]:

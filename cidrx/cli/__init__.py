@@ -78,7 +78,8 @@ class CidrxGroup(click.Group):
 @click.group(cls=CidrxGroup, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="cidrx", message="%(prog)s %(version)s")
 @click.option("-v", "--verbose", count=True, help="More detail on stderr; -v also shows tracebacks of bugs.")
-def cli(verbose: int) -> None:
+@click.option("--no-color", is_flag=True, help="No colour in terminal output (also: NO_COLOR=1).")
+def cli(verbose: int, no_color: bool) -> None:
     """Find why Kubernetes pods cannot get IP addresses, then plan and apply the fix.
 
     \b
@@ -92,6 +93,9 @@ def cli(verbose: int) -> None:
     """
     import logging
 
+    from cidrx.render import term
+
+    term.set_no_color(no_color)
     boundary.set_verbosity(verbose)
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, stream=sys.stderr, format="cidrx: %(levelname)s: %(name)s: %(message)s")

@@ -8,6 +8,7 @@ one combined document, the worst exit code; a cluster that cannot be read is a r
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -72,7 +73,20 @@ def collect_live(opts: TargetOptions) -> Snapshot:
 def get_snapshot(opts: TargetOptions, snapshot_path: str | None) -> Snapshot:
     if snapshot_path:
         return read_snapshot(snapshot_path, opts)
-    return collect_live(opts)
+    try:
+        title = f"reading {resolve_target(opts).label()}"
+    except InvalidInput:  # collect_live says what is wrong with the flags
+        title = "reading the target"
+    with reading_status(title):
+        return collect_live(opts)
+
+
+def reading_status(title: str) -> contextlib.AbstractContextManager[None]:
+    """A spinner on stderr naming each request (and retry) while the block reads the cloud or cluster."""
+    from cidrx.cli import boundary
+    from cidrx.render.progress import showing_activity
+
+    return showing_activity(title, sys.stderr, boundary.state.verbose)
 
 
 # -- fleet mode ----------------------------------------------------------------------------------------
@@ -232,6 +246,7 @@ def diagnose_many(opts: TargetOptions, all_contexts: bool, parallel: int, output
     from cidrx import fleet, targets
     from cidrx.render.fleet import cut, render_fleet, status
     from cidrx.render.progress import make_progress
+    from cidrx.render.term import stdout_term
 
     jobs, notes, floor = fleet_jobs(opts, all_contexts)
     preload(jobs[0].target.provider if jobs else "k8s")
@@ -256,7 +271,7 @@ def diagnose_many(opts: TargetOptions, all_contexts: bool, parallel: int, output
         notes=notes,
         floor=floor,
     )
-    click.echo(render_fleet(result, output), nl=False)
+    click.echo(render_fleet(result, output, stdout_term()), nl=False)
     return result.exit_code
 
 
@@ -333,11 +348,19 @@ def diagnose(
     """
     from cidrx import targets
     from cidrx.render import render_diagnosis
+    from cidrx.render.term import stdout_term
 
     if is_fleet(target, all_clusters, all_contexts):
         check_fleet_flags(target, all_clusters, all_contexts, snapshot_path)
+        if output == "html":
+            raise InvalidInput("-o html maps one cluster; diagnose the clusters one by one, or use -o markdown")
         return diagnose_many(target, all_contexts, parallel, output, fail_on)
     snap = get_snapshot(target, snapshot_path)
     d = targets.analyze(snap)
-    click.echo(render_diagnosis(d, output), nl=False)
+    if output == "html":
+        from cidrx.render.html import render_html
+
+        click.echo(render_html(d, targets.address_maps(snap)), nl=False)
+        return exit_code_for(d, fail_on)
+    click.echo(render_diagnosis(d, output, stdout_term()), nl=False)
     return exit_code_for(d, fail_on)

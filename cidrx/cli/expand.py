@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import click
 
 from cidrx.cli import boundary
-from cidrx.cli.diagnose import get_snapshot
+from cidrx.cli.diagnose import get_snapshot, reading_status
 from cidrx.cli.options import TargetOptions, check_matches, target_options
 from cidrx.cli.snapshot import write_atomically
 from cidrx.errors import CidrxError, InvalidInput
@@ -24,6 +24,7 @@ from cidrx.render import PLAN_FORMATS, render_plan
 
 if TYPE_CHECKING:
     from cidrx.model.plan import Plan
+    from cidrx.model.snapshot import Snapshot
     from cidrx.targets import PlanOptions
 
 # Kept literal so `--help` imports no provider; tests check it equals the providers' own lists.
@@ -104,13 +105,13 @@ def make(
     snap = get_snapshot(target, snapshot_path)
     plan = targets.make_plan(snap, options)
     if emit is None:
-        return write_plan(plan, out, output, "expand")
+        return write_plan(plan, out, output, "expand", snap)
     if out == "-":  # the HCL instead of the plan's JSON: nothing is saved
         click.echo(terraform_text(plan, None), nl=False)
         return 0
     path = out or default_plan_path(plan)
     hcl = terraform_text(plan, path)  # before anything is written: a plan it cannot express writes nothing
-    code = write_plan(plan, path, output, "expand")
+    code = write_plan(plan, path, output, "expand", snap)
     write_atomically(terraform_path(path), hcl)
     click.echo(f"cidrx: Terraform for plan {plan.plan_id} written to {terraform_path(path)}", err=True)
     return code
@@ -140,7 +141,21 @@ def terraform_text(plan: Plan, plan_path: str | None, how: str = "cidrx expand -
     return render_terraform(plan, outputs, generated_by=how)
 
 
-def write_plan(plan: Plan, out: str | None, output: str, command: str) -> int:
+def plan_text(plan: Plan, output: str, snapshot: Snapshot | None) -> str:
+    """`plan` as `output`; html draws the plan's new range into the maps of the snapshot it was made from."""
+    from cidrx.render.term import stdout_term
+
+    if output != "html":
+        return render_plan(plan, output, stdout_term())
+    from cidrx import targets
+    from cidrx.render.html import render_html
+
+    if snapshot is None:
+        raise InvalidInput("-o html needs the snapshot the plan is made from")
+    return render_html(targets.analyze(snapshot), targets.address_maps(snapshot), plan)
+
+
+def write_plan(plan: Plan, out: str | None, output: str, command: str, snapshot: Snapshot | None = None) -> int:
     """Print `plan` in `output` format and save it to `out` (default beside the cwd; `-`: JSON on stdout)."""
     from cidrx.model import codec
 
@@ -149,8 +164,9 @@ def write_plan(plan: Plan, out: str | None, output: str, command: str) -> int:
         return 0
     path = out or default_plan_path(plan)
     _refuse_to_orphan_a_journal(path, plan)
+    text = plan_text(plan, output, snapshot)
     write_atomically(path, codec.dumps(plan))
-    click.echo(render_plan(plan, output), nl=False)
+    click.echo(text, nl=False)
     _warn_foreign_journal(path, plan)
     click.echo(
         f"cidrx: plan {plan.plan_id} written to {path}; review it, then: cidrx {command} --apply {path}", err=True
@@ -175,14 +191,28 @@ def load_for_apply(target: TargetOptions, plan_path: str, command: str) -> Plan:
     return plan
 
 
-def apply(target: TargetOptions, plan_path: str, yes: bool, command: str = "expand", plan: Plan | None = None) -> int:
+APPLY_FORMATS = ("table", "json")
+
+
+def apply(
+    target: TargetOptions,
+    plan_path: str,
+    yes: bool,
+    command: str = "expand",
+    plan: Plan | None = None,
+    output: str = "table",
+) -> int:
     """Carry out the plan at `plan_path` (shared by `expand --apply` and `reclaim --apply`); `plan` is that
-    file already loaded with `load_for_apply`, if the caller did."""
+    file already loaded with `load_for_apply`, if the caller did. After the last step a fresh snapshot
+    shows whether it worked (cidrx.engine.verify); it is printed and recorded in the journal."""
     from cidrx import targets
     from cidrx.render.progress import make_progress
     from cidrx.render.table import render_plan as plan_table
     from cidrx.render.table import render_results
+    from cidrx.render.term import stderr_term, stdout_term
 
+    if output not in APPLY_FORMATS:
+        raise InvalidInput(f"-o {output} is for plans; an apply reports as {' or '.join(APPLY_FORMATS)}")
     if plan is None:
         plan = load_for_apply(target, plan_path, command)
     if not yes:
@@ -191,20 +221,37 @@ def apply(target: TargetOptions, plan_path: str, yes: bool, command: str = "expa
                 "refusing to apply without --yes: stdin is not a terminal",
                 hint=f"review the plan, then run: cidrx {command} --apply {plan_path} --yes",
             )
-        click.echo(plan_table(plan), err=True)
+        click.echo(plan_table(plan, stderr_term()), err=True)
         if not click.confirm(f"Apply plan {plan.plan_id} to {plan.target.label()}?", default=False, err=True):
             raise InvalidInput("apply cancelled at the prompt; nothing was changed")
     progress = make_progress(sys.stderr)
     progress.note(f"taking a fresh snapshot of {plan.target.label()} to check the plan still holds")
-    snap = targets.collect_for_plan(plan, target)
+    with reading_status(f"reading {plan.target.label()}"):
+        snap = targets.collect_for_plan(plan, target)
     with boundary.applying():
         outcomes = targets.apply_plan(plan, plan_path, snap, target, progress)
-    rows = [(o.step_id, o.status, o.outputs) for o in outcomes]
-    click.echo(render_results(rows, plan.notes), nl=False)
+    progress.note(f"taking a fresh snapshot of {plan.target.label()} to see what the apply changed")
+    verification = None
+    unverified = None
+    try:
+        with reading_status(f"reading {plan.target.label()} again"):
+            verification = targets.verify_apply(plan, plan_path, snap, target)
+    except CidrxError as exc:  # the apply itself is done; say why its result could not be checked
+        unverified = exc.message
+    rows = [(o.step_id, o.status, dict(o.outputs)) for o in outcomes]
+    if output == "json":
+        from cidrx.engine.verify import verification_doc
+        from cidrx.model import codec
+        from cidrx.render.jsonout import apply_doc
+
+        doc = verification_doc(verification) if verification is not None else None
+        click.echo(codec.dumps(apply_doc(plan, rows, doc, unverified)), nl=False)
+        return 0
+    click.echo(render_results(rows, plan.notes, stdout_term(), verification, unverified), nl=False)
     return 0
 
 
-def apply_and_emit(target: TargetOptions, plan_path: str, yes: bool) -> int:
+def apply_and_emit(target: TargetOptions, plan_path: str, yes: bool, output: str = "table") -> int:
     """`expand --apply PLAN --emit terraform`: apply, then write the .tf beside the plan with import blocks
     for what the journal recorded, also when the apply stopped partway (its exit code is kept) or was
     refused, so what was created so far can be adopted."""
@@ -213,7 +260,7 @@ def apply_and_emit(target: TargetOptions, plan_path: str, yes: bool) -> int:
     terraform_text(plan, plan_path, how)  # a plan Terraform cannot express is refused before anything is applied
     tf = terraform_path(plan_path)
     try:
-        code = apply(target, plan_path, yes, plan=plan)
+        code = apply(target, plan_path, yes, plan=plan, output=output)
     except BaseException:
         try:
             write_atomically(tf, terraform_text(plan, plan_path, how))
@@ -261,7 +308,12 @@ def apply_and_emit(target: TargetOptions, plan_path: str, yes: bool) -> int:
 )
 @click.option("--allow-class-e", is_flag=True, help="GKE: allow 240.0.0.0/4 when no private space is free.")
 @click.option(
-    "-o", "--output", type=click.Choice(PLAN_FORMATS), default="table", show_default=True, help="Plan output format."
+    "-o",
+    "--output",
+    type=click.Choice(PLAN_FORMATS),
+    default="table",
+    show_default=True,
+    help="Plan output format; with --apply, table or json (the cidrx.apply/v1 document).",
 )
 @click.option(
     "--emit",
@@ -318,7 +370,9 @@ def expand(
         given = [name for name, value in plan_only.items() if value is not None]
         if given:
             raise InvalidInput(f"{', '.join(given)} only work with --plan; the plan file already fixes them")
-        return apply_and_emit(target, apply_path, yes) if emit else apply(target, apply_path, yes)
+        if emit:
+            return apply_and_emit(target, apply_path, yes, output)
+        return apply(target, apply_path, yes, output=output)
     if yes:
         raise InvalidInput("--yes only works with --apply; --plan never changes anything")
     from cidrx.targets import PlanOptions

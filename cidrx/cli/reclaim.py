@@ -31,7 +31,12 @@ IPAMS = ("whereabouts", "calico")
     help="With --plan: where to write the plan [default: cidrx-plan-<cluster>.json]; - prints its JSON instead.",
 )
 @click.option(
-    "-o", "--output", type=click.Choice(PLAN_FORMATS), default="table", show_default=True, help="Plan output format."
+    "-o",
+    "--output",
+    type=click.Choice(PLAN_FORMATS),
+    default="table",
+    show_default=True,
+    help="Plan output format; with --apply, table or json (the cidrx.apply/v1 document).",
 )
 @click.option("--yes", is_flag=True, help="With --apply: do not ask (required when stdin is not a terminal).")
 def reclaim(
@@ -61,7 +66,7 @@ def reclaim(
         given = [n for n, v in (("--ipam", ipam), ("--snapshot", snapshot_path), ("--out", out)) if v is not None]
         if given:
             raise InvalidInput(f"{', '.join(given)} only work with --plan; the plan file already fixes them")
-        return apply(target, apply_path, yes, command="reclaim")
+        return apply(target, apply_path, yes, command="reclaim", output=output)
     if yes:
         raise InvalidInput("--yes only works with --apply; --plan never changes anything")
     if ipam is None:
@@ -69,4 +74,4 @@ def reclaim(
     from cidrx import targets
 
     snap = get_snapshot(target, snapshot_path)
-    return write_plan(targets.make_reclaim_plan(snap, ipam), out, output, "reclaim")
+    return write_plan(targets.make_reclaim_plan(snap, ipam), out, output, "reclaim", snap)

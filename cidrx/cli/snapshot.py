@@ -35,11 +35,12 @@ def snapshot(target: TargetOptions, out: str) -> int:
 
     Diagnose it later, anywhere, with `cidrx diagnose --snapshot FILE`.
     """
-    from cidrx.cli.diagnose import collect_live
+    from cidrx.cli.diagnose import collect_live, reading_status
     from cidrx.model import codec
 
     t = resolve_target(target)
-    snap = collect_live(target)
+    with reading_status(f"reading {t.label()}"):
+        snap = collect_live(target)
     text = codec.dumps(snap)
     if out == "-":
         click.echo(text, nl=False)

@@ -516,7 +516,11 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
                 "Pass --kubeconfig/--context to include events, nodes and the aws-node configuration.",
             )
         )
+    from cidrx.eks.netmap import address_maps
+    from cidrx.model.netmap import unallocated_capacity
+
     capacity = _subnet_capacity(uses) + nodegroup_capacity(eks, kube, cni) + [_vpc_capacity(eks)]
+    capacity += [unallocated_capacity(m) for m in address_maps(snapshot)]
     return make_diagnosis(snapshot.target, snapshot.fingerprint, capacity, findings)
 
 

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from cidrx.engine import activity
 from cidrx.engine.retry import (
     Retryable,
     RetryPolicy,
@@ -189,6 +190,7 @@ def translate(exc: BaseException, action: str, subject: str | None = None) -> Ci
 @contextmanager
 def _aws(action: str, subject: str | None = None) -> Iterator[None]:
     """Run an SDK call; any botocore exception leaves as the CidrxError `translate` picks."""
+    activity.reading(f"{action} {subject}" if subject else action)
     try:
         yield
     except CidrxError:

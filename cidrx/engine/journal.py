@@ -22,7 +22,9 @@ from typing import Any, Literal, get_args
 from cidrx.errors import InvalidInput
 from cidrx.model.plan import Plan
 
-Event = Literal["started", "acted", "done", "skipped", "failed"]
+# `verified`: after the last step, what a fresh snapshot says (cidrx.engine.verify), under VERIFY_STEP.
+Event = Literal["started", "acted", "done", "skipped", "failed", "verified"]
+VERIFY_STEP = "(after-apply)"
 EVENTS: frozenset[str] = frozenset(get_args(Event))
 _WITH_OUTPUTS = frozenset({"acted", "done", "skipped"})
 _FINISHED = frozenset({"done", "skipped"})

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
+from cidrx.engine import activity
 from cidrx.errors import CidrxError, InvalidInput
 
 T = TypeVar("T")
@@ -149,6 +150,7 @@ def call_with_retry(fn: Callable[[], T], classify: Classify, policy: RetryPolicy
                 with contextlib.suppress(AttributeError):  # exceptions with __slots__
                     setattr(exc, _GAVE_UP, (attempt, elapsed))
                 raise
+            activity.retrying(attempt + 1, policy.max_attempts, delay, exc)
             sleep(delay)
             attempt += 1
 

@@ -437,5 +437,9 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
                 "Pass --kubeconfig/--context to include nodes' podCIDRs, Pending pods and autoscaler events.",
             )
         )
+    from cidrx.gke.netmap import address_maps
+    from cidrx.model.netmap import unallocated_capacity
+
     capacity = _range_capacity(ranges) + _pool_capacity(gke, kube, ranges)
+    capacity += [unallocated_capacity(m) for m in address_maps(snapshot)]
     return make_diagnosis(snapshot.target, snapshot.fingerprint, capacity, findings)

@@ -26,6 +26,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+from cidrx.engine import activity
 from cidrx.engine.retry import Retryable, call_with_retry, parse_retry_after, status_is_transient, with_gave_up_note
 from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput
 
@@ -268,6 +269,7 @@ class GkeApi:
         def once() -> T:
             return fn(*args, retry=None, timeout=CALL_TIMEOUT, **kwargs)
 
+        activity.reading(f"{action} {subject}" if subject else action)
         try:
             return call_with_retry(once, _classify_write if write else _classify_read)
         except CidrxError:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import msgspec
 
+from cidrx.engine import activity
 from cidrx.engine.retry import Retryable, call_with_retry, parse_retry_after, status_is_transient, with_gave_up_note
 from cidrx.errors import AccessDenied, CidrxError, CloudError
 
@@ -563,6 +564,7 @@ class KubeApi:
 
     @contextmanager
     def _guard(self, call: _Call) -> Iterator[None]:
+        activity.reading(f"Kubernetes {call.verb} {call.subject}")
         try:
             yield
         except Exception as exc:
@@ -598,12 +600,13 @@ class KubeApi:
         # ours overlap instead of adding up (one request in flight at a time, in order; the continue
         # token of a page is known once it is decoded, before its items are handed out).
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cidrx-list") as fetcher:
-            pending = fetcher.submit(self._retry, page)
+            fetch = activity.carried(lambda: self._retry(page))  # retries there name this thread's request
+            pending = fetcher.submit(fetch)
             more = True
             while more:
                 more, items = pending.result()
                 if more:
-                    pending = fetcher.submit(self._retry, page)
+                    pending = fetcher.submit(fetch)
                 yield from items
 
     # ---- reads ----------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 `render_diagnosis(d, fmt)` / `render_plan(plan, fmt)` pick the module, importing only the one asked for.
 `prometheus` is for diagnoses only (metrics of capacity and findings); a plan asked for in it is an input
-error, and PLAN_FORMATS lists what plans render to.
+error, and PLAN_FORMATS lists what plans render to. `html` draws the snapshot's address maps too, so the
+CLI calls cidrx.render.html with them (`render_plan` cannot: a plan alone has no map).
 """
 
 from __future__ import annotations
@@ -12,16 +13,18 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from cidrx.model.findings import Diagnosis
     from cidrx.model.plan import Plan
+    from cidrx.render.term import Term
 
-FORMATS = ("table", "json", "markdown", "prometheus")
-PLAN_FORMATS = ("table", "json", "markdown")
+FORMATS = ("table", "json", "markdown", "prometheus", "html")
+PLAN_FORMATS = ("table", "json", "markdown", "html")
 
 
-def render_diagnosis(d: Diagnosis, fmt: str) -> str:
+def render_diagnosis(d: Diagnosis, fmt: str, term: Term | None = None) -> str:
+    """`d` as `fmt`; `term` (width, colour) shapes only the table format (default: 80 columns, no colour)."""
     if fmt == "table":
         from cidrx.render import table
 
-        return table.render_diagnosis(d)
+        return table.render_diagnosis(d, term) if term else table.render_diagnosis(d)
     if fmt == "json":
         from cidrx.render import jsonout
 
@@ -34,14 +37,18 @@ def render_diagnosis(d: Diagnosis, fmt: str) -> str:
         from cidrx.render import prometheus
 
         return prometheus.render_prometheus(d)
+    if fmt == "html":  # without the snapshot's address maps; the CLI passes them (cidrx.targets.address_maps)
+        from cidrx.render import html
+
+        return html.render_html(d, ())
     raise ValueError(f"unknown output format {fmt!r}")
 
 
-def render_plan(plan: Plan, fmt: str) -> str:
+def render_plan(plan: Plan, fmt: str, term: Term | None = None) -> str:
     if fmt == "table":
         from cidrx.render import table
 
-        return table.render_plan(plan)
+        return table.render_plan(plan, term) if term else table.render_plan(plan)
     if fmt == "json":
         from cidrx.render import jsonout
 
@@ -54,4 +61,6 @@ def render_plan(plan: Plan, fmt: str) -> str:
         from cidrx.errors import InvalidInput
 
         raise InvalidInput("-o prometheus renders diagnoses only; show a plan as table, json or markdown")
+    if fmt == "html":
+        raise ValueError("an HTML plan needs its snapshot's address maps: use cidrx.render.html.render_html")
     raise ValueError(f"unknown output format {fmt!r}")

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tabulate import tabulate
-
 from cidrx.fleet import NO_KUBE_REASON, Fleet, Member
 from cidrx.model import codec
 from cidrx.model.findings import Capacity
 from cidrx.render import markdown, table
 from cidrx.render.jsonout import diagnosis_doc
+from cidrx.render.term import PLAIN, Term
 
 HEADERS = ["cluster", "status", "critical", "warning", "info", "kube context", "fullest capacity / error"]
 _NUMERIC = ("critical", "warning", "info")
@@ -65,26 +64,22 @@ def summary_line(fleet: Fleet) -> str:
     )
 
 
-def render_table(fleet: Fleet) -> str:
-    body = tabulate(
-        [_row(m) for m in fleet.clusters],
-        headers=HEADERS,
-        tablefmt="simple",
-        disable_numparse=True,
-        colalign=tuple("right" if h in _NUMERIC else "left" for h in HEADERS),
-    )
-    out = ["cidrx fleet diagnosis", "", body, "", summary_line(fleet)]
-    out += [f"note: {n}" for n in fleet.notes]
+def render_table(fleet: Fleet, term: Term = PLAIN) -> str:
+    body = table.grid(HEADERS, [_row(m) for m in fleet.clusters], term)
+    out = ["cidrx fleet diagnosis", "", body, "", *table.wrap(summary_line(fleet), term.width, "  ")]
+    for n in fleet.notes:
+        out += table.wrap(n, term.width, "      ", first="note: ")
     for m in fleet.clusters:
-        out += ["", "=" * table.WIDTH, ""]
+        out += ["", "=" * term.width, ""]
         if m.diagnosis is not None:
             if m.note:
-                out.append(f"({m.note})")
-            out.append(table.render_diagnosis(m.diagnosis).rstrip("\n"))
+                out += table.wrap(f"({m.note})", term.width, " ")
+            out.append(table.render_diagnosis(m.diagnosis, term).rstrip("\n"))
         else:
-            out.append(f"cidrx could not diagnose {m.target.label()} (exit {m.exit_code}): {m.error}")
+            text = f"cidrx could not diagnose {m.target.label()} (exit {m.exit_code}): {m.error}"
+            out += table.wrap(text, term.width, "  ")
             if m.hint:
-                out.append(f"hint: {m.hint}")
+                out += table.wrap(m.hint, term.width, "      ", first="hint: ")
     return "\n".join(out) + "\n"
 
 
@@ -142,9 +137,9 @@ def render_prometheus(fleet: Fleet) -> str:
     return render_prometheus_many([m.diagnosis for m in fleet.clusters if m.diagnosis is not None])
 
 
-def render_fleet(fleet: Fleet, fmt: str) -> str:
+def render_fleet(fleet: Fleet, fmt: str, term: Term = PLAIN) -> str:
     if fmt == "table":
-        return render_table(fleet)
+        return render_table(fleet, term)
     if fmt == "json":
         return render_json(fleet)
     if fmt == "markdown":

@@ -61,3 +61,23 @@ def render_diagnosis(d: Diagnosis) -> str:
 def render_plan(plan: Plan) -> str:
     """Byte for byte what `save_plan` writes, so `-o json` output can be saved and applied."""
     return codec.dumps(plan)
+
+
+def apply_doc(
+    plan: Plan,
+    results: list[tuple[str, str, dict[str, Any]]],
+    verification: dict[str, Any] | None,
+    unverified: str | None,
+) -> dict[str, Any]:
+    """The `cidrx.apply/v1` document `--apply ... -o json` prints: every step's status and outputs, the
+    before -> after comparison of a fresh snapshot (null, with `verification_error`, when it could not be
+    taken) and the plan's notes, what is left to do by hand."""
+    return {
+        "schema": "cidrx.apply/v1",
+        "plan_id": plan.plan_id,
+        "target": codec.to_builtins(plan.target),
+        "steps": [{"step": step, "status": status, "outputs": outputs} for step, status, outputs in results],
+        "verification": verification,
+        "verification_error": unverified,
+        "next_steps": list(plan.notes),
+    }

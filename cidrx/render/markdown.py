@@ -12,7 +12,7 @@ from typing import Any
 
 from cidrx.model.findings import Diagnosis, Severity
 from cidrx.model.plan import Plan
-from cidrx.render.table import counts_line, percent, value_text
+from cidrx.render.table import by_urgency, counts_line, percent, value_text
 
 _SEVERITIES = (Severity.CRITICAL, Severity.WARNING, Severity.INFO)
 
@@ -48,7 +48,7 @@ def render_diagnosis(d: Diagnosis) -> str:
     out += ["", "#### Capacity", ""]
     if d.capacity:
         rows = []
-        for c in d.capacity:
+        for c in by_urgency(d.capacity):
             nodes = ""
             if c.nodes is not None or c.max_nodes is not None:
                 nodes = f"{'' if c.nodes is None else c.nodes}/{'' if c.max_nodes is None else c.max_nodes}"

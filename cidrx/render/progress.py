@@ -1,4 +1,5 @@
-"""Progress of an apply on stderr: one live line on a terminal, timestamped plain lines in CI logs.
+"""Progress on stderr: of an apply (one live line on a terminal, timestamped plain lines in CI logs) and of
+reading the cloud or cluster (a spinner naming the request and any retry; plain lines with -v).
 
 An apply can take many minutes (a node group alone takes several), so the user must see which step runs
 and what it is waiting for. Results still go to stdout from the CLI; everything here is for humans
@@ -7,9 +8,12 @@ watching, and takes the stream it writes to (the CLI passes stderr).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any, Protocol, TextIO
 
@@ -151,3 +155,97 @@ def make_progress(stream: TextIO) -> Progress:
     except (AttributeError, ValueError):  # closed or file-like without isatty
         tty = False
     return LiveProgress(stream) if tty else PlainProgress(stream)
+
+
+# --- what is being read, while a snapshot is taken (cidrx.engine.activity) ----------------------------------
+
+
+class SpinnerStatus:
+    """A terminal: one status line with a spinner, naming the request being made and any retry, erased
+    when reading is done (rich's Live display, transient)."""
+
+    def __init__(self, stream: TextIO, title: str) -> None:
+        from rich.console import Console
+        from rich.live import Live
+        from rich.spinner import Spinner
+
+        from cidrx.render.term import detect
+
+        term = detect(stream)
+        self._title = title
+        self._spinner = Spinner("dots", text=title)
+        self._console = Console(file=stream, width=term.width, no_color=not term.color, highlight=False)
+        self._live = Live(
+            self._spinner,
+            console=self._console,
+            transient=True,
+            refresh_per_second=8,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+        self._lock = threading.Lock()
+
+    def _show(self, text: str) -> None:
+        width = max(10, self._console.width - 3)
+        shown = text if len(text) <= width else text[: width - 1] + "…"
+        with self._lock:
+            self._spinner.update(text=shown)
+            self._live.refresh()
+
+    def start(self) -> None:
+        self._live.start(refresh=True)
+
+    def stop(self) -> None:
+        self._live.stop()
+
+    def reading(self, what: str) -> None:
+        self._show(f"{self._title}: {what}")
+
+    def retrying(self, what: str, attempt: int, max_attempts: int, delay: float, error: str) -> None:
+        self._show(f"{self._title}: {what}: retry {attempt}/{max_attempts} in {delay:.1f}s after {error}")
+
+
+class ActivityLines:
+    """Not a terminal, with -v: one plain line per request and per retry (CI logs show where time goes)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def _line(self, text: str) -> None:
+        self.stream.write(f"cidrx: {text}\n")
+        self.stream.flush()
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def reading(self, what: str) -> None:
+        self._line(f"reading {what}")
+
+    def retrying(self, what: str, attempt: int, max_attempts: int, delay: float, error: str) -> None:
+        self._line(f"retrying {what} (attempt {attempt} of {max_attempts}) in {delay:.1f}s after: {error}")
+
+
+@contextlib.contextmanager
+def showing_activity(title: str, stream: TextIO, verbose: int) -> Iterator[None]:
+    """While the block reads the cloud or the cluster: a spinner line on a terminal, plain lines with -v
+    elsewhere, nothing otherwise. Never on stdout (the caller passes stderr)."""
+    from cidrx.engine import activity
+    from cidrx.render.term import is_terminal
+
+    shown: SpinnerStatus | ActivityLines
+    if is_terminal(stream):
+        shown = SpinnerStatus(stream, title)
+    elif verbose:
+        shown = ActivityLines(stream)
+    else:
+        yield
+        return
+    shown.start()
+    try:
+        with activity.listening(shown):
+            yield
+    finally:
+        shown.stop()
