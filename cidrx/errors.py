@@ -13,6 +13,7 @@ EXIT_FINDINGS = 3
 EXIT_STALE = 4
 EXIT_PARTIAL = 5
 EXIT_ACCESS = 6
+EXIT_RETRY_LATER = 7
 
 
 class CidrxError(Exception):
@@ -51,6 +52,16 @@ class AccessDenied(CidrxError):
     """Credentials missing or expired, permission denied, or the target does not exist."""
 
     exit_code = EXIT_ACCESS
+
+
+class Unreachable(AccessDenied):
+    """The cloud or cluster a command needs cannot be reached (or its certificate cannot be verified)."""
+
+
+class RetriesExhausted(CidrxError):
+    """The cloud or cluster kept failing (5xx, throttling) after every retry; nothing is wrong with the input."""
+
+    exit_code = EXIT_RETRY_LATER
 
 
 class CloudError(CidrxError):

@@ -216,6 +216,34 @@ def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> 
     provider(plan.target).check_drift(plan, snapshot)
 
 
+def cluster_steps(plan: Plan) -> list[str]:
+    """Ids of the steps of `plan` that read or change in-cluster objects (their permissions say so)."""
+    return [s.id for s in plan.steps if is_ipam_plan(plan) or any(p.startswith("kubernetes:") for p in s.permissions)]
+
+
+def require_reach(plan: Plan, snapshot: Snapshot, opts: TargetOptions) -> None:
+    """Refuse, before the first write, a plan whose steps need the cluster when the fresh snapshot could
+    not read it: an apply must prove access to everything it touches first (a cloud that cannot be reached
+    already failed the snapshot), and an unread cluster is an outage to report (exit 6), not drift (exit 4)."""
+    needing = cluster_steps(plan)
+    if not needing:
+        return
+    if opts.no_kube:
+        raise InvalidInput(
+            f"plan {plan.plan_id} changes in-cluster objects (step {needing[0]}), so its apply must reach the "
+            "cluster; drop --no-kube"
+        )
+    if not snapshot.kube.available:
+        from cidrx.errors import Unreachable
+
+        raise Unreachable(
+            f"cannot reach the cluster of {plan.target.label()}, which plan {plan.plan_id} changes (step "
+            f"{needing[0]}): {snapshot.kube.reason or 'the Kubernetes API could not be read'}; nothing was changed",
+            hint="check the kubeconfig (--kubeconfig, --context) and network access to the API server, then run "
+            "the same command again",
+        )
+
+
 def kube_api(opts: TargetOptions, snapshot: Snapshot) -> KubeApi | None:
     """The Kubernetes client for steps that change in-cluster objects; None when the fresh snapshot could
     not reach the cluster (those steps then stop with a message saying so)."""
@@ -238,7 +266,8 @@ def apply_plan(
     from cidrx.kube import ipam
 
     module = provider(plan.target)
-    journal = Journal.open(plan_path, plan)
+    journal = Journal.open(plan_path, plan)  # reads only: a journal of another plan is refused first
+    require_reach(plan, snapshot, opts)
     kube = kube_api(opts, snapshot)
     executors = ipam.executors(plan) if is_ipam_plan(plan) else module.executors()
     try:

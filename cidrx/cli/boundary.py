@@ -9,6 +9,7 @@ can trust them.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 import traceback
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 import click
 
-from cidrx.errors import EXIT_INTERNAL, EXIT_OK, EXIT_PARTIAL, CidrxError
+from cidrx.errors import EXIT_INTERNAL, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, CidrxError
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C; used when nothing was being applied
 REPORT_HINT = "this is a bug; please report it with the output of `cidrx snapshot`"
@@ -84,17 +85,36 @@ def run(invoke: Callable[[], object]) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except BrokenPipeError:
-        # `cidrx diagnose | head`: the reader went away; not an error worth a message. Point stdout at
-        # /dev/null so the interpreter's final flush does not complain either.
-        with contextlib.suppress(Exception):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            # `cidrx diagnose | head`: the reader went away; not an error worth a message. Point stdout at
+            # /dev/null so the interpreter's final flush does not complain either.
+            with contextlib.suppress(Exception):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_OK
+        if exc.errno in DISK_ERRNOS:
+            return report_disk_error(exc)
+        return report_bug(exc)
     except Exception as exc:
         return report_bug(exc)
     if isinstance(rv, bool) or not isinstance(rv, int):
         return EXIT_OK
     return rv
+
+
+# A full disk, an exhausted quota or a read-only file system: the machine's trouble, not a bug (DESIGN.md §3).
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG})
+
+
+def report_disk_error(exc: OSError) -> int:
+    """One line naming what could not be written; exit 2 (5 while applying: the same command resumes)."""
+    where = f" {exc.filename}" if exc.filename else " (standard output or a file cidrx was writing)"
+    _err(f"cidrx: error: cannot write{where}: {exc.strerror or os.strerror(exc.errno or 0)}")
+    if state.applying:
+        _err("hint: free some space, then run the same command again to resume")
+        return EXIT_PARTIAL
+    _err("hint: free some space (or write elsewhere), then run the command again")
+    return EXIT_USAGE
 
 
 def report_bug(exc: BaseException) -> int:

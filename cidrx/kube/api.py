@@ -334,7 +334,7 @@ def load_config(kubeconfig: str | None, context: str | None) -> tuple[SingleConf
             raise KubeUnavailable(
                 "no Kubernetes configuration: --kubeconfig not given, $KUBECONFIG not set, ~/.kube/config "
                 "missing, and not running in a pod",
-                hint="pass --kubeconfig/--context, or --no-kube to skip in-cluster checks",
+                hint="pass --kubeconfig/--context (with --eks or --gke, --no-kube skips the in-cluster checks)",
             )
         if context:
             raise AccessDenied(f"context {context} not found: running in a pod with no kubeconfig")
@@ -550,7 +550,7 @@ class KubeApi:
             detail = _one_line(str(exc)) or type(exc).__name__
             return KubeUnavailable(
                 f"cannot reach the Kubernetes API at {self.server} (context {self.context}): {detail}",
-                hint="check network access to the cluster endpoint, or pass --no-kube",
+                hint="check network access to the cluster endpoint and the kubeconfig context",
             )
         if isinstance(exc, ConfigError | FileNotFoundError):  # exec credential plugin failed / missing
             return AccessDenied(
