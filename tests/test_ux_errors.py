@@ -143,9 +143,182 @@ def test_reclaim_apply_against_an_unreachable_cluster_says_cannot_reach_not_stal
     with FakeKubeServer() as server:
         server.put_many(wc.crashed_node_objects())
         kubeconfig = str(server.kubeconfig(tmp_path / "kubeconfig"))
-        made = run("reclaim", "--k8s", "--kubeconfig", kubeconfig, "--ipam", "whereabouts", "--plan", "--out", str(path))
+        made = run(
+            "reclaim", "--k8s", "--kubeconfig", kubeconfig, "--ipam", "whereabouts", "--plan", "--out", str(path)
+        )
         assert made.exit_code == 0, made.output
     result = run("reclaim", "--apply", str(path), "--yes", "--kubeconfig", kubeconfig)
     assert result.exit_code == 6, result.output
     line = error_line(result)
     assert "cannot reach" in line and "stale" not in line
+
+
+# --- item 2: the digest seals the whole plan document -----------------------------------------------------
+
+
+def _offline_plan(tmp_path: Path) -> Path:
+    path = tmp_path / "plan.json"
+    made = run("expand", "--snapshot", EKS_EX, "--plan", "--out", str(path))
+    assert made.exit_code == 0, made.output
+    return path
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda doc: doc.update(notes=["all good, nothing to drain"]),
+        lambda doc: doc["summary"].update(cidr="10.99.0.0/16"),
+        lambda doc: doc.update(created_at="2030-01-01T00:00:00Z"),
+        lambda doc: doc.update(snapshot_fingerprint="0" * 64),
+    ],
+    ids=["notes", "summary", "created_at", "snapshot_fingerprint"],
+)
+def test_editing_what_reviewers_read_breaks_the_digest(tmp_path: Path, edit: Any) -> None:
+    path = _offline_plan(tmp_path)
+    doc = json.loads(path.read_text())
+    assert doc["summary"], "the example plan has a summary to edit"
+    edit(doc)
+    path.write_text(json.dumps(doc, indent=2))
+    result = run("expand", "--apply", str(path), "--yes", "--no-kube")
+    assert result.exit_code == 2, result.output
+    assert "was modified after it was made" in error_line(result)
+
+
+def test_a_plan_sealed_the_old_way_is_refused_with_a_message_to_re_plan(tmp_path: Path) -> None:
+    from cidrx.model import codec
+    from cidrx.model.plan import Plan
+
+    path = _offline_plan(tmp_path)
+    doc = json.loads(path.read_text())
+    plan = codec.loads(path.read_bytes(), Plan, what="plan")
+    # The digest cidrx 0.1.0 wrote: over the model's target, strategy, basis and steps only.
+    old = {"target": plan.target, "strategy": plan.strategy, "basis": plan.basis, "steps": plan.steps}
+    doc["digest"] = codec.sha256_of(old)
+    path.write_text(json.dumps(doc, indent=2))
+    result = run("expand", "--apply", str(path), "--yes", "--no-kube")
+    assert result.exit_code == 2, result.output
+    line = error_line(result)
+    assert "made by an older cidrx" in line and "make a new one with --plan" in line
+
+
+def test_the_digest_is_the_whole_document_but_the_digest(tmp_path: Path) -> None:
+    from cidrx.model import codec
+
+    doc = json.loads(_offline_plan(tmp_path).read_text())
+    digest = doc.pop("digest")
+    assert digest == codec.sha256_of(doc)
+
+
+# --- items 6 and 7: TLS failures are permanent, persistent 5xx exits 7, retries are logged ----------------
+
+
+@pytest.fixture
+def untrusted_tls_server(tmp_path: Path) -> Iterator[str]:
+    """An HTTPS server on 127.0.0.1 whose certificate no CA the client knows has signed; yields its URL."""
+    import datetime
+    import ssl
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "untrusted.test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(__import__("ipaddress").ip_address("127.0.0.1"))]), False
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # never reached: the client refuses the certificate
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_path, key_path)
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_tls_verification_failure_is_not_retried_nor_called_unreachable(
+    untrusted_tls_server: str, tmp_path: Path, retry_sleeps: list[float]
+) -> None:
+    import yaml
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": untrusted_tls_server}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "prod", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "prod",
+            }
+        )
+    )
+    result = run("diagnose", "--k8s", "--kubeconfig", str(kubeconfig), env={"CIDRX_RETRY_MAX_ATTEMPTS": "6"})
+    assert result.exit_code == 6, result.output
+    line = error_line(result)
+    assert "certificate" in line and "could not be verified" in line
+    assert "cannot reach" not in line
+    assert "certificate-authority" in result.stderr  # the hint says what to check
+    assert retry_sleeps == []  # tried once
+
+
+def test_a_cluster_failing_after_every_retry_exits_7_with_retry_later(
+    kube_server: FakeKubeServer, tmp_path: Path, retry_sleeps: list[float]
+) -> None:
+    kubeconfig = str(kube_server.kubeconfig(tmp_path / "kubeconfig"))
+    kube_server.inject(503, method="GET", path_contains="/nodes", times=None)
+    result = run("-v", "diagnose", "--k8s", "--kubeconfig", kubeconfig)
+    assert result.exit_code == 7, result.output
+    assert "gave up after 2 attempts" in error_line(result)
+    assert "hint: the cloud or cluster kept failing after every retry; nothing is wrong with the input" in result.stderr
+    assert "internal error" not in result.stderr
+    # -v: one line per retry, saying what failed and how long cidrx waits
+    retries = [line for line in result.stderr.splitlines() if "retrying in" in line]
+    assert len(retries) == len(retry_sleeps) == 1
+    assert "503" in retries[0] and "attempt 1 of 2" in retries[0]
+
+
+def test_exit_code_7_is_documented_everywhere() -> None:
+    from cidrx.cli import EXIT_CODES_HELP
+    from cidrx.errors import EXIT_RETRY_LATER
+
+    assert EXIT_RETRY_LATER == 7
+    assert "7  " in EXIT_CODES_HELP and "retry later" in EXIT_CODES_HELP
+    for doc in ("README.md", "docs/cli.md"):
+        text = (REPO / doc).read_text()
+        assert "| 7 |" in text and "retry later" in text, doc
+    catalogue = (REPO / "docs" / "exit-codes.md").read_text()
+    assert not catalogue.startswith("# Bad input\n") and "| 7 |" in catalogue

@@ -28,7 +28,8 @@ Exit codes:
   3  diagnose found problems at or above --fail-on (default: critical)
   4  plan is stale: the cloud or cluster changed since it was made; nothing applied
   5  apply stopped partway; running the same command again resumes
-  6  access: credentials missing, permission denied, target not found
+  6  access: credentials missing, permission denied, target not found or unreachable
+  7  the cloud or cluster kept failing (5xx, throttling) after every retry; nothing is wrong with the input: retry later
 
 \b
 Every TARGET option can also be set as CIDRX_<OPTION>, e.g. CIDRX_EKS=1
@@ -92,7 +93,16 @@ def cli(verbose: int) -> None:
 
     boundary.set_verbosity(verbose)
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, stream=sys.stderr, format="cidrx: %(levelname)s: %(name)s: %(message)s")
+    # One handler of our own on the current stderr, replaced on every run (a test runner calls `cli` many
+    # times in one process, each with another stderr; basicConfig would keep writing to the first).
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, "cidrx", False)]:
+        root.removeHandler(old)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("cidrx: %(levelname)s: %(name)s: %(message)s"))
+    handler.cidrx = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level)
     # The SDKs' debug logs print whole requests: signed AWS requests carry X-Amz-Security-Token, OAuth
     # refreshes carry refresh tokens, Kubernetes requests bearer tokens. -vv is for cidrx's own detail.
     for name in SDK_LOGGERS:

@@ -28,15 +28,19 @@ the policy from the environment.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import random
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
-from cidrx.errors import CidrxError, InvalidInput
+from cidrx.errors import AccessDenied, CidrxError, InvalidInput, RetriesExhausted
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -149,8 +153,37 @@ def call_with_retry(fn: Callable[[], T], classify: Classify, policy: RetryPolicy
                 with contextlib.suppress(AttributeError):  # exceptions with __slots__
                     setattr(exc, _GAVE_UP, (attempt, elapsed))
                 raise
+            log.info(
+                "attempt %d of %d failed (%s); retrying in %.1f s", attempt, policy.max_attempts, _brief(exc), delay
+            )
             sleep(delay)
             attempt += 1
+
+
+def _brief(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:160]}" if text else type(exc).__name__
+
+
+def certificate_failure(exc: BaseException | None) -> str | None:
+    """The verifier's words when `exc` (or what caused it) is a TLS certificate verification failure: a
+    permanent error of configuration, never worth a retry, and not an unreachable server."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            return str(exc.verify_message or exc.reason or exc)
+        text = str(exc)
+        if "CERTIFICATE_VERIFY_FAILED" in text:
+            return text.split("CERTIFICATE_VERIFY_FAILED", 1)[1].strip(" ]:(')\"") or "certificate verify failed"
+        nested = [a for a in getattr(exc, "args", ()) if isinstance(a, BaseException)]
+        nested += [v for v in (getattr(exc, "kwargs", None) or {}).values() if isinstance(v, BaseException)]
+        for inner in nested:
+            found = certificate_failure(inner)
+            if found:
+                return found
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def gave_up_note(exc: BaseException | None) -> str:
@@ -168,12 +201,30 @@ def gave_up_note(exc: BaseException | None) -> str:
     return ""
 
 
+RETRY_LATER_HINT = "the cloud or cluster kept failing after every retry; nothing is wrong with the input: retry later"
+
+
+def _retried(exc: BaseException | None) -> bool:
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(getattr(exc, _GAVE_UP, None), tuple):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def with_gave_up_note(err: CidrxError, cause: BaseException) -> CidrxError:
-    """`err` with the retry note of `cause` added to its message (in place; returned for chaining)."""
+    """`err` with the retry note of `cause` added to its message (in place; returned for chaining).
+
+    A failure the policy called transient (5xx, throttling) that outlasted every retry comes back as
+    RetriesExhausted (exit 7): nothing is wrong with the input. Failures to connect stay access errors."""
     note = gave_up_note(cause)
     if note and note not in err.message:
         err.message += note
         err.args = (err.message,)
+    if _retried(cause) and not isinstance(err, AccessDenied | InvalidInput | RetriesExhausted):
+        return RetriesExhausted(err.message, hint=RETRY_LATER_HINT)
     return err
 
 

@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import msgspec
 
-from cidrx.engine.retry import Retryable, call_with_retry, parse_retry_after, status_is_transient, with_gave_up_note
+from cidrx.engine.retry import (
+    Retryable,
+    call_with_retry,
+    certificate_failure,
+    parse_retry_after,
+    status_is_transient,
+    with_gave_up_note,
+)
 from cidrx.errors import AccessDenied, CidrxError, CloudError
 
 if TYPE_CHECKING:
@@ -546,6 +553,14 @@ class KubeApi:
             if code == 429:
                 return CloudError(f"the Kubernetes API at {self.server} is throttling requests: {said}")
             return CloudError(f"the Kubernetes API at {self.server} failed to {call.verb} {call.subject}: {said}")
+        untrusted = certificate_failure(exc)
+        if untrusted is not None:
+            return AccessDenied(
+                f"the TLS certificate of the Kubernetes API at {self.server} (context {self.context}) could not be "
+                f"verified: {_one_line(untrusted)}",
+                hint="check the certificate-authority / certificate-authority-data of this cluster in the kubeconfig "
+                "(or the CA bundle, SSL_CERT_FILE, for an endpoint behind a proxy)",
+            )
         if isinstance(exc, httpx2.TransportError):
             detail = _one_line(str(exc)) or type(exc).__name__
             return KubeUnavailable(
@@ -757,6 +772,8 @@ def classify(exc: BaseException, *, write: bool) -> Retryable | None:
     a connection broken after the request was sent for reads only."""
     import httpx2
 
+    if certificate_failure(exc) is not None:  # a configuration problem: the next attempt fails the same way
+        return None
     status = _status_of(exc)
     if status is not None:
         code = status[0]

@@ -18,7 +18,7 @@ from typing import Any
 
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.kube.model import PodState
-from cidrx.model.plan import Plan, Step, seal
+from cidrx.model.plan import Plan, Step, seal_plan
 from cidrx.model.snapshot import Snapshot
 from cidrx.whereabouts.analyze import (
     StaleAllocation,
@@ -159,17 +159,9 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
             "writing, and an entry that changes while it runs is kept and reported, never removed"
         )
     released = sum(len(p["stale"]) for p in pools_basis.values())
-    plan = Plan(
-        target=snapshot.target,
-        created_at=created_at,
-        snapshot_fingerprint=snapshot.fingerprint,
-        strategy=STRATEGY,
-        basis={"pools": pools_basis, "reservations": reservations_basis},
-        steps=tuple(steps),
-        notes=tuple(notes),
-        summary={"pools": len(pools_basis), "allocations": released, "reservations": len(reservations_basis)},
-    )
-    return seal(plan)
+    basis = {"pools": pools_basis, "reservations": reservations_basis}
+    summary = {"pools": len(pools_basis), "allocations": released, "reservations": len(reservations_basis)}
+    return seal_plan(snapshot, created_at, STRATEGY, basis, steps, notes, summary)
 
 
 def _pod_problem(ip: str, podref: str, basis: Mapping[str, Any], pods: Mapping[str, PodState]) -> str | None:
