@@ -322,3 +322,108 @@ def test_exit_code_7_is_documented_everywhere() -> None:
         assert "| 7 |" in text and "retry later" in text, doc
     catalogue = (REPO / "docs" / "exit-codes.md").read_text()
     assert not catalogue.startswith("# Bad input\n") and "| 7 |" in catalogue
+
+
+# --- item 7: global options anywhere, AWS_REGION, no advice that is then refused, disk and pipe ----------
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_verbose_works_before_or_after_the_subcommand(where: str) -> None:
+    args = ["diagnose", "--k8s", "--context", "a", "--context", "b", "--kubeconfig", "/nonexistent"]
+    argv = ["-v", *args] if where == "before" else [*args, "-v"]
+    result = run(*argv, "--no-color")
+    assert "no such option" not in result.output
+    assert result.exit_code in (2, 3, 6), result.output
+
+
+def test_quiet_and_no_color_after_the_subcommand_are_accepted() -> None:
+    result = run("diagnose", "--snapshot", EKS_EX, "-q", "--no-color")
+    assert result.exit_code == 3, result.output
+    assert "subnet-0cd55c38980375d58" in result.stdout
+    assert "\x1b[" not in result.stdout
+
+
+def test_a_bug_traceback_is_shown_with_verbose_after_the_subcommand(tmp_path: Path) -> None:
+    from cidrx.cli import hoist_global_options
+
+    commands = {"diagnose": None}
+    assert hoist_global_options(["diagnose", "--snapshot", "x", "-vv"], commands) == [
+        "-vv",
+        "diagnose",
+        "--snapshot",
+        "x",
+    ]
+    assert hoist_global_options(["-v", "diagnose", "-q"], commands) == ["-v", "-q", "diagnose"]
+    # after `--` nothing is an option any more
+    assert hoist_global_options(["diagnose", "--", "-v"], commands) == ["diagnose", "--", "-v"]
+
+
+def test_aws_region_is_honoured_for_the_region(aws: tuple[Any, Any, AwsCalls]) -> None:
+    _, world, _ = aws
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        env: dict[str, str | None] = {"AWS_REGION": None, "AWS_DEFAULT_REGION": None, name: world.region}
+        result = run("diagnose", "--eks", "--cluster", world.cluster, "--no-kube", "-o", "json", env=env)
+        assert result.exit_code == 3, (name, result.output)
+        assert json.loads(result.stdout)["target"]["region"] == world.region
+    result = run(
+        "diagnose",
+        "--eks",
+        "--cluster",
+        world.cluster,
+        "--no-kube",
+        env={"AWS_REGION": None, "AWS_DEFAULT_REGION": None},
+    )
+    assert result.exit_code == 2 and "--eks needs --region" in error_line(result)
+
+
+def test_no_advice_to_pass_no_kube_where_it_is_refused(tmp_path: Path) -> None:
+    # --k8s refuses --no-kube: its errors must not advise it
+    result = run("diagnose", "--k8s", env={"HOME": str(tmp_path), "KUBECONFIG": None})
+    assert result.exit_code == 6, result.output
+    assert "--no-kube" not in result.stderr.replace("with --eks or --gke, --no-kube", "")
+    with FakeKubeServer() as server:
+        kubeconfig = str(server.kubeconfig(tmp_path / "kubeconfig"))
+    result = run("diagnose", "--k8s", "--kubeconfig", kubeconfig)
+    assert result.exit_code == 6, result.output
+    assert "--no-kube" not in result.stderr
+
+
+def test_a_full_disk_is_one_line_and_not_a_bug(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this system")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CIDRX_")}
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "cidrx", "diagnose", "--snapshot", EKS_EX, "-o", "json"],
+            cwd=REPO,
+            env=env,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    assert proc.returncode == 2, proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("cidrx: error: cannot write") and "No space left on device" in proc.stderr
+
+
+def test_a_closed_pipe_ends_quietly() -> None:
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CIDRX_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cidrx", "diagnose", "--snapshot", WB_EX, "-o", "json"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader goes away before cidrx writes
+    err = proc.stderr.read().decode()
+    code = proc.wait(timeout=60)
+    assert err == "" and code == 0, (code, err)

@@ -6,8 +6,9 @@ go through `boundary.run` and get the same exit codes (DESIGN.md §3).
 
 from __future__ import annotations
 
+import errno
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
@@ -19,6 +20,7 @@ from cidrx.cli.expand import expand
 from cidrx.cli.permissions import permissions
 from cidrx.cli.reclaim import reclaim
 from cidrx.cli.snapshot import snapshot
+from cidrx.errors import InvalidInput
 
 EXIT_CODES_HELP = """\b
 Exit codes:
@@ -53,6 +55,27 @@ SDK_LOGGERS = (
 )
 
 
+GLOBAL_FLAGS = frozenset({"-v", "--verbose", "-q", "--quiet", "--no-color"})
+
+
+def _is_global_flag(arg: str) -> bool:
+    return arg in GLOBAL_FLAGS or (len(arg) > 2 and arg[0] == "-" and set(arg[1:]) == {"v"})
+
+
+def hoist_global_options(argv: list[str], commands: Mapping[str, object]) -> list[str]:
+    """`argv` with the global flags (-v, -q, --no-color) given after the subcommand moved before it, so
+    `cidrx diagnose ... -v` works like `cidrx -v diagnose ...` (no subcommand has options of these names)."""
+    command_at = next((i for i, arg in enumerate(argv) if arg in commands), None)
+    if command_at is None:
+        return argv
+    end = argv.index("--", command_at) if "--" in argv[command_at:] else len(argv)
+    moved = [a for a in argv[command_at + 1 : end] if _is_global_flag(a)]
+    if not moved:
+        return argv
+    rest = [a for a in argv[command_at + 1 : end] if not _is_global_flag(a)]
+    return [*argv[:command_at], *moved, argv[command_at], *rest, *argv[end:]]
+
+
 class CidrxGroup(click.Group):
     def main(
         self,
@@ -62,7 +85,7 @@ class CidrxGroup(click.Group):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
-        argv = list(sys.argv[1:] if args is None else args)
+        argv = hoist_global_options(list(sys.argv[1:] if args is None else args), self.commands)
         # Verbosity must be known even when parsing fails before the group callback runs.
         boundary.set_verbosity(1 if any(a in ("-v", "--verbose") or a.startswith("-vv") for a in argv) else 0)
         code = boundary.run(
@@ -74,11 +97,27 @@ class CidrxGroup(click.Group):
             sys.exit(code)
         return code
 
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                raise boundary.ReaderGone() from exc
+            raise
+
 
 @click.group(cls=CidrxGroup, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="cidrx", message="%(prog)s %(version)s")
-@click.option("-v", "--verbose", count=True, help="More detail on stderr; -v also shows tracebacks of bugs.")
-def cli(verbose: int) -> None:
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="More detail on stderr (each retry, with its wait); -v also shows tracebacks of bugs. "
+    "Like -q and --no-color, it may also come after the subcommand.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr (no warnings or notes from the SDKs).")
+@click.option("--no-color", is_flag=True, help="No colour in terminal output (as NO_COLOR=1 does).")
+def cli(verbose: int, quiet: bool, no_color: bool) -> None:
     """Find why Kubernetes pods cannot get IP addresses, then plan and apply the fix.
 
     \b
@@ -90,9 +129,16 @@ def cli(verbose: int) -> None:
       cidrx snapshot --eks ... --out FILE             everything diagnose reads
     """
     import logging
+    import os
 
+    if no_color:
+        os.environ["NO_COLOR"] = "1"  # the convention every renderer follows (https://no-color.org)
+    if quiet and verbose:
+        raise InvalidInput("-q and -v contradict each other; choose one")
     boundary.set_verbosity(verbose)
-    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    level = (
+        logging.ERROR if quiet else logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    )
     # One handler of our own on the current stderr, replaced on every run (a test runner calls `cli` many
     # times in one process, each with another stderr; basicConfig would keep writing to the first).
     root = logging.getLogger()

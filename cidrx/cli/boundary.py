@@ -24,6 +24,11 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C; used when
 REPORT_HINT = "this is a bug; please report it with the output of `cidrx snapshot`"
 
 
+class ReaderGone(Exception):
+    """stdout's reader went away (EPIPE). Raised in place of the OSError so click's own EPIPE handling,
+    which exits 1 (a bug, in cidrx's codes) even in non-standalone mode, does not see it."""
+
+
 @dataclass
 class _State:
     verbose: int = 0
@@ -73,6 +78,9 @@ def run(invoke: Callable[[], object]) -> int:
     state.applying = False
     try:
         rv = invoke()
+        # Flushed here, not at exit: a full disk or a closed pipe then gets its one line (or silence)
+        # instead of the interpreter's "Exception ignored" and exit 120.
+        sys.stdout.flush()
     except CidrxError as exc:
         return report_error(exc)
     except click.exceptions.Abort:
@@ -85,13 +93,11 @@ def run(invoke: Callable[[], object]) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except ReaderGone:
+        return _reader_gone()
     except OSError as exc:
         if exc.errno == errno.EPIPE:
-            # `cidrx diagnose | head`: the reader went away; not an error worth a message. Point stdout at
-            # /dev/null so the interpreter's final flush does not complain either.
-            with contextlib.suppress(Exception):
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return EXIT_OK
+            return _reader_gone()
         if exc.errno in DISK_ERRNOS:
             return report_disk_error(exc)
         return report_bug(exc)
@@ -100,6 +106,14 @@ def run(invoke: Callable[[], object]) -> int:
     if isinstance(rv, bool) or not isinstance(rv, int):
         return EXIT_OK
     return rv
+
+
+def _reader_gone() -> int:
+    # `cidrx diagnose | head`: the reader went away; not an error worth a message. Point stdout at
+    # /dev/null so the interpreter's final flush does not complain either.
+    with contextlib.suppress(Exception):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return EXIT_OK
 
 
 # A full disk, an exhausted quota or a read-only file system: the machine's trouble, not a bug (DESIGN.md §3).
