@@ -427,3 +427,47 @@ def test_a_closed_pipe_ends_quietly() -> None:
     err = proc.stderr.read().decode()
     code = proc.wait(timeout=60)
     assert err == "" and code == 0, (code, err)
+
+
+# --- item 3: --k8s without --context is named after the kubeconfig's current context ----------------------
+
+
+def test_k8s_target_is_named_after_the_real_current_context(
+    kube_server: FakeKubeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests import whereabouts_cases as wc
+
+    kube_server.put_many(wc.crashed_node_objects())
+    kubeconfig = str(kube_server.kubeconfig(tmp_path / "kubeconfig", context="staging-eu"))
+    monkeypatch.chdir(tmp_path)
+    table = run("diagnose", "--k8s", "--kubeconfig", kubeconfig)
+    assert table.exit_code in (0, 3), table.output
+    assert "k8s:staging-eu" in table.stdout and "current-context" not in table.output
+    metrics = run("diagnose", "--k8s", "--kubeconfig", kubeconfig, "-o", "prometheus", "--fail-on", "never")
+    assert 'target="k8s:staging-eu"' in metrics.stdout or 'target="staging-eu"' in metrics.stdout, metrics.stdout
+    assert "current-context" not in metrics.stdout
+    made = run("reclaim", "--k8s", "--kubeconfig", kubeconfig, "--ipam", "whereabouts", "--plan")
+    assert made.exit_code == 0, made.output
+    assert (tmp_path / "cidrx-plan-staging-eu.json").is_file()
+    assert not list(tmp_path.glob("*current-context*"))
+
+
+# --- item 4: --out names the plan's JSON; the HCL goes beside it ------------------------------------------
+
+
+def test_out_ending_in_tf_is_refused_with_the_rule(tmp_path: Path) -> None:
+    out = tmp_path / "X.tf"
+    result = run("expand", "--snapshot", EKS_EX, "--plan", "--out", str(out), "--emit", "terraform")
+    assert result.exit_code == 2, result.output
+    assert "--out names the plan's JSON file" in error_line(result)
+    assert f"--out {tmp_path}/X.json --emit terraform" in result.stderr
+    assert list(tmp_path.iterdir()) == []  # neither X.tf nor X.tf.tf
+
+
+def test_out_json_with_emit_terraform_writes_json_and_hcl_beside_it(tmp_path: Path) -> None:
+    out = tmp_path / "X.json"
+    result = run("expand", "--snapshot", EKS_EX, "--plan", "--out", str(out), "--emit", "terraform")
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["X.json", "X.tf"]
+    assert json.loads(out.read_text())["schema"] == "cidrx.plan/v1"
+    assert "resource " in (tmp_path / "X.tf").read_text()

@@ -176,7 +176,14 @@ def resolve_target(opts: TargetOptions) -> Target:
     _refuse(opts, "k8s", ("region", "profile", "project", "location"), "--k8s reads the cluster through kubeconfig")
     if opts.no_kube:
         raise InvalidInput("--k8s works only through the Kubernetes API; drop --no-kube")
-    return Target("k8s", opts.cluster or opts.context or "current-context", context=opts.context)
+    name = opts.cluster or opts.context
+    if not name:
+        from cidrx.kube.api import current_context
+
+        # Named after the context kubeconfig resolution picks, never a placeholder: the name is in the
+        # header, the plan file's name and the Prometheus `target` label of every cluster.
+        name = current_context(opts.kubeconfig) or "no-kubeconfig"
+    return Target("k8s", name, context=opts.context)
 
 
 def check_matches(opts: TargetOptions, target: Target, what: str) -> None:

@@ -379,6 +379,19 @@ def load_config(kubeconfig: str | None, context: str | None) -> tuple[SingleConf
     return single, name
 
 
+def current_context(kubeconfig: str | None) -> str | None:
+    """The name of the context standard resolution would use without --context ("in-cluster" in a pod with
+    no kubeconfig); None when there is no usable kubeconfig (collection then says why)."""
+    try:
+        found = _kubeconfig_paths(kubeconfig)
+        if found is None:
+            return "in-cluster" if _in_cluster() else None
+        name = _merge_kubeconfigs(found[0]).get("current-context")
+    except CidrxError:
+        return None
+    return str(name) if name else None
+
+
 def list_contexts(kubeconfig: str | None) -> list[str]:
     """Names of every context of the kubeconfig that standard resolution finds (explicit path, else
     $KUBECONFIG merged like kubectl, else ~/.kube/config), in file order; KubeUnavailable when there is
