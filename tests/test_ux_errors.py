@@ -471,3 +471,79 @@ def test_out_json_with_emit_terraform_writes_json_and_hcl_beside_it(tmp_path: Pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["X.json", "X.tf"]
     assert json.loads(out.read_text())["schema"] == "cidrx.plan/v1"
     assert "resource " in (tmp_path / "X.tf").read_text()
+
+
+# --- item 8: no flag is accepted and silently ignored --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--max-pods-per-node", "32"), "--max-pods-per-node does not apply to --strategy custom-networking"),
+        (("--allow-class-e",), "--allow-class-e does not apply to --strategy custom-networking"),
+        (("--strategy", "prefix-delegation", "--pool-name", "ng2"), "--pool-name does not apply"),
+        (("--pool-name", "Bad_Name!"), "--pool-name 'Bad_Name!' is not a valid name"),
+        (("--pool-name", "x" * 64), "at most 63 characters"),
+    ],
+)
+def test_eks_plan_refuses_flags_it_would_ignore(args: tuple[str, ...], fragment: str, tmp_path: Path) -> None:
+    result = run("expand", "--snapshot", EKS_EX, "--plan", "--out", str(tmp_path / "p.json"), *args)
+    assert result.exit_code == 2, result.output
+    assert fragment in error_line(result)
+    assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "ok"),
+    [("pool-2", True), ("Bad_Name!", False), ("2pool", False), ("pool-", False), ("p" * 40, True), ("p" * 41, False)],
+)
+def test_gke_pool_name_is_checked_before_it_goes_into_the_plan(name: str, ok: bool, tmp_path: Path) -> None:
+    out = tmp_path / "p.json"
+    result = run("expand", "--snapshot", GKE_EX, "--plan", "--out", str(out), "--pool-name", name)
+    if ok:
+        assert result.exit_code == 0, result.output
+        assert json.loads(out.read_text())["basis"]["node_pool_name"] == name
+    else:
+        assert result.exit_code == 2, result.output
+        assert "is not a valid name: use lowercase letters, digits and hyphens" in error_line(result)
+        assert not out.exists()
+
+
+def test_gke_cluster_range_refuses_pool_name(tmp_path: Path) -> None:
+    result = run("expand", "--snapshot", GKE_EX, "--plan", "--strategy", "cluster-range", "--pool-name", "p2")
+    assert result.exit_code == 2 and "--pool-name does not apply to --strategy cluster-range" in error_line(result)
+
+
+def test_calico_pool_name_must_be_a_dns_subdomain(tmp_path: Path) -> None:
+    base = ("expand", "--snapshot", CALICO_EX, "--plan", "--strategy", "calico-pool", "--out", str(tmp_path / "p.json"))
+    bad = run(*base, "--pool-name", "Bad_Name!")
+    assert bad.exit_code == 2 and "DNS-1123 subdomain" in error_line(bad)
+    ignored = run(*base, "--max-pods-per-node", "32")
+    assert ignored.exit_code == 2 and "--max-pods-per-node does not apply to --strategy calico-pool" in error_line(
+        ignored
+    )
+    good = run(*base, "--pool-name", "extra.pool-1")
+    assert good.exit_code == 0, good.output
+
+
+@pytest.mark.parametrize("mode", [("--plan", "--ipam", "whereabouts"), ("--apply", "plan.json", "--yes")])
+def test_reclaim_refuses_no_kube(mode: tuple[str, ...]) -> None:
+    result = run("reclaim", "--k8s", "--no-kube", *mode) if mode[0] == "--plan" else run("reclaim", "--no-kube", *mode)
+    assert result.exit_code == 2, result.output
+    assert "drop --no-kube" in error_line(result)
+
+
+def test_permissions_refuses_two_providers_like_diagnose() -> None:
+    perms = run("permissions", "--eks", "--gke")
+    diag = run("diagnose", "--eks", "--gke")
+    assert perms.exit_code == diag.exit_code == 2
+    assert error_line(perms) == error_line(diag) == "cidrx: error: choose one provider, not --eks and --gke"
+
+
+def test_output_text_is_table_and_fail_on_info_is_accepted() -> None:
+    text = run("diagnose", "--snapshot", EKS_EX, "-o", "text", "--fail-on", "never")
+    table = run("diagnose", "--snapshot", EKS_EX, "-o", "table", "--fail-on", "never")
+    assert text.exit_code == table.exit_code == 0
+    assert text.stdout == table.stdout
+    info = run("diagnose", "--snapshot", EKS_EX, "--fail-on", "info")
+    assert info.exit_code == 3, info.output

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cidrx.cli.options import TargetOptions, check_matches, fleet_target_options, resolve_target
+from cidrx.cli.options import OutputFormat, TargetOptions, check_matches, fleet_target_options, resolve_target
 from cidrx.errors import EXIT_FINDINGS, EXIT_OK, InvalidInput
 from cidrx.render import FORMATS
 
@@ -23,14 +23,14 @@ if TYPE_CHECKING:
     from cidrx.model.snapshot import Snapshot
 
 # Models, providers and renderers are imported inside the functions: `cidrx --help` must stay fast.
-FAIL_ON = ("critical", "warning", "never")
+FAIL_ON = ("critical", "warning", "info", "never")
 # cidrx.fleet.DEFAULT_PARALLEL / MAX_PARALLEL, literal here so that --help imports nothing (a test checks).
 DEFAULT_PARALLEL = 4
 MAX_PARALLEL = 32
 
 
 def exit_code_for(d: Diagnosis, fail_on: str) -> int:
-    """3 when any finding is at or above `fail_on` (critical | warning), 0 otherwise or for `never`."""
+    """3 when any finding is at or above `fail_on` (critical | warning | info), 0 otherwise or for `never`."""
     from cidrx.model.findings import Severity
 
     if fail_on == "never":
@@ -262,7 +262,14 @@ def diagnose_many(opts: TargetOptions, all_contexts: bool, parallel: int, output
 @click.command(short_help="What is full and why pods get no IP (exit 3 on findings).")
 @fleet_target_options
 @click.option("--snapshot", "snapshot_path", metavar="FILE", help="Diagnose a saved snapshot (offline).")
-@click.option("-o", "--output", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
+@click.option(
+    "-o",
+    "--output",
+    type=OutputFormat(FORMATS),
+    default="table",
+    show_default=True,
+    help="Output format (text: table).",
+)
 @click.option(
     "--fail-on",
     type=click.Choice(FAIL_ON),

@@ -17,7 +17,7 @@ import click
 
 from cidrx.cli import boundary
 from cidrx.cli.diagnose import get_snapshot
-from cidrx.cli.options import TargetOptions, check_matches, target_options
+from cidrx.cli.options import OutputFormat, TargetOptions, check_matches, target_options
 from cidrx.cli.snapshot import write_atomically
 from cidrx.errors import CidrxError, InvalidInput
 from cidrx.render import PLAN_FORMATS, render_plan
@@ -268,7 +268,12 @@ def apply_and_emit(target: TargetOptions, plan_path: str, yes: bool) -> int:
 )
 @click.option("--allow-class-e", is_flag=True, help="GKE: allow 240.0.0.0/4 when no private space is free.")
 @click.option(
-    "-o", "--output", type=click.Choice(PLAN_FORMATS), default="table", show_default=True, help="Plan output format."
+    "-o",
+    "--output",
+    type=OutputFormat(PLAN_FORMATS),
+    default="table",
+    show_default=True,
+    help="Plan output format (text: table).",
 )
 @click.option(
     "--emit",

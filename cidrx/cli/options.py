@@ -134,6 +134,13 @@ def fleet_target_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return _add_target_options(f, fleet=True)
 
 
+class OutputFormat(click.Choice):  # type: ignore[type-arg]
+    """`-o`: one of the formats, with `text` accepted as another name for `table` (what many tools call it)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return super().convert("table" if value == "text" else value, param, ctx)
+
+
 def _missing(opts: TargetOptions, names: tuple[str, ...]) -> list[str]:
     return [f"--{n}" for n in names if not getattr(opts, n)]
 
