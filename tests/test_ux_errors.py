@@ -547,3 +547,30 @@ def test_output_text_is_table_and_fail_on_info_is_accepted() -> None:
     assert text.stdout == table.stdout
     info = run("diagnose", "--snapshot", EKS_EX, "--fail-on", "info")
     assert info.exit_code == 3, info.output
+
+
+# --- item 9: an unsupported schema version is named before any field is checked ---------------------------
+
+
+def test_a_snapshot_of_another_schema_version_is_named_as_such(tmp_path: Path) -> None:
+    doc = json.loads(Path(EKS_EX).read_text())
+    doc["schema"] = "cidrx.snapshot/v999"
+    del doc["kube"]["available"]  # a newer format may lack what v1 requires: the version is the news
+    path = tmp_path / "future.json"
+    path.write_text(json.dumps(doc))
+    result = run("diagnose", "--snapshot", str(path))
+    assert result.exit_code == 2, result.output
+    line = error_line(result)
+    assert "unsupported snapshot schema cidrx.snapshot/v999 (this cidrx reads cidrx.snapshot/v1)" in line
+    assert "missing required field" not in line
+
+
+def test_a_plan_of_another_schema_version_is_named_as_such(tmp_path: Path) -> None:
+    path = _offline_plan(tmp_path)
+    doc = json.loads(path.read_text())
+    doc["schema"] = "cidrx.plan/v2"
+    del doc["steps"]
+    path.write_text(json.dumps(doc))
+    result = run("expand", "--apply", str(path), "--yes", "--no-kube")
+    assert result.exit_code == 2, result.output
+    assert "unsupported plan schema cidrx.plan/v2 (this cidrx reads cidrx.plan/v1)" in error_line(result)

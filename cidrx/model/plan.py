@@ -108,6 +108,7 @@ def load_plan(path: str | Path) -> Plan:
         data = p.read_bytes()
     except OSError as exc:
         raise InvalidInput(f"cannot read plan {p}: {exc.strerror or exc}") from None
+    codec.check_schema(data, PLAN_SCHEMA, "plan", f"plan {p}")
     plan = codec.loads(data, Plan, what=f"plan {p}")
     if plan.schema != PLAN_SCHEMA:
         raise InvalidInput(f"plan {p} has schema {plan.schema!r}; this cidrx applies {PLAN_SCHEMA}")
