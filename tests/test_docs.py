@@ -370,6 +370,8 @@ def test_ci_page_embeds_the_recipe_files_verbatim() -> None:
 ELIDED = "..."
 _TIMESTAMP = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z\b")
 # A plan id (the digest's first 16 hex digits): the digest seals created_at, so it changes with the time too.
+# How old a snapshot is ("3 years ago") grows with the calendar.
+_AGE = re.compile(r"\b(?:\d+ (?:year|month|day|hour|minute)s? ago|just now)\b")
 _PLAN_ID = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{16}(?:[0-9a-f]{48})?(?![0-9A-Za-z])")
 
 
@@ -390,7 +392,10 @@ def _normalise(lines: list[str], tmp: Path) -> list[str]:
     """What genuinely varies between runs: when the plan was made (and so its id), and where the temporary
     files go."""
     return [
-        _PLAN_ID.sub("<plan-id>", _TIMESTAMP.sub("<time>", line.replace(f"{tmp}/", "/tmp/"))).rstrip() for line in lines
+        _AGE.sub(
+            "<age>", _PLAN_ID.sub("<plan-id>", _TIMESTAMP.sub("<time>", line.replace(f"{tmp}/", "/tmp/")))
+        ).rstrip()
+        for line in lines
     ]
 
 

@@ -65,6 +65,7 @@ class Diagnosis:
     capacity: tuple[Capacity, ...]
     findings: tuple[Finding, ...]
     counts: dict[str, int] = field(default_factory=dict)
+    taken_at: str = ""  # when the snapshot diagnosed was taken (UTC ISO-8601); "" when not known
     schema: str = "cidrx.diagnosis/v1"
 
 

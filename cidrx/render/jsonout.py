@@ -51,6 +51,7 @@ def diagnosis_doc(d: Diagnosis) -> dict[str, Any]:
         "capacity": [capacity_doc(c) for c in d.capacity],
         "findings": [finding_doc(f) for f in d.findings],
         "counts": counts,
+        "taken_at": d.taken_at,
     }
 
 

@@ -15,6 +15,7 @@ from tabulate import tabulate
 
 from cidrx.model.findings import Capacity, Diagnosis, Finding, Severity
 from cidrx.model.plan import Plan
+from cidrx.render.age import taken_note
 
 WIDTH = 100
 _SEVERITIES = (Severity.CRITICAL, Severity.WARNING, Severity.INFO)
@@ -77,7 +78,8 @@ def finding_block(f: Finding) -> list[str]:
 
 
 def render_diagnosis(d: Diagnosis) -> str:
-    out = [f"cidrx diagnosis of {d.target.label()} (snapshot {d.snapshot_fingerprint[:12] or 'unsealed'})", ""]
+    snapshot = f"snapshot {d.snapshot_fingerprint[:12] or 'unsealed'}{taken_note(d.taken_at)}"
+    out = [f"cidrx diagnosis of {d.target.label()} ({snapshot})", ""]
     out.append("Capacity")
     out.append(capacity_table(d.capacity) if d.capacity else "  (no address spaces found)")
     out.append("")
