@@ -574,3 +574,91 @@ def test_a_plan_of_another_schema_version_is_named_as_such(tmp_path: Path) -> No
     result = run("expand", "--apply", str(path), "--yes", "--no-kube")
     assert result.exit_code == 2, result.output
     assert "unsupported plan schema cidrx.plan/v2 (this cidrx reads cidrx.plan/v1)" in error_line(result)
+
+
+# --- item 10: fix text is a complete command, for this cluster ---------------------------------------------
+
+
+def _diagnosis(path: str) -> dict[str, Any]:
+    result = run("diagnose", "--snapshot", path, "-o", "json", "--fail-on", "never")
+    assert result.exit_code == 0, result.output
+    doc: dict[str, Any] = json.loads(result.stdout)
+    return doc
+
+
+def test_eks_fix_text_is_the_full_command() -> None:
+    from cidrx import targets
+    from cidrx.model.snapshot import load_snapshot
+
+    d = targets.analyze(load_snapshot(EKS_EX))  # live wording: the target's own flags
+    fixes = [f.remediation for f in d.findings if "cidrx expand" in f.remediation]
+    assert fixes and all("..." not in fix for fix in fixes)
+    assert all(
+        "cidrx expand --eks --region ap-southeast-2 --cluster demo-ip --plan --out plan.json" in fix for fix in fixes
+    )
+
+
+def test_in_cluster_fixes_name_the_context_they_were_read_through() -> None:
+    from cidrx import targets
+    from cidrx.model.snapshot import load_snapshot
+
+    for path in (WB_EX, CALICO_EX):
+        d = targets.analyze(load_snapshot(path))
+        fixes = [f.remediation for f in d.findings if "cidrx reclaim" in f.remediation]
+        assert fixes, path
+        assert all("cidrx reclaim --k8s --context lab --ipam" in fix for fix in fixes), fixes
+
+
+def test_diagnosing_a_snapshot_suggests_planning_from_it() -> None:
+    for path, verb in ((EKS_EX, "expand"), (GKE_EX, "expand"), (WB_EX, "reclaim")):
+        doc = _diagnosis(path)
+        fixes = [f["remediation"] for f in doc["findings"] if f"cidrx {verb}" in f["remediation"]]
+        assert fixes, path
+        assert all(f"cidrx {verb} --snapshot {path}" in fix for fix in fixes), fixes
+        assert not any("--eks --region" in fix or "--gke --project" in fix for fix in fixes)
+
+
+def test_a_snapshot_plan_suggested_by_diagnose_is_a_command_that_works(tmp_path: Path, monkeypatch: Any) -> None:
+    import re
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    fix = next(f["remediation"] for f in _diagnosis(EKS_EX)["findings"] if "cidrx expand" in f["remediation"])
+    command = re.search(r"`(cidrx expand [^`]+)`", fix)
+    assert command is not None, fix
+    result = run(*shlex.split(command[1])[1:])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "plan.json").read_text())["schema"] == "cidrx.plan/v1"
+
+
+def test_no_advice_to_free_empty_blocks_of_a_node_that_has_none() -> None:
+    from cidrx.calico.analyze import analyze_calico
+    from tests import calico_cases
+
+    world = calico_cases.incident()
+    _, findings = analyze_calico(world.calico(), world.pod_states(), world.kube_nodes())
+    hoarding = {f.subject: f for f in findings if f.id == "CALICO-NODE-HOARDING-BLOCKS"}
+    assert "(0 empty)" in hoarding["node node-1"].summary
+    assert "empty block" not in hoarding["node node-1"].remediation
+    assert "(1 empty)" in hoarding["node node-2"].summary
+    assert "free its 1 empty block(s)" in hoarding["node node-2"].remediation
+
+
+def test_the_snapshot_age_is_in_the_header() -> None:
+    from datetime import UTC, datetime
+
+    from cidrx.render.age import age_text
+
+    table = run("diagnose", "--snapshot", EKS_EX, "--fail-on", "never")
+    assert table.stdout.splitlines()[0].startswith(
+        "cidrx diagnosis of eks:ap-southeast-2/demo-ip (snapshot a352e0c701ac taken 2023-11-04T01:12:00Z, "
+    )
+    assert "years ago)" in table.stdout.splitlines()[0]
+    markdown = run("diagnose", "--snapshot", WB_EX, "-o", "markdown", "--fail-on", "never")
+    assert "taken 2024-12-09T03:41:00Z, " in markdown.stdout
+    assert json.loads(run("diagnose", "--snapshot", EKS_EX, "-o", "json").stdout)["taken_at"] == "2023-11-04T01:12:00Z"
+    now = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)
+    assert age_text("2023-11-04T01:12:00Z", now) == "3 years ago"
+    assert age_text("2026-11-24T08:59:30Z", now) == "just now"
+    assert age_text("2026-11-24T07:00:00Z", now) == "2 hours ago"
+    assert age_text("not a time", now) == ""

@@ -372,7 +372,9 @@ def _hoarding(
                 summary=f"{node} holds {len(blocks)} blocks ({idle} empty) while {len(without)} node(s) have none",
                 evidence=tuple(lines),
                 remediation=(
-                    f"free its empty blocks: {RECLAIM}; cap blocks per node with IPAMConfig maxBlocksPerHost"
+                    # Only empty blocks can be released; with none, reclaim has nothing to free on this node.
+                    (f"free its {idle} empty block(s): {RECLAIM}; " if idle else "")
+                    + "cap blocks per node with IPAMConfig maxBlocksPerHost"
                     + (f" (now {limit})" if limit else "")
                     + f"; or add space: {NEW_POOL}"
                 ),

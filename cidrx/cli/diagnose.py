@@ -8,6 +8,7 @@ one combined document, the worst exit code; a cluster that cannot be read is a r
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import TYPE_CHECKING
 
@@ -37,6 +38,24 @@ def exit_code_for(d: Diagnosis, fail_on: str) -> int:
         return EXIT_OK
     floor = Severity(fail_on).rank
     return EXIT_FINDINGS if any(f.severity.rank >= floor for f in d.findings) else EXIT_OK
+
+
+_FIX_COMMAND = re.compile(
+    r"cidrx (expand|reclaim) --(?:eks|gke|k8s)(?: --(?:region|project|location|cluster|context) [^\s`,;]+)*"
+)
+
+
+def offline_fixes(d: Diagnosis, path: str) -> Diagnosis:
+    """`d` with its fix commands planning from the snapshot file diagnosed (`cidrx expand --snapshot FILE
+    ...`; expand and reclaim --plan both read one) instead of from the live cluster the snapshot names."""
+    import dataclasses
+    import shlex
+
+    def offline(text: str) -> str:
+        return _FIX_COMMAND.sub(lambda m: f"cidrx {m[1]} --snapshot {shlex.quote(path)}", text)
+
+    findings = tuple(dataclasses.replace(f, remediation=offline(f.remediation)) for f in d.findings)
+    return dataclasses.replace(d, findings=findings)
 
 
 def read_snapshot(path: str, opts: TargetOptions) -> Snapshot:
@@ -333,5 +352,7 @@ def diagnose(
         return diagnose_many(target, all_contexts, parallel, output, fail_on)
     snap = get_snapshot(target, snapshot_path)
     d = targets.analyze(snap)
+    if snapshot_path and snapshot_path != "-":
+        d = offline_fixes(d, snapshot_path)
     click.echo(render_diagnosis(d, output), nl=False)
     return exit_code_for(d, fail_on)
