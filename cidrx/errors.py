@@ -1,4 +1,4 @@
-"""The one place user-facing errors live, each carrying the exit code of DESIGN.md §3.
+"""The one place user-facing errors live, each carrying its exit code (README, docs/cli.md).
 
 Every layer raises these; only the CLI boundary turns them into a line on stderr and an exit code.
 Messages say what happened and what to do next.
@@ -67,7 +67,7 @@ class RetriesExhausted(CidrxError):
 class CloudError(CidrxError):
     """The cloud rejected a request for a reason that is neither access nor input (surfaced verbatim).
 
-    Exit 1 outside apply (no code in DESIGN.md §3 fits better); the apply loop turns it into exit 5.
+    Exit 1 outside apply (no exit code fits better); the apply loop turns it into exit 5.
     """
 
     exit_code = EXIT_INTERNAL

@@ -1,5 +1,5 @@
 """The bad-input catalogue (issue 5 part 4): every way a user or a broken estate can feed cidrx nonsense,
-each with the exit code of DESIGN.md §3 and the words of the one line the user gets on stderr.
+each with its exit code (docs/cli.md) and the words of the one line the user gets on stderr.
 
 Every row asserts: the exit code, a fragment of the message, `cidrx: error: ...` (plus at most a `hint:`
 line) as the end of stderr, and no traceback anywhere. Rows that click itself rejects (an unknown choice)

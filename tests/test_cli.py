@@ -1,4 +1,4 @@
-"""The CLI contract (DESIGN.md §3): commands, flags, env vars, exit codes and one-line errors.
+"""The CLI contract (docs/cli.md): commands, flags, env vars, exit codes and one-line errors.
 
 Offline cases use the example snapshot; live cases run the real boto3 clients against moto (which does not
 enforce subnet exhaustion: the incident world fills the subnets with ENIs so the counts are real). A few

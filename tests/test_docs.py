@@ -491,7 +491,7 @@ def test_relative_links_resolve(page: str) -> None:
 
 
 def test_docgen_module_is_not_imported_by_the_cli() -> None:
-    """docgen imports every provider; the CLI must not pay for it (DESIGN.md §2: --help stays fast)."""
+    """docgen imports every provider; the CLI must not pay for it (docs/architecture.md: --help stays fast)."""
     for path in (ROOT / "cidrx" / "cli").glob("*.py"):
         tree = ast.parse(path.read_text())
         names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}

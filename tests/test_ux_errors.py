@@ -662,3 +662,59 @@ def test_the_snapshot_age_is_in_the_header() -> None:
     assert age_text("2026-11-24T08:59:30Z", now) == "just now"
     assert age_text("2026-11-24T07:00:00Z", now) == "2 hours ago"
     assert age_text("not a time", now) == ""
+
+
+# --- item 11: the docs say what is true --------------------------------------------------------------------
+
+
+def test_readme_test_command_prints_the_summary_line() -> None:
+    import re
+    import shlex
+    import tomllib
+
+    readme = (REPO / "README.md").read_text()
+    commands = set(re.findall(r"(python -m pytest[^\n&]*)", readme))
+    ci = [line for line in (REPO / ".ci" / "run").read_text().splitlines() if line.startswith("python -m pytest")]
+    assert ci and set(ci) <= commands  # CI runs exactly README's command
+    addopts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
+    for command in commands:
+        quiet = sum(a.count("q") for a in [*shlex.split(addopts), *shlex.split(command)] if re.fullmatch(r"-q+", a))
+        assert quiet <= 1, f"{command!r} with addopts {addopts!r} is -qq: pytest would print no 'N passed' line"
+
+
+def test_readme_environment_table_lists_every_variable_cidrx_reads() -> None:
+    import re
+
+    names: set[str] = set()
+    for path in (REPO / "cidrx").rglob("*.py"):
+        names |= set(re.findall(r"""envvar="(CIDRX_[A-Z_]+)\"""", path.read_text()))
+        names |= set(re.findall(r"""_ENV = "(CIDRX_[A-Z_]+)\"""", path.read_text()))
+    assert {"CIDRX_ALL_CLUSTERS", "CIDRX_ALL_CONTEXTS", "CIDRX_PARALLEL"} <= names
+    section = (REPO / "README.md").read_text().split("## Environment", 1)[1].split("\n## ", 1)[0]
+    missing = sorted(n for n in names if f"`{n}" not in section)
+    assert not missing, f"README's environment table misses {missing}"
+    assert "AWS_REGION" in section and "AWS_DEFAULT_REGION" in section
+
+
+def test_no_doc_or_docstring_cites_a_path_outside_the_repository() -> None:
+    import subprocess
+
+    found = subprocess.run(
+        [
+            "git",
+            "grep",
+            "-n",
+            "-E",
+            r"DESIGN\.md|shared/incidents|/work/shared",
+            "--",
+            ".",
+            ":!tests/test_ux_errors.py",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert found == "", found
+    assert (REPO / "docs" / "cloud-facts.md").is_file()
+    mitigations = (REPO / "docs" / "mitigations.md").read_text()
+    assert "Examples below are the plans" not in mitigations

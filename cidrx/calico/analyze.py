@@ -3,7 +3,7 @@
 Why it exists: with Calico's default IPAM a node claims a block (a /26 by default) of a pool and keeps it;
 busy nodes claim several, so once every block is claimed a new node gets none and its pods borrow
 addresses from another node's block. That node routes the whole block to itself and blackholes the
-borrowed addresses (shared/incidents/calico-block-affinity-borrowing.txt). Calico raises no alert for
+borrowed addresses (docs/cloud-facts.md, "Incidents the examples reproduce"). Calico raises no alert for
 any of this; these findings do. Pure: a function of the snapshot's Calico section, pods and nodes.
 """
 

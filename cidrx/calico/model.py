@@ -1,7 +1,7 @@
 """Compact records of Calico's IPAM state (Kubernetes datastore, `crd.projectcalico.org/v1`).
 
 Why it exists: a node that holds no block borrows addresses from another node's block, and that node
-blackholes them (shared/incidents/calico-block-affinity-borrowing.txt). Seeing it needs the pools, every
+blackholes them (docs/cloud-facts.md, "Incidents the examples reproduce"). Seeing it needs the pools, every
 block's allocations and affinity, and the IPAM config; these frozen records keep only those fields so a
 4,096-block cluster stays small in a snapshot.
 """

@@ -1,7 +1,7 @@
 """The `cidrx` command: a click group with one module per command, run inside the single error boundary.
 
 `CidrxGroup.main` wraps click itself, so the console script, `python -m cidrx` and click's test runner all
-go through `boundary.run` and get the same exit codes (DESIGN.md §3).
+go through `boundary.run` and get the same exit codes (docs/cli.md).
 """
 
 from __future__ import annotations

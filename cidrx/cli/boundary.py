@@ -1,4 +1,4 @@
-"""The single place where exceptions become exit codes (DESIGN.md §3) and one line on stderr.
+"""The single place where exceptions become exit codes (docs/cli.md) and one line on stderr.
 
 Every command runs inside `run`: a CidrxError prints `cidrx: error: <message>` (and `hint: ...`) and
 exits with its code; click's usage errors keep click's text and exit 2; an unexpected exception is a bug,
@@ -116,7 +116,7 @@ def _reader_gone() -> int:
     return EXIT_OK
 
 
-# A full disk, an exhausted quota or a read-only file system: the machine's trouble, not a bug (DESIGN.md §3).
+# A full disk, an exhausted quota or a read-only file system: the machine's trouble, not a bug.
 DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG})
 
 

@@ -1,4 +1,4 @@
-"""The TARGET options every command shares (DESIGN.md §3), their env vars, and their validation.
+"""The TARGET options every command shares (docs/cli.md), their env vars, and their validation.
 
 One decorator adds them and hands the command a single `TargetOptions`; `resolve_target` turns that into
 a Target or a one-line InvalidInput (exit 2), so every command names targets and fails the same way.

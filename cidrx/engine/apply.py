@@ -5,7 +5,7 @@ its effect already exists (created resources carry the plan tag), so a rerun aft
 without the journal, converges without duplicates. The journal records each event durably as it happens
 (the ids of what `act` created go in before the slow wait) for review and as hints for executors.
 
-Error policy (exit codes of DESIGN.md §3): access (6) and stale (4) errors pass through unchanged, and a
+Error policy (the exit codes of docs/cli.md): access (6) and stale (4) errors pass through unchanged, and a
 cloud that kept failing after every retry (7) too, saying the same command resumes; any
 other cidrx error, a timeout or Ctrl-C becomes ApplyInterrupted (5, "run the same command again"); an
 unexpected exception is recorded and re-raised for the CLI to report as a bug (1).

@@ -14,7 +14,7 @@ the right exit code. So:
 - Writes return an operation handle ({"api": "container"|"compute", "name", "region" (compute)}) and do
   not wait; `get_operation` polls it once.
 
-Endpoint overrides (DESIGN.md §3): CIDRX_CONTAINER_ENDPOINT / CIDRX_COMPUTE_ENDPOINT are base URLs
+Endpoint overrides (README, environment variables): CIDRX_CONTAINER_ENDPOINT / CIDRX_COMPUTE_ENDPOINT are base URLs
 (http allowed), CIDRX_GCP_ANONYMOUS=1 uses anonymous credentials and is refused unless the API it is
 used for has an override. Otherwise credentials are Application Default Credentials.
 """

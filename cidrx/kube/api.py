@@ -1,6 +1,6 @@
 """The one module that talks to the Kubernetes API (through lightkube), for every provider.
 
-Why it exists: collection must stay fast and small on a 2,000-node, 60,000-pod cluster (DESIGN.md §7), and
+Why it exists: collection must stay fast and small on a 2,000-node, 60,000-pod cluster (docs/performance.md), and
 apply steps must write with optimistic concurrency. So reads are paginated list calls only (never a GET per
 object), decoded straight from the response bytes into compact msgspec records that hold only the fields
 cidrx reads, and yielded as plain dicts shaped like the Kubernetes objects (trimmed); custom resources are

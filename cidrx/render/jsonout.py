@@ -1,4 +1,4 @@
-"""Machine-readable output: the versioned `cidrx.diagnosis/v1` document (DESIGN.md §4) and plans as the
+"""Machine-readable output: the versioned `cidrx.diagnosis/v1` document (docs/schemas) and plans as the
 exact JSON of their plan file.
 
 Named jsonout, not json, so that `import json` means the standard library everywhere in this package.

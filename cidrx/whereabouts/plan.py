@@ -2,7 +2,7 @@
 as reviewable steps.
 
 Why it exists: today's fixes for a pool full of dead pods' reservations are scaling every workload to zero
-and deleting the pools, or hand-editing the IPPool (shared/incidents/whereabouts-stale-reservations-kb.txt).
+and deleting the pools, or hand-editing the IPPool (docs/cloud-facts.md, "Incidents the examples reproduce").
 The plan lists each entry to free (pool, offset, IP, podref, why) for review; apply re-reads and decides
 again right before writing, so the plan is a ceiling, never an order to remove something now live.
 Pure: no I/O. `check_drift` refuses (exit 4, before any write) a plan whose entries someone else changed
