@@ -718,3 +718,36 @@ def test_no_doc_or_docstring_cites_a_path_outside_the_repository() -> None:
     assert (REPO / "docs" / "cloud-facts.md").is_file()
     mitigations = (REPO / "docs" / "mitigations.md").read_text()
     assert "Examples below are the plans" not in mitigations
+
+
+def _verify_error() -> Exception:
+    import ssl
+
+    err = ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed")
+    err.verify_message = "self-signed certificate"
+    return err
+
+
+def test_aws_and_google_tls_failures_are_permanent_and_named() -> None:
+    import requests
+    from botocore import exceptions as bx
+
+    from cidrx.eks import api as eks_api
+    from cidrx.gke import api as gke_api
+
+    aws = bx.SSLError(endpoint_url="https://ec2.ap-southeast-2.amazonaws.com/", error=_verify_error())
+    assert eks_api.classify(aws, write=False) is None
+    said = eks_api.translate(aws, "ec2:DescribeVpcs")
+    assert said.exit_code == 6 and "TLS certificate of https://ec2.ap-southeast-2.amazonaws.com/" in said.message
+    assert "cannot reach" not in said.message and "AWS_CA_BUNDLE" in (said.hint or "")
+
+    google = requests.exceptions.SSLError(_verify_error())
+    assert gke_api.classify(google, write=False) is None
+    said = gke_api.translate(google, "container.clusters.get")
+    assert said.exit_code == 6 and "TLS certificate of Google Cloud could not be verified" in said.message
+    assert "self-signed certificate" in said.message
+
+
+def test_quiet_and_verbose_together_are_refused() -> None:
+    result = run("-q", "diagnose", "--snapshot", EKS_EX, "-v")
+    assert result.exit_code == 2 and "-q and -v contradict each other" in error_line(result)

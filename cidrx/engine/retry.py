@@ -165,23 +165,24 @@ def _brief(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:160]}" if text else type(exc).__name__
 
 
-def certificate_failure(exc: BaseException | None) -> str | None:
+def certificate_failure(exc: BaseException | None, seen: set[int] | None = None) -> str | None:
     """The verifier's words when `exc` (or what caused it) is a TLS certificate verification failure: a
     permanent error of configuration, never worth a retry, and not an unreachable server."""
-    seen: set[int] = set()
+    seen = set() if seen is None else seen
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
         if isinstance(exc, ssl.SSLCertVerificationError):
             return str(exc.verify_message or exc.reason or exc)
-        text = str(exc)
-        if "CERTIFICATE_VERIFY_FAILED" in text:
-            return text.split("CERTIFICATE_VERIFY_FAILED", 1)[1].strip(" ]:(')\"") or "certificate verify failed"
+        # Wrappers (requests, urllib3, botocore) hold the ssl error in args / kwargs: its words are best.
         nested = [a for a in getattr(exc, "args", ()) if isinstance(a, BaseException)]
         nested += [v for v in (getattr(exc, "kwargs", None) or {}).values() if isinstance(v, BaseException)]
         for inner in nested:
-            found = certificate_failure(inner)
+            found = certificate_failure(inner, seen)
             if found:
                 return found
+        text = str(exc)
+        if "CERTIFICATE_VERIFY_FAILED" in text:
+            return text.split("CERTIFICATE_VERIFY_FAILED", 1)[1].strip(" ]:(')\"") or "certificate verify failed"
         exc = exc.__cause__ or exc.__context__
     return None
 
