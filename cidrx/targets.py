@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from ipaddress import ip_address, ip_network
 from pathlib import Path
@@ -158,9 +158,9 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
 
     d = provider(snapshot.target).analyze(snapshot)
     capacity, findings = ipam.analyze(snapshot.kube)
-    if capacity or findings:
-        d = make_diagnosis(d.target, d.snapshot_fingerprint, [*d.capacity, *capacity], [*d.findings, *findings])
-    return replace(d, taken_at=snapshot.taken_at)
+    if not capacity and not findings:
+        return d
+    return make_diagnosis(d.target, d.snapshot_fingerprint, [*d.capacity, *capacity], [*d.findings, *findings])
 
 
 # The `expand --plan` options each strategy reads (besides --strategy); a flag given to a strategy that does

@@ -8,6 +8,7 @@ one combined document, the worst exit code; a cluster that cannot be read is a r
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from typing import TYPE_CHECKING
@@ -48,7 +49,6 @@ _FIX_COMMAND = re.compile(
 def offline_fixes(d: Diagnosis, path: str) -> Diagnosis:
     """`d` with its fix commands planning from the snapshot file diagnosed (`cidrx expand --snapshot FILE
     ...`; expand and reclaim --plan both read one) instead of from the live cluster the snapshot names."""
-    import dataclasses
     import shlex
 
     def offline(text: str) -> str:
@@ -352,6 +352,8 @@ def diagnose(
         return diagnose_many(target, all_contexts, parallel, output, fail_on)
     snap = get_snapshot(target, snapshot_path)
     d = targets.analyze(snap)
+    if snapshot_path:
+        d = dataclasses.replace(d, taken_at=snap.taken_at)  # a saved snapshot: say how old it is
     if snapshot_path and snapshot_path != "-":
         d = offline_fixes(d, snapshot_path)
     click.echo(render_diagnosis(d, output), nl=False)

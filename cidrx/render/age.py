@@ -27,7 +27,7 @@ def age_text(taken_at: str, now: datetime | None = None) -> str:
     return "just now"
 
 
-def taken_note(taken_at: str, now: datetime | None = None) -> str:
+def taken_note(taken_at: str | None, now: datetime | None = None) -> str:
     """The header's " taken 2023-11-04T01:12:00Z, 3 years ago"; "" when the time is not known."""
     if not taken_at:
         return ""
