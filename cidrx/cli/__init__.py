@@ -115,7 +115,7 @@ class CidrxGroup(click.Group):
     help="More detail on stderr (each retry, with its wait); -v also shows tracebacks of bugs. "
     "Like -q and --no-color, it may also come after the subcommand.",
 )
-@click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr (no warnings or notes from the SDKs).")
+@click.option("-q", "--quiet", is_flag=True, help="Quieter stderr: log messages below errors are dropped.")
 @click.option("--no-color", is_flag=True, help="No colour in terminal output (as NO_COLOR=1 does).")
 def cli(verbose: int, quiet: bool, no_color: bool) -> None:
     """Find why Kubernetes pods cannot get IP addresses, then plan and apply the fix.
