@@ -1,1 +1,1 @@
-"""Benchmarks of DESIGN.md §7 (run from the repository root: `python -m bench.<script>` or `bench/run`)."""
+"""Benchmarks of docs/performance.md (run from the repository root: `python -m bench.<script>` or `bench/run`)."""

@@ -1,4 +1,4 @@
-"""Diagnose of a large estate against the plain-HTTP floor (DESIGN.md §7), in one run.
+"""Diagnose of a large estate against the plain-HTTP floor (docs/performance.md), in one run.
 
     python -m bench.bench_diagnose [--scale 1] [--repeat 3] [--profile FILE]
 

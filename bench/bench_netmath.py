@@ -1,4 +1,4 @@
-"""Free-range search among 20,000 occupied ranges: cidrx.netmath against a naive search (DESIGN.md §7).
+"""Free-range search among 20,000 occupied ranges: cidrx.netmath against a naive search (docs/performance.md).
 
     python -m bench.bench_netmath [--scale 1] [--repeat 7]
 

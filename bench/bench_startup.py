@@ -1,4 +1,4 @@
-"""Start-up budgets of DESIGN.md §7: `cidrx --help` under 0.15 s, `cidrx diagnose --snapshot` of the bundled
+"""Start-up budgets of docs/performance.md: `cidrx --help` under 0.15 s, `cidrx diagnose --snapshot` of the bundled
 example under 0.5 s; median of several fresh processes.
 
     python -m bench.bench_startup [--repeat 7]

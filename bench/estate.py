@@ -1,4 +1,4 @@
-"""Large synthetic estates, served by the project's loopback fakes, for the benchmarks of DESIGN.md §7.
+"""Large synthetic estates, served by the project's loopback fakes, for the benchmarks of docs/performance.md.
 
 Why it exists: the budgets are stated for a 2,000-node, 60,000-pod cluster with 600 Whereabouts pools and
 4,096 Calico blocks, and a VPC with 5,000 subnets; nobody has such a cluster at hand, so this module

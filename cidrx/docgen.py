@@ -491,8 +491,9 @@ def plan_schema() -> dict[str, Any]:
         Plan,
         PLAN_SCHEMA,
         "cidrx plan (cidrx.plan/v1)",
-        "A plan file written by `cidrx expand --plan` or `cidrx reclaim --plan`; `digest` covers target, "
-        "strategy, basis and steps, and apply refuses a file whose digest does not match.",
+        "A plan file written by `cidrx expand --plan` or `cidrx reclaim --plan`; `digest` is the sha256 of the "
+        "canonical JSON of the whole document except `digest` (notes, summary and created_at included), and "
+        "apply refuses a file whose digest does not match.",
     )
 
 

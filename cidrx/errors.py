@@ -1,4 +1,4 @@
-"""The one place user-facing errors live, each carrying the exit code of DESIGN.md §3.
+"""The one place user-facing errors live, each carrying its exit code (README, docs/cli.md).
 
 Every layer raises these; only the CLI boundary turns them into a line on stderr and an exit code.
 Messages say what happened and what to do next.
@@ -13,6 +13,7 @@ EXIT_FINDINGS = 3
 EXIT_STALE = 4
 EXIT_PARTIAL = 5
 EXIT_ACCESS = 6
+EXIT_RETRY_LATER = 7
 
 
 class CidrxError(Exception):
@@ -53,10 +54,20 @@ class AccessDenied(CidrxError):
     exit_code = EXIT_ACCESS
 
 
+class Unreachable(AccessDenied):
+    """The cloud or cluster a command needs cannot be reached (or its certificate cannot be verified)."""
+
+
+class RetriesExhausted(CidrxError):
+    """The cloud or cluster kept failing (5xx, throttling) after every retry; nothing is wrong with the input."""
+
+    exit_code = EXIT_RETRY_LATER
+
+
 class CloudError(CidrxError):
     """The cloud rejected a request for a reason that is neither access nor input (surfaced verbatim).
 
-    Exit 1 outside apply (no code in DESIGN.md §3 fits better); the apply loop turns it into exit 5.
+    Exit 1 outside apply (no exit code fits better); the apply loop turns it into exit 5.
     """
 
     exit_code = EXIT_INTERNAL

@@ -164,6 +164,77 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     return make_diagnosis(d.target, d.snapshot_fingerprint, [*d.capacity, *capacity], [*d.findings, *findings])
 
 
+# The `expand --plan` options each strategy reads (besides --strategy); a flag given to a strategy that does
+# not read it is refused instead of silently ignored. Keys are PlanOptions fields; values their flags.
+_FLAGS = {
+    "cidr": "--cidr",
+    "add_nodes": "--add-nodes",
+    "pool_name": "--pool-name",
+    "template": "--template-pool",
+    "max_pods_per_node": "--max-pods-per-node",
+    "allow_class_e": "--allow-class-e",
+}
+STRATEGY_OPTIONS: dict[str, frozenset[str]] = {
+    "custom-networking": frozenset({"cidr", "add_nodes", "pool_name", "template"}),
+    "prefix-delegation": frozenset({"template"}),
+    "node-pool": frozenset(_FLAGS),
+    "cluster-range": frozenset({"cidr", "add_nodes", "template", "max_pods_per_node", "allow_class_e"}),
+    "calico-pool": frozenset({"cidr", "add_nodes", "pool_name"}),
+}
+_WHY_NOT = {
+    "max_pods_per_node": "it sets the max pods of a new GKE node pool (EKS nodes' max pods follow the instance "
+    "type and the VPC CNI's settings)",
+    "allow_class_e": "it lets GKE use 240.0.0.0/4 (AWS does not accept class E as a VPC CIDR)",
+}
+# Name rules (docs/cloud-facts.md, "Names of what expand creates"): GKE node pools are RFC 1035 labels of at
+# most 40 characters; EKS node groups start with a letter or digit, then letters, digits, - and _, at most 63;
+# Calico IPPools are DNS-1123 subdomains (projectcalico/calico libcalico-go/lib/validator/v3/validator.go,
+# nameSubdomainFmt, at 87c15906f20c4ca1fda55af92295e7678b0cc0b2).
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+POOL_NAME_RULES: dict[str, tuple[str, int, str]] = {
+    "gke": (
+        r"[a-z]([-a-z0-9]*[a-z0-9])?",
+        40,
+        "lowercase letters, digits and hyphens, starting with a letter and "
+        "not ending with a hyphen, at most 40 characters (a GKE node pool name)",
+    ),
+    "eks": (
+        r"[A-Za-z0-9][A-Za-z0-9_-]*",
+        63,
+        "letters, digits, hyphens and underscores, starting with a letter or "
+        "digit, at most 63 characters (an EKS node group name)",
+    ),
+    "calico-pool": (
+        rf"{_LABEL}(\.{_LABEL})*",
+        253,
+        "lowercase letters, digits, '-' and '.', starting and ending "
+        "with a letter or digit, at most 253 characters (a Calico IPPool name, DNS-1123 subdomain)",
+    ),
+}
+
+
+def check_plan_options(provider_name: str, strategy: str, opts: PlanOptions) -> None:
+    """Refuse (exit 2) flags `strategy` would ignore and a --pool-name the system would reject."""
+    import re
+
+    given = [f for f in _FLAGS if getattr(opts, f) not in (None, False)]
+    unused = [f for f in given if f not in STRATEGY_OPTIONS.get(strategy, frozenset(_FLAGS))]
+    if unused:
+        why = next((_WHY_NOT[f] for f in unused if f in _WHY_NOT and provider_name == "eks"), None)
+        flags = ", ".join(_FLAGS[f] for f in unused)
+        raise InvalidInput(
+            f"{flags} {'does' if len(unused) == 1 else 'do'} not apply to --strategy {strategy}"
+            + (f": {why}" if why else " (it would be ignored)"),
+            hint="drop it" if len(unused) == 1 else "drop them",
+        )
+    if opts.pool_name is not None:
+        rule = POOL_NAME_RULES.get("calico-pool" if strategy == "calico-pool" else provider_name)
+        if rule is not None:
+            pattern, limit, words = rule
+            if not re.fullmatch(pattern, opts.pool_name) or len(opts.pool_name) > limit:
+                raise InvalidInput(f"--pool-name {opts.pool_name!r} is not a valid name: use {words}")
+
+
 def make_plan(snapshot: Snapshot, opts: PlanOptions) -> Plan:
     """An expand plan: the provider's, or an in-cluster one (calico-pool) for any target."""
     module = provider(snapshot.target)
@@ -172,12 +243,15 @@ def make_plan(snapshot: Snapshot, opts: PlanOptions) -> Plan:
 
         if opts.strategy not in ipam.EXPAND_STRATEGIES:
             raise InvalidInput(f"--strategy {opts.strategy} is a reclaim plan: use `cidrx reclaim --ipam ...`")
+        check_plan_options(snapshot.target.provider, opts.strategy, opts)
         return ipam.make_expand_plan(snapshot, opts, utc_now())
     if opts.strategy and opts.strategy not in module.STRATEGIES:
         raise InvalidInput(
             f"--strategy {opts.strategy} does not apply to {snapshot.target.provider} clusters; choose one of "
             f"{', '.join([*module.STRATEGIES, 'calico-pool'])}"
         )
+    if module.STRATEGIES:
+        check_plan_options(snapshot.target.provider, opts.strategy or module.STRATEGIES[0], opts)
     return module.make_plan(snapshot, opts, utc_now())
 
 
@@ -217,6 +291,34 @@ def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> 
     provider(plan.target).check_drift(plan, snapshot)
 
 
+def cluster_steps(plan: Plan) -> list[str]:
+    """Ids of the steps of `plan` that read or change in-cluster objects (their permissions say so)."""
+    return [s.id for s in plan.steps if is_ipam_plan(plan) or any(p.startswith("kubernetes:") for p in s.permissions)]
+
+
+def require_reach(plan: Plan, snapshot: Snapshot, opts: TargetOptions) -> None:
+    """Refuse, before the first write, a plan whose steps need the cluster when the fresh snapshot could
+    not read it: an apply must prove access to everything it touches first (a cloud that cannot be reached
+    already failed the snapshot), and an unread cluster is an outage to report (exit 6), not drift (exit 4)."""
+    needing = cluster_steps(plan)
+    if not needing:
+        return
+    if opts.no_kube:
+        raise InvalidInput(
+            f"plan {plan.plan_id} changes in-cluster objects (step {needing[0]}), so its apply must reach the "
+            "cluster; drop --no-kube"
+        )
+    if not snapshot.kube.available:
+        from cidrx.errors import Unreachable
+
+        raise Unreachable(
+            f"cannot reach the cluster of {plan.target.label()}, which plan {plan.plan_id} changes (step "
+            f"{needing[0]}): {snapshot.kube.reason or 'the Kubernetes API could not be read'}; nothing was changed",
+            hint="check the kubeconfig (--kubeconfig, --context) and network access to the API server, then run "
+            "the same command again",
+        )
+
+
 def kube_api(opts: TargetOptions, snapshot: Snapshot) -> KubeApi | None:
     """The Kubernetes client for steps that change in-cluster objects; None when the fresh snapshot could
     not reach the cluster (those steps then stop with a message saying so)."""
@@ -239,7 +341,8 @@ def apply_plan(
     from cidrx.kube import ipam
 
     module = provider(plan.target)
-    journal = Journal.open(plan_path, plan)
+    journal = Journal.open(plan_path, plan)  # reads only: a journal of another plan is refused first
+    require_reach(plan, snapshot, opts)
     kube = kube_api(opts, snapshot)
     executors = ipam.executors(plan) if is_ipam_plan(plan) else module.executors()
     try:

@@ -1,6 +1,6 @@
 """Calico IPAM worlds as plain Kubernetes objects (dicts), shared by the pure and the fake-server tests.
 
-`incident()` is shared/incidents/calico-block-affinity-borrowing.txt in small: pool 10.0.0.0/24 with /26
+`incident()` is the Calico incident of docs/cloud-facts.md in small: pool 10.0.0.0/24 with /26
 blocks (4 blocks); node-1 and node-2 hold two blocks each, node-3 holds none and three of its pods
 borrowed addresses from node-1's first block. On top: a leaked address (pod gone), an address of a pod
 that now runs with another one, a Pending pod's address (never a leak), tunnel addresses (never leaks)

@@ -1,4 +1,4 @@
-"""Pytest plugin: no test sleeps for real in cidrx's retry policy (DESIGN.md §6).
+"""Pytest plugin: no test sleeps for real in cidrx's retry policy (docs/architecture.md, tests and fakes).
 
 Every cloud and Kubernetes call retries transient failures (cidrx/engine/retry.py); tests that reach an
 unreachable endpoint or inject a 503 would otherwise wait out real backoffs. This autouse fixture swaps the

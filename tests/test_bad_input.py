@@ -1,5 +1,5 @@
 """The bad-input catalogue (issue 5 part 4): every way a user or a broken estate can feed cidrx nonsense,
-each with the exit code of DESIGN.md §3 and the words of the one line the user gets on stderr.
+each with its exit code (docs/cli.md) and the words of the one line the user gets on stderr.
 
 Every row asserts: the exit code, a fragment of the message, `cidrx: error: ...` (plus at most a `hint:`
 line) as the end of stderr, and no traceback anywhere. Rows that click itself rejects (an unknown choice)
@@ -283,17 +283,17 @@ OFFLINE: list[Row] = [
         2,
         "is the file truncated?",
     ),
-    Row("snapshot-wrong-schema", _wrong_schema_snapshot, 2, "has schema 'cidrx.snapshot/v9'"),
+    Row("snapshot-wrong-schema", _wrong_schema_snapshot, 2, "unsupported snapshot schema cidrx.snapshot/v9"),
     Row("snapshot-wrong-shape", _wrong_shape_snapshot, 2, "does not match the expected format"),
     Row("snapshot-tampered", _tampered_snapshot, 2, "fingerprint mismatch"),
-    Row("snapshot-is-a-plan", _plan_as_snapshot, 2, "does not match the expected format"),
+    Row("snapshot-is-a-plan", _plan_as_snapshot, 2, "is a cidrx plan (cidrx.plan/v1), not a snapshot"),
     Row("snapshot-other-target", ("diagnose", "--snapshot", EKS_EX, "--gke"), 2, "is for eks:ap-southeast-2/demo-ip"),
     Row("snapshot-stdin-garbage", ("diagnose", "--snapshot", "-"), 2, "snapshot on stdin", input="{nope"),
     # plan files
     Row("plan-missing", ("expand", "--apply", "/nonexistent/plan.json", "--yes"), 2, "cannot read plan"),
     Row("plan-binary", _binary_plan, 2, "is not valid JSON"),
     Row("plan-truncated", _truncated_plan, 2, "is the file truncated?"),
-    Row("plan-wrong-schema", _wrong_schema_plan, 2, "has schema 'cidrx.plan/v2'"),
+    Row("plan-wrong-schema", _wrong_schema_plan, 2, "unsupported plan schema cidrx.plan/v2 (this cidrx reads"),
     Row("plan-wrong-shape", _wrong_shape_plan, 2, "does not match the expected format"),
     Row("plan-tampered", _tampered_plan, 2, "modified after it was made (digest mismatch)"),
     Row("plan-duplicate-steps", _duplicate_step_plan, 2, "duplicate step ids"),

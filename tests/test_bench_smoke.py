@@ -1,4 +1,4 @@
-"""Smoke test of the benchmarks in bench/ (DESIGN.md §7): each script runs end to end in a tiny size and
+"""Smoke test of the benchmarks in bench/ (docs/performance.md): each script runs end to end in a tiny size and
 prints its table. No timing is asserted here (timings belong to `bench/run`, never to tests); what is
 asserted is what must hold at any size: the request pattern is O(pages) with no per-object reads, the free-
 range search agrees with the naive one, and the start-up commands import no cloud SDK.

@@ -1,4 +1,4 @@
-"""The CLI contract (DESIGN.md §3): commands, flags, env vars, exit codes and one-line errors.
+"""The CLI contract (docs/cli.md): commands, flags, env vars, exit codes and one-line errors.
 
 Offline cases use the example snapshot; live cases run the real boto3 clients against moto (which does not
 enforce subnet exhaustion: the incident world fills the subnets with ENIs so the counts are real). A few
@@ -426,7 +426,11 @@ def test_live_diagnose_snapshot_and_plan(moto_world: Any, tmp_path: Path) -> Non
     assert snap.taken_at.endswith("Z") and len(snap.taken_at) == len("2023-11-04T01:12:00Z")
     assert not snap.kube.available and "--no-kube" in snap.kube.reason
     offline = run("diagnose", "--snapshot", str(snap_path), "-o", "json")
-    assert json.loads(offline.stdout)["findings"] == doc["findings"]
+    # The same findings; only the fix commands plan from the saved file instead of the live cluster.
+    flags = f"--eks --region {moto_world.region} --cluster {moto_world.cluster}"
+    online = [{**f, "remediation": f["remediation"].replace(flags, f"--snapshot {snap_path}")} for f in doc["findings"]]
+    assert json.loads(offline.stdout)["findings"] == online
+    assert doc["taken_at"] is None and json.loads(offline.stdout)["taken_at"] == snap.taken_at
 
     plan_path = tmp_path / "plan.json"
     result = run("expand", *target, "--plan", "--out", str(plan_path))
@@ -463,29 +467,39 @@ def _vpc_cidrs(session: Any, vpc_id: str) -> set[str]:
     return {a["CidrBlock"] for a in vpc["CidrBlockAssociationSet"] if a["CidrBlockState"]["State"] == "associated"}
 
 
+def _reachable_cluster(server: Any, world: Any, tmp_path: Path) -> str:
+    """A kubeconfig for the fake API server showing the world's nodes: apply must reach the cluster its
+    plan changes (the ENIConfigs) before it writes anything."""
+    seed_cluster(server, world.node_ips)
+    return str(server.kubeconfig(tmp_path / "kubeconfig"))
+
+
 def test_live_apply_refuses_a_stale_plan_with_4_and_changes_nothing(
-    moto_session: tuple[Any, Any], tmp_path: Path
+    moto_session: tuple[Any, Any], kube_server: Any, tmp_path: Path
 ) -> None:
     session, world = moto_session
     plan_path = tmp_path / "plan.json"
     _live_plan(world, plan_path)
+    kubeconfig = _reachable_cluster(kube_server, world, tmp_path)
     # Someone else takes overlapping space between plan and apply.
     session.client("ec2").associate_vpc_cidr_block(VpcId=world.vpc_id, CidrBlock="100.64.0.0/16")
-    result = run("expand", "--apply", str(plan_path), "--yes", "--no-kube")
+    result = run("expand", "--apply", str(plan_path), "--yes", "--kubeconfig", kubeconfig)
     assert result.exit_code == 4, result.output
     assert "stale" in one_line_error(result)
     assert _vpc_cidrs(session, world.vpc_id) == {"10.0.0.0/16", "100.64.0.0/16"}
     assert result.stdout == ""
 
 
-def test_live_apply_without_kube_stops_partway_with_5_and_a_journal(
-    moto_session: tuple[Any, Any], tmp_path: Path
+def test_live_apply_stops_partway_with_5_and_a_journal(
+    moto_session: tuple[Any, Any], kube_server: Any, tmp_path: Path
 ) -> None:
     session, world = moto_session
     plan_path = tmp_path / "plan.json"
     plan = _live_plan(world, plan_path)
-    result = run("expand", "--apply", str(plan_path), "--yes", "--no-kube")
-    # The cloud steps run; the first in-cluster step (ENIConfig) needs the Kubernetes API.
+    kubeconfig = _reachable_cluster(kube_server, world, tmp_path)
+    # The cloud steps run; the first in-cluster write (an ENIConfig) fails on the server's side.
+    kube_server.inject(500, method="POST", path_contains="eniconfigs", times=None)
+    result = run("expand", "--apply", str(plan_path), "--yes", "--kubeconfig", kubeconfig)
     assert result.exit_code == 5, result.output
     assert "run the same command again to resume" in one_line_error(result)
     assert "100.64.0.0/20" in _vpc_cidrs(session, world.vpc_id)
@@ -495,14 +509,19 @@ def test_live_apply_without_kube_stops_partway_with_5_and_a_journal(
     assert "[1/" in result.stderr  # progress went to stderr
 
 
-def test_live_apply_resumes_after_stopping_partway(moto_session: tuple[Any, Any], tmp_path: Path) -> None:
+def test_live_apply_resumes_after_stopping_partway(
+    moto_session: tuple[Any, Any], kube_server: Any, tmp_path: Path
+) -> None:
     session, world = moto_session
     plan_path = tmp_path / "plan.json"
     _live_plan(world, plan_path)
-    assert run("expand", "--apply", str(plan_path), "--yes", "--no-kube").exit_code == 5
+    kubeconfig = _reachable_cluster(kube_server, world, tmp_path)
+    kube_server.inject(500, method="POST", path_contains="eniconfigs", times=1)
+    apply = ("expand", "--apply", str(plan_path), "--yes", "--kubeconfig", kubeconfig)
+    assert run(*apply).exit_code == 5
     # The same command resumes: what was done is found again (by the plan tag), not redone.
-    again = run("expand", "--apply", str(plan_path), "--yes", "--no-kube")
-    assert again.exit_code == 5, again.output
+    again = run(*apply)
+    assert again.exit_code == 0, again.output
     assert "associate-vpc-cidr: skipped (already done)" in again.stderr
     assert _vpc_cidrs(session, world.vpc_id) == {"10.0.0.0/16", "100.64.0.0/20"}
 

@@ -60,7 +60,7 @@ def test_cli_reference_has_every_command_and_option() -> None:
 
 def test_cli_reference_has_the_exit_code_table() -> None:
     codes = dict(docgen.exit_codes())
-    assert sorted(codes) == [0, 1, 2, 3, 4, 5, 6]
+    assert sorted(codes) == [0, 1, 2, 3, 4, 5, 6, 7]
     text = (DOCS / "cli.md").read_text()
     for code in codes:
         assert re.search(rf"^\| {code} \| ", text, re.M)
@@ -369,6 +369,10 @@ def test_ci_page_embeds_the_recipe_files_verbatim() -> None:
 
 ELIDED = "..."
 _TIMESTAMP = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z\b")
+# A plan id (the digest's first 16 hex digits): the digest seals created_at, so it changes with the time too.
+# How old a snapshot is ("3 years ago") grows with the calendar.
+_AGE = re.compile(r"\b(?:\d+ (?:year|month|day|hour|minute)s? ago|just now)\b")
+_PLAN_ID = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{16}(?:[0-9a-f]{48})?(?![0-9A-Za-z])")
 
 
 def _tour_blocks() -> list[tuple[str, list[str]]]:
@@ -385,8 +389,14 @@ def _tour_blocks() -> list[tuple[str, list[str]]]:
 
 
 def _normalise(lines: list[str], tmp: Path) -> list[str]:
-    """What genuinely varies between runs: when the plan was made, and where the temporary files go."""
-    return [_TIMESTAMP.sub("<time>", line.replace(f"{tmp}/", "/tmp/")).rstrip() for line in lines]
+    """What genuinely varies between runs: when the plan was made (and so its id), and where the temporary
+    files go."""
+    return [
+        _AGE.sub(
+            "<age>", _PLAN_ID.sub("<plan-id>", _TIMESTAMP.sub("<time>", line.replace(f"{tmp}/", "/tmp/")))
+        ).rstrip()
+        for line in lines
+    ]
 
 
 def _shown_matches(shown: list[str], real: list[str]) -> str | None:
@@ -482,7 +492,7 @@ def test_relative_links_resolve(page: str) -> None:
 
 
 def test_docgen_module_is_not_imported_by_the_cli() -> None:
-    """docgen imports every provider; the CLI must not pay for it (DESIGN.md §2: --help stays fast)."""
+    """docgen imports every provider; the CLI must not pay for it (docs/architecture.md: --help stays fast)."""
     for path in (ROOT / "cidrx" / "cli").glob("*.py"):
         tree = ast.parse(path.read_text())
         names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}

@@ -177,8 +177,8 @@ def make_live(moto_url: str, tmp_path: Path) -> Iterator[Callable[..., Live]]:
 
 
 def assert_diagnosis_v1(doc: Mapping[str, Any]) -> None:
-    """The cidrx.diagnosis/v1 shape of DESIGN.md §4: every key present, types and ranges right, counts add up."""
-    assert set(doc) == {"schema", "target", "snapshot_fingerprint", "capacity", "findings", "counts"}
+    """The cidrx.diagnosis/v1 shape (docs/schemas): every key present, types and ranges right, counts add up."""
+    assert set(doc) == {"schema", "target", "snapshot_fingerprint", "capacity", "findings", "counts", "taken_at"}
     assert doc["schema"] == "cidrx.diagnosis/v1"
     assert doc["target"] == {
         "provider": "eks",
@@ -292,7 +292,13 @@ def test_diagnose_names_both_full_subnets_and_the_snapshot_diagnoses_the_same(ma
     offline_doc = json.loads(offline.stdout)
     assert offline_doc["snapshot_fingerprint"] == saved.fingerprint
     assert offline_doc["capacity"] == doc["capacity"]
-    assert offline_doc["findings"] == doc["findings"]
+    # The same findings; only the fix commands plan from the file instead of the live cluster.
+    live_flags = f"--eks --region {REGION} --cluster {CLUSTER}"
+    online = [
+        {**f, "remediation": f["remediation"].replace(live_flags, "--snapshot snap.json")} for f in doc["findings"]
+    ]
+    assert offline_doc["findings"] == online
+    assert any("cidrx expand --snapshot snap.json --plan" in f["remediation"] for f in offline_doc["findings"])
 
 
 # --- plan, apply, apply again ------------------------------------------------------------------------

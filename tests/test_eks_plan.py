@@ -291,8 +291,10 @@ def test_digest_is_stable_and_covers_the_steps(incident_plan: Plan) -> None:
     assert len(incident_plan.digest) == 64 and incident_plan.plan_id == incident_plan.digest[:16]
     assert incident_plan.snapshot_fingerprint == cases.example().fingerprint
     assert incident_plan.created_at == CREATED_AT
-    # created_at is not part of the digest
-    assert make_plan(cases.example(), EksPlanOptions(created_at="later")).digest == incident_plan.digest
+    # created_at, notes and summary are sealed too: they are what a reviewer reads
+    assert make_plan(cases.example(), EksPlanOptions(created_at="later")).digest != incident_plan.digest
+    assert digest_of(dataclasses.replace(incident_plan, notes=("all good",))) != incident_plan.digest
+    assert digest_of(dataclasses.replace(incident_plan, summary={"cidr": "10.0.0.0/8"})) != incident_plan.digest
     first = incident_plan.steps[0]
     changed_params = dataclasses.replace(first, params={**first.params, "cidr": "100.64.16.0/20"})
     tampered = dataclasses.replace(incident_plan, steps=(changed_params, *incident_plan.steps[1:]))

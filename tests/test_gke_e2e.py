@@ -210,7 +210,14 @@ def test_snapshot_then_offline_diagnose_gives_the_same_result(gcp: FakeGcp, tmp_
     live = run("diagnose", *TARGET, "-o", "json")
     offline = run("diagnose", "--snapshot", str(snap), "-o", "json")
     assert offline.exit_code == live.exit_code == 3
-    assert json.loads(offline.output)["findings"] == json.loads(live.output)["findings"]
+    # The same findings; only the fix commands plan from the file instead of the live cluster.
+    flags = f"--gke --project {PROJECT} --location {LOCATION} --cluster {CLUSTER}"
+    online = [
+        {**f, "remediation": f["remediation"].replace(flags, f"--snapshot {snap}")}
+        for f in json.loads(live.output)["findings"]
+    ]
+    assert json.loads(offline.output)["findings"] == online
+    assert any(f"cidrx expand --snapshot {snap} --plan" in f["remediation"] for f in online)
 
 
 def test_missing_cluster_is_an_access_error(gcp: FakeGcp) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from cidrx.errors import EXIT_ACCESS, AccessDenied, CloudError
+from cidrx.errors import EXIT_ACCESS, EXIT_RETRY_LATER, AccessDenied, RetriesExhausted
 from cidrx.kube.api import AlreadyExists, Conflict, KubeApi, KubeUnavailable, PatchTestFailed
 from tests.fakes.kube_server import FakeKubeServer
 
@@ -238,11 +238,11 @@ def test_server_errors_map_to_cidrx_errors(api: KubeApi, kube_server: FakeKubeSe
     from cidrx.engine import retry
 
     kube_server.inject(503, method="GET", path_contains="/nodes", message="etcdserver: request timed out", times=None)
-    with pytest.raises(CloudError) as failed:
+    with pytest.raises(RetriesExhausted) as failed:
         list(api.iter_nodes())
     kube_server.clear_faults()
     assert kube_server.count("GET", "nodes") == retry.default_policy().max_attempts  # retried, then given up
-    assert not isinstance(failed.value, AccessDenied)
+    assert failed.value.exit_code == EXIT_RETRY_LATER  # kept failing: retry later, nothing wrong with the input
     assert str(failed.value).startswith(f"the Kubernetes API at {kube_server.url} failed to list nodes at cluster")
     assert "etcdserver: request timed out" in str(failed.value)
 

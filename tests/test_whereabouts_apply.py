@@ -1,6 +1,6 @@
 """Whereabouts reclaim end to end on the fake Kubernetes API server with the real client: collect, plan,
 apply (check -> act -> verify through the apply engine), and the races of
-shared/incidents/whereabouts-reconciler-race.txt."""
+whereabouts issues 162 and 207 (docs/cloud-facts.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Whereabouts objects for tests, shaped like the incidents (shared/incidents/whereabouts-*.txt).
+"""Whereabouts objects for tests, shaped like the incidents (docs/cloud-facts.md).
 
 Plain Kubernetes dicts (IPPools, OverlappingRangeIPReservations, NetworkAttachmentDefinitions, pods,
 nodes) so the same case seeds the fake API server or feeds the pure converters. The main case is the KB's

@@ -3,7 +3,7 @@
 Why it exists: with Calico's default IPAM a node claims a block (a /26 by default) of a pool and keeps it;
 busy nodes claim several, so once every block is claimed a new node gets none and its pods borrow
 addresses from another node's block. That node routes the whole block to itself and blackholes the
-borrowed addresses (shared/incidents/calico-block-affinity-borrowing.txt). Calico raises no alert for
+borrowed addresses (docs/cloud-facts.md, "Incidents the examples reproduce"). Calico raises no alert for
 any of this; these findings do. Pure: a function of the snapshot's Calico section, pods and nodes.
 """
 
@@ -431,7 +431,9 @@ def _hoarding(
                 summary=f"{node} holds {len(blocks)} blocks ({idle} empty) while {len(without)} node(s) have none",
                 evidence=tuple(lines),
                 remediation=(
-                    f"free its empty blocks: {RECLAIM}; cap blocks per node with IPAMConfig maxBlocksPerHost"
+                    # Only empty blocks can be released; with none, reclaim has nothing to free on this node.
+                    (f"free its {idle} empty block(s): {RECLAIM}; " if idle else "")
+                    + "cap blocks per node with IPAMConfig maxBlocksPerHost"
                     + (f" (now {limit})" if limit else "")
                     + f"; or add space: {NEW_POOL}"
                 ),

@@ -2,7 +2,7 @@
 `projectcalico.org/v3` where only Calico's v3 CRDs are installed).
 
 Why it exists: a node that holds no block borrows addresses from another node's block, and that node
-blackholes them (shared/incidents/calico-block-affinity-borrowing.txt). Seeing it needs the pools, every
+blackholes them (docs/cloud-facts.md, "Incidents the examples reproduce"). Seeing it needs the pools, every
 block's allocations and affinity, and the IPAM config; these frozen records keep only those fields so a
 4,096-block cluster stays small in a snapshot.
 """

@@ -30,7 +30,7 @@ from cidrx.calico.model import (
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.kube.liveness import AddressHolders
 from cidrx.kube.model import PodState
-from cidrx.model.plan import DIGEST_TAG, Plan, Step, seal
+from cidrx.model.plan import DIGEST_TAG, Plan, Step, seal_plan
 from cidrx.model.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -79,29 +79,6 @@ def _calico(snapshot: Snapshot) -> CalicoSection:
             "(neither crd.projectcalico.org nor projectcalico.org is served)"
         )
     return calico
-
-
-def _sealed(
-    snapshot: Snapshot,
-    created_at: str,
-    strategy: str,
-    basis: dict[str, Any],
-    steps: list[Step],
-    notes: list[str],
-    summary: dict[str, Any],
-) -> Plan:
-    return seal(
-        Plan(
-            target=snapshot.target,
-            created_at=created_at,
-            snapshot_fingerprint=snapshot.fingerprint,
-            strategy=strategy,
-            basis=basis,
-            steps=tuple(steps),
-            notes=tuple(notes),
-            summary=summary,
-        )
-    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -244,7 +221,7 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
         "gone_pods": gone,
     }
     summary = {"leaked_ips": released, "blocks_with_leaks": len(by_block), "empty_blocks": len(empty)}
-    return _sealed(snapshot, created_at, RECLAIM, basis, steps, notes, summary)
+    return seal_plan(snapshot, created_at, RECLAIM, basis, steps, notes, summary)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -380,7 +357,7 @@ def make_pool_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Pl
         "nodes": nodes,
     }
     summary = {"cidr": str(net), "block_size": block_size, "blocks": blocks, "nodes": nodes, "name": name}
-    return _sealed(snapshot, created_at, POOL, basis, [step], notes, summary)
+    return seal_plan(snapshot, created_at, POOL, basis, [step], notes, summary)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,13 +1,14 @@
 """The `cidrx` command: a click group with one module per command, run inside the single error boundary.
 
 `CidrxGroup.main` wraps click itself, so the console script, `python -m cidrx` and click's test runner all
-go through `boundary.run` and get the same exit codes (DESIGN.md §3).
+go through `boundary.run` and get the same exit codes (docs/cli.md).
 """
 
 from __future__ import annotations
 
+import errno
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
@@ -20,6 +21,7 @@ from cidrx.cli.exporter import exporter
 from cidrx.cli.permissions import permissions
 from cidrx.cli.reclaim import reclaim
 from cidrx.cli.snapshot import snapshot
+from cidrx.errors import InvalidInput
 
 EXIT_CODES_HELP = """\b
 Exit codes:
@@ -29,7 +31,8 @@ Exit codes:
   3  diagnose found problems at or above --fail-on (default: critical)
   4  plan is stale: the cloud or cluster changed since it was made; nothing applied
   5  apply stopped partway; running the same command again resumes
-  6  access: credentials missing, permission denied, target not found
+  6  access: credentials missing, permission denied, target not found or unreachable
+  7  the cloud or cluster kept failing (5xx, throttling) after every retry; nothing is wrong with the input: retry later
 
 \b
 Every TARGET option can also be set as CIDRX_<OPTION>, e.g. CIDRX_EKS=1
@@ -53,6 +56,27 @@ SDK_LOGGERS = (
 )
 
 
+GLOBAL_FLAGS = frozenset({"-v", "--verbose", "-q", "--quiet", "--no-color"})
+
+
+def _is_global_flag(arg: str) -> bool:
+    return arg in GLOBAL_FLAGS or (len(arg) > 2 and arg[0] == "-" and set(arg[1:]) == {"v"})
+
+
+def hoist_global_options(argv: list[str], commands: Mapping[str, object]) -> list[str]:
+    """`argv` with the global flags (-v, -q, --no-color) given after the subcommand moved before it, so
+    `cidrx diagnose ... -v` works like `cidrx -v diagnose ...` (no subcommand has options of these names)."""
+    command_at = next((i for i, arg in enumerate(argv) if arg in commands), None)
+    if command_at is None:
+        return argv
+    end = argv.index("--", command_at) if "--" in argv[command_at:] else len(argv)
+    moved = [a for a in argv[command_at + 1 : end] if _is_global_flag(a)]
+    if not moved:
+        return argv
+    rest = [a for a in argv[command_at + 1 : end] if not _is_global_flag(a)]
+    return [*argv[:command_at], *moved, argv[command_at], *rest, *argv[end:]]
+
+
 class CidrxGroup(click.Group):
     def main(
         self,
@@ -62,7 +86,7 @@ class CidrxGroup(click.Group):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
-        argv = list(sys.argv[1:] if args is None else args)
+        argv = hoist_global_options(list(sys.argv[1:] if args is None else args), self.commands)
         # Verbosity must be known even when parsing fails before the group callback runs.
         boundary.set_verbosity(1 if any(a in ("-v", "--verbose") or a.startswith("-vv") for a in argv) else 0)
         code = boundary.run(
@@ -74,12 +98,27 @@ class CidrxGroup(click.Group):
             sys.exit(code)
         return code
 
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                raise boundary.ReaderGone() from exc
+            raise
+
 
 @click.group(cls=CidrxGroup, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="cidrx", message="%(prog)s %(version)s")
-@click.option("-v", "--verbose", count=True, help="More detail on stderr; -v also shows tracebacks of bugs.")
-@click.option("--no-color", is_flag=True, help="No colour in terminal output (also: NO_COLOR=1).")
-def cli(verbose: int, no_color: bool) -> None:
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="More detail on stderr (each retry, with its wait); -v also shows tracebacks of bugs. "
+    "Like -q and --no-color, it may also come after the subcommand.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Quieter stderr: log messages below errors are dropped.")
+@click.option("--no-color", is_flag=True, help="No colour in terminal output (as NO_COLOR=1 does).")
+def cli(verbose: int, quiet: bool, no_color: bool) -> None:
     """Find why Kubernetes pods cannot get IP addresses, then plan and apply the fix.
 
     \b
@@ -92,13 +131,29 @@ def cli(verbose: int, no_color: bool) -> None:
       cidrx exporter --k8s --interval 120             the same as Prometheus metrics
     """
     import logging
+    import os
 
     from cidrx.render import term
 
     term.set_no_color(no_color)
+    if no_color:
+        os.environ["NO_COLOR"] = "1"  # the convention every renderer follows (https://no-color.org)
+    if quiet and verbose:
+        raise InvalidInput("-q and -v contradict each other; choose one")
     boundary.set_verbosity(verbose)
-    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, stream=sys.stderr, format="cidrx: %(levelname)s: %(name)s: %(message)s")
+    level = (
+        logging.ERROR if quiet else logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    )
+    # One handler of our own on the current stderr, replaced on every run (a test runner calls `cli` many
+    # times in one process, each with another stderr; basicConfig would keep writing to the first).
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, "cidrx", False)]:
+        root.removeHandler(old)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("cidrx: %(levelname)s: %(name)s: %(message)s"))
+    handler.cidrx = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level)
     # The SDKs' debug logs print whole requests: signed AWS requests carry X-Amz-Security-Token, OAuth
     # refreshes carry refresh tokens, Kubernetes requests bearer tokens. -vv is for cidrx's own detail.
     for name in SDK_LOGGERS:

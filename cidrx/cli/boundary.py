@@ -1,4 +1,4 @@
-"""The single place where exceptions become exit codes (DESIGN.md §3) and one line on stderr.
+"""The single place where exceptions become exit codes (docs/cli.md) and one line on stderr.
 
 Every command runs inside `run`: a CidrxError prints `cidrx: error: <message>` (and `hint: ...`) and
 exits with its code; click's usage errors keep click's text and exit 2; an unexpected exception is a bug,
@@ -9,6 +9,7 @@ can trust them.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 import traceback
@@ -17,10 +18,15 @@ from dataclasses import dataclass
 
 import click
 
-from cidrx.errors import EXIT_INTERNAL, EXIT_OK, EXIT_PARTIAL, CidrxError
+from cidrx.errors import EXIT_INTERNAL, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, CidrxError
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C; used when nothing was being applied
 REPORT_HINT = "this is a bug; please report it with the output of `cidrx snapshot`"
+
+
+class ReaderGone(Exception):
+    """stdout's reader went away (EPIPE). Raised in place of the OSError so click's own EPIPE handling,
+    which exits 1 (a bug, in cidrx's codes) even in non-standalone mode, does not see it."""
 
 
 @dataclass
@@ -72,6 +78,9 @@ def run(invoke: Callable[[], object]) -> int:
     state.applying = False
     try:
         rv = invoke()
+        # Flushed here, not at exit: a full disk or a closed pipe then gets its one line (or silence)
+        # instead of the interpreter's "Exception ignored" and exit 120.
+        sys.stdout.flush()
     except CidrxError as exc:
         return report_error(exc)
     except click.exceptions.Abort:
@@ -84,17 +93,42 @@ def run(invoke: Callable[[], object]) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except BrokenPipeError:
-        # `cidrx diagnose | head`: the reader went away; not an error worth a message. Point stdout at
-        # /dev/null so the interpreter's final flush does not complain either.
-        with contextlib.suppress(Exception):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
+    except ReaderGone:
+        return _reader_gone()
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            return _reader_gone()
+        if exc.errno in DISK_ERRNOS:
+            return report_disk_error(exc)
+        return report_bug(exc)
     except Exception as exc:
         return report_bug(exc)
     if isinstance(rv, bool) or not isinstance(rv, int):
         return EXIT_OK
     return rv
+
+
+def _reader_gone() -> int:
+    # `cidrx diagnose | head`: the reader went away; not an error worth a message. Point stdout at
+    # /dev/null so the interpreter's final flush does not complain either.
+    with contextlib.suppress(Exception):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return EXIT_OK
+
+
+# A full disk, an exhausted quota or a read-only file system: the machine's trouble, not a bug.
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG})
+
+
+def report_disk_error(exc: OSError) -> int:
+    """One line naming what could not be written; exit 2 (5 while applying: the same command resumes)."""
+    where = f" {exc.filename}" if exc.filename else " (standard output or a file cidrx was writing)"
+    _err(f"cidrx: error: cannot write{where}: {exc.strerror or os.strerror(exc.errno or 0)}")
+    if state.applying:
+        _err("hint: free some space, then run the same command again to resume")
+        return EXIT_PARTIAL
+    _err("hint: free some space (or write elsewhere), then run the command again")
+    return EXIT_USAGE
 
 
 def report_bug(exc: BaseException) -> int:

@@ -9,13 +9,15 @@ one combined document, the worst exit code; a cluster that cannot be read is a r
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import re
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from cidrx.cli.options import TargetOptions, check_matches, fleet_target_options, resolve_target
+from cidrx.cli.options import OutputFormat, TargetOptions, check_matches, fleet_target_options, resolve_target
 from cidrx.errors import EXIT_FINDINGS, EXIT_OK, InvalidInput
 from cidrx.render import FORMATS
 
@@ -25,20 +27,37 @@ if TYPE_CHECKING:
     from cidrx.model.snapshot import Snapshot
 
 # Models, providers and renderers are imported inside the functions: `cidrx --help` must stay fast.
-FAIL_ON = ("critical", "warning", "never")
+FAIL_ON = ("critical", "warning", "info", "never")
 # cidrx.fleet.DEFAULT_PARALLEL / MAX_PARALLEL, literal here so that --help imports nothing (a test checks).
 DEFAULT_PARALLEL = 4
 MAX_PARALLEL = 32
 
 
 def exit_code_for(d: Diagnosis, fail_on: str) -> int:
-    """3 when any finding is at or above `fail_on` (critical | warning), 0 otherwise or for `never`."""
+    """3 when any finding is at or above `fail_on` (critical | warning | info), 0 otherwise or for `never`."""
     from cidrx.model.findings import Severity
 
     if fail_on == "never":
         return EXIT_OK
     floor = Severity(fail_on).rank
     return EXIT_FINDINGS if any(f.severity.rank >= floor for f in d.findings) else EXIT_OK
+
+
+_FIX_COMMAND = re.compile(
+    r"cidrx (expand|reclaim) --(?:eks|gke|k8s)(?: --(?:region|project|location|cluster|context) [^\s`,;]+)*"
+)
+
+
+def offline_fixes(d: Diagnosis, path: str) -> Diagnosis:
+    """`d` with its fix commands planning from the snapshot file diagnosed (`cidrx expand --snapshot FILE
+    ...`; expand and reclaim --plan both read one) instead of from the live cluster the snapshot names."""
+    import shlex
+
+    def offline(text: str) -> str:
+        return _FIX_COMMAND.sub(lambda m: f"cidrx {m[1]} --snapshot {shlex.quote(path)}", text)
+
+    findings = tuple(dataclasses.replace(f, remediation=offline(f.remediation)) for f in d.findings)
+    return dataclasses.replace(d, findings=findings)
 
 
 def read_snapshot(path: str, opts: TargetOptions) -> Snapshot:
@@ -310,7 +329,14 @@ _FLEET_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
 @click.command(short_help="What is full and why pods get no IP (exit 3 on findings).")
 @fleet_target_options
 @click.option("--snapshot", "snapshot_path", metavar="FILE", help="Diagnose a saved snapshot (offline).")
-@click.option("-o", "--output", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
+@click.option(
+    "-o",
+    "--output",
+    type=OutputFormat(FORMATS),
+    default="table",
+    show_default=True,
+    help="Output format (text: table).",
+)
 @click.option(
     "--fail-on",
     type=click.Choice(FAIL_ON),
@@ -357,6 +383,10 @@ def diagnose(
         return diagnose_many(target, all_contexts, parallel, output, fail_on)
     snap = get_snapshot(target, snapshot_path)
     d = targets.analyze(snap)
+    if snapshot_path:
+        d = dataclasses.replace(d, taken_at=snap.taken_at)  # a saved snapshot: say how old it is
+    if snapshot_path and snapshot_path != "-":
+        d = offline_fixes(d, snapshot_path)
     if output == "html":
         from cidrx.render.html import render_html
 

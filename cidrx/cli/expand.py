@@ -17,7 +17,7 @@ import click
 
 from cidrx.cli import boundary
 from cidrx.cli.diagnose import get_snapshot, reading_status
-from cidrx.cli.options import TargetOptions, check_matches, target_options
+from cidrx.cli.options import OutputFormat, TargetOptions, check_matches, target_options
 from cidrx.cli.snapshot import write_atomically
 from cidrx.errors import CidrxError, InvalidInput
 from cidrx.render import PLAN_FORMATS, render_plan
@@ -102,6 +102,12 @@ def make(
 
     if options.cidr:
         _check_cidr(options.cidr)
+    if out and out != "-" and out.endswith(".tf"):
+        stem = out[: -len(".tf")]
+        raise InvalidInput(
+            f"--out {out}: --out names the plan's JSON file, not the Terraform",
+            hint=f"use --out {stem}.json --emit terraform: the plan goes to {stem}.json and its HCL to {stem}.tf",
+        )
     snap = get_snapshot(target, snapshot_path)
     plan = targets.make_plan(snap, options)
     if emit is None:
@@ -282,7 +288,8 @@ def apply_and_emit(target: TargetOptions, plan_path: str, yes: bool, output: str
 @click.option(
     "--out",
     metavar="PLAN.json",
-    help="With --plan: where to write the plan [default: cidrx-plan-<cluster>.json]; - prints its JSON instead.",
+    help="With --plan: where to write the plan's JSON [default: cidrx-plan-<cluster>.json]; - prints its JSON "
+    "instead. Never a .tf file: --emit terraform writes the HCL beside it (PLAN.json -> PLAN.tf).",
 )
 @click.option(
     "--strategy",
@@ -310,15 +317,16 @@ def apply_and_emit(target: TargetOptions, plan_path: str, yes: bool, output: str
 @click.option(
     "-o",
     "--output",
-    type=click.Choice(PLAN_FORMATS),
+    type=OutputFormat(PLAN_FORMATS),
     default="table",
     show_default=True,
-    help="Plan output format; with --apply, table or json (the cidrx.apply/v1 document).",
+    help="Plan output format; with --apply, table or json (the cidrx.apply/v1 document); text means table.",
 )
 @click.option(
     "--emit",
     type=click.Choice(["terraform"]),
-    help="With --plan: also write the plan as Terraform (HCL) to the plan's path with .tf instead of .json; "
+    help="With --plan: also write the plan as Terraform (HCL) beside the plan's JSON, its --out path with .tf "
+    "instead of .json (--out p.json writes p.json and p.tf); "
     "with --out -, print the HCL instead of the plan's JSON. With --apply: after the apply (also one that "
     "stopped partway, or a plan already applied), write that .tf beside the plan file with import blocks for "
     "what the apply created, so Terraform adopts it.",

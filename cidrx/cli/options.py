@@ -1,4 +1,4 @@
-"""The TARGET options every command shares (DESIGN.md §3), their env vars, and their validation.
+"""The TARGET options every command shares (docs/cli.md), their env vars, and their validation.
 
 One decorator adds them and hands the command a single `TargetOptions`; `resolve_target` turns that into
 a Target or a one-line InvalidInput (exit 2), so every command names targets and fails the same way.
@@ -9,6 +9,7 @@ a Target or a one-line InvalidInput (exit 2), so every command names targets and
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,7 +48,12 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--eks", "eks", is_flag=True, envvar="CIDRX_EKS", help="Target an EKS cluster (AWS VPC CNI)."),
     click.option("--gke", "gke", is_flag=True, envvar="CIDRX_GKE", help="Target a GKE cluster."),
     click.option("--k8s", "k8s", is_flag=True, envvar="CIDRX_K8S", help="Target a plain Kubernetes cluster."),
-    click.option("--region", envvar="CIDRX_REGION", metavar="R", help="AWS region of the EKS cluster."),
+    click.option(
+        "--region",
+        envvar="CIDRX_REGION",
+        metavar="R",
+        help="AWS region of the EKS cluster [default: AWS_REGION, else AWS_DEFAULT_REGION].",
+    ),
     click.option("--cluster", envvar="CIDRX_CLUSTER", metavar="C", help="Cluster name."),
     click.option("--profile", envvar="CIDRX_PROFILE", metavar="NAME", help="AWS profile (default: the usual chain)."),
     click.option("--project", envvar="CIDRX_PROJECT", metavar="P", help="GCP project of the GKE cluster."),
@@ -92,9 +98,15 @@ def _add_target_options(f: Callable[..., Any], *, fleet: bool) -> Callable[..., 
                 f"--context was given {len(contexts)} times; this command reads one cluster "
                 "(only `cidrx diagnose --k8s` takes several)"
             )
+        region = kwargs.pop("region")
+        if region is None and chosen == ["eks"]:
+            # The region variables of the AWS tooling: AWS_REGION (AWS CLI v2 and the SDKs' shared config,
+            # taking precedence), then AWS_DEFAULT_REGION (botocore's session variable "region",
+            # botocore/configprovider.py BOTOCORE_DEFAULT_SESSION_VARIABLES, botocore 1.43).
+            region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None
         opts = TargetOptions(
             provider=chosen[0] if chosen else None,
-            region=kwargs.pop("region"),
+            region=region,
             cluster=kwargs.pop("cluster"),
             profile=kwargs.pop("profile"),
             project=kwargs.pop("project"),
@@ -122,6 +134,13 @@ def fleet_target_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return _add_target_options(f, fleet=True)
 
 
+class OutputFormat(click.Choice):  # type: ignore[type-arg]
+    """`-o`: one of the formats, with `text` accepted as another name for `table` (what many tools call it)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return super().convert("table" if value == "text" else value, param, ctx)
+
+
 def _missing(opts: TargetOptions, names: tuple[str, ...]) -> list[str]:
     return [f"--{n}" for n in names if not getattr(opts, n)]
 
@@ -146,7 +165,7 @@ def resolve_target(opts: TargetOptions) -> Target:
     if opts.provider == "eks":
         missing = _missing(opts, ("region", "cluster"))
         if missing:
-            raise InvalidInput(f"--eks needs {' and '.join(missing)} (or CIDRX_REGION / CIDRX_CLUSTER)")
+            raise InvalidInput(f"--eks needs {' and '.join(missing)} (or CIDRX_REGION / AWS_REGION, CIDRX_CLUSTER)")
         _refuse(opts, "eks", ("project", "location"), "EKS clusters are named by --region and --cluster")
         assert opts.region and opts.cluster
         # The kube context is how we reach the cluster, not which cluster it is: keep it out of the
@@ -164,7 +183,14 @@ def resolve_target(opts: TargetOptions) -> Target:
     _refuse(opts, "k8s", ("region", "profile", "project", "location"), "--k8s reads the cluster through kubeconfig")
     if opts.no_kube:
         raise InvalidInput("--k8s works only through the Kubernetes API; drop --no-kube")
-    return Target("k8s", opts.cluster or opts.context or "current-context", context=opts.context)
+    name = opts.cluster or opts.context
+    if not name:
+        from cidrx.kube.api import current_context
+
+        # Named after the context kubeconfig resolution picks, never a placeholder: the name is in the
+        # header, the plan file's name and the Prometheus `target` label of every cluster.
+        name = current_context(opts.kubeconfig) or "no-kubeconfig"
+    return Target("k8s", name, context=opts.context)
 
 
 def check_matches(opts: TargetOptions, target: Target, what: str) -> None:

@@ -53,9 +53,9 @@ def render_text(doc: dict[str, Any]) -> str:
 
 
 @click.command(short_help="Print the least-privilege IAM policy / GCP role and RBAC ClusterRole.")
-@click.option("--eks", "provider", flag_value="eks", help="AWS IAM policy (JSON) for EKS targets.")
-@click.option("--gke", "provider", flag_value="gke", help="Google Cloud permissions and custom role for GKE.")
-@click.option("--k8s", "provider", flag_value="k8s", help="Only the Kubernetes ClusterRole (plain clusters).")
+@click.option("--eks", is_flag=True, help="AWS IAM policy (JSON) for EKS targets.")
+@click.option("--gke", is_flag=True, help="Google Cloud permissions and custom role for GKE.")
+@click.option("--k8s", is_flag=True, help="Only the Kubernetes ClusterRole (plain clusters).")
 @click.option(
     "--for",
     "purpose",
@@ -65,7 +65,7 @@ def render_text(doc: dict[str, Any]) -> str:
     help="diagnose: read-only (diagnose, snapshot, --plan). apply/all: also every write the apply steps make.",
 )
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def permissions(provider: str | None, purpose: str, output: str) -> int:
+def permissions(eks: bool, gke: bool, k8s: bool, purpose: str, output: str) -> int:
     """Print what cidrx needs: an AWS IAM policy (--eks) or Google Cloud permissions and a custom role
     (--gke), and always a Kubernetes ClusterRole.
 
@@ -77,8 +77,12 @@ def permissions(provider: str | None, purpose: str, output: str) -> int:
     from cidrx.errors import InvalidInput
     from cidrx.permissions import document, needs
 
-    if provider is None:
+    chosen = [name for name, given in (("eks", eks), ("gke", gke), ("k8s", k8s)) if given]
+    if len(chosen) > 1:  # the words of every other command's target options (cli/options.py)
+        raise InvalidInput(f"choose one provider, not {' and '.join('--' + p for p in chosen)}")
+    if not chosen:
         raise InvalidInput("say which provider: --eks, --gke or --k8s")
+    provider = chosen[0]
     doc = document(needs(provider, purpose))
     if output == "json":
         click.echo(json.dumps(doc, indent=2))

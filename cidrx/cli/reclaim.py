@@ -12,7 +12,7 @@ import click
 
 from cidrx.cli.diagnose import get_snapshot
 from cidrx.cli.expand import apply, write_plan
-from cidrx.cli.options import TargetOptions, target_options
+from cidrx.cli.options import OutputFormat, TargetOptions, target_options
 from cidrx.errors import InvalidInput
 from cidrx.render import PLAN_FORMATS
 
@@ -33,10 +33,10 @@ IPAMS = ("whereabouts", "calico")
 @click.option(
     "-o",
     "--output",
-    type=click.Choice(PLAN_FORMATS),
+    type=OutputFormat(PLAN_FORMATS),
     default="table",
     show_default=True,
-    help="Plan output format; with --apply, table or json (the cidrx.apply/v1 document).",
+    help="Plan output format; with --apply, table or json (the cidrx.apply/v1 document); text means table.",
 )
 @click.option("--yes", is_flag=True, help="With --apply: do not ask (required when stdin is not a terminal).")
 def reclaim(
@@ -62,6 +62,8 @@ def reclaim(
         raise InvalidInput("--plan and --apply are mutually exclusive: make the plan, review it, then apply it")
     if not plan_mode and not apply_path:
         raise InvalidInput("reclaim needs --plan --ipam whereabouts|calico, or --apply PLAN.json")
+    if target.no_kube:
+        raise InvalidInput("reclaim frees in-cluster IPAM addresses through the Kubernetes API; drop --no-kube")
     if apply_path:
         given = [n for n, v in (("--ipam", ipam), ("--snapshot", snapshot_path), ("--out", out)) if v is not None]
         if given:

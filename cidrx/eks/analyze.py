@@ -7,7 +7,7 @@ Finding ids are stable (docs/findings.md lists them).
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from ipaddress import IPv4Network
 
 from cidrx import netmath
@@ -22,6 +22,9 @@ NEARLY_FULL = 0.8
 IP_ASSIGN_TEXT = "failed to assign an ip address to container"
 NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 MAX_EVIDENCE = 6
+
+# Where a remediation names the expand command; `analyze` fills in this cluster's full command line.
+EXPAND = "{EXPAND}"
 
 
 @dataclass(frozen=True)
@@ -145,7 +148,7 @@ def _subnet_findings(uses: list[SubnetUse], cni: CniConfig) -> list[Finding]:
                     f"{what} subnet {u.subnet.cidr} in {u.subnet.az} is out of addresses "
                     f"({free} free, a new node needs {u.need})",
                     evidence,
-                    "Add pod address space: `cidrx expand --eks ... --plan` (secondary VPC CIDR, a subnet per "
+                    "Add pod address space: `{EXPAND}` (secondary VPC CIDR, a subnet per "
                     "AZ, ENIConfigs, custom networking and a new node group).",
                 )
             )
@@ -158,7 +161,7 @@ def _subnet_findings(uses: list[SubnetUse], cni: CniConfig) -> list[Finding]:
                     f"{what} subnet {u.subnet.cidr} in {u.subnet.az} is {util:.0%} used "
                     f"(room for {free // max(1, u.need)} more node(s))",
                     evidence,
-                    "Plan more pod address space before the next scale-up: `cidrx expand --eks ... --plan`.",
+                    "Plan more pod address space before the next scale-up: `{EXPAND}`.",
                 )
             )
     for az, az_uses in sorted(by_az.items()):
@@ -209,7 +212,7 @@ def _event_findings(eks: EksSection, kube: KubeSection) -> list[Finding]:
                 f"the VPC CNI failed to assign pod IPs {total} time(s) across {len(failed)} pod(s)",
                 tuple(evidence),
                 "Pods cannot start until the node's subnet (or ENIConfig subnet) has free addresses; see the "
-                "subnet findings and `cidrx expand --eks ... --plan`.",
+                "subnet findings and `{EXPAND}`.",
             )
         )
     short = [e for e in kube.events if e.reason == "InsufficientFreeAddressesInSubnet"]
@@ -234,7 +237,7 @@ def _event_findings(eks: EksSection, kube: KubeSection) -> list[Finding]:
                 f"cluster {eks.cluster.name}",
                 "nodes could not be launched: InsufficientFreeAddressesInSubnet",
                 short_evidence,
-                "Give the node groups subnets with room; see `cidrx expand --eks ... --plan`.",
+                "Give the node groups subnets with room; see `{EXPAND}`.",
             )
         )
     return findings
@@ -521,6 +524,8 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
 
     capacity = _subnet_capacity(uses) + nodegroup_capacity(eks, kube, cni) + [_vpc_capacity(eks)]
     capacity += [unallocated_capacity(m) for m in address_maps(snapshot)]
+    expand = f"cidrx expand {snapshot.target.flags()} --plan --out plan.json"
+    findings = [replace(f, remediation=f.remediation.replace(EXPAND, expand)) for f in findings]
     return make_diagnosis(snapshot.target, snapshot.fingerprint, capacity, findings)
 
 

@@ -26,6 +26,7 @@ from cidrx.engine.retry import (
     Retryable,
     RetryPolicy,
     call_with_retry,
+    certificate_failure,
     default_policy,
     parse_retry_after,
     status_is_transient,
@@ -140,6 +141,13 @@ def translate(exc: BaseException, action: str, subject: str | None = None) -> Ci
     ):
         return AccessDenied(
             f"could not load AWS credentials for {action}: {_one_line(str(exc))}", hint=_CREDENTIALS_HINT
+        )
+    if isinstance(exc, bx.SSLError) or (isinstance(exc, bx.ConnectionError) and certificate_failure(exc)):
+        url = exc.kwargs.get("endpoint_url", "the AWS endpoint")
+        return AccessDenied(
+            f"the TLS certificate of {url} could not be verified for {action}: "
+            f"{_one_line(certificate_failure(exc) or str(exc))}",
+            hint="check the CA bundle (AWS_CA_BUNDLE, ca_bundle in ~/.aws/config) and any proxy in between",
         )
     if isinstance(exc, bx.ConnectionError):
         url = exc.kwargs.get("endpoint_url", "the AWS endpoint")

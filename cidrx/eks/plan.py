@@ -28,7 +28,7 @@ from cidrx.eks.cni import (
 )
 from cidrx.eks.model import EksSection, Nodegroup, Subnet
 from cidrx.errors import InvalidInput, StalePlan
-from cidrx.model.plan import DIGEST_TAG, Plan, Step, seal
+from cidrx.model.plan import DIGEST_TAG, Plan, Step, seal_plan
 from cidrx.model.snapshot import Snapshot
 
 STRATEGIES = ("custom-networking", "prefix-delegation")
@@ -419,7 +419,7 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
         "pod_addresses": sum(usable_addresses(str(p)) for p in pieces),
         "nodegroup": ng_name,
     }
-    return _sealed(snapshot, opts, "custom-networking", basis, steps, notes, summary)
+    return seal_plan(snapshot, opts.created_at, "custom-networking", basis, steps, notes, summary)
 
 
 def _prefix_delegation(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions) -> Plan:
@@ -483,7 +483,7 @@ def _prefix_delegation(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
         "cni_source": cni.source,
     }
     summary = {"free_28": {u.subnet.subnet_id: u.free_28 for u in uses}}
-    return _sealed(snapshot, opts, "prefix-delegation", basis, steps, notes, summary)
+    return seal_plan(snapshot, opts.created_at, "prefix-delegation", basis, steps, notes, summary)
 
 
 def _largest_free_block(subnet: Subnet, occupied: list[IPv4Network]) -> IPv4Network | None:
@@ -493,28 +493,6 @@ def _largest_free_block(subnet: Subnet, occupied: list[IPv4Network]) -> IPv4Netw
         if block is not None:
             return block
     return None
-
-
-def _sealed(
-    snapshot: Snapshot,
-    opts: EksPlanOptions,
-    strategy: str,
-    basis: dict[str, Any],
-    steps: list[Step],
-    notes: list[str],
-    summary: dict[str, Any],
-) -> Plan:
-    plan = Plan(
-        target=snapshot.target,
-        created_at=opts.created_at,
-        snapshot_fingerprint=snapshot.fingerprint,
-        strategy=strategy,
-        basis=basis,
-        steps=tuple(steps),
-        notes=tuple(notes),
-        summary=summary,
-    )
-    return seal(plan)
 
 
 def make_plan(snapshot: Snapshot, opts: EksPlanOptions) -> Plan:

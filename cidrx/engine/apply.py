@@ -5,7 +5,8 @@ its effect already exists (created resources carry the plan tag), so a rerun aft
 without the journal, converges without duplicates. The journal records each event durably as it happens
 (the ids of what `act` created go in before the slow wait) for review and as hints for executors.
 
-Error policy (exit codes of DESIGN.md §3): access (6) and stale (4) errors pass through unchanged; any
+Error policy (the exit codes of docs/cli.md): access (6) and stale (4) errors pass through unchanged, and a
+cloud that kept failing after every retry (7) too, saying the same command resumes; any
 other cidrx error, a timeout or Ctrl-C becomes ApplyInterrupted (5, "run the same command again"); an
 unexpected exception is recorded and re-raised for the CLI to report as a bug (1).
 """
@@ -19,7 +20,7 @@ from typing import Literal
 
 from cidrx.engine.executor import Executor, Outputs, StepContext, resolve_params
 from cidrx.engine.journal import Journal
-from cidrx.errors import AccessDenied, ApplyInterrupted, CidrxError, InvalidInput, StalePlan
+from cidrx.errors import AccessDenied, ApplyInterrupted, CidrxError, InvalidInput, RetriesExhausted, StalePlan
 from cidrx.model.plan import Plan, Step
 
 StepStatus = Literal["done", "skipped"]
@@ -143,6 +144,13 @@ def run_plan(
             _safe_record(journal, step.id, str(exc))
             ctx.progress.step_finished(step, "failed", {})
             raise
+        except RetriesExhausted as exc:  # the cloud kept failing: exit 7, and the same command resumes later
+            _safe_record(journal, step.id, str(exc))
+            ctx.progress.step_finished(step, "failed", {})
+            raise RetriesExhausted(
+                f"step {step.id} ({step.description}): {exc.message}",
+                hint=f"{exc.hint or 'retry later'}; the same command resumes where this one stopped",
+            ) from exc
         except ApplyInterrupted as exc:  # e.g. a wait that timed out; its message already says to rerun
             _safe_record(journal, step.id, str(exc))
             ctx.progress.step_finished(step, "failed", {})

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,7 +38,8 @@ from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 from cidrx.engine import activity
-from cidrx.errors import CidrxError, InvalidInput
+from cidrx.errors import AccessDenied, CidrxError, InvalidInput, RetriesExhausted
+
 
 T = TypeVar("T")
 
@@ -155,6 +157,28 @@ def call_with_retry(fn: Callable[[], T], classify: Classify, policy: RetryPolicy
             attempt += 1
 
 
+def certificate_failure(exc: BaseException | None, seen: set[int] | None = None) -> str | None:
+    """The verifier's words when `exc` (or what caused it) is a TLS certificate verification failure: a
+    permanent error of configuration, never worth a retry, and not an unreachable server."""
+    seen = set() if seen is None else seen
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            return str(exc.verify_message or exc.reason or exc)
+        # Wrappers (requests, urllib3, botocore) hold the ssl error in args / kwargs: its words are best.
+        nested = [a for a in getattr(exc, "args", ()) if isinstance(a, BaseException)]
+        nested += [v for v in (getattr(exc, "kwargs", None) or {}).values() if isinstance(v, BaseException)]
+        for inner in nested:
+            found = certificate_failure(inner, seen)
+            if found:
+                return found
+        text = str(exc)
+        if "CERTIFICATE_VERIFY_FAILED" in text:
+            return text.split("CERTIFICATE_VERIFY_FAILED", 1)[1].strip(" ]:(')\"") or "certificate verify failed"
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def gave_up_note(exc: BaseException | None) -> str:
     """ " (gave up after N attempts over S s)" for an error `call_with_retry` re-raised after retrying, else ""."""
     seen: set[int] = set()
@@ -170,12 +194,30 @@ def gave_up_note(exc: BaseException | None) -> str:
     return ""
 
 
+RETRY_LATER_HINT = "the cloud or cluster kept failing after every retry; nothing is wrong with the input: retry later"
+
+
+def _retried(exc: BaseException | None) -> bool:
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(getattr(exc, _GAVE_UP, None), tuple):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def with_gave_up_note(err: CidrxError, cause: BaseException) -> CidrxError:
-    """`err` with the retry note of `cause` added to its message (in place; returned for chaining)."""
+    """`err` with the retry note of `cause` added to its message (in place; returned for chaining).
+
+    A failure the policy called transient (5xx, throttling) that outlasted every retry comes back as
+    RetriesExhausted (exit 7): nothing is wrong with the input. Failures to connect stay access errors."""
     note = gave_up_note(cause)
     if note and note not in err.message:
         err.message += note
         err.args = (err.message,)
+    if _retried(cause) and not isinstance(err, AccessDenied | InvalidInput | RetriesExhausted):
+        return RetriesExhausted(err.message, hint=RETRY_LATER_HINT)
     return err
 
 

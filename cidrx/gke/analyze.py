@@ -63,7 +63,7 @@ class RangeUse:
 
 def target_flags(target: Target) -> str:
     """The TARGET options that point cidrx back at this cluster, for remediation text."""
-    return f"--gke --project {target.project} --location {target.location} --cluster {target.cluster}"
+    return target.flags()
 
 
 def pool_node_prefix(pool: NodePool) -> int:

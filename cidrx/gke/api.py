@@ -14,7 +14,7 @@ the right exit code. So:
 - Writes return an operation handle ({"api": "container"|"compute", "name", "region" (compute)}) and do
   not wait; `get_operation` polls it once.
 
-Endpoint overrides (DESIGN.md §3): CIDRX_CONTAINER_ENDPOINT / CIDRX_COMPUTE_ENDPOINT are base URLs
+Endpoint overrides (README, environment variables): CIDRX_CONTAINER_ENDPOINT / CIDRX_COMPUTE_ENDPOINT are base URLs
 (http allowed), CIDRX_GCP_ANONYMOUS=1 uses anonymous credentials and is refused unless the API it is
 used for has an override. Otherwise credentials are Application Default Credentials.
 """
@@ -27,7 +27,14 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from cidrx.engine import activity
-from cidrx.engine.retry import Retryable, call_with_retry, parse_retry_after, status_is_transient, with_gave_up_note
+from cidrx.engine.retry import (
+    Retryable,
+    call_with_retry,
+    certificate_failure,
+    parse_retry_after,
+    status_is_transient,
+    with_gave_up_note,
+)
 from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput
 
 Json = dict[str, Any]
@@ -139,6 +146,12 @@ def translate(exc: BaseException, action: str, subject: str | None = None) -> Ci
             return CloudError(f"{head}: {status + ': ' if status else ''}{message}")
         return CloudError(
             f"{action}{on} failed: HTTP {code}: {message}", hint="retry; if it persists, check the Google Cloud status"
+        )
+    untrusted = certificate_failure(exc)
+    if untrusted is not None:
+        return AccessDenied(
+            f"the TLS certificate of Google Cloud could not be verified for {action}: {_one_line(untrusted)}",
+            hint="check the CA bundle (REQUESTS_CA_BUNDLE, SSL_CERT_FILE) and any proxy in between",
         )
     if isinstance(exc, ax.TransportError):
         return AccessDenied(f"cannot reach Google Cloud for {action}: {_one_line(exc)}", hint="check the network")
@@ -277,7 +290,7 @@ class GkeApi:
         except Exception as exc:
             err = _translated(exc, action, subject)
             if isinstance(err, CidrxError):
-                with_gave_up_note(err, exc)
+                err = with_gave_up_note(err, exc)
             raise err from exc
 
     def _pages(self, action: str, subject: str | None, method: Callable[..., Any], request: Json) -> Iterator[Any]:
@@ -514,6 +527,8 @@ def classify(exc: BaseException, *, write: bool) -> Retryable | None:
     from google.api_core import exceptions as gx
     from google.auth import exceptions as ax
 
+    if certificate_failure(exc) is not None:  # a configuration problem: the next attempt fails the same way
+        return None
     if isinstance(exc, gx.GoogleAPICallError):
         response = getattr(exc, "response", None)
         headers = getattr(response, "headers", None) or {}

@@ -22,7 +22,7 @@ from cidrx import netmath
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.gke.analyze import RangeUse, pod_ranges, pool_max_nodes, pool_node_prefix, pool_range_key
 from cidrx.gke.model import GkeSection, NodePool, Subnetwork
-from cidrx.model.plan import Plan, Step, seal
+from cidrx.model.plan import Plan, Step, seal_plan
 from cidrx.model.snapshot import Snapshot
 
 STRATEGIES = ("node-pool", "cluster-range")
@@ -406,17 +406,7 @@ def make_plan(snapshot: Snapshot, opts: GkePlanOptions) -> Plan:
         "template_pool": template.name if template else "",
     }
     notes = _notes(opts.strategy, old, cidr, range_name, pool_name, template.name if template else "")
-    plan = Plan(
-        target=snapshot.target,
-        created_at=opts.created_at,
-        snapshot_fingerprint=snapshot.fingerprint,
-        strategy=opts.strategy,
-        basis=basis,
-        steps=tuple(steps),
-        notes=tuple(notes),
-        summary=summary,
-    )
-    return seal(plan)
+    return seal_plan(snapshot, opts.created_at, opts.strategy, basis, steps, notes, summary)
 
 
 def check_drift(plan: Plan, snapshot: Snapshot) -> None:

@@ -1,6 +1,6 @@
 """The one module that talks to the Kubernetes API (through lightkube), for every provider.
 
-Why it exists: collection must stay fast and small on a 2,000-node, 60,000-pod cluster (DESIGN.md §7), and
+Why it exists: collection must stay fast and small on a 2,000-node, 60,000-pod cluster (docs/performance.md), and
 apply steps must write with optimistic concurrency. So reads are paginated list calls only (never a GET per
 object), decoded straight from the response bytes into compact msgspec records that hold only the fields
 cidrx reads, and yielded as plain dicts shaped like the Kubernetes objects (trimmed); custom resources are
@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 import msgspec
 
 from cidrx.engine import activity
-from cidrx.engine.retry import Retryable, call_with_retry, parse_retry_after, status_is_transient, with_gave_up_note
+from cidrx.engine.retry import (
+    Retryable,
+    call_with_retry,
+    certificate_failure,
+    parse_retry_after,
+    status_is_transient,
+    with_gave_up_note,
+)
 from cidrx.errors import AccessDenied, CidrxError, CloudError
 
 if TYPE_CHECKING:
@@ -335,7 +342,7 @@ def load_config(kubeconfig: str | None, context: str | None) -> tuple[SingleConf
             raise KubeUnavailable(
                 "no Kubernetes configuration: --kubeconfig not given, $KUBECONFIG not set, ~/.kube/config "
                 "missing, and not running in a pod",
-                hint="pass --kubeconfig/--context, or --no-kube to skip in-cluster checks",
+                hint="pass --kubeconfig/--context (with --eks or --gke, --no-kube skips the in-cluster checks)",
             )
         if context:
             raise AccessDenied(f"context {context} not found: running in a pod with no kubeconfig")
@@ -371,6 +378,19 @@ def load_config(kubeconfig: str | None, context: str | None) -> tuple[SingleConf
     if single.user is None:  # lightkube's HTTP adapter asserts a user; no user means no credentials
         single = single._replace(user=User())
     return single, name
+
+
+def current_context(kubeconfig: str | None) -> str | None:
+    """The name of the context standard resolution would use without --context ("in-cluster" in a pod with
+    no kubeconfig); None when there is no usable kubeconfig (collection then says why)."""
+    try:
+        found = _kubeconfig_paths(kubeconfig)
+        if found is None:
+            return "in-cluster" if _in_cluster() else None
+        name = _merge_kubeconfigs(found[0]).get("current-context")
+    except CidrxError:
+        return None
+    return str(name) if name else None
 
 
 def list_contexts(kubeconfig: str | None) -> list[str]:
@@ -547,11 +567,19 @@ class KubeApi:
             if code == 429:
                 return CloudError(f"the Kubernetes API at {self.server} is throttling requests: {said}")
             return CloudError(f"the Kubernetes API at {self.server} failed to {call.verb} {call.subject}: {said}")
+        untrusted = certificate_failure(exc)
+        if untrusted is not None:
+            return AccessDenied(
+                f"the TLS certificate of the Kubernetes API at {self.server} (context {self.context}) could not be "
+                f"verified: {_one_line(untrusted)}",
+                hint="check the certificate-authority / certificate-authority-data of this cluster in the kubeconfig "
+                "(or the CA bundle, SSL_CERT_FILE, for an endpoint behind a proxy)",
+            )
         if isinstance(exc, httpx2.TransportError):
             detail = _one_line(str(exc)) or type(exc).__name__
             return KubeUnavailable(
                 f"cannot reach the Kubernetes API at {self.server} (context {self.context}): {detail}",
-                hint="check network access to the cluster endpoint, or pass --no-kube",
+                hint="check network access to the cluster endpoint and the kubeconfig context",
             )
         if isinstance(exc, ConfigError | FileNotFoundError):  # exec credential plugin failed / missing
             return AccessDenied(
@@ -760,6 +788,8 @@ def classify(exc: BaseException, *, write: bool) -> Retryable | None:
     a connection broken after the request was sent for reads only."""
     import httpx2
 
+    if certificate_failure(exc) is not None:  # a configuration problem: the next attempt fails the same way
+        return None
     status = _status_of(exc)
     if status is not None:
         code = status[0]

@@ -8,10 +8,11 @@ the Kubernetes API, so they are planned, drift-checked and applied here rather t
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from cidrx.errors import InvalidInput
+from cidrx.model.target import in_cluster_flags
 
 if TYPE_CHECKING:
     from cidrx.engine.executor import Executor
@@ -52,7 +53,19 @@ def analyze(kube: KubeSection) -> tuple[list[Capacity], list[Finding]]:
         c, f = analyze_calico(kube.calico, pods, kube.nodes, available=kube.available)
         capacity += c
         findings += f
-    return capacity, findings
+    return capacity, [_through_context(f, kube.context) for f in findings]
+
+
+def _through_context(finding: Finding, context: str) -> Finding:
+    """The finding with its in-cluster fix commands (`cidrx reclaim --k8s ...`, `cidrx expand --k8s ...`)
+    pointed at the kubeconfig context the cluster was read through: the current context may be another."""
+    flags = in_cluster_flags(context)
+    if flags == "--k8s":
+        return finding
+    text = finding.remediation
+    for verb in ("reclaim", "expand"):
+        text = text.replace(f"cidrx {verb} --k8s ", f"cidrx {verb} {flags} ")
+    return replace(finding, remediation=text)
 
 
 def _require(snapshot: Snapshot, ipam: str) -> None:

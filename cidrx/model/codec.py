@@ -68,3 +68,27 @@ def convert(data: Any, kind: type[T], *, what: str) -> T:
         return msgspec.convert(data, type=kind)
     except msgspec.ValidationError as exc:
         raise InvalidInput(f"{what} does not match the expected format: {exc}") from None
+
+
+class _Versioned(msgspec.Struct):
+    schema: object = None
+
+
+def check_schema(data: str | bytes, expected: str, kind: str, what: str) -> None:
+    """Refuse a document of another `schema` version before any field is validated: a newer or older
+    format is best named as such, not as the first field it happens to lack. Data that is not a JSON
+    object, or has no schema, is left to the full decode to report."""
+    try:
+        found = msgspec.json.decode(data, type=_Versioned).schema
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return
+    if found is not None and found != expected:
+        shown = found if isinstance(found, str) else json.dumps(found)
+        family = expected.partition("/")[0]
+        if isinstance(found, str) and found.startswith("cidrx.") and found.partition("/")[0] != family:
+            other = found.partition("/")[0].removeprefix("cidrx.")
+            raise InvalidInput(f"{what} is a cidrx {other} ({found}), not a {kind}")
+        raise InvalidInput(
+            f"{what}: unsupported {kind} schema {shown} (this cidrx reads {expected})",
+            hint=f"use the cidrx version that wrote it, or make a new {kind} with this one",
+        )

@@ -66,6 +66,9 @@ class Diagnosis:
     capacity: tuple[Capacity, ...]
     findings: tuple[Finding, ...]
     counts: dict[str, int] = field(default_factory=dict)
+    # When the saved snapshot diagnosed (`diagnose --snapshot`) was taken, UTC ISO-8601; None for a live
+    # diagnosis, so that two live runs over an unchanged estate print the same document.
+    taken_at: str | None = None
     schema: str = "cidrx.diagnosis/v1"
 
 

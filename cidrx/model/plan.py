@@ -1,20 +1,26 @@
 """Plan: the ordered, idempotent steps that carry out a fix, as a reviewable JSON file.
 
-The digest covers target, strategy, basis and steps, so a hand-edited plan is refused (exit 2), and every
-resource apply creates is tagged with `plan_id` (the digest's first 16 hex digits, short enough for a GCE
-label) so a resumed apply finds what it made even when the journal is gone.
+The digest covers the whole document except the digest itself (notes, summary and created_at are what a
+reviewer reads, so they are sealed too), so a hand-edited plan is refused (exit 2), and every resource
+apply creates is tagged with `plan_id` (the digest's first 16 hex digits, short enough for a GCE label)
+so a resumed apply finds what it made even when the journal is gone.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cidrx.errors import InvalidInput
 from cidrx.model import codec
 from cidrx.model.target import Target
+
+if TYPE_CHECKING:
+    from cidrx.model.snapshot import Snapshot
 
 PLAN_SCHEMA = "cidrx.plan/v1"
 DIGEST_TAG = "cidrx.io/plan"  # tag/label key carrying plan_id on created resources
@@ -55,11 +61,45 @@ class Plan:
 
 
 def digest_of(plan: Plan) -> str:
+    """sha256 of the canonical JSON of the whole plan document but its `digest` field, taken over the
+    document as written (JSON arrays, where the model holds tuples), so anyone can recompute it from the file."""
+    document = json.loads(codec.dumps(plan))
+    document.pop("digest", None)
+    return codec.sha256_of(document)
+
+
+def _digest_of_older_cidrx(plan: Plan) -> str:
+    """The digest cidrx wrote before it sealed the whole document (target, strategy, basis, steps only);
+    kept to tell a plan made by an older cidrx from an edited one."""
     return codec.sha256_of({"target": plan.target, "strategy": plan.strategy, "basis": plan.basis, "steps": plan.steps})
 
 
 def seal(plan: Plan) -> Plan:
     return dataclasses.replace(plan, digest=digest_of(plan))
+
+
+def seal_plan(
+    snapshot: Snapshot,
+    created_at: str,
+    strategy: str,
+    basis: dict[str, Any],
+    steps: Iterable[Step],
+    notes: Iterable[str] = (),
+    summary: dict[str, Any] | None = None,
+) -> Plan:
+    """The sealed plan of `strategy` made from `snapshot`: what every provider's planner ends with."""
+    return seal(
+        Plan(
+            target=snapshot.target,
+            created_at=created_at,
+            snapshot_fingerprint=snapshot.fingerprint,
+            strategy=strategy,
+            basis=basis,
+            steps=tuple(steps),
+            notes=tuple(notes),
+            summary=summary or {},
+        )
+    )
 
 
 def load_plan(path: str | Path) -> Plan:
@@ -68,12 +108,18 @@ def load_plan(path: str | Path) -> Plan:
         data = p.read_bytes()
     except OSError as exc:
         raise InvalidInput(f"cannot read plan {p}: {exc.strerror or exc}") from None
+    codec.check_schema(data, PLAN_SCHEMA, "plan", f"plan {p}")
     plan = codec.loads(data, Plan, what=f"plan {p}")
     if plan.schema != PLAN_SCHEMA:
         raise InvalidInput(f"plan {p} has schema {plan.schema!r}; this cidrx applies {PLAN_SCHEMA}")
     if not plan.digest:
         raise InvalidInput(f"plan {p} has no digest; make it with --plan")
     if plan.digest != digest_of(plan):
+        if plan.digest == _digest_of_older_cidrx(plan):
+            raise InvalidInput(
+                f"plan {p} was made by an older cidrx: its digest does not cover the whole plan (notes, summary, "
+                "created_at), so this cidrx cannot tell it was not edited; make a new one with --plan"
+            )
         raise InvalidInput(f"plan {p} was modified after it was made (digest mismatch); make a new one with --plan")
     ids = [s.id for s in plan.steps]
     if len(set(ids)) != len(ids):

@@ -62,6 +62,7 @@ def parse_snapshot(data: bytes, what: str) -> Snapshot:
             # `schema` is written last, so a truncated snapshot lacks it too: report the truncation.
             codec.loads(data, dict[str, object], what=what)
         raise InvalidInput(f"{what} has no schema field: it is not a cidrx snapshot; make one with `cidrx snapshot`")
+    codec.check_schema(data, SNAPSHOT_SCHEMA, "snapshot", what)
     snap = codec.loads(data, Snapshot, what=what)
     if snap.schema != SNAPSHOT_SCHEMA:
         raise InvalidInput(f"{what} has schema {snap.schema!r}; this cidrx reads {SNAPSHOT_SCHEMA}")

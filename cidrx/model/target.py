@@ -22,3 +22,16 @@ class Target:
         """Short human name, e.g. `eks:ap-southeast-2/demo`."""
         where = self.region or (f"{self.project}/{self.location}" if self.project else self.context or "")
         return f"{self.provider}:{where}/{self.cluster}" if where else f"{self.provider}:{self.cluster}"
+
+    def flags(self) -> str:
+        """The TARGET options that point cidrx back at this cluster, for fix commands in findings."""
+        if self.provider == "eks":
+            return f"--eks --region {self.region} --cluster {self.cluster}"
+        if self.provider == "gke":
+            return f"--gke --project {self.project} --location {self.location} --cluster {self.cluster}"
+        return in_cluster_flags(self.context)
+
+
+def in_cluster_flags(context: str | None) -> str:
+    """`--k8s`, with the kubeconfig context when one is known (a pod's own service account has none)."""
+    return f"--k8s --context {context}" if context and context != "in-cluster" else "--k8s"

@@ -1,4 +1,4 @@
-"""Machine-readable output: the versioned `cidrx.diagnosis/v1` document (DESIGN.md §4) and plans as the
+"""Machine-readable output: the versioned `cidrx.diagnosis/v1` document (docs/schemas) and plans as the
 exact JSON of their plan file.
 
 Named jsonout, not json, so that `import json` means the standard library everywhere in this package.
@@ -51,6 +51,7 @@ def diagnosis_doc(d: Diagnosis) -> dict[str, Any]:
         "capacity": [capacity_doc(c) for c in d.capacity],
         "findings": [finding_doc(f) for f in d.findings],
         "counts": counts,
+        "taken_at": d.taken_at,
     }
 
 

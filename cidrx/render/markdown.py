@@ -12,6 +12,7 @@ from typing import Any
 
 from cidrx.model.findings import Diagnosis, Severity
 from cidrx.model.plan import Plan
+from cidrx.render.age import taken_note
 from cidrx.render.table import by_urgency, counts_line, percent, value_text
 
 _SEVERITIES = (Severity.CRITICAL, Severity.WARNING, Severity.INFO)
@@ -44,7 +45,9 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence
 
 def render_diagnosis(d: Diagnosis) -> str:
     out = [f"### cidrx diagnosis: {code(d.target.label())}", ""]
-    out.append(f"**{counts_line(d)}** (snapshot {code(d.snapshot_fingerprint[:12] or 'unsealed')})")
+    out.append(
+        f"**{counts_line(d)}** (snapshot {code(d.snapshot_fingerprint[:12] or 'unsealed')}{taken_note(d.taken_at)})"
+    )
     out += ["", "#### Capacity", ""]
     if d.capacity:
         rows = []

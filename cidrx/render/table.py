@@ -18,6 +18,7 @@ from typing import Any, Literal
 from cidrx.engine.verify import Verification
 from cidrx.model.findings import Capacity, Diagnosis, Finding, Severity
 from cidrx.model.plan import Plan
+from cidrx.render.age import taken_note
 from cidrx.render.term import PLAIN, Term
 
 _SEVERITIES = (Severity.CRITICAL, Severity.WARNING, Severity.INFO)
@@ -218,7 +219,8 @@ def heading(text: str, term: Term) -> str:
 
 
 def render_diagnosis(d: Diagnosis, term: Term = PLAIN) -> str:
-    title = f"cidrx diagnosis of {d.target.label()} (snapshot {d.snapshot_fingerprint[:12] or 'unsealed'})"
+    snapshot = f"snapshot {d.snapshot_fingerprint[:12] or 'unsealed'}{taken_note(d.taken_at)}"
+    title = f"cidrx diagnosis of {d.target.label()} ({snapshot})"
     out = [*wrap(title, term.width, "  ", first=""), ""]
     out.append(heading("Capacity", term))
     out.append(capacity_table(d.capacity, term) if d.capacity else "  (no address spaces found)")

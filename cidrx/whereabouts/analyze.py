@@ -3,9 +3,9 @@ addresses held twice, and overlapping-range reservations nothing allocates.
 
 Why it exists: Whereabouts frees an address only when the CNI DEL runs; a node that crashes (or a pod
 force-deleted) leaves its reservation in the IPPool for good, and a small pool runs dry while `kubectl`
-shows nothing wrong (shared/incidents/whereabouts-stale-reservations-kb.txt). Its own reconciler once freed
+shows nothing wrong (docs/cloud-facts.md, "Incidents the examples reproduce"). Its own reconciler once freed
 the address of a pod that was still Pending, so two pods got the same IP
-(shared/incidents/whereabouts-reconciler-race.txt): the rule here is that a Pending pod, or a pod whose
+(whereabouts issues 162 and 207; docs/cloud-facts.md): the rule here is that a Pending pod, or a pod whose
 network-status is not written yet, is always live. On top of that, an address is live whenever any
 unfinished pod reports it (cidrx.kube.liveness), whichever pod the record names, and a reservation is
 judged by the addresses its name spells, never by whether its name is the one cidrx expected (Whereabouts

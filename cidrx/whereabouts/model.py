@@ -2,7 +2,7 @@
 and OverlappingRangeIPReservations.
 
 Why it exists: a node that crashes leaves its pods' reservations in the IPPool, and a small pool then runs
-dry (shared/incidents/whereabouts-stale-reservations-kb.txt). Deciding which reservations are stale needs
+dry (docs/cloud-facts.md, "Incidents the examples reproduce"). Deciding which reservations are stale needs
 each allocation (decoded to its address), the configured usable range, and the reservations; these frozen
 records keep only those fields so a cluster with hundreds of pools stays small in a snapshot.
 """

@@ -2,7 +2,7 @@
 as reviewable steps.
 
 Why it exists: today's fixes for a pool full of dead pods' reservations are scaling every workload to zero
-and deleting the pools, or hand-editing the IPPool (shared/incidents/whereabouts-stale-reservations-kb.txt).
+and deleting the pools, or hand-editing the IPPool (docs/cloud-facts.md, "Incidents the examples reproduce").
 The plan lists each entry to free (pool, offset, IP, podref, why) for review; apply re-reads and decides
 again right before writing, so the plan is a ceiling, never an order to remove something now live.
 Pure: no I/O. `check_drift` refuses (exit 4, before any write) a plan whose entries someone else changed
@@ -19,7 +19,7 @@ from typing import Any
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.kube.liveness import AddressHolders
 from cidrx.kube.model import PodState
-from cidrx.model.plan import Plan, Step, seal
+from cidrx.model.plan import Plan, Step, seal_plan
 from cidrx.model.snapshot import Snapshot
 from cidrx.whereabouts.analyze import (
     ReservationVerdict,
@@ -167,17 +167,9 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
             "writing, and an entry that changes while it runs is kept and reported, never removed"
         )
     released = sum(len(p["stale"]) for p in pools_basis.values())
-    plan = Plan(
-        target=snapshot.target,
-        created_at=created_at,
-        snapshot_fingerprint=snapshot.fingerprint,
-        strategy=STRATEGY,
-        basis={"pools": pools_basis, "reservations": reservations_basis},
-        steps=tuple(steps),
-        notes=tuple(notes),
-        summary={"pools": len(pools_basis), "allocations": released, "reservations": len(reservations_basis)},
-    )
-    return seal(plan)
+    basis = {"pools": pools_basis, "reservations": reservations_basis}
+    summary = {"pools": len(pools_basis), "allocations": released, "reservations": len(reservations_basis)}
+    return seal_plan(snapshot, created_at, STRATEGY, basis, steps, notes, summary)
 
 
 def _pod_problem(

@@ -1,7 +1,7 @@
 """The Whereabouts reclaim actions as apply-engine executors.
 
 Why it exists: removing a reservation is only safe if it is still stale at the moment of the write. The
-reconciler race (shared/incidents/whereabouts-reconciler-race.txt) came from deciding on a pool read and a
+reconciler race (whereabouts issues 162 and 207; docs/cloud-facts.md) came from deciding on a pool read and a
 pod read that were already out of date. So each act re-reads the pool and every pod it names right before
 writing, decides each entry again with the same rule as analysis (a Pending pod or one without
 network-status is live), and writes one JSON patch whose first op tests /metadata/resourceVersion: if

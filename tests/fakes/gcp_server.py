@@ -1,6 +1,6 @@
 """A loopback fake of the GKE (container v1) and GCE (compute v1) REST APIs, driven by the real clients.
 
-Why the project owns this (DESIGN.md §6): cidrx reads clusters, node pools, subnets, peering routes and
+Why the project owns this (docs/architecture.md, tests): cidrx reads clusters, node pools, subnets, peering routes and
 private-service-access allocations, and fixes pod-range exhaustion by patching a subnet (with its
 ``fingerprint``) and creating a node pool or calling UpdateCluster, then polling operations.  No
 maintained fake covers those APIs, and mocking our own functions would test nothing.  This module is a

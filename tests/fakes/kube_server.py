@@ -1,6 +1,6 @@
 """A project-owned fake Kubernetes API server for tests, driven by the real client (lightkube).
 
-Why the project owns this (DESIGN.md §6): cidrx reads 60,000-pod clusters page by page and writes fixes
+Why the project owns this (docs/architecture.md, tests): cidrx reads 60,000-pod clusters page by page and writes fixes
 with optimistic concurrency, so its tests need an API server that behaves like a real one on exactly those
 points. kmock and mockernetes were tried and are not enough: neither enforces ``resourceVersion``
 conflicts on PUT, neither answers a failed JSON-patch ``test`` with 422, and neither implements
