@@ -40,7 +40,6 @@ from typing import TypeVar
 from cidrx.engine import activity
 from cidrx.errors import AccessDenied, CidrxError, InvalidInput, RetriesExhausted
 
-
 T = TypeVar("T")
 
 MAX_ATTEMPTS_ENV = "CIDRX_RETRY_MAX_ATTEMPTS"
