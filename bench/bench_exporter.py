@@ -1,4 +1,4 @@
-"""`cidrx exporter` over many collection cycles: is its memory flat (DESIGN.md §7)?
+"""`cidrx exporter` over many collection cycles: is its memory flat (docs/performance.md)?
 
     python -m bench.bench_exporter [--scale 0.1] [--cycles 100]
 

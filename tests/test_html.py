@@ -8,6 +8,7 @@ map. Without Chromium or Playwright those tests skip, unless CIDRX_ENV=1 (CI), w
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Iterator
@@ -114,8 +115,12 @@ def test_gke_plan_draws_the_new_range_inside_the_network_space(tmp_path: Path) -
 
 
 def test_diagnose_html_page_is_the_renderer_output() -> None:
-    snap = load_snapshot(EXAMPLES / "eks-demo-ip.snapshot.json")
-    d = targets.analyze(snap)
+    from cidrx.cli.diagnose import offline_fixes
+
+    path = str(EXAMPLES / "eks-demo-ip.snapshot.json")
+    snap = load_snapshot(path)
+    # What diagnose adds for a saved snapshot: its age, and fix commands that plan from the same file.
+    d = offline_fixes(dataclasses.replace(targets.analyze(snap), taken_at=snap.taken_at), path)
     expected = render_html(d, targets.address_maps(snap))
     result = CliRunner().invoke(
         cli, ["diagnose", "--snapshot", str(EXAMPLES / "eks-demo-ip.snapshot.json"), "-o", "html"]

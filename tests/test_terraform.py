@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from cidrx import targets
 from cidrx.cli import cli
 from cidrx.engine.journal import Journal
 from cidrx.errors import InvalidInput
-from cidrx.model.plan import DIGEST_TAG, Plan, save_plan
+from cidrx.model.plan import DIGEST_TAG, Plan, save_plan, seal
 from cidrx.model.snapshot import Snapshot, load_snapshot
 from cidrx.render.terraform import extract_snippets, quote, render_terraform
 from tests import eks_cases
@@ -380,7 +381,8 @@ def test_cli_refuses_to_overwrite_an_applied_plan_and_points_at_adoption(tmp_pat
     """Re-planning over a plan whose own journal is beside it would orphan the journal: exit 2, one line,
     nothing written."""
     out = tmp_path / "plan.json"
-    applied = plan_from("gke-demo-ip.snapshot.json", "cluster-range")
+    # Made (and sealed) at another time than any plan the CLI makes below, so its digest differs from theirs.
+    applied = seal(replace(plan_from("gke-demo-ip.snapshot.json", "cluster-range"), created_at="2026-01-01T00:00:00Z"))
     save_plan(applied, out)
     Journal.open(out, applied).record("add-secondary-range", "done", {"range_name": "pods-2"})
     before = out.read_bytes()
@@ -395,11 +397,12 @@ def test_cli_refuses_to_overwrite_an_applied_plan_and_points_at_adoption(tmp_pat
         assert line.endswith(f"cidrx expand --apply {out} --emit terraform")
     assert out.read_bytes() == before
     assert not (tmp_path / "plan.tf").exists()
-    # Another --out is fine, and so is the same plan again (same digest: the journal stays its own).
+    # Another --out is fine. The same strategy again is another plan (its digest seals when it was made),
+    # so it would orphan the journal just the same: refused, the applied plan kept.
     other = tmp_path / "other.json"
     assert run("expand", "--snapshot", snapshot, "--plan", "--out", str(other)).exit_code == 0
     again = run("expand", "--snapshot", snapshot, "--plan", "--strategy", "cluster-range", "--out", str(out))
-    assert again.exit_code == 0, again.output
+    assert again.exit_code == 2, again.output
     assert json.loads(out.read_text())["digest"] == applied.digest
 
 

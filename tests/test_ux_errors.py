@@ -649,7 +649,7 @@ def test_the_snapshot_age_is_in_the_header() -> None:
 
     from cidrx.render.age import age_text
 
-    table = run("diagnose", "--snapshot", EKS_EX, "--fail-on", "never")
+    table = run("diagnose", "--snapshot", EKS_EX, "--fail-on", "never", env={"COLUMNS": "200"})
     assert table.stdout.splitlines()[0].startswith(
         "cidrx diagnosis of eks:ap-southeast-2/demo-ip (snapshot a352e0c701ac taken 2023-11-04T01:12:00Z, "
     )
