@@ -10,10 +10,10 @@ baseline and cidrx, so the ratio compares fetching and parsing; import cost is b
 Modes
   kube-floor / gcp-floor: plain HTTP (http.client, one keep-alive connection) + json.loads over the same
       list calls cidrx made, following continue / pageToken; ARGS: {"url", "calls": [[path, query], ...]}.
-  kube-cidrx: collect_with + targets.analyze + JSON rendering; ARGS: {"kubeconfig"}.
-  gcp-cidrx: GkeApi + collect_gke + targets.analyze + JSON rendering; ARGS: {"project", "location",
+  kube-cidrx: collect_with + dispatch.analyze + JSON rendering; ARGS: {"kubeconfig"}.
+  gcp-cidrx: GkeApi + collect_gke + dispatch.analyze + JSON rendering; ARGS: {"project", "location",
       "cluster"} (endpoint variables in the environment).
-  aws-cidrx: EksApi + collect_eks + targets.analyze + JSON rendering against moto; ARGS: {"region",
+  aws-cidrx: EksApi + collect_eks + dispatch.analyze + JSON rendering against moto; ARGS: {"region",
       "cluster", "record"} (AWS_ENDPOINT_URL in the environment); with "record", the result also holds
       every request botocore sent (method, url, headers, body), for aws-floor to replay.
   aws-floor: those requests again with http.client on one keep-alive connection, each answer parsed
@@ -32,28 +32,28 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 KUBE_MODULES = (
-    "cidrx.calico.analyze",
-    "cidrx.calico.collect",
+    "cidrx.ipam.calico.analyze",
+    "cidrx.ipam.calico.collect",
     "cidrx.kube.nodeipam",
-    "cidrx.whereabouts.analyze",
-    "cidrx.whereabouts.collect",
-    "cidrx.k8s.provider",
+    "cidrx.ipam.whereabouts.analyze",
+    "cidrx.ipam.whereabouts.collect",
+    "cidrx.providers.k8s.provider",
     "cidrx.kube.ipam",
     "cidrx.render.jsonout",
     "lightkube",
 )
 AWS_MODULES = (
-    "cidrx.eks.analyze",
-    "cidrx.eks.collect",
-    "cidrx.eks.provider",
+    "cidrx.providers.eks.analyze",
+    "cidrx.providers.eks.collect",
+    "cidrx.providers.eks.provider",
     "cidrx.render.jsonout",
     "boto3",
     "botocore.session",
 )
 TAKEN_AT = "2024-01-01T00:00:00Z"
 GCP_MODULES = (
-    "cidrx.gke.analyze",
-    "cidrx.gke.provider",
+    "cidrx.providers.gke.analyze",
+    "cidrx.providers.gke.provider",
     "cidrx.render.jsonout",
     "google.cloud.compute_v1",
     "google.cloud.container_v1",
@@ -103,11 +103,11 @@ def _floor(url: str, calls: list[tuple[str, dict[str, str]]], token_in: str, tok
 
 def _diagnosed(snap: Any, start: float, collected: float) -> dict[str, Any]:
     """Seal, analyze and render `snap` as the CLI does after collecting; the timings of the whole run."""
-    from cidrx import targets
+    from cidrx import dispatch
     from cidrx.model.snapshot import seal
     from cidrx.render import render_diagnosis
 
-    diagnosis = targets.analyze(seal(snap))
+    diagnosis = dispatch.analyze(seal(snap))
     out = render_diagnosis(diagnosis, "json")
     end = time.perf_counter()
     return {
@@ -137,11 +137,11 @@ def _kube_cidrx(kubeconfig: str) -> dict[str, Any]:
 
 
 def _gcp_cidrx(project: str, location: str, cluster: str) -> dict[str, Any]:
-    from cidrx.gke.api import GkeApi
-    from cidrx.gke.collect import collect_gke
     from cidrx.kube.model import KubeSection
     from cidrx.model.snapshot import Snapshot
     from cidrx.model.target import Target
+    from cidrx.providers.gke.api import GkeApi
+    from cidrx.providers.gke.collect import collect_gke
 
     _preload(GCP_MODULES)
 
@@ -181,11 +181,11 @@ def _aws_floor(url: str, requests: list[dict[str, Any]]) -> dict[str, Any]:
 def _aws_cidrx(region: str, cluster: str, record: bool) -> dict[str, Any]:
     import boto3
 
-    from cidrx.eks.api import EksApi
-    from cidrx.eks.collect import collect_eks
     from cidrx.kube.model import KubeSection
     from cidrx.model.snapshot import Snapshot
     from cidrx.model.target import Target
+    from cidrx.providers.eks.api import EksApi
+    from cidrx.providers.eks.collect import collect_eks
 
     _preload(AWS_MODULES)
     session = boto3.Session(region_name=region)

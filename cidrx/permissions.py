@@ -2,8 +2,8 @@
 
 Why it exists: cidrx runs from CI with credentials someone has to grant, and a grant wider than needed is a
 risk while a narrower one fails mid-incident. So the lists are not kept by hand here: reads come from the
-collectors' own constants (`cidrx.eks.api.COLLECT_PERMISSIONS`, `cidrx.gke.api.COLLECT_PERMISSIONS`, the
-Kubernetes collector's groups and plurals), and writes from the `STEP_PERMISSIONS` each plan module
+collectors' own constants (`COLLECT_PERMISSIONS` of `cidrx.providers.eks.api` and `cidrx.providers.gke.api`,
+the Kubernetes collector's groups and plurals), and writes from the `STEP_PERMISSIONS` each plan module
 declares per step action and attaches to its Steps. No plan is made, so the command works wherever cidrx
 is installed (no example snapshots needed); tests check that every step real plans carry is covered, and
 that the calls a real diagnose and apply make are granted. Pure: documents (plain dicts) out.
@@ -106,11 +106,11 @@ def resource_names() -> dict[tuple[str, str], tuple[str, ...]]:
 def collect_kube_grants(provider: str) -> tuple[KubeGrant, ...]:
     """What the Kubernetes collector reads for `provider` (cidrx.kube.collect.collect_with and the IPAM
     collectors it calls): one list per resource, plus aws-node (EKS) and kubeadm-config (node IPAM)."""
-    from cidrx.calico.collect import GROUP as CALICO
+    from cidrx.ipam.calico.collect import GROUP as CALICO
+    from cidrx.ipam.whereabouts.model import GROUP as WHEREABOUTS
+    from cidrx.ipam.whereabouts.model import NAD_GROUP, NADS, POOLS, RESERVATIONS
     from cidrx.kube.collect import AWS_NODE, ENICONFIG_GROUP, ENICONFIG_PLURAL
     from cidrx.kube.nodeipam import NAMESPACE
-    from cidrx.whereabouts.model import GROUP as WHEREABOUTS
-    from cidrx.whereabouts.model import NAD_GROUP, NADS, POOLS, RESERVATIONS
 
     grants = [
         _kube("", "nodes", "list"),
@@ -133,13 +133,13 @@ def collect_kube_grants(provider: str) -> tuple[KubeGrant, ...]:
 def collect_cloud_permissions(provider: str) -> tuple[str, ...]:
     """What collect reads, plus the listing of fleet mode (`diagnose --all-clusters`)."""
     if provider == "eks":
-        from cidrx.eks.api import COLLECT_PERMISSIONS as EKS
-        from cidrx.eks.api import FLEET_PERMISSIONS as EKS_FLEET
+        from cidrx.providers.eks.api import COLLECT_PERMISSIONS as EKS
+        from cidrx.providers.eks.api import FLEET_PERMISSIONS as EKS_FLEET
 
         return (*EKS, *EKS_FLEET)
     if provider == "gke":
-        from cidrx.gke.api import COLLECT_PERMISSIONS as GKE
-        from cidrx.gke.api import FLEET_PERMISSIONS as GKE_FLEET
+        from cidrx.providers.gke.api import COLLECT_PERMISSIONS as GKE
+        from cidrx.providers.gke.api import FLEET_PERMISSIONS as GKE_FLEET
 
         return (*GKE, *GKE_FLEET)
     return ()
@@ -171,18 +171,18 @@ STRATEGY_ACTIONS: dict[str, tuple[str, ...]] = {
 
 def strategy_provider(strategy: str) -> str | None:
     """The provider whose targets a plan kind runs on; None for the in-cluster plans, which run on all."""
-    from cidrx.eks.plan import STRATEGIES as EKS
-    from cidrx.gke.plan import STRATEGIES as GKE
+    from cidrx.providers.eks.plan import STRATEGIES as EKS
+    from cidrx.providers.gke.plan import STRATEGIES as GKE
 
     return "eks" if strategy in EKS else "gke" if strategy in GKE else None
 
 
 def step_permissions() -> dict[str, tuple[str, ...]]:
     """Every step action and the permissions its steps declare, from the plan modules."""
-    from cidrx.calico.plan import STEP_PERMISSIONS as CALICO
-    from cidrx.eks.plan import STEP_PERMISSIONS as EKS
-    from cidrx.gke.plan import STEP_PERMISSIONS as GKE
-    from cidrx.whereabouts.plan import STEP_PERMISSIONS as WHEREABOUTS
+    from cidrx.ipam.calico.plan import STEP_PERMISSIONS as CALICO
+    from cidrx.ipam.whereabouts.plan import STEP_PERMISSIONS as WHEREABOUTS
+    from cidrx.providers.eks.plan import STEP_PERMISSIONS as EKS
+    from cidrx.providers.gke.plan import STEP_PERMISSIONS as GKE
 
     return {**EKS, **GKE, **WHEREABOUTS, **CALICO}
 

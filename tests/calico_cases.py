@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Network
 from typing import Any
 
-from cidrx.calico.collect import section_from
-from cidrx.calico.model import CalicoSection
+from cidrx.ipam.calico.collect import section_from
+from cidrx.ipam.calico.model import CalicoSection
 from cidrx.kube.collect import pod_state_from
 from cidrx.kube.model import KubeNode, KubeSection, PodState
 from cidrx.model.snapshot import Snapshot, seal

@@ -14,10 +14,10 @@ from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
 from typing import Any
 
-from cidrx.eks.model import Addon, EksSection, InstanceType, Nodegroup, Peering, RouteTable, Subnet, VpcCidr
 from cidrx.kube.model import EniConfig, EnvVar, KubeEvent, KubeSection
 from cidrx.model.plan import DIGEST_TAG
 from cidrx.model.snapshot import Snapshot, load_snapshot, seal
+from cidrx.providers.eks.model import Addon, EksSection, InstanceType, Nodegroup, Peering, RouteTable, Subnet, VpcCidr
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "eks-demo-ip.snapshot.json"
 

@@ -17,7 +17,10 @@ import dataclasses
 from ipaddress import IPv4Network, collapse_addresses
 from typing import Any
 
-from cidrx.gke.model import (
+from cidrx.kube.model import KubeEvent, KubeNode, KubePod, KubeSection
+from cidrx.model.snapshot import Snapshot, seal
+from cidrx.model.target import Target
+from cidrx.providers.gke.model import (
     Autoscaling,
     GkeCluster,
     GkeSection,
@@ -28,9 +31,6 @@ from cidrx.gke.model import (
     SecondaryRange,
     Subnetwork,
 )
-from cidrx.kube.model import KubeEvent, KubeNode, KubePod, KubeSection
-from cidrx.model.snapshot import Snapshot, seal
-from cidrx.model.target import Target
 
 PROJECT = "p1"
 LOCATION = "australia-southeast1"

@@ -35,11 +35,11 @@ from typing import Any
 
 import pytest
 
-from cidrx.gke.api import ANONYMOUS_ENV, COMPUTE_ENDPOINT_ENV, CONTAINER_ENDPOINT_ENV, GkeApi
-from cidrx.gke.model import GkeSection
 from cidrx.kube.model import KubeEvent, KubeNode, KubePod, KubeSection
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target
+from cidrx.providers.gke.api import ANONYMOUS_ENV, COMPUTE_ENDPOINT_ENV, CONTAINER_ENDPOINT_ENV, GkeApi
+from cidrx.providers.gke.model import GkeSection
 from tests.fakes.gcp_server import FakeGcp
 
 PROJECT = "p1"

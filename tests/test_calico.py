@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from cidrx.calico.analyze import analyze_calico
-from cidrx.calico.collect import pod_refs
-from cidrx.calico.plan import check_drift, make_pool_plan, make_reclaim_plan
+from cidrx.dispatch import PlanOptions
 from cidrx.errors import InvalidInput, StalePlan
+from cidrx.ipam.calico.analyze import analyze_calico
+from cidrx.ipam.calico.collect import pod_refs
+from cidrx.ipam.calico.plan import check_drift, make_pool_plan, make_reclaim_plan
 from cidrx.model.findings import Severity
 from cidrx.model.plan import DIGEST_TAG, load_plan, save_plan
 from cidrx.model.snapshot import load_snapshot, seal
-from cidrx.targets import PlanOptions
 from tests import calico_cases as cases
 
 CREATED = "2024-05-01T10:05:00Z"
@@ -269,7 +269,7 @@ def test_bundled_example_is_the_incident() -> None:
 def test_collect_leaves_out_objects_whose_numbers_do_not_hold_together(caplog: pytest.LogCaptureFixture) -> None:
     """The CRDs accept any cidr / blockSize; analysis computes with them (a /40 block of a /16 pool would
     shift by a negative count), so the collector keeps them out of the snapshot and says so."""
-    from cidrx.calico.collect import section_from
+    from cidrx.ipam.calico.collect import section_from
 
     pools = [
         {"metadata": {"name": "bad-size"}, "spec": {"cidr": "10.0.0.0/16", "blockSize": 40}},
@@ -280,7 +280,7 @@ def test_collect_leaves_out_objects_whose_numbers_do_not_hold_together(caplog: p
         {"metadata": {"name": "x"}, "spec": {"cidr": "x", "allocations": []}},
         {"metadata": {"name": "10-2-0-0-26"}, "spec": {"cidr": "10.2.0.0/26", "allocations": [None] * 64}},
     ]
-    with caplog.at_level("WARNING", logger="cidrx.calico.collect"):
+    with caplog.at_level("WARNING", logger="cidrx.ipam.calico.collect"):
         section = section_from(pools, blocks, [], [], [])
     assert [p.name for p in section.pools] == ["good"]
     assert [b.name for b in section.blocks] == ["10-2-0-0-26"]

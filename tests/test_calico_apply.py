@@ -12,19 +12,19 @@ from typing import Any
 
 import pytest
 
-from cidrx.calico.collect import GROUP, VERSION, collect_calico
-from cidrx.calico.plan import make_pool_plan, make_reclaim_plan
-from cidrx.calico.steps import EXECUTORS
+from cidrx.dispatch import PlanOptions
 from cidrx.engine.apply import ApplyResult, run_plan
 from cidrx.engine.executor import StepContext
 from cidrx.engine.journal import Journal
 from cidrx.engine.waiting import Waiter
 from cidrx.errors import ApplyInterrupted, StalePlan
+from cidrx.ipam.calico.collect import GROUP, VERSION, collect_calico
+from cidrx.ipam.calico.plan import make_pool_plan, make_reclaim_plan
+from cidrx.ipam.calico.steps import EXECUTORS
 from cidrx.kube.api import KubeApi
 from cidrx.model.plan import DIGEST_TAG, Plan, Step, seal
 from cidrx.model.snapshot import Snapshot
 from cidrx.render.progress import NullProgress
-from cidrx.targets import PlanOptions
 from tests import calico_cases as cases
 from tests.fakes.kube_server import FakeKubeServer, RequestRecord
 

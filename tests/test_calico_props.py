@@ -14,16 +14,16 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cidrx.calico.analyze import leak_reason
-from cidrx.calico.collect import collect_calico
-from cidrx.calico.plan import make_reclaim_plan
-from cidrx.calico.steps import EXECUTORS
 from cidrx.engine.apply import run_plan
 from cidrx.engine.executor import StepContext
 from cidrx.engine.journal import Journal
 from cidrx.engine.waiting import Waiter
+from cidrx.ipam.calico.analyze import leak_reason
+from cidrx.ipam.calico.collect import collect_calico
+from cidrx.ipam.calico.plan import make_reclaim_plan
+from cidrx.ipam.calico.steps import EXECUTORS
+from cidrx.ipam.liveness import AddressHolders
 from cidrx.kube.api import KubeApi
-from cidrx.kube.liveness import AddressHolders
 from cidrx.render.progress import NullProgress
 from tests import calico_cases as cases
 from tests.fakes.kube_server import FakeKubeServer

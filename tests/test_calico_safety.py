@@ -1,4 +1,4 @@
-"""The Calico write rules of libcalico-go (cited in cidrx.calico.steps and docs/cloud-facts.md), each shown
+"""The Calico write rules of libcalico-go (cited in cidrx.ipam.calico.steps and docs/cloud-facts.md), each shown
 on the fake API server through the real client: a BlockAffinity that is not `confirmed` is never touched,
 an empty block younger than a minute is kept, a block is released in upstream's order (affinity
 pendingDeletion, block marked deleted without a sequence bump, block deleted, affinity deleted), apply
@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from cidrx.calico.analyze import analyze_calico
-from cidrx.calico.collect import calico_api, collect_calico
-from cidrx.calico.plan import make_reclaim_plan
-from cidrx.calico.steps import EXECUTORS
 from cidrx.engine.apply import ApplyResult, run_plan
 from cidrx.engine.executor import StepContext
 from cidrx.engine.journal import Journal
 from cidrx.engine.waiting import Waiter
 from cidrx.errors import CloudError
+from cidrx.ipam.calico.analyze import analyze_calico
+from cidrx.ipam.calico.collect import calico_api, collect_calico
+from cidrx.ipam.calico.plan import make_reclaim_plan
+from cidrx.ipam.calico.steps import EXECUTORS
 from cidrx.kube.api import KubeApi
 from cidrx.model.plan import Plan
 from cidrx.render.progress import NullProgress

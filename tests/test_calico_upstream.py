@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from cidrx.calico.analyze import leak_reason
-from cidrx.calico.collect import attribute_from, collect_calico
-from cidrx.calico.steps import EXECUTORS, garbage_collect, release_ordinals
 from cidrx.engine.apply import run_plan
 from cidrx.engine.executor import StepContext
 from cidrx.engine.journal import Journal
 from cidrx.engine.waiting import Waiter
+from cidrx.ipam.calico.analyze import leak_reason
+from cidrx.ipam.calico.collect import attribute_from, collect_calico
+from cidrx.ipam.calico.steps import EXECUTORS, garbage_collect, release_ordinals
+from cidrx.ipam.liveness import AddressHolders
 from cidrx.kube.api import KubeApi
-from cidrx.kube.liveness import AddressHolders
 from cidrx.kube.model import PodState
 from cidrx.model.plan import Plan, Step, seal
 from cidrx.render.progress import NullProgress

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from cidrx.calico.plan import make_pool_plan
 from cidrx.cli import cli
+from cidrx.dispatch import PlanOptions
+from cidrx.ipam.calico.plan import make_pool_plan
 from cidrx.model.plan import load_plan
 from cidrx.model.snapshot import load_snapshot
-from cidrx.targets import PlanOptions
 from tests import calico_cases as cases
 from tests.fakes.kube_server import FakeKubeServer
 

@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from cidrx.dispatch import analyze
 from cidrx.exporter import Outcome, State
 from cidrx.model.snapshot import load_snapshot
-from cidrx.targets import analyze
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHBOARD = ROOT / "deploy" / "grafana" / "cidrx-dashboard.json"

@@ -15,12 +15,12 @@ import click
 import pytest
 import yaml
 
-from cidrx import docgen
 from cidrx.cli import cli
+from tools import docgen
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-OUT_OF_DATE = "is out of date with the code; run: python -m cidrx.docgen (and commit the result)"
+OUT_OF_DATE = "is out of date with the code; run: python -m tools.docgen (and commit the result)"
 
 
 # --- generated pages ---------------------------------------------------------------------------------------
@@ -77,7 +77,7 @@ def test_help_paragraphs_marked_no_rewrap_become_code_blocks() -> None:
 def test_every_finding_id_in_the_code_has_a_meaning() -> None:
     ids = {s.id for s in docgen.finding_sites()}
     missing = sorted(ids - set(docgen.MEANINGS))
-    assert not missing, f"add a one-line meaning for {missing} to MEANINGS in cidrx/docgen.py"
+    assert not missing, f"add a one-line meaning for {missing} to MEANINGS in tools/docgen/__init__.py"
 
 
 def test_no_meaning_is_kept_for_an_id_the_code_no_longer_raises() -> None:
@@ -497,4 +497,4 @@ def test_docgen_module_is_not_imported_by_the_cli() -> None:
         tree = ast.parse(path.read_text())
         names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}
         mods = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-        assert "cidrx.docgen" not in mods and "docgen" not in names, path
+        assert "tools.docgen" not in mods and "docgen" not in names, path

@@ -28,11 +28,11 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cidrx.cli import cli
+from cidrx.ipam.whereabouts.model import GROUP as WB_GROUP
+from cidrx.ipam.whereabouts.model import POOLS as WB_POOLS
+from cidrx.ipam.whereabouts.model import RESERVATIONS as WB_RESERVATIONS
+from cidrx.ipam.whereabouts.model import VERSION as WB_VERSION
 from cidrx.model.plan import DIGEST_TAG, Plan, load_plan
-from cidrx.whereabouts.model import GROUP as WB_GROUP
-from cidrx.whereabouts.model import POOLS as WB_POOLS
-from cidrx.whereabouts.model import RESERVATIONS as WB_RESERVATIONS
-from cidrx.whereabouts.model import VERSION as WB_VERSION
 from tests import calico_cases
 from tests import gke_world as gw
 from tests import whereabouts_cases as wc

@@ -10,13 +10,13 @@ import json
 
 import pytest
 
-from cidrx.eks.analyze import analyze, free_prefix_blocks
-from cidrx.eks.cni import addon_env, cni_config, max_pods
-from cidrx.eks.model import InstanceType
 from cidrx.errors import InvalidInput
 from cidrx.model import codec
 from cidrx.model.findings import Capacity, Diagnosis, Finding, Severity
 from cidrx.model.snapshot import Snapshot
+from cidrx.providers.eks.analyze import analyze, free_prefix_blocks
+from cidrx.providers.eks.cni import addon_env, cni_config, max_pods
+from cidrx.providers.eks.model import InstanceType
 from tests import eks_cases as cases
 from tests.eks_cases import (
     AZ_A,

@@ -19,8 +19,8 @@ from moto import mock_aws
 from moto.core.authorization import enable_iam_authentication
 from moto.server import ThreadedMotoServer
 
-from cidrx.eks.api import EksApi, translate
 from cidrx.errors import EXIT_ACCESS, EXIT_INTERNAL, AccessDenied, CidrxError, CloudError
+from cidrx.providers.eks.api import EksApi, translate
 from tests.eks_world import REGION, World, fake_aws_env, moto_incident
 from tests.fakes import eks_addons
 

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from cidrx.eks.api import EksApi
-from cidrx.eks.collect import (
+from cidrx.model import codec
+from cidrx.providers.eks.api import EksApi
+from cidrx.providers.eks.collect import (
     cluster_from,
     collect_eks,
     instance_type_from,
@@ -24,8 +25,7 @@ from cidrx.eks.collect import (
     route_table_from,
     used_by_subnet,
 )
-from cidrx.eks.model import Addon, EksSection, InstanceType
-from cidrx.model import codec
+from cidrx.providers.eks.model import Addon, EksSection, InstanceType
 from tests.eks_world import (
     NODEGROUP,
     PEER_VPC_CIDR,

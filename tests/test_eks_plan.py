@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from cidrx import netmath
-from cidrx.eks.plan import EksPlanOptions, check_drift, make_plan, occupied_space
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.model.plan import DIGEST_TAG, Plan, Step, digest_of
 from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
+from cidrx.providers.eks.plan import EksPlanOptions, check_drift, make_plan, occupied_space
 from tests import eks_cases as cases
 from tests.eks_cases import (
     AZ_A,

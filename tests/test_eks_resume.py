@@ -29,10 +29,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from cidrx import targets
+from cidrx import dispatch
 from cidrx.cli import boundary, cli
-from cidrx.eks.api import EksApi
-from cidrx.eks.steps import EXECUTORS, EksApis
 from cidrx.engine.apply import run_plan
 from cidrx.engine.executor import Executor, Outputs, StepContext
 from cidrx.engine.journal import Journal, journal_path
@@ -40,6 +38,8 @@ from cidrx.engine.waiting import Waiter
 from cidrx.kube.api import KubeApi
 from cidrx.model.plan import Plan, Step, load_plan, save_plan
 from cidrx.model.snapshot import load_snapshot
+from cidrx.providers.eks.api import EksApi
+from cidrx.providers.eks.steps import EXECUTORS, EksApis
 from cidrx.render.progress import NullProgress
 from tests.eks_cluster import DaemonSetController, incident_server, inventory, shared_botocore_loader
 from tests.eks_world import World, fake_aws_env, moto_incident
@@ -53,7 +53,7 @@ WORLD_SEED = 2023_11_04
 
 def _example_step_ids() -> list[str]:
     """Step ids of the default plan for the incident (the bundled snapshot of it); pure, so cheap at import."""
-    return [s.id for s in targets.make_plan(load_snapshot(EXAMPLE), targets.PlanOptions()).steps]
+    return [s.id for s in dispatch.make_plan(load_snapshot(EXAMPLE), dispatch.PlanOptions()).steps]
 
 
 STEP_IDS = _example_step_ids()
@@ -121,7 +121,7 @@ class Incident:
     tmp: Path
 
     def apply_in_engine(self, plan: Plan, plan_path: Path, executors: Mapping[str, Executor], clock: FakeClock) -> int:
-        """What `targets.apply_plan` does, with other executors and a fake clock (it takes neither), through
+        """What `dispatch.apply_plan` does, with other executors and a fake clock (it takes neither), through
         the CLI's error boundary so the outcome is the exit code a user would get.
 
         No drift check: the plan was made for an identical world (the CLI run after this one checks)."""

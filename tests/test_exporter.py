@@ -250,9 +250,9 @@ def test_next_wait_is_the_jittered_interval_and_zero_after_an_overrun() -> None:
 
 
 def test_state_keeps_last_good_per_cluster_and_drops_clusters_no_longer_listed() -> None:
+    from cidrx.dispatch import analyze
     from cidrx.exporter import Outcome, State
     from cidrx.model.snapshot import load_snapshot
-    from cidrx.targets import analyze
 
     eks = analyze(load_snapshot(EXAMPLES / "eks-demo-ip.snapshot.json"))
     gke = analyze(load_snapshot(EXAMPLES / "gke-demo-ip.snapshot.json"))

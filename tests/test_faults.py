@@ -46,11 +46,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from cidrx.calico.collect import GROUP as CALICO_GROUP
 from cidrx.cli import cli
 from cidrx.engine import retry
-from cidrx.gke.api import GkeApi
+from cidrx.ipam.calico.collect import GROUP as CALICO_GROUP
 from cidrx.model.plan import load_plan
+from cidrx.providers.gke.api import GkeApi
 from tests import calico_cases, gke_world
 from tests import whereabouts_cases as wc
 from tests.conftest_faults import FaultLedger, FaultRun

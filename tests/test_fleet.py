@@ -600,7 +600,7 @@ def test_eks_list_clusters_pages_and_the_account_comes_from_sts(moto_url: str, m
     import boto3
     import requests
 
-    from cidrx.eks.api import EksApi
+    from cidrx.providers.eks.api import EksApi
 
     fake_aws_env(monkeypatch, AWS_ENDPOINT_URL=moto_url)
     requests.post(f"{moto_url}/moto-api/reset", timeout=10).raise_for_status()

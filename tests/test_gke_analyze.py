@@ -11,10 +11,10 @@ import json
 import pytest
 
 from cidrx.errors import InvalidInput
-from cidrx.gke.analyze import analyze, suggested_max_pods
 from cidrx.model import codec
 from cidrx.model.findings import Capacity, Diagnosis, Finding, Severity
 from cidrx.model.snapshot import Snapshot
+from cidrx.providers.gke.analyze import analyze, suggested_max_pods
 from tests import gke_cases as cases
 from tests.gke_cases import FLAGS, POD_CIDR, POOL, SCALE_UP_MESSAGE
 

@@ -1,4 +1,4 @@
-"""Tests of the GKE adapter (cidrx/gke/api.py) with the real google-cloud clients against the loopback fake.
+"""Tests of the GKE adapter (cidrx/providers/gke/api.py) with the real google-cloud clients against the loopback fake.
 
 They pin what collect and the apply steps rely on: the endpoint overrides and anonymous mode, REST JSON
 dicts out, error translation to cidrx errors and exit codes, paging, and the operation-handle protocol.
@@ -25,7 +25,7 @@ from cidrx.errors import (
     InvalidInput,
     RetriesExhausted,
 )
-from cidrx.gke.api import (
+from cidrx.providers.gke.api import (
     ANONYMOUS_ENV,
     COMPUTE_ENDPOINT_ENV,
     CONTAINER_ENDPOINT_ENV,
@@ -88,8 +88,8 @@ def test_clients_use_the_overrides_and_the_poller_too(gcp: FakeGcp, gke_api: Gke
 def test_constructor_does_no_io_and_no_sdk_import() -> None:
     code = (
         "import sys\n"
-        "from cidrx.gke.api import GkeApi\n"
-        "import cidrx.gke.collect\n"
+        "from cidrx.providers.gke.api import GkeApi\n"
+        "import cidrx.providers.gke.collect\n"
         "api = GkeApi('p1', 'australia-southeast1')\n"
         "loaded = sorted(m for m in sys.modules if m.startswith(('google.cloud', 'google.auth', 'google.api_core')))\n"
         "print(loaded)\n"
@@ -126,7 +126,7 @@ def test_missing_sdk_says_how_to_install(tmp_path: Path) -> None:
         "        if name == 'google.cloud.compute_v1':\n"
         "            raise ModuleNotFoundError(\"No module named 'google.cloud.compute_v1'\", name=name)\n"
         "sys.meta_path.insert(0, Block())\n"
-        "from cidrx.gke.api import GkeApi\n"
+        "from cidrx.providers.gke.api import GkeApi\n"
         "try:\n"
         "    GkeApi('p1', 'l').get_network('n')\n"
         "except Exception as exc:\n"

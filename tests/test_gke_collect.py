@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from cidrx.errors import EXIT_ACCESS, AccessDenied
-from cidrx.gke.api import GkeApi
-from cidrx.gke.collect import (
+from cidrx.model import codec
+from cidrx.model.snapshot import Snapshot, load_snapshot, save_snapshot
+from cidrx.providers.gke.api import GkeApi
+from cidrx.providers.gke.collect import (
     DEFAULT_MAX_PODS_PER_NODE,
     active_peerings,
     cluster_from,
@@ -26,7 +28,7 @@ from cidrx.gke.collect import (
     reserved_range_from,
     subnet_from,
 )
-from cidrx.gke.model import (
+from cidrx.providers.gke.model import (
     Autoscaling,
     PeeringRoute,
     PodRangeInfo,
@@ -34,8 +36,6 @@ from cidrx.gke.model import (
     SecondaryRange,
     Subnetwork,
 )
-from cidrx.model import codec
-from cidrx.model.snapshot import Snapshot, load_snapshot, save_snapshot
 from tests import gke_world
 from tests.fakes.gcp_server import FakeGcp
 from tests.gke_world import (

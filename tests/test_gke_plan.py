@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 
 from cidrx import netmath
 from cidrx.errors import InvalidInput, StalePlan
-from cidrx.gke.model import PeeringRoute, SecondaryRange, Subnetwork
-from cidrx.gke.plan import PLAN_LABEL, GkePlanOptions, check_drift, make_plan, occupied_space
 from cidrx.model import codec
 from cidrx.model.plan import Plan, load_plan, save_plan
 from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
+from cidrx.providers.gke.model import PeeringRoute, SecondaryRange, Subnetwork
+from cidrx.providers.gke.plan import PLAN_LABEL, GkePlanOptions, check_drift, make_plan, occupied_space
 from tests import gke_cases as cases
 from tests.gke_cases import (
     CLUSTER,

@@ -1,4 +1,4 @@
-"""The GKE step executors (cidrx/gke/steps.py) run by the real apply engine, through the real GkeApi and
+"""The GKE step executors (cidrx/providers/gke/steps.py) run by the real apply engine, through the real GkeApi and
 google-cloud clients, against the loopback GCP fake (every request checked against Google's discovery
 documents). Plans are built by hand here so these tests pin the executors, not the planner.
 
@@ -24,10 +24,10 @@ from cidrx.engine.executor import Executor, Outputs, StepContext
 from cidrx.engine.journal import Journal, journal_path
 from cidrx.engine.waiting import Waiter
 from cidrx.errors import CidrxError, StalePlan
-from cidrx.gke.api import GkeApi
-from cidrx.gke.steps import EXECUTORS, PLAN_LABEL, GkeApis
 from cidrx.model.plan import Plan, Step, save_plan, seal
 from cidrx.model.target import Target
+from cidrx.providers.gke.api import GkeApi
+from cidrx.providers.gke.steps import EXECUTORS, PLAN_LABEL, GkeApis
 from cidrx.render.progress import NullProgress
 from tests.fakes.gcp_server import FakeGcp, RequestRecord
 

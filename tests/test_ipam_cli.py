@@ -13,8 +13,8 @@ from click.testing import CliRunner, Result
 
 from cidrx.cli import cli
 from cidrx.cli.expand import STRATEGIES
+from cidrx.dispatch import strategies
 from cidrx.model.plan import load_plan
-from cidrx.targets import strategies
 from tests import calico_cases
 from tests import whereabouts_cases as wc
 from tests.fakes.kube_server import FakeKubeServer

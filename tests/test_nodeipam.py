@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 
-from cidrx.calico.model import CalicoSection
 from cidrx.errors import InvalidInput
-from cidrx.k8s import provider as k8s
+from cidrx.ipam.calico.model import CalicoSection
 from cidrx.kube.api import KubeApi
 from cidrx.kube.collect import collect_with
 from cidrx.kube.model import KubeEvent, KubeNode, KubeSection, NodeIpamConfig
@@ -33,6 +32,7 @@ from cidrx.kube.nodeipam import (
 from cidrx.model.findings import Severity
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target
+from cidrx.providers.k8s import provider as k8s
 from tests.fakes.kube_server import FakeKubeServer
 
 KCM_POD = "kube-controller-manager-cp-1"

@@ -186,7 +186,7 @@ PAGE = PACKAGE.parent / "docs" / "permissions.md"
 
 
 def _blocks(page: str) -> dict[str, str]:
-    from cidrx.docgen import GENERATED_BLOCK
+    from tools.docgen import GENERATED_BLOCK
 
     return {m["name"]: m["body"] for m in GENERATED_BLOCK.finditer(page)}
 
@@ -198,10 +198,10 @@ def _fenced(block: str) -> str:
 
 
 def test_permissions_page_shows_what_the_command_prints() -> None:
-    from cidrx import docgen
+    from tools import docgen
 
     page = PAGE.read_text()
-    assert page == docgen.render_permissions_md(page), "docs/permissions.md is out of date: run python -m cidrx.docgen"
+    assert page == docgen.render_permissions_md(page), "docs/permissions.md is out of date: run python -m tools.docgen"
     blocks = _blocks(page)
     assert json.loads(_fenced(blocks["eks-iam-policy"])) == printed("eks")["iam_policy"]
     assert yaml.safe_load(_fenced(blocks["gke-role"])) == printed("gke")["gcp_role"]
@@ -216,7 +216,7 @@ def test_permissions_page_shows_what_the_command_prints() -> None:
 
 
 def test_regenerating_the_page_rewrites_only_the_blocks() -> None:
-    from cidrx import docgen
+    from tools import docgen
 
     page = PAGE.read_text()
     body = _blocks(page)["gke-role"]
@@ -228,7 +228,7 @@ def test_regenerating_the_page_rewrites_only_the_blocks() -> None:
     assert _blocks(fresh) == _blocks(page)
     assert "(edited by hand)" in fresh
     with pytest.raises(docgen.DocgenError, match="steps"):
-        docgen.render_permissions_md(page.replace("<!-- generated: steps (python -m cidrx.docgen) -->", ""))
+        docgen.render_permissions_md(page.replace("<!-- generated: steps (python -m tools.docgen) -->", ""))
 
 
 # -- coverage: every step of every plan kind -------------------------------------------------------------
@@ -237,8 +237,8 @@ def test_regenerating_the_page_rewrites_only_the_blocks() -> None:
 def _plans() -> list[Plan]:
     """The seven plan kinds, made by the real planners from the tests' own estates (not the examples the
     command reads), so a step the command's variants miss fails here."""
-    from cidrx import targets
-    from cidrx.targets import PlanOptions
+    from cidrx import dispatch
+    from cidrx.dispatch import PlanOptions
 
     eks = [
         eks_cases.example(),
@@ -246,13 +246,13 @@ def _plans() -> list[Plan]:
         eks_cases.managed_addon(),
         eks_cases.managed_addon(eks_cases.roomy()),
     ]
-    plans = [targets.make_plan(s, PlanOptions(strategy="custom-networking")) for s in eks]
-    plans += [targets.make_plan(s, PlanOptions(strategy="prefix-delegation")) for s in eks[1::2]]
-    plans += [targets.make_plan(gke_cases.incident(), PlanOptions(strategy=s)) for s in ("node-pool", "cluster-range")]
+    plans = [dispatch.make_plan(s, PlanOptions(strategy="custom-networking")) for s in eks]
+    plans += [dispatch.make_plan(s, PlanOptions(strategy="prefix-delegation")) for s in eks[1::2]]
+    plans += [dispatch.make_plan(gke_cases.incident(), PlanOptions(strategy=s)) for s in ("node-pool", "cluster-range")]
     calico = load_snapshot(EXAMPLES / "calico-borrowing.snapshot.json")
-    plans.append(targets.make_reclaim_plan(load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json"), "whereabouts"))
-    plans.append(targets.make_reclaim_plan(calico, "calico"))
-    plans.append(targets.make_plan(calico, PlanOptions(strategy="calico-pool")))
+    plans.append(dispatch.make_reclaim_plan(load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json"), "whereabouts"))
+    plans.append(dispatch.make_reclaim_plan(calico, "calico"))
+    plans.append(dispatch.make_plan(calico, PlanOptions(strategy="calico-pool")))
     return plans
 
 
@@ -314,19 +314,19 @@ def test_steps_carry_what_their_plan_module_declares_for_their_action() -> None:
 
 
 def test_every_action_an_executor_runs_is_declared() -> None:
-    from cidrx import targets
-    from cidrx.calico.steps import EXECUTORS as CALICO
-    from cidrx.eks.plan import STRATEGIES as EKS
-    from cidrx.eks.steps import EXECUTORS as EKS_STEPS
-    from cidrx.gke.plan import STRATEGIES as GKE
-    from cidrx.gke.steps import EXECUTORS as GKE_STEPS
+    from cidrx import dispatch
+    from cidrx.ipam.calico.steps import EXECUTORS as CALICO
+    from cidrx.ipam.whereabouts.steps import EXECUTORS as WHEREABOUTS
     from cidrx.permissions import STRATEGY_ACTIONS, step_permissions
-    from cidrx.whereabouts.steps import EXECUTORS as WHEREABOUTS
+    from cidrx.providers.eks.plan import STRATEGIES as EKS
+    from cidrx.providers.eks.steps import EXECUTORS as EKS_STEPS
+    from cidrx.providers.gke.plan import STRATEGIES as GKE
+    from cidrx.providers.gke.steps import EXECUTORS as GKE_STEPS
 
     executable = {*CALICO, *EKS_STEPS, *GKE_STEPS, *WHEREABOUTS}
     assert set(step_permissions()) == executable
     assert {a for acts in STRATEGY_ACTIONS.values() for a in acts} == executable
-    assert set(STRATEGY_ACTIONS) == {*EKS, *GKE, *targets.IPAM_STRATEGIES} == PLAN_KINDS
+    assert set(STRATEGY_ACTIONS) == {*EKS, *GKE, *dispatch.IPAM_STRATEGIES} == PLAN_KINDS
 
 
 def _name(resource: str) -> str | None:

@@ -3,9 +3,10 @@ apply send must be granted by what `cidrx permissions --for diagnose` (diagnose,
 (apply) prints; and the other way round, every permission printed for diagnose and every permission the
 applied plan's steps declare must be needed by some call, or be named here as used only elsewhere.
 
-Why it exists: the read lists (`COLLECT_PERMISSIONS` in cidrx/eks/api.py and cidrx/gke/api.py) and the step
-declarations (`STEP_PERMISSIONS` in cidrx/*/plan.py) are written by hand; a collector or executor that
-starts calling something new would fail in production under the printed policy and nowhere else.
+Why it exists: the read lists (`COLLECT_PERMISSIONS` in cidrx/providers/eks/api.py and
+cidrx/providers/gke/api.py) and the step declarations (`STEP_PERMISSIONS` in the plan modules) are written
+by hand; a collector or executor that starts calling something new would fail in production under the
+printed policy and nowhere else.
 
 How the calls are recorded, with the real clients: AWS operations (and their parameters) through a
 botocore `before-parameter-build` handler in botocore's BUILTIN_HANDLERS (every session cidrx makes for
@@ -28,9 +29,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cidrx.cli import cli
-from cidrx.eks.api import FLEET_PERMISSIONS as EKS_FLEET
-from cidrx.gke.api import FLEET_PERMISSIONS as GKE_FLEET
 from cidrx.permissions import allows, allows_path
+from cidrx.providers.eks.api import FLEET_PERMISSIONS as EKS_FLEET
+from cidrx.providers.gke.api import FLEET_PERMISSIONS as GKE_FLEET
 from tests import calico_cases
 from tests import gke_world as gw
 from tests import whereabouts_cases as wc
@@ -153,7 +154,7 @@ def verbs_on(seen: set[Rbac]) -> set[tuple[str, str]]:
 
 
 # Declared for a branch these runs do not take: the ENIConfig step replaces an ENIConfig only when one of
-# its own plan exists with other content (cidrx/eks/steps.py ApplyEniConfig).
+# its own plan exists with other content (cidrx/providers/eks/steps.py ApplyEniConfig).
 BRANCH_ONLY = {("kube.apply-eniconfig", "update")}
 
 

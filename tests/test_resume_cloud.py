@@ -34,7 +34,7 @@ from typing import Any, Literal
 import pytest
 from click.testing import CliRunner, Result
 
-from cidrx import targets
+from cidrx import dispatch
 from cidrx.cli import boundary, cli
 from cidrx.engine.apply import run_plan
 from cidrx.engine.executor import Executor, Outputs, StepContext
@@ -212,16 +212,16 @@ class Env:
 
     @contextlib.contextmanager
     def engine_apis(self) -> Iterator[Any]:
-        """What `targets.apply_plan` hands the executors (it takes no fake clock, so the engine runs here)."""
+        """What `dispatch.apply_plan` hands the executors (it takes no fake clock, so the engine runs here)."""
         if self.gcp is not None:
-            from cidrx.gke.api import GkeApi
-            from cidrx.gke.steps import GkeApis
+            from cidrx.providers.gke.api import GkeApi
+            from cidrx.providers.gke.steps import GkeApis
 
             yield GkeApis(gke=GkeApi(gw.PROJECT, gw.LOCATION), kube=None)
             return
-        from cidrx.eks.api import EksApi
-        from cidrx.eks.steps import EksApis
         from cidrx.kube.api import KubeApi
+        from cidrx.providers.eks.api import EksApi
+        from cidrx.providers.eks.steps import EksApis
 
         with KubeApi(self.kubeconfig, None) as kube:
             yield EksApis(eks=EksApi(REGION), kube=kube)
@@ -425,7 +425,7 @@ def crash_after_step(env: Env, plan: Plan, path: Path, step_id: str) -> None:
     """Apply `plan` with the provider's real executors until step `step_id`'s act returned (the cloud took
     the write), then Ctrl-C, inside the CLI's error boundary: exit 5, and the journal never heard of it."""
     acted: dict[str, Outputs] = {}
-    real = targets.provider(plan.target).executors()
+    real = dispatch.provider(plan.target).executors()
     crashing: dict[str, Executor] = {a: CrashAfterAct(ex, step_id, acted) for a, ex in real.items()}
     clock = env.clock()
 

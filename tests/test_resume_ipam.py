@@ -31,19 +31,19 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from cidrx.calico.plan import make_pool_plan
-from cidrx.calico.plan import make_reclaim_plan as calico_reclaim_plan
 from cidrx.cli import boundary, cli
+from cidrx.dispatch import PlanOptions
 from cidrx.engine.apply import run_plan
 from cidrx.engine.executor import Executor, Outputs, StepContext
 from cidrx.engine.journal import Journal, journal_path
 from cidrx.engine.waiting import Waiter
+from cidrx.ipam.calico.plan import make_pool_plan
+from cidrx.ipam.calico.plan import make_reclaim_plan as calico_reclaim_plan
+from cidrx.ipam.whereabouts.plan import make_reclaim_plan as whereabouts_reclaim_plan
 from cidrx.kube import ipam
 from cidrx.kube.api import KubeApi
 from cidrx.model.plan import Plan, Step, load_plan, save_plan
 from cidrx.render.progress import NullProgress
-from cidrx.targets import PlanOptions
-from cidrx.whereabouts.plan import make_reclaim_plan as whereabouts_reclaim_plan
 from tests import calico_cases
 from tests import whereabouts_cases as wc
 from tests.fakes.kube_server import FakeKubeServer

@@ -154,7 +154,7 @@ def _client_error(code: str, status: int, headers: dict[str, str] | None = None)
 def test_aws_classifier() -> None:
     from botocore import exceptions as bx
 
-    from cidrx.eks.api import classify as aws
+    from cidrx.providers.eks.api import classify as aws
 
     for code, status in (("RequestLimitExceeded", 503), ("Throttling", 400), ("ThrottlingException", 400)):
         for write in (False, True):
@@ -180,7 +180,7 @@ def test_gcp_classifier() -> None:
     import urllib3.exceptions as ux
     from google.api_core import exceptions as gx
 
-    from cidrx.gke.api import classify as gcp
+    from cidrx.providers.gke.api import classify as gcp
 
     for exc in (gx.TooManyRequests("slow"), gx.Forbidden("x", errors=[{"reason": "rateLimitExceeded"}])):
         assert gcp(exc, write=True) == gcp(exc, write=False) == Retryable(None)
@@ -220,7 +220,7 @@ def _google_error(status: int, headers: dict[str, str]) -> Exception:
 def test_gcp_retry_after_is_slept_as_given(clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
     from google.api_core import exceptions as gx
 
-    from cidrx.gke.api import classify as gcp
+    from cidrx.providers.gke.api import classify as gcp
 
     monkeypatch.setattr(retry, "wall_clock", datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC).timestamp)
     throttled = _google_error(429, {"Retry-After": "4"})

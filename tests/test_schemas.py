@@ -2,7 +2,7 @@
 
 Outputs come from real CLI runs over the bundled examples: the diagnosis JSON of every example, a plan for
 every strategy `expand` and `reclaim` can make, and the snapshot files themselves. The committed schema files
-must equal what `python -m cidrx.docgen` generates now, so a model change that forgets them fails here.
+must equal what `python -m tools.docgen` generates now, so a model change that forgets them fails here.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from cidrx import docgen
 from cidrx.cli import cli
 from cidrx.cli.expand import RECLAIM_STRATEGIES, STRATEGIES
 from cidrx.model.snapshot import save_snapshot
 from tests import eks_cases
+from tools import docgen
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT / "docs" / "schemas"
@@ -50,7 +50,7 @@ def cidrx(*args: str) -> tuple[int, str]:
 def test_committed_schema_is_what_the_models_generate(name: str) -> None:
     committed = (SCHEMAS / f"{name}.schema.json").read_text()
     assert committed == docgen._json(GENERATORS[name]()), (
-        f"docs/schemas/{name}.schema.json is out of date with the models; run: python -m cidrx.docgen"
+        f"docs/schemas/{name}.schema.json is out of date with the models; run: python -m tools.docgen"
     )
 
 
@@ -172,7 +172,7 @@ def test_diagnosis_schema_follows_the_renderer_not_just_the_model() -> None:
 def test_committed_fleet_schema_is_what_the_models_generate_and_valid() -> None:
     committed = (SCHEMAS / "fleet.schema.json").read_text()
     assert committed == docgen._json(docgen.fleet_schema()), (
-        "docs/schemas/fleet.schema.json is out of date with the models; run: python -m cidrx.docgen"
+        "docs/schemas/fleet.schema.json is out of date with the models; run: python -m tools.docgen"
     )
     doc = schema("fleet")
     jsonschema.Draft202012Validator.check_schema(doc)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from cidrx import targets
+from cidrx import dispatch
 from cidrx.cli import cli
 from cidrx.engine.journal import Journal
 from cidrx.errors import InvalidInput
@@ -58,7 +58,7 @@ def block(body: dict[str, Any], name: str) -> dict[str, Any]:
 
 def plan_from(snapshot: Snapshot | str, strategy: str | None = None) -> Plan:
     snap = load_snapshot(EXAMPLES / snapshot) if isinstance(snapshot, str) else snapshot
-    return targets.make_plan(snap, targets.PlanOptions(strategy=strategy))
+    return dispatch.make_plan(snap, dispatch.PlanOptions(strategy=strategy))
 
 
 @pytest.fixture(scope="module")
@@ -272,7 +272,7 @@ def test_calico_pool_is_a_kubernetes_manifest_ippool() -> None:
 
 @pytest.mark.parametrize(("example", "ipam"), [("whereabouts-stale", "whereabouts"), ("calico-borrowing", "calico")])
 def test_reclaim_plans_are_refused(example: str, ipam: str) -> None:
-    plan = targets.make_reclaim_plan(load_snapshot(EXAMPLES / f"{example}.snapshot.json"), ipam)
+    plan = dispatch.make_reclaim_plan(load_snapshot(EXAMPLES / f"{example}.snapshot.json"), ipam)
     with pytest.raises(InvalidInput, match="nothing in it for Terraform"):
         render_terraform(plan)
 
@@ -418,7 +418,7 @@ def test_cli_overwrites_a_plan_whose_journal_is_empty_or_not_its_own(tmp_path: P
 
 def test_reclaim_plan_shares_the_guard(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    applied = targets.make_reclaim_plan(load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json"), "whereabouts")
+    applied = dispatch.make_reclaim_plan(load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json"), "whereabouts")
     save_plan(applied, out)
     Journal.open(out, applied).record(applied.steps[0].id, "done", {})
     snapshot = str(EXAMPLES / "calico-borrowing.snapshot.json")
@@ -432,7 +432,7 @@ def test_reclaim_plan_shares_the_guard(tmp_path: Path) -> None:
 def test_apply_emit_of_a_reclaim_plan_is_refused_and_writes_nothing(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     save_plan(
-        targets.make_reclaim_plan(load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json"), "whereabouts"), out
+        dispatch.make_reclaim_plan(load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json"), "whereabouts"), out
     )
     result = run("expand", "--apply", str(out), "--yes", "--emit", "terraform")
     assert result.exit_code == 2, result.output

@@ -587,10 +587,10 @@ def _diagnosis(path: str) -> dict[str, Any]:
 
 
 def test_eks_fix_text_is_the_full_command() -> None:
-    from cidrx import targets
+    from cidrx import dispatch
     from cidrx.model.snapshot import load_snapshot
 
-    d = targets.analyze(load_snapshot(EKS_EX))  # live wording: the target's own flags
+    d = dispatch.analyze(load_snapshot(EKS_EX))  # live wording: the target's own flags
     fixes = [f.remediation for f in d.findings if "cidrx expand" in f.remediation]
     assert fixes and all("..." not in fix for fix in fixes)
     assert all(
@@ -599,11 +599,11 @@ def test_eks_fix_text_is_the_full_command() -> None:
 
 
 def test_in_cluster_fixes_name_the_context_they_were_read_through() -> None:
-    from cidrx import targets
+    from cidrx import dispatch
     from cidrx.model.snapshot import load_snapshot
 
     for path in (WB_EX, CALICO_EX):
-        d = targets.analyze(load_snapshot(path))
+        d = dispatch.analyze(load_snapshot(path))
         fixes = [f.remediation for f in d.findings if "cidrx reclaim" in f.remediation]
         assert fixes, path
         assert all("cidrx reclaim --k8s --context lab --ipam" in fix for fix in fixes), fixes
@@ -632,7 +632,7 @@ def test_a_snapshot_plan_suggested_by_diagnose_is_a_command_that_works(tmp_path:
 
 
 def test_no_advice_to_free_empty_blocks_of_a_node_that_has_none() -> None:
-    from cidrx.calico.analyze import analyze_calico
+    from cidrx.ipam.calico.analyze import analyze_calico
     from tests import calico_cases
 
     world = calico_cases.incident()
@@ -732,8 +732,8 @@ def test_aws_and_google_tls_failures_are_permanent_and_named() -> None:
     import requests
     from botocore import exceptions as bx
 
-    from cidrx.eks import api as eks_api
-    from cidrx.gke import api as gke_api
+    from cidrx.providers.eks import api as eks_api
+    from cidrx.providers.gke import api as gke_api
 
     aws = bx.SSLError(endpoint_url="https://ec2.ap-southeast-2.amazonaws.com/", error=_verify_error())
     assert eks_api.classify(aws, write=False) is None

@@ -8,13 +8,13 @@ import dataclasses
 import pytest
 
 from cidrx.errors import InvalidInput, StalePlan
+from cidrx.ipam.whereabouts.analyze import analyze_whereabouts, pool_space
+from cidrx.ipam.whereabouts.collect import pod_refs, ranges_from_nad
+from cidrx.ipam.whereabouts.model import NetworkRange, WhereaboutsPool
+from cidrx.ipam.whereabouts.plan import DELETE_RESERVATION, RELEASE, check_drift, make_reclaim_plan
+from cidrx.ipam.whereabouts.steps import pointer_token
 from cidrx.model.findings import Capacity, Finding, Severity
 from cidrx.model.snapshot import load_snapshot
-from cidrx.whereabouts.analyze import analyze_whereabouts, pool_space
-from cidrx.whereabouts.collect import pod_refs, ranges_from_nad
-from cidrx.whereabouts.model import NetworkRange, WhereaboutsPool
-from cidrx.whereabouts.plan import DELETE_RESERVATION, RELEASE, check_drift, make_reclaim_plan
-from cidrx.whereabouts.steps import pointer_token
 from tests import whereabouts_cases as wc
 
 NOW = "2024-12-09T03:45:00Z"

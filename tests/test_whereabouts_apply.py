@@ -15,17 +15,17 @@ from cidrx.engine.executor import StepContext
 from cidrx.engine.journal import Journal
 from cidrx.engine.waiting import Waiter
 from cidrx.errors import StalePlan
+from cidrx.ipam.whereabouts.analyze import analyze_whereabouts
+from cidrx.ipam.whereabouts.collect import collect_whereabouts
+from cidrx.ipam.whereabouts.model import GROUP, POOLS, RESERVATIONS, VERSION
+from cidrx.ipam.whereabouts.plan import RELEASE, check_drift, make_reclaim_plan
+from cidrx.ipam.whereabouts.steps import EXECUTORS
 from cidrx.kube.api import KubeApi
 from cidrx.kube.ipam import KubeApis
 from cidrx.kube.model import KubeSection
 from cidrx.model.plan import Plan, load_plan, save_plan
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.render.progress import NullProgress
-from cidrx.whereabouts.analyze import analyze_whereabouts
-from cidrx.whereabouts.collect import collect_whereabouts
-from cidrx.whereabouts.model import GROUP, POOLS, RESERVATIONS, VERSION
-from cidrx.whereabouts.plan import RELEASE, check_drift, make_reclaim_plan
-from cidrx.whereabouts.steps import EXECUTORS
 from tests import whereabouts_cases as wc
 from tests.fakes.kube_server import FakeKubeServer, RequestRecord
 

@@ -21,18 +21,18 @@ from cidrx.engine.apply import run_plan
 from cidrx.engine.executor import StepContext
 from cidrx.engine.journal import Journal
 from cidrx.engine.waiting import Waiter
+from cidrx.ipam.liveness import AddressHolders, canonical_ip
+from cidrx.ipam.whereabouts.collect import collect_whereabouts
+from cidrx.ipam.whereabouts.model import name_addresses, pool_name
+from cidrx.ipam.whereabouts.plan import DELETE_RESERVATION, RELEASE, check_drift, make_reclaim_plan
+from cidrx.ipam.whereabouts.steps import EXECUTORS
 from cidrx.kube.api import KubeApi
 from cidrx.kube.collect import pod_state_from
 from cidrx.kube.ipam import KubeApis
-from cidrx.kube.liveness import AddressHolders, canonical_ip
 from cidrx.kube.model import KubeSection
 from cidrx.model.plan import Plan, save_plan
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.render.progress import NullProgress
-from cidrx.whereabouts.collect import collect_whereabouts
-from cidrx.whereabouts.model import name_addresses, pool_name
-from cidrx.whereabouts.plan import DELETE_RESERVATION, RELEASE, check_drift, make_reclaim_plan
-from cidrx.whereabouts.steps import EXECUTORS
 from tests import whereabouts_cases as wc
 from tests.fakes.kube_server import FakeKubeServer
 

@@ -12,17 +12,17 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cidrx.cli import cli
-from cidrx.model.plan import load_plan
-from cidrx.model.snapshot import load_snapshot
-from cidrx.whereabouts.analyze import analyze_whereabouts
-from cidrx.whereabouts.model import (
+from cidrx.ipam.whereabouts.analyze import analyze_whereabouts
+from cidrx.ipam.whereabouts.model import (
     OverlappingReservation,
     go_ip_string,
     name_addresses,
     pool_name,
     reservation_name,
 )
-from cidrx.whereabouts.plan import DELETE_RESERVATION, RELEASE, make_reclaim_plan
+from cidrx.ipam.whereabouts.plan import DELETE_RESERVATION, RELEASE, make_reclaim_plan
+from cidrx.model.plan import load_plan
+from cidrx.model.snapshot import load_snapshot
 from tests import whereabouts_cases as wc
 from tests import whereabouts_upstream_cases as uc
 from tests.fakes.crd_schemas import SCHEMAS

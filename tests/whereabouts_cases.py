@@ -13,14 +13,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from cidrx.ipam.liveness import FINISHED_PHASES
+from cidrx.ipam.whereabouts.collect import pod_refs, section_from
+from cidrx.ipam.whereabouts.model import WhereaboutsSection, reservation_name
 from cidrx.kube.collect import AddressRanges, _ipam_cidrs, node_from
 from cidrx.kube.collect import section_from as kube_section_from
-from cidrx.kube.liveness import FINISHED_PHASES
 from cidrx.kube.model import KubeSection, PodState
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target
-from cidrx.whereabouts.collect import pod_refs, section_from
-from cidrx.whereabouts.model import WhereaboutsSection, reservation_name
 
 JSON = dict[str, Any]
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "whereabouts-stale.snapshot.json"

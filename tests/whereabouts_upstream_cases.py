@@ -24,8 +24,8 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from cidrx.ipam.whereabouts.model import pool_name, reservation_name
 from cidrx.model.snapshot import Snapshot
-from cidrx.whereabouts.model import pool_name, reservation_name
 from tests import whereabouts_cases as wc
 
 JSON = dict[str, Any]

@@ -75,12 +75,12 @@ def collect_live(opts: TargetOptions) -> Snapshot:
     A plain Kubernetes target has nothing but the cluster: when its API cannot be read, the snapshot is
     empty and a diagnosis of it would pass a CI gate, so that is an access error (exit 6) instead.
     """
-    from cidrx import targets
+    from cidrx import dispatch
     from cidrx.errors import AccessDenied
 
     target = resolve_target(opts)
-    targets.require_supported(target)
-    snap = targets.collect_snapshot(target, opts)
+    dispatch.require_supported(target)
+    snap = dispatch.collect_snapshot(target, opts)
     if target.provider == "k8s" and not snap.kube.available:
         raise AccessDenied(
             f"cannot read {target.label()}: {snap.kube.reason or 'the Kubernetes API is unreachable'}",
@@ -181,7 +181,7 @@ def fleet_jobs(opts: TargetOptions, all_contexts: bool) -> tuple[list[Job], list
     notes: list[str] = []
     floor = EXIT_OK
     if opts.provider == "eks":
-        from cidrx.eks.api import EksApi
+        from cidrx.providers.eks.api import EksApi
 
         assert opts.region is not None  # check_fleet_flags
         api = EksApi(opts.region, opts.profile)
@@ -195,7 +195,7 @@ def fleet_jobs(opts: TargetOptions, all_contexts: bool) -> tuple[list[Job], list
             "check --region and --profile (the account the credentials use)",
         )
         return jobs, notes, floor
-    from cidrx.gke.api import ALL_LOCATIONS, GkeApi
+    from cidrx.providers.gke.api import ALL_LOCATIONS, GkeApi
 
     assert opts.project is not None  # check_fleet_flags
     listed = GkeApi(opts.project, ALL_LOCATIONS).list_clusters()
@@ -237,14 +237,14 @@ def collect_member(opts: TargetOptions, job: Job) -> Snapshot:
     member = member_options(opts, job)
     if job.kube_skipped is None or opts.no_kube:
         return collect_live(member)
-    from cidrx import targets
+    from cidrx import dispatch
     from cidrx.kube.model import KubeSection
     from cidrx.model.snapshot import seal
 
     target = resolve_target(member)
-    module = targets.provider(target)
+    module = dispatch.provider(target)
     kube = KubeSection(available=False, reason=job.kube_skipped)
-    return seal(module.collect(target, member, kube, targets.utc_now()))
+    return seal(module.collect(target, member, kube, dispatch.utc_now()))
 
 
 def preload(provider: str) -> None:
@@ -253,7 +253,11 @@ def preload(provider: str) -> None:
     import importlib
     import importlib.util
 
-    for name in (f"cidrx.{provider}.provider", f"cidrx.{provider}.collect", f"cidrx.{provider}.analyze"):
+    for name in (
+        f"cidrx.providers.{provider}.provider",
+        f"cidrx.providers.{provider}.collect",
+        f"cidrx.providers.{provider}.analyze",
+    ):
         if importlib.util.find_spec(name) is not None:
             importlib.import_module(name)
     for name in ("cidrx.kube.collect", "cidrx.kube.ipam", "cidrx.render.fleet"):
@@ -262,7 +266,7 @@ def preload(provider: str) -> None:
 
 def diagnose_many(opts: TargetOptions, all_contexts: bool, parallel: int, output: str, fail_on: str) -> int:
     """Fleet mode: every cluster, `parallel` at a time; progress on stderr as each one finishes."""
-    from cidrx import fleet, targets
+    from cidrx import dispatch, fleet
     from cidrx.render.fleet import cut, render_fleet, status
     from cidrx.render.progress import make_progress
     from cidrx.render.term import stdout_term
@@ -283,7 +287,7 @@ def diagnose_many(opts: TargetOptions, all_contexts: bool, parallel: int, output
 
     result = fleet.diagnose_fleet(
         jobs,
-        lambda job: targets.analyze(collect_member(opts, job)),
+        lambda job: dispatch.analyze(collect_member(opts, job)),
         lambda d: exit_code_for(d, fail_on),
         parallel=parallel,
         on_done=on_done,
@@ -372,7 +376,7 @@ def diagnose(
       cidrx diagnose --k8s --context a --context b
       cidrx diagnose --k8s --all-contexts --parallel 8
     """
-    from cidrx import targets
+    from cidrx import dispatch
     from cidrx.render import render_diagnosis
     from cidrx.render.term import stdout_term
 
@@ -382,7 +386,7 @@ def diagnose(
             raise InvalidInput("-o html maps one cluster; diagnose the clusters one by one, or use -o markdown")
         return diagnose_many(target, all_contexts, parallel, output, fail_on)
     snap = get_snapshot(target, snapshot_path)
-    d = targets.analyze(snap)
+    d = dispatch.analyze(snap)
     if snapshot_path:
         d = dataclasses.replace(d, taken_at=snap.taken_at)  # a saved snapshot: say how old it is
     if snapshot_path and snapshot_path != "-":
@@ -390,7 +394,7 @@ def diagnose(
     if output == "html":
         from cidrx.render.html import render_html
 
-        click.echo(render_html(d, targets.address_maps(snap)), nl=False)
+        click.echo(render_html(d, dispatch.address_maps(snap)), nl=False)
         return exit_code_for(d, fail_on)
     click.echo(render_diagnosis(d, output, stdout_term()), nl=False)
     return exit_code_for(d, fail_on)

@@ -23,9 +23,9 @@ from cidrx.errors import CidrxError, InvalidInput
 from cidrx.render import PLAN_FORMATS, render_plan
 
 if TYPE_CHECKING:
+    from cidrx.dispatch import PlanOptions
     from cidrx.model.plan import Plan
     from cidrx.model.snapshot import Snapshot
-    from cidrx.targets import PlanOptions
 
 # Kept literal so `--help` imports no provider; tests check it equals the providers' own lists.
 STRATEGIES = ("custom-networking", "prefix-delegation", "node-pool", "cluster-range", "calico-pool")
@@ -98,7 +98,7 @@ def make(
     output: str,
     emit: str | None = None,
 ) -> int:
-    from cidrx import targets
+    from cidrx import dispatch
 
     if options.cidr:
         _check_cidr(options.cidr)
@@ -109,7 +109,7 @@ def make(
             hint=f"use --out {stem}.json --emit terraform: the plan goes to {stem}.json and its HCL to {stem}.tf",
         )
     snap = get_snapshot(target, snapshot_path)
-    plan = targets.make_plan(snap, options)
+    plan = dispatch.make_plan(snap, options)
     if emit is None:
         return write_plan(plan, out, output, "expand", snap)
     if out == "-":  # the HCL instead of the plan's JSON: nothing is saved
@@ -153,12 +153,12 @@ def plan_text(plan: Plan, output: str, snapshot: Snapshot | None) -> str:
 
     if output != "html":
         return render_plan(plan, output, stdout_term())
-    from cidrx import targets
+    from cidrx import dispatch
     from cidrx.render.html import render_html
 
     if snapshot is None:
         raise InvalidInput("-o html needs the snapshot the plan is made from")
-    return render_html(targets.analyze(snapshot), targets.address_maps(snapshot), plan)
+    return render_html(dispatch.analyze(snapshot), dispatch.address_maps(snapshot), plan)
 
 
 def write_plan(plan: Plan, out: str | None, output: str, command: str, snapshot: Snapshot | None = None) -> int:
@@ -185,12 +185,12 @@ RECLAIM_STRATEGIES = ("whereabouts-reclaim", "calico-reclaim")
 
 def load_for_apply(target: TargetOptions, plan_path: str, command: str) -> Plan:
     """The plan at `plan_path`, checked against the target flags and the command it belongs to."""
-    from cidrx import targets
+    from cidrx import dispatch
     from cidrx.model.plan import load_plan
 
     plan = load_plan(plan_path)
     check_matches(target, plan.target, f"plan {plan_path}")
-    targets.require_supported(plan.target)
+    dispatch.require_supported(plan.target)
     belongs = "reclaim" if plan.strategy in RECLAIM_STRATEGIES else "expand"
     if belongs != command:
         raise InvalidInput(f"{plan_path} is a {plan.strategy} plan; apply it with: cidrx {belongs} --apply {plan_path}")
@@ -211,7 +211,7 @@ def apply(
     """Carry out the plan at `plan_path` (shared by `expand --apply` and `reclaim --apply`); `plan` is that
     file already loaded with `load_for_apply`, if the caller did. After the last step a fresh snapshot
     shows whether it worked (cidrx.engine.verify); it is printed and recorded in the journal."""
-    from cidrx import targets
+    from cidrx import dispatch
     from cidrx.render.progress import make_progress
     from cidrx.render.table import render_plan as plan_table
     from cidrx.render.table import render_results
@@ -233,15 +233,15 @@ def apply(
     progress = make_progress(sys.stderr)
     progress.note(f"taking a fresh snapshot of {plan.target.label()} to check the plan still holds")
     with reading_status(f"reading {plan.target.label()}"):
-        snap = targets.collect_for_plan(plan, target)
+        snap = dispatch.collect_for_plan(plan, target)
     with boundary.applying():
-        outcomes = targets.apply_plan(plan, plan_path, snap, target, progress)
+        outcomes = dispatch.apply_plan(plan, plan_path, snap, target, progress)
     progress.note(f"taking a fresh snapshot of {plan.target.label()} to see what the apply changed")
     verification = None
     unverified = None
     try:
         with reading_status(f"reading {plan.target.label()} again"):
-            verification = targets.verify_apply(plan, plan_path, snap, target)
+            verification = dispatch.verify_apply(plan, plan_path, snap, target)
     except CidrxError as exc:  # the apply itself is done; say why its result could not be checked
         unverified = exc.message
     rows = [(o.step_id, o.status, dict(o.outputs)) for o in outcomes]
@@ -383,7 +383,7 @@ def expand(
         return apply(target, apply_path, yes, output=output)
     if yes:
         raise InvalidInput("--yes only works with --apply; --plan never changes anything")
-    from cidrx.targets import PlanOptions
+    from cidrx.dispatch import PlanOptions
 
     options = PlanOptions(
         strategy,

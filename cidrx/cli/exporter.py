@@ -39,11 +39,11 @@ def _log(line: str) -> None:
 
 def single_collect(opts: TargetOptions, snapshot_path: str | None) -> Collect:
     """One cluster (or a snapshot file, read again each time): its diagnosis, or the error it raises."""
-    from cidrx import targets
+    from cidrx import dispatch
     from cidrx.exporter import Outcome
 
     def collect() -> Outcome:
-        d = targets.analyze(get_snapshot(opts, snapshot_path))
+        d = dispatch.analyze(get_snapshot(opts, snapshot_path))
         return Outcome((d,), (), (d.target.label(),))
 
     return collect
@@ -52,7 +52,7 @@ def single_collect(opts: TargetOptions, snapshot_path: str | None) -> Collect:
 def fleet_collect(opts: TargetOptions, all_contexts: bool, parallel: int) -> Collect:
     """Every cluster of the fleet, listed again each time (clusters come and go); one that cannot be read
     is a failure of this collection but not of the others."""
-    from cidrx import fleet, targets
+    from cidrx import dispatch, fleet
     from cidrx.errors import EXIT_OK
     from cidrx.exporter import Outcome
 
@@ -60,7 +60,7 @@ def fleet_collect(opts: TargetOptions, all_contexts: bool, parallel: int) -> Col
         jobs, notes, floor = fleet_jobs(opts, all_contexts)
         result = fleet.diagnose_fleet(
             jobs,
-            lambda job: targets.analyze(collect_member(opts, job)),
+            lambda job: dispatch.analyze(collect_member(opts, job)),
             lambda d: EXIT_OK,
             parallel=parallel,
             notes=notes,
@@ -119,7 +119,7 @@ def exporter(
       cidrx exporter --eks --region R --cluster C --listen 0.0.0.0:9877 --interval 300
       cidrx exporter --k8s --all-contexts --interval 120
     """
-    from cidrx import targets
+    from cidrx import dispatch
     from cidrx.exporter import parse_interval, parse_listen, run_exporter
 
     host, port = parse_listen(listen)
@@ -135,6 +135,6 @@ def exporter(
         read_snapshot(snapshot_path, target)  # a missing or corrupt file is exit 2 now, not a failing exporter
         collect = single_collect(target, snapshot_path)
     else:
-        targets.require_supported(resolve_target(target))
+        dispatch.require_supported(resolve_target(target))
         collect = single_collect(target, None)
     return run_exporter(collect, host, port, seconds, _log)

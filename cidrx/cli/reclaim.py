@@ -73,7 +73,7 @@ def reclaim(
         raise InvalidInput("--yes only works with --apply; --plan never changes anything")
     if ipam is None:
         raise InvalidInput("reclaim --plan needs --ipam whereabouts or --ipam calico")
-    from cidrx import targets
+    from cidrx import dispatch
 
     snap = get_snapshot(target, snapshot_path)
-    return write_plan(targets.make_reclaim_plan(snap, ipam), out, output, "reclaim", snap)
+    return write_plan(dispatch.make_reclaim_plan(snap, ipam), out, output, "reclaim", snap)

@@ -92,14 +92,14 @@ def collect_with(api: KubeApi, *, provider: str) -> KubeSection:
 def _collect_ipams(api: KubeApi, groups: set[str], provider: str) -> dict[str, Any]:
     found: dict[str, Any] = {}
     if WHEREABOUTS_GROUP in groups:
-        from cidrx.whereabouts.collect import collect_whereabouts
+        from cidrx.ipam.whereabouts.collect import collect_whereabouts
 
         found["whereabouts"] = collect_whereabouts(api)
-    from cidrx.calico.collect import calico_api  # crd.projectcalico.org/v1, or projectcalico.org/v3 alone
+    from cidrx.ipam.calico.collect import calico_api  # crd.projectcalico.org/v1, or projectcalico.org/v3 alone
 
     calico_version = calico_api(groups)
     if calico_version is not None:
-        from cidrx.calico.collect import collect_calico
+        from cidrx.ipam.calico.collect import collect_calico
 
         found["calico"] = collect_calico(api, calico_version)
     if provider == "k8s":
@@ -112,11 +112,11 @@ def _collect_ipams(api: KubeApi, groups: set[str], provider: str) -> dict[str, A
 def _ipam_pod_refs(ipam: Mapping[str, Any]) -> set[str]:
     refs: set[str] = set()
     if ipam.get("whereabouts") is not None:
-        from cidrx.whereabouts.collect import pod_refs as whereabouts_refs
+        from cidrx.ipam.whereabouts.collect import pod_refs as whereabouts_refs
 
         refs |= whereabouts_refs(ipam["whereabouts"])
     if ipam.get("calico") is not None:
-        from cidrx.calico.collect import pod_refs as calico_refs
+        from cidrx.ipam.calico.collect import pod_refs as calico_refs
 
         refs |= calico_refs(ipam["calico"])
     return refs
@@ -139,7 +139,7 @@ def _ipam_cidrs(ipam: Mapping[str, Any]) -> list[str]:
 class AddressRanges:
     """Merged address intervals, for asking cheaply whether a pod's address lies in an IPAM's range.
 
-    A pod whose address lies in one is kept as PodState: liveness (cidrx.kube.liveness) is decided by
+    A pod whose address lies in one is kept as PodState: liveness (cidrx.ipam.liveness) is decided by
     which unfinished pods report an address, not only by the pod an IPAM record names.
     """
 

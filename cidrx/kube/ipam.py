@@ -15,13 +15,13 @@ from cidrx.errors import InvalidInput
 from cidrx.model.target import in_cluster_flags
 
 if TYPE_CHECKING:
+    from cidrx.dispatch import PlanOptions
     from cidrx.engine.executor import Executor
     from cidrx.kube.api import KubeApi
     from cidrx.kube.model import KubeSection
     from cidrx.model.findings import Capacity, Finding
     from cidrx.model.plan import Plan
     from cidrx.model.snapshot import Snapshot
-    from cidrx.targets import PlanOptions
 
 IPAMS = ("whereabouts", "calico")
 RECLAIM_STRATEGIES = {"whereabouts": "whereabouts-reclaim", "calico": "calico-reclaim"}
@@ -42,13 +42,13 @@ def analyze(kube: KubeSection) -> tuple[list[Capacity], list[Finding]]:
     findings: list[Finding] = []
     pods = {p.key: p for p in kube.ipam_pods}
     if kube.whereabouts is not None:
-        from cidrx.whereabouts.analyze import analyze_whereabouts
+        from cidrx.ipam.whereabouts.analyze import analyze_whereabouts
 
         c, f = analyze_whereabouts(kube.whereabouts, pods, available=kube.available)
         capacity += c
         findings += f
     if kube.calico is not None:
-        from cidrx.calico.analyze import analyze_calico
+        from cidrx.ipam.calico.analyze import analyze_calico
 
         c, f = analyze_calico(kube.calico, pods, kube.nodes, available=kube.available)
         capacity += c
@@ -80,11 +80,11 @@ def _require(snapshot: Snapshot, ipam: str) -> None:
 def make_reclaim_plan(snapshot: Snapshot, ipam: str, created_at: str) -> Plan:
     _require(snapshot, ipam)
     if ipam == "whereabouts":
-        from cidrx.whereabouts.plan import make_reclaim_plan as whereabouts_plan
+        from cidrx.ipam.whereabouts.plan import make_reclaim_plan as whereabouts_plan
 
         return whereabouts_plan(snapshot, created_at)
     if ipam == "calico":
-        from cidrx.calico.plan import make_reclaim_plan as calico_plan
+        from cidrx.ipam.calico.plan import make_reclaim_plan as calico_plan
 
         return calico_plan(snapshot, created_at)
     raise InvalidInput(f"unknown IPAM {ipam!r}; choose one of {', '.join(IPAMS)}")
@@ -92,7 +92,7 @@ def make_reclaim_plan(snapshot: Snapshot, ipam: str, created_at: str) -> Plan:
 
 def make_expand_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
     _require(snapshot, "calico")
-    from cidrx.calico.plan import make_pool_plan
+    from cidrx.ipam.calico.plan import make_pool_plan
 
     return make_pool_plan(snapshot, opts, created_at)
 
@@ -108,20 +108,20 @@ def _module(plan: Plan) -> str:
 def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> None:
     """`begun`: steps an earlier apply of `plan` started (their entries are re-decided per entry instead)."""
     if _module(plan) == "whereabouts":
-        from cidrx.whereabouts.plan import check_drift as whereabouts_drift
+        from cidrx.ipam.whereabouts.plan import check_drift as whereabouts_drift
 
         whereabouts_drift(plan, snapshot, begun)
     else:
-        from cidrx.calico.plan import check_drift as calico_drift
+        from cidrx.ipam.calico.plan import check_drift as calico_drift
 
         calico_drift(plan, snapshot, begun)
 
 
 def executors(plan: Plan) -> Mapping[str, Executor]:
     if _module(plan) == "whereabouts":
-        from cidrx.whereabouts.steps import EXECUTORS as WHEREABOUTS
+        from cidrx.ipam.whereabouts.steps import EXECUTORS as WHEREABOUTS
 
         return WHEREABOUTS
-    from cidrx.calico.steps import EXECUTORS as CALICO
+    from cidrx.ipam.calico.steps import EXECUTORS as CALICO
 
     return CALICO

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cidrx.calico.model import CalicoSection
+from cidrx.ipam.calico.model import CalicoSection
+from cidrx.ipam.whereabouts.model import WhereaboutsSection
 from cidrx.model.validation import IpAddr, IpAddrOrEmpty, IpCidr, first_problem, repeated
-from cidrx.whereabouts.model import WhereaboutsSection
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ class KubeSection:
     aws_node: WorkloadEnv | None = None
     eniconfigs: tuple[EniConfig, ...] = ()
     # Pods named by IPAM records, and every unfinished pod reporting an address inside an IPAM-managed range
-    # (see PodState, cidrx.kube.liveness), sorted by namespace/name; a named pod missing here is gone.
+    # (see PodState, cidrx.ipam.liveness), sorted by namespace/name; a named pod missing here is gone.
     ipam_pods: tuple[PodState, ...] = ()
     calico: CalicoSection | None = None
     whereabouts: WhereaboutsSection | None = None

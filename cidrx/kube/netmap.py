@@ -20,7 +20,7 @@ def _v4(text: str) -> IPv4Network | None:
 def calico_maps(kube: KubeSection) -> list[NetworkMap]:
     if kube.calico is None:
         return []
-    from cidrx.calico.analyze import pool_of
+    from cidrx.ipam.calico.analyze import pool_of
 
     out = []
     for pool in kube.calico.pools:
@@ -53,7 +53,7 @@ def calico_maps(kube: KubeSection) -> list[NetworkMap]:
 def whereabouts_maps(kube: KubeSection) -> list[NetworkMap]:
     if kube.whereabouts is None:
         return []
-    from cidrx.whereabouts.analyze import pool_space, stale_allocations
+    from cidrx.ipam.whereabouts.analyze import pool_space, stale_allocations
 
     pods = {p.key: p for p in kube.ipam_pods}
     stale = (

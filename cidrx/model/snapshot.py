@@ -11,13 +11,13 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from cidrx.eks.model import EksSection
 from cidrx.errors import InvalidInput
-from cidrx.gke.model import GkeSection
 from cidrx.kube.model import KubeSection
 from cidrx.model import codec
 from cidrx.model.target import Target
 from cidrx.model.validation import check_values
+from cidrx.providers.eks.model import EksSection
+from cidrx.providers.gke.model import GkeSection
 
 SNAPSHOT_SCHEMA = "cidrx.snapshot/v1"
 

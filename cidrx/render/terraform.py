@@ -19,11 +19,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cidrx.calico.plan import ippool_object
 from cidrx.errors import InvalidInput
+from cidrx.ipam.calico.plan import ippool_object
 from cidrx.model.plan import DIGEST_TAG, Plan, Step
 
-GKE_PLAN_LABEL = "cidrx-plan"  # as cidrx.gke.plan.PLAN_LABEL: GCE label keys allow no dots or slashes
+GKE_PLAN_LABEL = "cidrx-plan"  # as cidrx.providers.gke.plan.PLAN_LABEL: GCE label keys allow no dots or slashes
 ENICONFIG_API = "crd.k8s.amazonaws.com/v1alpha1"
 CALICO_API = "crd.projectcalico.org/v1"
 SNIPPET_START = ">>> snippet"

@@ -1,0 +1,533 @@
+"""EKS diagnosis: why pods on this cluster cannot get addresses from the AWS VPC CNI, as findings and
+capacity figures. A pure function of the snapshot, so it runs the same online and offline.
+
+Finding ids are stable (docs/findings.md lists them).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from ipaddress import IPv4Network
+
+from cidrx import netmath
+from cidrx.errors import InvalidInput
+from cidrx.kube.model import KubeSection
+from cidrx.model.findings import Capacity, Diagnosis, Finding, Severity, make_diagnosis, utilization
+from cidrx.model.snapshot import Snapshot
+from cidrx.providers.eks.cni import CniConfig, cni_config, max_pods, node_ips_for_new_node, pod_ips_for_new_node
+from cidrx.providers.eks.model import EksSection, InstanceType, Nodegroup, Subnet
+
+NEARLY_FULL = 0.8
+IP_ASSIGN_TEXT = "failed to assign an ip address to container"
+NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
+MAX_EVIDENCE = 6
+
+# Where a remediation names the expand command; `analyze` fills in this cluster's full command line.
+EXPAND = "{EXPAND}"
+
+
+@dataclass(frozen=True)
+class SubnetUse:
+    """A subnet as this cluster uses it: for pods, for nodes, or just listed on the cluster."""
+
+    subnet: Subnet
+    roles: tuple[str, ...]
+    size: int
+    free_28: int
+    need_pods: int  # pod addresses one more node takes here (0 when no pods come from it)
+    need_node: int  # node addresses one more node takes here (0 when no nodes go here)
+
+    @property
+    def need(self) -> int:
+        return self.need_pods + self.need_node
+
+    @property
+    def used(self) -> int:
+        return max(0, self.size - self.subnet.available_ips)
+
+
+def subnet_label(s: Subnet) -> str:
+    name = s.tags.get("Name")
+    return f"{s.subnet_id} ({name})" if name else s.subnet_id
+
+
+def usable_addresses(cidr: str) -> int:
+    return max(0, netmath.parse_cidr(cidr).num_addresses - netmath.AWS_RESERVED_PER_SUBNET)
+
+
+def free_prefix_blocks(s: Subnet) -> int:
+    """Aligned /28 blocks with no address in use: what prefix delegation can actually get."""
+    net = netmath.parse_cidr(s.cidr)
+    if net.prefixlen > 28:
+        return 0
+    occupied: list[IPv4Network] = list(netmath.aws_reserved_addresses(net))
+    for u in s.used:
+        try:
+            occupied.append(IPv4Network(u, strict=False))
+        except ValueError:
+            continue
+    return netmath.count_free_blocks(28, [net], occupied)
+
+
+def _types_by_name(eks: EksSection) -> dict[str, InstanceType]:
+    return {t.name: t for t in eks.instance_types}
+
+
+def _largest_type(names: tuple[str, ...], types: dict[str, InstanceType]) -> InstanceType | None:
+    known = [types[n] for n in names if n in types]
+    return max(known, key=lambda t: t.ips_per_eni, default=None)
+
+
+def pod_subnet_ids(eks: EksSection, kube: KubeSection, cni: CniConfig) -> set[str]:
+    if cni.custom_networking and kube.eniconfigs:
+        return {e.subnet for e in kube.eniconfigs}
+    return node_subnet_ids(eks)
+
+
+def node_subnet_ids(eks: EksSection) -> set[str]:
+    ids = {sid for ng in eks.nodegroups for sid in ng.subnet_ids}
+    return ids or set(eks.cluster.subnet_ids)
+
+
+def subnet_uses(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[SubnetUse]:
+    """The cluster's subnets (cluster, node group and ENIConfig subnets), each with what one more node
+    would take from it."""
+    types = _types_by_name(eks)
+    pods = pod_subnet_ids(eks, kube, cni)
+    nodes = node_subnet_ids(eks)
+    node_type_by_subnet: dict[str, InstanceType | None] = {}
+    for ng in eks.nodegroups:
+        t = _largest_type(ng.instance_types, types)
+        for sid in ng.subnet_ids:
+            cur = node_type_by_subnet.get(sid)
+            if cur is None or (t is not None and t.ips_per_eni > cur.ips_per_eni):
+                node_type_by_subnet[sid] = t
+    any_type = _largest_type(tuple(types), types)
+    wanted = set(eks.cluster.subnet_ids) | pods | nodes
+    out: list[SubnetUse] = []
+    for s in sorted(eks.subnets, key=lambda x: (x.az, x.cidr)):
+        if s.subnet_id not in wanted:
+            continue
+        roles = []
+        if s.subnet_id in nodes:
+            roles.append("nodes")
+        if s.subnet_id in pods:
+            roles.append("pods")
+        if s.subnet_id in eks.cluster.subnet_ids:
+            roles.append("cluster")
+        itype = node_type_by_subnet.get(s.subnet_id) or any_type
+        need_node = node_ips_for_new_node(itype, cni) if s.subnet_id in nodes else 0
+        if cni.custom_networking and s.subnet_id in nodes:
+            need_node = 1
+        need_pods = pod_ips_for_new_node(itype, cni) if (cni.custom_networking and s.subnet_id in pods) else 0
+        out.append(SubnetUse(s, tuple(roles), usable_addresses(s.cidr), free_prefix_blocks(s), need_pods, need_node))
+    return out
+
+
+def _subnet_findings(uses: list[SubnetUse], cni: CniConfig) -> list[Finding]:
+    findings: list[Finding] = []
+    by_az: dict[str, list[SubnetUse]] = defaultdict(list)
+    for u in uses:
+        if u.need == 0:
+            continue
+        by_az[u.subnet.az].append(u)
+        free = u.subnet.available_ips
+        util = utilization(u.used, u.size)
+        what = "/".join(r for r in u.roles if r != "cluster")
+        evidence = (
+            f"{u.subnet.cidr} in {u.subnet.az}: {free} of {u.size} usable addresses free ({util:.0%} used)",
+            f"one more node needs {u.need} address(es) here ({_need_text(u, cni)})",
+        )
+        if free < u.need:
+            findings.append(
+                Finding(
+                    "EKS-SUBNET-EXHAUSTED",
+                    Severity.CRITICAL,
+                    subnet_label(u.subnet),
+                    f"{what} subnet {u.subnet.cidr} in {u.subnet.az} is out of addresses "
+                    f"({free} free, a new node needs {u.need})",
+                    evidence,
+                    "Add pod address space: `{EXPAND}` (secondary VPC CIDR, a subnet per "
+                    "AZ, ENIConfigs, custom networking and a new node group).",
+                )
+            )
+        elif util >= NEARLY_FULL or free < 2 * u.need:
+            findings.append(
+                Finding(
+                    "EKS-SUBNET-NEARLY-EXHAUSTED",
+                    Severity.WARNING,
+                    subnet_label(u.subnet),
+                    f"{what} subnet {u.subnet.cidr} in {u.subnet.az} is {util:.0%} used "
+                    f"(room for {free // max(1, u.need)} more node(s))",
+                    evidence,
+                    "Plan more pod address space before the next scale-up: `{EXPAND}`.",
+                )
+            )
+    for az, az_uses in sorted(by_az.items()):
+        # A new node needs both its own address (node subnets) and, with custom networking, pod addresses
+        # from its zone's ENIConfig subnet: the AZ is stuck when either side has no subnet with room.
+        node_side = [u for u in az_uses if u.need_node]
+        pod_side = [u for u in az_uses if not u.need_node]
+        if any(side and all(u.subnet.available_ips < u.need for u in side) for side in (node_side, pod_side)):
+            findings.append(
+                Finding(
+                    "EKS-AZ-EXHAUSTED",
+                    Severity.CRITICAL,
+                    az,
+                    f"no subnet the cluster uses in {az} can take another node",
+                    tuple(f"{subnet_label(u.subnet)}: {u.subnet.available_ips} free" for u in az_uses),
+                    "New nodes and pods in this AZ will fail until address space is added.",
+                )
+            )
+    return findings
+
+
+def _need_text(u: SubnetUse, cni: CniConfig) -> str:
+    parts = []
+    if u.need_node:
+        parts.append("node primary address" + (" + warm pod pool" if u.need_node > 1 else ""))
+    if u.need_pods:
+        parts.append(f"{u.need_pods} pod addresses for the warm pool")
+    mode = "prefix delegation" if cni.prefix_delegation else f"WARM_ENI_TARGET={cni.warm_eni_target}"
+    if cni.warm_ip_target is not None or cni.minimum_ip_target is not None:
+        mode = f"WARM_IP_TARGET={cni.warm_ip_target}, MINIMUM_IP_TARGET={cni.minimum_ip_target}"
+    return ", ".join(parts) + f"; {mode}"
+
+
+def _event_findings(eks: EksSection, kube: KubeSection) -> list[Finding]:
+    findings: list[Finding] = []
+    failed = [e for e in kube.events if e.reason == "FailedCreatePodSandBox" and IP_ASSIGN_TEXT in e.message.lower()]
+    if failed:
+        total = sum(max(1, e.count) for e in failed)
+        creating = [p for p in kube.waiting_pods if p.reason == "ContainerCreating"]
+        evidence = [f"{e.namespace}/{e.name}: {e.message}" for e in failed[:MAX_EVIDENCE]]
+        if creating:
+            evidence.append(f"{len(creating)} pod(s) stuck in ContainerCreating")
+        findings.append(
+            Finding(
+                "EKS-POD-IP-ASSIGN-FAILED",
+                Severity.CRITICAL,
+                f"cluster {eks.cluster.name}",
+                f"the VPC CNI failed to assign pod IPs {total} time(s) across {len(failed)} pod(s)",
+                tuple(evidence),
+                "Pods cannot start until the node's subnet (or ENIConfig subnet) has free addresses; see the "
+                "subnet findings and `{EXPAND}`.",
+            )
+        )
+    short = [e for e in kube.events if e.reason == "InsufficientFreeAddressesInSubnet"]
+    short_evidence = tuple(f"event {e.namespace}/{e.name}: {e.message}" for e in short[:MAX_EVIDENCE])
+    starved = [ng for ng in eks.nodegroups if any("InsufficientFreeAddresses" in c for c in ng.health_issues)]
+    for ng in starved:
+        findings.append(
+            Finding(
+                "EKS-NODEGROUP-NO-ADDRESSES",
+                Severity.CRITICAL,
+                f"nodegroup {ng.name}",
+                f"node group {ng.name} cannot launch nodes: its subnets have no free addresses",
+                tuple(f"node group health issue: {c}" for c in ng.health_issues) + short_evidence,
+                "Give the node group subnets with room (the expand plan adds a node group in subnets that have space).",
+            )
+        )
+    if short and not starved:
+        findings.append(
+            Finding(
+                "EKS-NODEGROUP-NO-ADDRESSES",
+                Severity.CRITICAL,
+                f"cluster {eks.cluster.name}",
+                "nodes could not be launched: InsufficientFreeAddressesInSubnet",
+                short_evidence,
+                "Give the node groups subnets with room; see `{EXPAND}`.",
+            )
+        )
+    return findings
+
+
+def _custom_networking_findings(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[Finding]:
+    findings: list[Finding] = []
+    subnets = {s.subnet_id: s for s in eks.subnets}
+    by_name = {e.name: e for e in kube.eniconfigs}
+    if not cni.custom_networking:
+        if kube.eniconfigs:
+            findings.append(
+                Finding(
+                    "EKS-ENICONFIG-UNUSED",
+                    Severity.WARNING,
+                    "aws-node",
+                    f"{len(kube.eniconfigs)} ENIConfig(s) exist but custom networking is off",
+                    (f"aws-node {cni_source(cni)}: AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG is not 'true'",),
+                    "Set AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG=true and ENI_CONFIG_LABEL_DEF="
+                    "topology.kubernetes.io/zone on aws-node (or the vpc-cni add-on), then replace the nodes.",
+                )
+            )
+        return findings
+    for e in kube.eniconfigs:
+        s = subnets.get(e.subnet)
+        if s is None:
+            findings.append(
+                Finding(
+                    "EKS-ENICONFIG-SUBNET-MISSING",
+                    Severity.CRITICAL,
+                    f"eniconfig {e.name}",
+                    f"ENIConfig {e.name} points at subnet {e.subnet or '(none)'}, which is not in {eks.vpc.vpc_id}",
+                    (f"spec.subnet={e.subnet!r}",),
+                    "Point the ENIConfig at a subnet of the cluster VPC in the same AZ.",
+                )
+            )
+        elif e.name.startswith(s.az[:-1]) and e.name != s.az:
+            findings.append(
+                Finding(
+                    "EKS-ENICONFIG-WRONG-AZ",
+                    Severity.CRITICAL,
+                    f"eniconfig {e.name}",
+                    f"ENIConfig {e.name} uses subnet {e.subnet} in {s.az}: ENIs for nodes in {e.name} will fail",
+                    (f"{subnet_label(s)} is in {s.az}",),
+                    f"Point ENIConfig {e.name} at a subnet in {e.name}.",
+                )
+            )
+    node_zones = sorted({n.zone for n in kube.nodes if n.zone})
+    zones_in_use = node_zones or sorted({subnets[sid].az for sid in node_subnet_ids(eks) if sid in subnets})
+    if cni.label_def and cni.label_def != "topology.kubernetes.io/zone" and "zone" not in cni.label_def:
+        return findings
+    missing = [z for z in zones_in_use if z not in by_name]
+    if missing:
+        findings.append(
+            Finding(
+                "EKS-CUSTOM-NETWORKING-NO-ENICONFIG",
+                Severity.CRITICAL,
+                "aws-node",
+                f"custom networking is on but {len(missing)} zone(s) in use have no ENIConfig",
+                tuple(f"no ENIConfig named {z}" for z in missing)
+                + (() if cni.label_def else ("ENI_CONFIG_LABEL_DEF is not set: nodes need a label per node",)),
+                "Create an ENIConfig named after each zone (spec.subnet in that zone, spec.securityGroups = "
+                "the cluster security group).",
+            )
+        )
+    stale = [n for n in kube.nodes if n.zone in by_name and n.created and n.created < by_name[n.zone].created]
+    if stale:
+        findings.append(
+            Finding(
+                "EKS-NODES-PREDATE-ENICONFIG",
+                Severity.WARNING,
+                "nodes",
+                f"{len(stale)} node(s) joined before their zone's ENIConfig and still give pods addresses "
+                "from the node subnet",
+                tuple(f"{n.name} ({n.zone}) created {n.created}" for n in stale[:MAX_EVIDENCE]),
+                "Cordon and drain these nodes so replacements pick up the ENIConfig.",
+            )
+        )
+    return findings
+
+
+def cni_source(cni: CniConfig) -> str:
+    return {"aws-node": "DaemonSet env", "addon": "add-on configurationValues"}.get(cni.source, "defaults")
+
+
+def _max_pods_findings(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[Finding]:
+    types = _types_by_name(eks)
+    over: dict[str, list[str]] = defaultdict(list)
+    limits: dict[str, tuple[int, int]] = {}
+    for n in kube.nodes:
+        t = types.get(n.instance_type)
+        if t is None or n.allocatable_pods is None:
+            continue
+        limit = max_pods(t, cni)
+        if n.allocatable_pods > limit:
+            over[t.name].append(n.name)
+            limits[t.name] = (n.allocatable_pods, limit)
+    findings = []
+    for tname, nodes in sorted(over.items()):
+        allowed, limit = limits[tname]
+        findings.append(
+            Finding(
+                "EKS-MAX-PODS-ABOVE-ENI-LIMIT",
+                Severity.WARNING,
+                f"instance type {tname}",
+                f"{len(nodes)} {tname} node(s) accept {allowed} pods but the VPC CNI can address only {limit}",
+                tuple(nodes[:MAX_EVIDENCE]),
+                "Pods scheduled past the ENI limit sit in ContainerCreating; set max pods to the ENI formula "
+                "(or enable prefix delegation on Nitro instances).",
+            )
+        )
+    return findings
+
+
+def _warm_pool_finding(eks: EksSection, kube: KubeSection, cni: CniConfig, tight: bool) -> list[Finding]:
+    if cni.prefix_delegation or cni.warm_ip_target is not None or cni.minimum_ip_target is not None:
+        return []
+    if cni.warm_eni_target < 1 or not kube.nodes:
+        return []
+    types = _types_by_name(eks)
+    idle = 0
+    for n in kube.nodes:
+        t = types.get(n.instance_type)
+        if t is not None:
+            idle += (t.ips_per_eni - 1) * cni.warm_eni_target
+    if idle == 0:
+        return []
+    return [
+        Finding(
+            "EKS-WARM-POOL-WASTE",
+            Severity.WARNING if tight else Severity.INFO,
+            "aws-node",
+            f"WARM_ENI_TARGET={cni.warm_eni_target} keeps up to {idle} idle addresses on {len(kube.nodes)} node(s)",
+            (
+                f"WARM_IP_TARGET and MINIMUM_IP_TARGET unset ({cni_source(cni)})",
+                "each node holds a whole spare ENI of secondary addresses that no pod uses",
+            ),
+            "Set MINIMUM_IP_TARGET to the usual pods per node and WARM_IP_TARGET to a small number (2-5); "
+            "this costs more EC2 API calls on pod churn.",
+        )
+    ]
+
+
+def _prefix_findings(uses: list[SubnetUse], cni: CniConfig, exhausted: bool) -> list[Finding]:
+    pods = [u for u in uses if u.need]
+    if cni.prefix_delegation:
+        return [
+            Finding(
+                "EKS-PREFIX-NO-FREE-BLOCK",
+                Severity.CRITICAL,
+                subnet_label(u.subnet),
+                f"prefix delegation is on but {u.subnet.cidr} has no free aligned /28 "
+                f"({u.subnet.available_ips} single addresses free)",
+                (f"{u.subnet.cidr}: 0 free /28 blocks; scattered addresses cannot form a prefix",),
+                "Reserve space for prefixes with a subnet CIDR reservation (type prefix) or add a new subnet.",
+            )
+            for u in pods
+            if u.free_28 == 0
+        ]
+    full = [u for u in pods if u.subnet.available_ips < u.need]
+    if not exhausted or any(u.free_28 for u in full):
+        return []
+    return [
+        Finding(
+            "EKS-PREFIX-DELEGATION-NOT-ENOUGH",
+            Severity.INFO,
+            "prefix delegation",
+            "prefix delegation alone would not help: the full subnets have no free aligned /28 blocks",
+            tuple(f"{u.subnet.cidr} ({u.subnet.az}): {u.free_28} free /28" for u in pods),
+            "Use custom networking with a secondary CIDR (the default expand strategy).",
+        )
+    ]
+
+
+def _quota_findings(eks: EksSection) -> list[Finding]:
+    active = [c for c in eks.vpc.cidrs if c.state in ("associated", "associating")]
+    if len(active) < eks.vpc_cidr_quota:
+        return []
+    return [
+        Finding(
+            "EKS-VPC-CIDR-QUOTA-REACHED",
+            Severity.WARNING,
+            eks.vpc.vpc_id,
+            f"{eks.vpc.vpc_id} already has {len(active)} IPv4 CIDR blocks (quota {eks.vpc_cidr_quota})",
+            tuple(c.cidr for c in active),
+            "Request a higher 'IPv4 CIDR blocks per VPC' quota (L-83CA0A9D) before adding a secondary CIDR.",
+        )
+    ]
+
+
+def nodegroup_capacity(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[Capacity]:
+    types = _types_by_name(eks)
+    nodes_by_group: dict[str, list[str]] = defaultdict(list)
+    for n in kube.nodes:
+        if n.pool:
+            nodes_by_group[n.pool].append(n.name)
+    out = []
+    for ng in eks.nodegroups:
+        t = _largest_type(ng.instance_types, types)
+        per_node = max_pods(t, cni) if t else 0
+        names = nodes_by_group.get(ng.name, [])
+        nodes = len(names) if kube.available else ng.desired_size
+        used = sum(kube.pods_per_node.get(n, 0) for n in names)
+        size = per_node * nodes
+        out.append(
+            Capacity(
+                kind="nodegroup",
+                name=ng.name,
+                cidr=None,
+                size=size,
+                used=used,
+                free=max(0, size - used),
+                utilization=utilization(used, size),
+                nodes=nodes,
+                note=f"{per_node} pods/node ({', '.join(ng.instance_types)})" if t else "instance type unknown",
+                # The group's autoscaling maximum, not room in an address space: `max_nodes` stays unset
+                # so "nodes >= max_nodes" keeps meaning "no address block left for another node".
+                extra={"autoscaling_max_nodes": ng.max_size},
+            )
+        )
+    return out
+
+
+def _subnet_capacity(uses: list[SubnetUse]) -> list[Capacity]:
+    return [
+        Capacity(
+            kind="subnet",
+            name=subnet_label(u.subnet),
+            cidr=u.subnet.cidr,
+            size=u.size,
+            used=u.used,
+            free=u.subnet.available_ips,
+            utilization=utilization(u.used, u.size),
+            zone=u.subnet.az,
+            note=f"{', '.join(u.roles)}; free /28: {u.free_28}",
+        )
+        for u in uses
+    ]
+
+
+def _vpc_capacity(eks: EksSection) -> Capacity:
+    active = [c for c in eks.vpc.cidrs if c.state in ("associated", "associating")]
+    return Capacity(
+        kind="vpc-cidr-blocks",
+        name=eks.vpc.vpc_id,
+        cidr=eks.vpc.primary_cidr,
+        size=eks.vpc_cidr_quota,
+        used=len(active),
+        free=max(0, eks.vpc_cidr_quota - len(active)),
+        utilization=utilization(len(active), eks.vpc_cidr_quota),
+        note=", ".join(c.cidr for c in active),
+    )
+
+
+def analyze(snapshot: Snapshot) -> Diagnosis:
+    eks = snapshot.eks
+    if eks is None:
+        raise InvalidInput("this snapshot has no EKS section; it was taken for another provider")
+    kube = snapshot.kube
+    cni = cni_config(eks, kube)
+    uses = subnet_uses(eks, kube, cni)
+    findings = _subnet_findings(uses, cni)
+    exhausted = any(f.id == "EKS-SUBNET-EXHAUSTED" for f in findings)
+    tight = exhausted or any(f.id == "EKS-SUBNET-NEARLY-EXHAUSTED" for f in findings)
+    findings += _event_findings(eks, kube)
+    findings += _custom_networking_findings(eks, kube, cni)
+    findings += _max_pods_findings(eks, kube, cni)
+    findings += _warm_pool_finding(eks, kube, cni, tight)
+    findings += _prefix_findings(uses, cni, exhausted)
+    findings += _quota_findings(eks)
+    if not kube.available:
+        findings.append(
+            Finding(
+                "KUBE-UNREACHABLE",
+                Severity.INFO,
+                "kubernetes",
+                "in-cluster checks were skipped",
+                (kube.reason or "no Kubernetes access",),
+                "Pass --kubeconfig/--context to include events, nodes and the aws-node configuration.",
+            )
+        )
+    from cidrx.model.netmap import unallocated_capacity
+    from cidrx.providers.eks.netmap import address_maps
+
+    capacity = _subnet_capacity(uses) + nodegroup_capacity(eks, kube, cni) + [_vpc_capacity(eks)]
+    capacity += [unallocated_capacity(m) for m in address_maps(snapshot)]
+    expand = f"cidrx expand {snapshot.target.flags()} --plan --out plan.json"
+    findings = [replace(f, remediation=f.remediation.replace(EXPAND, expand)) for f in findings]
+    return make_diagnosis(snapshot.target, snapshot.fingerprint, capacity, findings)
+
+
+def nodegroup_by_name(eks: EksSection, name: str) -> Nodegroup | None:
+    return next((ng for ng in eks.nodegroups if ng.name == name), None)

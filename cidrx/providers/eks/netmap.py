@@ -1,0 +1,52 @@
+"""The EKS address map: each CIDR block of the cluster's VPC with the subnets in it (pure, from a snapshot).
+
+It shows what the capacity rows cannot: how much of each VPC block no subnet covers yet, i.e. whether a
+new subnet fits in the VPC as it is or a secondary CIDR block is needed.
+"""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Network
+
+from cidrx import netmath
+from cidrx.model.netmap import Area, NetworkMap
+from cidrx.model.snapshot import Snapshot
+from cidrx.providers.eks.analyze import subnet_label, subnet_uses
+from cidrx.providers.eks.cni import cni_config
+
+KIND = "vpc-cidr"
+_ACTIVE = ("associated", "associating")
+
+
+def address_maps(snapshot: Snapshot) -> tuple[NetworkMap, ...]:
+    eks = snapshot.eks
+    if eks is None:
+        return ()
+    uses = {u.subnet.subnet_id: u for u in subnet_uses(eks, snapshot.kube, cni_config(eks, snapshot.kube))}
+    blocks = [c.cidr for c in eks.vpc.cidrs if c.state in _ACTIVE] or [eks.vpc.primary_cidr]
+    out = []
+    for block in dict.fromkeys(blocks):
+        extent = IPv4Network(block, strict=False)
+        areas = []
+        for s in sorted(eks.subnets, key=lambda s: int(IPv4Network(s.cidr, strict=False).network_address)):
+            net = IPv4Network(s.cidr, strict=False)
+            if not net.subnet_of(extent):
+                continue
+            reserved = min(netmath.AWS_RESERVED_PER_SUBNET, net.num_addresses)
+            used = max(0, net.num_addresses - reserved - s.available_ips)
+            u = uses.get(s.subnet_id)
+            roles = ", ".join(u.roles) if u else "not used by the cluster"
+            areas.append(
+                Area(
+                    cidr=s.cidr,
+                    name=subnet_label(s),
+                    role="subnet" if u else "other",
+                    size=net.num_addresses,
+                    used=used,
+                    reserved=reserved,
+                    exhausted=u is not None and u.need > 0 and s.available_ips < u.need,
+                    detail=f"{s.az}; {roles}",
+                )
+            )
+        out.append(NetworkMap(KIND, eks.vpc.vpc_id, block, tuple(areas), title=f"VPC {eks.vpc.vpc_id} block {block}"))
+    return tuple(out)

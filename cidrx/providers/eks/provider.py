@@ -1,0 +1,78 @@
+"""EKS as a provider: the five entry points `cidrx.dispatch` dispatches to for `--eks` targets.
+
+Joins the EKS adapter, collector, analysis, planner and step executors; cloud SDKs are imported inside
+the functions so that `diagnose --snapshot` and `--help` never load boto3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from cidrx.model.snapshot import Snapshot
+from cidrx.model.target import Target
+
+if TYPE_CHECKING:
+    from cidrx.cli.options import TargetOptions
+    from cidrx.dispatch import PlanOptions
+    from cidrx.engine.executor import Executor
+    from cidrx.kube.api import KubeApi
+    from cidrx.kube.model import KubeSection
+    from cidrx.model.findings import Diagnosis
+    from cidrx.model.plan import Plan
+
+STRATEGIES = ("custom-networking", "prefix-delegation")
+
+
+def collect(target: Target, opts: TargetOptions, kube: KubeSection, taken_at: str) -> Snapshot:
+    from cidrx.dispatch import check_same_cluster
+    from cidrx.providers.eks.api import EksApi
+    from cidrx.providers.eks.collect import collect_eks
+
+    assert target.region is not None  # resolve_target guarantees it for EKS
+    # Nodes may run instance types no node group names (self-managed groups, Karpenter).
+    node_types = sorted({n.instance_type for n in kube.nodes if "." in n.instance_type})
+    eks = collect_eks(EksApi(target.region, opts.profile), target.cluster, extra_instance_types=node_types)
+    check_same_cluster(kube, [c.cidr for c in eks.vpc.cidrs if c.state in ("associated", "associating")], target)
+    return Snapshot(target=target, taken_at=taken_at, kube=kube, eks=eks)
+
+
+def analyze(snapshot: Snapshot) -> Diagnosis:
+    from cidrx.providers.eks.analyze import analyze as analyze_eks
+
+    return analyze_eks(snapshot)
+
+
+def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
+    from cidrx.providers.eks.plan import EksPlanOptions
+    from cidrx.providers.eks.plan import make_plan as make_eks_plan
+
+    eks_opts = EksPlanOptions(
+        strategy=opts.strategy or STRATEGIES[0],
+        cidr=opts.cidr,
+        add_nodes=opts.add_nodes,
+        nodegroup_name=opts.pool_name,
+        template_nodegroup=opts.template,
+        created_at=created_at,
+    )
+    return make_eks_plan(snapshot, eks_opts)
+
+
+def check_drift(plan: Plan, snapshot: Snapshot) -> None:
+    from cidrx.providers.eks.plan import check_drift as check_eks_drift
+
+    check_eks_drift(plan, snapshot)
+
+
+def executors() -> Mapping[str, Executor]:
+    from cidrx.providers.eks.steps import EXECUTORS
+
+    return EXECUTORS
+
+
+def apis(plan: Plan, opts: TargetOptions, kube: KubeApi | None) -> Any:
+    from cidrx.providers.eks.api import EksApi
+    from cidrx.providers.eks.steps import EksApis
+
+    assert plan.target.region is not None  # every EKS target has one (resolve_target, load_plan)
+    return EksApis(eks=EksApi(plan.target.region, opts.profile), kube=kube)

@@ -1,0 +1,445 @@
+"""GKE diagnosis: how many more nodes each pod range can take, and why the cluster-autoscaler says
+"IP space exhausted", as findings and capacity figures. A pure function of the snapshot, so it runs the
+same online and offline.
+
+Every node of a VPC-native cluster takes a whole pod block (2 x max pods, rounded up to a power of two)
+from its node pool's pod range, so a range's capacity is counted in node blocks, not in pods. Finding ids
+are stable (docs/findings.md lists them).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from ipaddress import IPv4Network
+
+from cidrx import netmath
+from cidrx.errors import InvalidInput
+from cidrx.kube.model import KubeSection
+from cidrx.model.findings import Capacity, Diagnosis, Finding, Severity, make_diagnosis, utilization
+from cidrx.model.snapshot import Snapshot
+from cidrx.model.target import Target
+from cidrx.providers.gke.model import GkeSection, NodePool
+
+# GKE's Network Analyzer flags a pod range at 80% allocation ("GKE IP address utilization insights").
+NEARLY_FULL = 0.8
+SCALE_UP_REASONS = ("FailedScaleUp", "NotTriggerScaleUp")
+IP_EXHAUSTED_TEXTS = ("ip space exhausted", "ip_space_exhausted")
+MAX_EVIDENCE = 6
+DEFAULT_NODE_PREFIX = 24  # 110 max pods, GKE's default
+
+
+@dataclass(frozen=True)
+class RangeUse:
+    """One pod range as the cluster uses it, counted in per-node blocks."""
+
+    name: str  # secondary range name ("" for a range GKE manages without one)
+    cidr: str
+    role: str  # "cluster default" | "cluster additional" | "node pool"
+    size: int  # addresses
+    node_prefix: int  # the largest per-node block among the pools using it (the one that fits least often)
+    prefixes: tuple[int, ...]  # every per-node block size the range serves, largest block first
+    pools: tuple[str, ...]
+    nodes: int  # nodes holding a block of this range now
+    used: int  # addresses held by those blocks
+    free_blocks: tuple[tuple[int, int], ...]  # (prefix, how many more blocks of it fit)
+    max_nodes: int  # nodes + free blocks of node_prefix
+    autoscaler_max: int  # sum of the pools' node limits (autoscaling max, or fixed size)
+    autoscaling: bool  # some pool using it autoscales
+    exact: bool  # counted from the nodes' podCIDRs (True) or estimated from GKE's utilisation fields
+    utilization_known: bool = True
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.cidr})" if self.name else self.cidr
+
+    @property
+    def node_utilization(self) -> float:
+        return utilization(self.nodes, self.max_nodes)
+
+    def free_for(self, prefix: int) -> int:
+        return dict(self.free_blocks).get(prefix, 0)
+
+
+def target_flags(target: Target) -> str:
+    """The TARGET options that point cidrx back at this cluster, for remediation text."""
+    return target.flags()
+
+
+def pool_node_prefix(pool: NodePool) -> int:
+    """The pool's per-node pod block prefix: GKE's pod_ipv4_cidr_size, else derived from max pods."""
+    if pool.pod_ipv4_cidr_size:
+        return pool.pod_ipv4_cidr_size
+    return _prefix_for_max_pods(pool.max_pods_per_node)
+
+
+def _prefix_for_max_pods(max_pods: int) -> int:
+    try:
+        return netmath.gke_pod_block_prefix(max_pods)
+    except InvalidInput:
+        return DEFAULT_NODE_PREFIX
+
+
+def pool_max_nodes(pool: NodePool) -> int:
+    """The most nodes the pool may have: its autoscaling limit (total, or per zone x zones), else its
+    fixed size (initial_node_count is per zone)."""
+    zones = max(1, len(pool.locations))
+    a = pool.autoscaling
+    if a.enabled:
+        return a.total_max_node_count if a.total_max_node_count else a.max_node_count * zones
+    return pool.initial_node_count * zones
+
+
+def pool_range_key(gke: GkeSection, pool: NodePool) -> str:
+    """Which pod range a pool's nodes take their blocks from (name, or CIDR for an unnamed range)."""
+    c = gke.cluster
+    if pool.pod_range:
+        return pool.pod_range
+    if pool.pod_cidr and pool.pod_cidr != c.pod_cidr:
+        return pool.pod_cidr
+    return c.pod_range_name or c.pod_cidr
+
+
+def _ipv4(text: str) -> IPv4Network | None:
+    if not text or ":" in text:
+        return None
+    try:
+        return IPv4Network(text, strict=False)
+    except ValueError:
+        return None
+
+
+def _range_sources(gke: GkeSection) -> list[tuple[str, str, str, float | None]]:
+    """(key, cidr, role, GKE's utilisation) per pod range, default first, without duplicates."""
+    c = gke.cluster
+    secondary = {r.range_name: r.ip_cidr_range for r in gke.subnet.secondary_ranges}
+    out: list[tuple[str, str, str, float | None]] = []
+    seen: set[str] = set()
+
+    def add(key: str, cidr: str, role: str, util: float | None) -> None:
+        if key and key not in seen and _ipv4(cidr) is not None:
+            seen.add(key)
+            out.append((key, cidr, role, util))
+
+    default_cidr = c.pod_cidr or secondary.get(c.pod_range_name, "")
+    add(c.pod_range_name or c.pod_cidr, default_cidr, "cluster default", c.default_pod_range_utilization)
+    for info in c.additional_pod_ranges:
+        add(info.range_name, secondary.get(info.range_name, ""), "cluster additional", info.utilization)
+    for p in gke.node_pools:
+        key = pool_range_key(gke, p)
+        add(key, p.pod_cidr or secondary.get(key, ""), "node pool", p.pod_range_utilization)
+    return out
+
+
+def pod_ranges(gke: GkeSection, kube: KubeSection) -> list[RangeUse]:
+    """Every pod range of the cluster with its node capacity, exact from the nodes' podCIDRs when the
+    cluster was reachable, else estimated from GKE's own utilisation fields."""
+    c = gke.cluster
+    out: list[RangeUse] = []
+    node_blocks = [(n.name, net) for n in kube.nodes for text in n.pod_cidrs if (net := _ipv4(text)) is not None]
+    for key, cidr, role, api_util in _range_sources(gke):
+        net = IPv4Network(cidr, strict=False)
+        pools = [p for p in gke.node_pools if pool_range_key(gke, p) == key]
+        prefixes = sorted({pool_node_prefix(p) for p in pools}) or [_prefix_for_max_pods(c.default_max_pods_per_node)]
+        prefixes = [p for p in prefixes if p >= net.prefixlen] or [net.prefixlen]
+        node_prefix = prefixes[0]
+        size = net.num_addresses
+        known = True
+        # Nodes without podCIDRs (a reader without node access, routes-based leftovers) say nothing about
+        # the range: then GKE's own utilisation field is the better figure.
+        if kube.available and node_blocks:
+            mine = [(name, b) for name, b in node_blocks if b.subnet_of(net)]
+            nodes = len({name for name, _ in mine})
+            used = sum(b.num_addresses for _, b in _unique_blocks(mine))
+            blocks = [b for _, b in mine]
+            free = tuple((p, netmath.count_free_blocks(p, [net], blocks)) for p in prefixes)
+            exact = True
+        else:
+            known = api_util is not None
+            used = round((api_util or 0.0) * size)
+            free = tuple((p, (size - used) >> (32 - p)) for p in prefixes)
+            nodes = round(used / (1 << (32 - node_prefix)))
+            exact = False
+        free_main = dict(free)[node_prefix]
+        autoscaler_max = sum(pool_max_nodes(p) for p in pools)
+        out.append(
+            RangeUse(
+                name=key if key != cidr else "",
+                cidr=str(net),
+                role=role,
+                size=size,
+                node_prefix=node_prefix,
+                prefixes=tuple(prefixes),
+                pools=tuple(p.name for p in pools),
+                nodes=nodes,
+                used=used,
+                free_blocks=free,
+                max_nodes=nodes + free_main,
+                autoscaler_max=autoscaler_max,
+                autoscaling=any(p.autoscaling.enabled for p in pools),
+                exact=exact,
+                utilization_known=known,
+            )
+        )
+    return out
+
+
+def _unique_blocks(blocks: list[tuple[str, IPv4Network]]) -> list[tuple[str, IPv4Network]]:
+    """Node blocks without duplicates (a node listing one CIDR twice, two records of one node)."""
+    seen: set[IPv4Network] = set()
+    out = []
+    for name, b in blocks:
+        if b not in seen:
+            seen.add(b)
+            out.append((name, b))
+    return out
+
+
+def _range_note(r: RangeUse) -> str:
+    per_node = f"/{r.node_prefix} per node"
+    if len(r.prefixes) > 1:
+        per_node = "per node " + ", ".join(f"/{p}" for p in r.prefixes)
+    pools = ", ".join(r.pools) if r.pools else "no node pool yet"
+    free = ", ".join(f"{n} x /{p}" for p, n in r.free_blocks)
+    how = "from node podCIDRs" if r.exact else ("from GKE utilisation" if r.utilization_known else "usage unknown")
+    return f"{r.role}; {per_node}; pools: {pools}; autoscaler max {r.autoscaler_max}; free blocks {free}; {how}"
+
+
+def _range_capacity(ranges: list[RangeUse]) -> list[Capacity]:
+    return [
+        Capacity(
+            kind="pod-range",
+            name=r.name or r.role,
+            cidr=r.cidr,
+            size=r.size,
+            used=r.used,
+            free=max(0, r.size - r.used),
+            utilization=utilization(r.used, r.size),
+            max_nodes=r.max_nodes,
+            nodes=r.nodes,
+            note=_range_note(r),
+        )
+        for r in ranges
+    ]
+
+
+def _pool_nodes(kube: KubeSection) -> dict[str, list[str]]:
+    by_pool: dict[str, list[str]] = defaultdict(list)
+    for n in kube.nodes:
+        if n.pool:
+            by_pool[n.pool].append(n.name)
+    return by_pool
+
+
+def _pool_capacity(gke: GkeSection, kube: KubeSection, ranges: list[RangeUse]) -> list[Capacity]:
+    by_key = {r.name or r.cidr: r for r in ranges}
+    by_pool = _pool_nodes(kube)
+    out = []
+    for p in gke.node_pools:
+        r = by_key.get(pool_range_key(gke, p))
+        names = by_pool.get(p.name, [])
+        if kube.available:
+            nodes = len(names)
+        elif r is not None and len(r.pools) == 1:
+            nodes = r.nodes
+        else:
+            nodes = p.initial_node_count * max(1, len(p.locations))
+        used = sum(kube.pods_per_node.get(n, 0) + kube.host_network_pods_per_node.get(n, 0) for n in names)
+        size = p.max_pods_per_node * nodes
+        zones = ", ".join(p.locations)
+        out.append(
+            Capacity(
+                kind="node-pool",
+                name=p.name,
+                cidr=r.cidr if r else (p.pod_cidr or None),
+                size=size,
+                used=used,
+                free=max(0, size - used),
+                utilization=utilization(used, size),
+                nodes=nodes,
+                note=f"{p.max_pods_per_node} max pods/node, /{pool_node_prefix(p)} per node from "
+                f"{r.label if r else p.pod_range}; {p.machine_type}; zones {zones}",
+                # The autoscaler's limit, not room in the pod range (that is the pod-range row's max_nodes).
+                extra={"autoscaling_max_nodes": pool_max_nodes(p)},
+            )
+        )
+    return out
+
+
+def _range_findings(ranges: list[RangeUse], flags: str, autopilot: bool) -> list[Finding]:
+    findings: list[Finding] = []
+    expand = f"`cidrx expand {flags} --plan{' --strategy cluster-range' if autopilot else ''}`"
+    for r in ranges:
+        subject = f"pod range {r.label}"
+        blocks = 1 << (r.node_prefix - netmath.parse_cidr(r.cidr).prefixlen)
+        evidence = [
+            f"{r.cidr} holds {blocks} per-node /{r.node_prefix} block(s) "
+            f"({'pools: ' + ', '.join(r.pools) if r.pools else 'no node pool uses it yet'})",
+            f"{r.nodes} node(s) hold blocks now; room for {r.free_for(r.node_prefix)} more "
+            f"({'counted from node podCIDRs' if r.exact else 'estimated from GKE utilisation'})",
+        ]
+        if not r.exact and not r.utilization_known:
+            continue
+        if r.free_for(r.node_prefix) == 0:
+            findings.append(
+                Finding(
+                    "GKE-POD-RANGE-EXHAUSTED",
+                    Severity.CRITICAL,
+                    subject,
+                    f"pod range {r.label} is full: {r.nodes} of {r.max_nodes} node(s); no new node of "
+                    f"{', '.join(r.pools) or 'the cluster'} can get a /{r.node_prefix} pod block",
+                    tuple(evidence),
+                    f"Add pod address space: {expand} (adds a secondary range to the subnet, then "
+                    + (
+                        "to the cluster's additional pod ranges)."
+                        if autopilot
+                        else "a node pool that uses it; `--strategy cluster-range` adds it to the cluster instead)."
+                    ),
+                )
+            )
+        elif r.node_utilization >= NEARLY_FULL:
+            findings.append(
+                Finding(
+                    "GKE-POD-RANGE-NEARLY-EXHAUSTED",
+                    Severity.WARNING,
+                    subject,
+                    f"pod range {r.label} is {r.node_utilization:.0%} allocated ({r.nodes} of {r.max_nodes} nodes)",
+                    tuple(evidence),
+                    f"Plan more pod address space before the next scale-up: {expand}.",
+                )
+            )
+        if r.autoscaling and r.autoscaler_max > r.max_nodes:
+            findings.append(
+                Finding(
+                    "GKE-AUTOSCALER-MAX-EXCEEDS-RANGE",
+                    Severity.WARNING,
+                    subject,
+                    f"node pools on {r.label} may autoscale to {r.autoscaler_max} nodes but the range holds "
+                    f"only {r.max_nodes}: scale-ups past that fail with IP space exhausted",
+                    (*evidence, f"autoscaler max across {', '.join(r.pools)}: {r.autoscaler_max} node(s)"),
+                    f"Add room for at least {r.autoscaler_max} nodes with {expand} (the default size covers the "
+                    "autoscaler max), or lower the pools' autoscaling limits.",
+                )
+            )
+    return findings
+
+
+def _scale_up_findings(gke: GkeSection, kube: KubeSection, flags: str) -> list[Finding]:
+    hits = [
+        e
+        for e in kube.events
+        if e.reason in SCALE_UP_REASONS and any(t in e.message.lower() for t in IP_EXHAUSTED_TEXTS)
+    ]
+    if not hits:
+        return []
+    pending = [p for p in kube.waiting_pods if p.phase == "Pending"]
+    total = sum(max(1, e.count) for e in hits)
+    evidence = [f"{e.reason} {e.namespace}/{e.name}: {e.message}" for e in hits[:MAX_EVIDENCE]]
+    evidence.append(f"{len(pending)} pod(s) Pending")
+    return [
+        Finding(
+            "GKE-SCALE-UP-IP-EXHAUSTED",
+            Severity.CRITICAL,
+            f"cluster {gke.cluster.name}",
+            f"cluster-autoscaler could not add nodes: IP space exhausted ({total} event(s), "
+            f"{len(pending)} pod(s) Pending)",
+            tuple(evidence),
+            f"New nodes need a free pod block; add a pod range with `cidrx expand {flags} --plan` and apply it.",
+        )
+    ]
+
+
+def suggested_max_pods(peak_pods: int) -> tuple[int, int]:
+    """(max pods per node, per-node block prefix) that leave 2x headroom over the observed peak: the most
+    pods the smallest sufficient block allows (GKE caps Standard pools at 110 on a /24)."""
+    prefix = netmath.gke_pod_block_prefix(min(256, max(8, 2 * peak_pods)))
+    return min(110, (1 << (32 - prefix)) // 2), prefix
+
+
+def _max_pods_findings(gke: GkeSection, kube: KubeSection, tight: set[str]) -> list[Finding]:
+    if not kube.available or gke.cluster.autopilot:  # Autopilot sets max pods itself
+        return []
+    by_pool = _pool_nodes(kube)
+    findings = []
+    for p in gke.node_pools:
+        names = by_pool.get(p.name, [])
+        if not names:
+            continue
+        peak = max(kube.pods_per_node.get(n, 0) + kube.host_network_pods_per_node.get(n, 0) for n in names)
+        max_pods, prefix = suggested_max_pods(peak)
+        current = pool_node_prefix(p)
+        if prefix <= current or max_pods >= p.max_pods_per_node:
+            continue
+        factor = 1 << (prefix - current)
+        findings.append(
+            Finding(
+                "GKE-MAX-PODS-OVERSIZED",
+                Severity.WARNING if pool_range_key(gke, p) in tight else Severity.INFO,
+                f"node pool {p.name}",
+                f"node pool {p.name} reserves a /{current} per node for {p.max_pods_per_node} max pods, but its "
+                f"busiest node runs {peak} pod(s)",
+                (
+                    f"peak pods per node (pod network + hostNetwork) over {len(names)} node(s): {peak}",
+                    f"max pods {max_pods} gives a /{prefix} per node: {factor}x as many nodes per range",
+                ),
+                f"Create pools with --max-pods-per-node {max_pods} (e.g. `cidrx expand ... --plan "
+                f"--max-pods-per-node {max_pods}`); max pods cannot be changed on an existing pool.",
+            )
+        )
+    return findings
+
+
+def analyze(snapshot: Snapshot) -> Diagnosis:
+    gke = snapshot.gke
+    if gke is None:
+        raise InvalidInput("this snapshot has no GKE section; it was taken for another provider")
+    kube = snapshot.kube
+    flags = target_flags(snapshot.target)
+    ranges = pod_ranges(gke, kube)
+    findings = _range_findings(ranges, flags, gke.cluster.autopilot)
+    # Every range finding says the range is tight (full, nearly full, or the autoscaler may outgrow it).
+    tight = {r.name or r.cidr for r in ranges if any(f.subject == f"pod range {r.label}" for f in findings)}
+    findings += _scale_up_findings(gke, kube, flags)
+    findings += _max_pods_findings(gke, kube, tight)
+    c = gke.cluster
+    own_ranges = {pool_range_key(gke, p) for p in gke.node_pools} - {c.pod_range_name or c.pod_cidr}
+    if tight and not c.additional_pod_ranges and not own_ranges:
+        findings.append(
+            Finding(
+                "GKE-NO-ADDITIONAL-POD-RANGES",
+                Severity.INFO,
+                f"cluster {c.name}",
+                "the cluster has only its default pod range: no additional cluster pod ranges and no node pool "
+                "with its own range",
+                (f"default pod range {c.pod_range_name or '(unnamed)'} {c.pod_cidr}",),
+                f"GKE can take pods from more ranges (discontiguous multi-pod CIDR): `cidrx expand {flags} --plan`.",
+            )
+        )
+    if c.autopilot:
+        findings.append(
+            Finding(
+                "GKE-AUTOPILOT",
+                Severity.INFO,
+                f"cluster {c.name}",
+                "Autopilot cluster: GKE manages node pools, so cidrx can only add cluster pod ranges",
+                ("autopilot.enabled is true",),
+                f"Use `cidrx expand {flags} --plan --strategy cluster-range`.",
+            )
+        )
+    if not kube.available:
+        findings.append(
+            Finding(
+                "KUBE-UNREACHABLE",
+                Severity.INFO,
+                "kubernetes",
+                "in-cluster checks were skipped; node counts come from GKE's utilisation fields",
+                (kube.reason or "no Kubernetes access",),
+                "Pass --kubeconfig/--context to include nodes' podCIDRs, Pending pods and autoscaler events.",
+            )
+        )
+    from cidrx.model.netmap import unallocated_capacity
+    from cidrx.providers.gke.netmap import address_maps
+
+    capacity = _range_capacity(ranges) + _pool_capacity(gke, kube, ranges)
+    capacity += [unallocated_capacity(m) for m in address_maps(snapshot)]
+    return make_diagnosis(snapshot.target, snapshot.fingerprint, capacity, findings)

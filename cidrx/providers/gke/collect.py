@@ -1,0 +1,290 @@
+"""Collect the GKE section of a snapshot: read the cluster and everything that occupies address space in
+its VPC network through `GkeApi`, and trim the REST JSON into the frozen model of `cidrx.providers.gke.model`.
+
+Split in two on purpose: small pure `*_from` converters that turn one REST JSON dict into one model
+object (unit-testable from JSON captured from Google), and `collect_gke`, which only orders the calls.
+The number of calls is one per page of each list plus one per peering, never one per subnet: the
+aggregated subnet list already carries each subnet's fingerprint. Output is sorted so the snapshot
+fingerprint does not depend on the order the API answered in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from ipaddress import ip_network
+from typing import Any
+
+from cidrx import netmath
+from cidrx.providers.gke.api import GkeApi, short_name
+from cidrx.providers.gke.model import (
+    Autoscaling,
+    GkeCluster,
+    GkeSection,
+    NodePool,
+    PeeringRoute,
+    PodRangeInfo,
+    ReservedRange,
+    SecondaryRange,
+    Subnetwork,
+)
+
+Json = Mapping[str, Any]
+
+DEFAULT_MAX_PODS_PER_NODE = 110  # GKE Standard's default when no maxPodsConstraint is set
+
+# NodeConfig keys a copy of the pool needs (REST names); the rest (accelerators, reservations, ...) is
+# either output-only or too specific for cidrx to copy blindly.
+NODE_CONFIG_KEYS = (
+    "machineType",
+    "diskSizeGb",
+    "diskType",
+    "imageType",
+    "serviceAccount",
+    "oauthScopes",
+    "labels",
+    "taints",
+    "tags",
+    "metadata",
+    "spot",
+    "preemptible",
+    "workloadMetadataConfig",
+    "shieldedInstanceConfig",
+)
+
+_REGION_IN_REF = re.compile(r"(?:^|/)regions/([^/]+)")
+_PROJECT_IN_REF = re.compile(r"(?:^|/)projects/([^/]+)/")
+_ZONE = re.compile(r"^([a-z]+-[a-z]+\d+)-[a-z]$")
+
+
+def _int(value: Any, default: int = 0) -> int:
+    """REST JSON int64 fields arrive as strings ("110")."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _net_key(cidr: str) -> tuple[int, int, int, str]:
+    try:
+        net = ip_network(cidr, strict=False)
+    except ValueError:
+        return (9, 0, 0, cidr)
+    return (net.version, int(net.network_address), net.prefixlen, cidr)
+
+
+def region_of(location: str) -> str:
+    """`australia-southeast1-b` -> `australia-southeast1`; a region stays itself."""
+    found = _ZONE.match(location)
+    return found.group(1) if found else location
+
+
+def _region_in(ref: str) -> str:
+    found = _REGION_IN_REF.search(ref or "")
+    return found.group(1) if found else ""
+
+
+def _project_in(ref: str) -> str:
+    found = _PROJECT_IN_REF.search(ref or "")
+    return found.group(1) if found else ""
+
+
+# -- converters (pure) ------------------------------------------------------------------------------
+
+
+def cluster_from(d: Json) -> GkeCluster:
+    """container v1 `Cluster` (REST JSON)."""
+    net_cfg = d.get("networkConfig") or {}
+    policy = d.get("ipAllocationPolicy") or {}
+    subnet_ref = str(net_cfg.get("subnetwork") or "")
+    location = str(d.get("location") or d.get("zone") or "")
+    additional = policy.get("additionalPodRangesConfig") or {}
+    info = {str(i.get("rangeName")): _float(i.get("utilization")) for i in additional.get("podRangeInfo") or ()}
+    names = [str(n) for n in additional.get("podRangeNames") or ()]
+    names += [n for n in info if n not in names]
+    return GkeCluster(
+        name=str(d["name"]),
+        location=location,
+        status=str(d.get("status", "")),
+        network=short_name(str(d.get("network") or net_cfg.get("network") or "default")),
+        subnetwork=short_name(str(d.get("subnetwork") or subnet_ref or "default")),
+        subnet_region=_region_in(subnet_ref) or region_of(location),
+        autopilot=bool((d.get("autopilot") or {}).get("enabled", False)),
+        default_max_pods_per_node=_int(
+            (d.get("defaultMaxPodsConstraint") or {}).get("maxPodsPerNode"), DEFAULT_MAX_PODS_PER_NODE
+        )
+        or DEFAULT_MAX_PODS_PER_NODE,
+        pod_range_name=str(policy.get("clusterSecondaryRangeName", "")),
+        pod_cidr=str(policy.get("clusterIpv4CidrBlock") or policy.get("clusterIpv4Cidr") or ""),
+        services_range_name=str(policy.get("servicesSecondaryRangeName", "")),
+        services_cidr=str(policy.get("servicesIpv4CidrBlock") or policy.get("servicesIpv4Cidr") or ""),
+        default_pod_range_utilization=_float(policy.get("defaultPodIpv4RangeUtilization")),
+        additional_pod_ranges=tuple(PodRangeInfo(range_name=n, utilization=info.get(n)) for n in sorted(names)),
+        self_link=str(d.get("selfLink", "")),
+        version=str(d.get("currentMasterVersion", "")),
+        master_ipv4_cidr_block=str((d.get("privateClusterConfig") or {}).get("masterIpv4CidrBlock", "")),
+    )
+
+
+def autoscaling_from(d: Json | None) -> Autoscaling:
+    """container v1 `NodePoolAutoscaling`."""
+    a = d or {}
+    return Autoscaling(
+        enabled=bool(a.get("enabled", False)),
+        min_node_count=_int(a.get("minNodeCount")),
+        max_node_count=_int(a.get("maxNodeCount")),
+        total_min_node_count=_int(a.get("totalMinNodeCount")),
+        total_max_node_count=_int(a.get("totalMaxNodeCount")),
+        location_policy=str(a.get("locationPolicy", "")),
+    )
+
+
+def node_pool_from(d: Json, default_max_pods: int = DEFAULT_MAX_PODS_PER_NODE) -> NodePool:
+    """container v1 `NodePool`; `default_max_pods` is the cluster's default_max_pods_constraint."""
+    config = d.get("config") or {}
+    net = d.get("networkConfig") or {}
+    max_pods = _int((d.get("maxPodsConstraint") or {}).get("maxPodsPerNode")) or default_max_pods
+    size = _int(d.get("podIpv4CidrSize")) or netmath.gke_pod_block_prefix(max_pods)
+    return NodePool(
+        name=str(d["name"]),
+        status=str(d.get("status", "")),
+        version=str(d.get("version", "")),
+        machine_type=str(config.get("machineType", "")),
+        locations=tuple(sorted(str(z) for z in d.get("locations") or ())),
+        initial_node_count=_int(d.get("initialNodeCount")),
+        max_pods_per_node=max_pods,
+        pod_ipv4_cidr_size=size,
+        pod_range=str(net.get("podRange", "")),
+        pod_cidr=str(net.get("podIpv4CidrBlock", "")),
+        autoscaling=autoscaling_from(d.get("autoscaling")),
+        pod_range_utilization=_float(net.get("podIpv4RangeUtilization")),
+        instance_group_count=len(d.get("instanceGroupUrls") or ()),
+        config={k: config[k] for k in NODE_CONFIG_KEYS if k in config},
+        management=dict(d.get("management") or {}),
+        resource_labels={str(k): str(v) for k, v in (config.get("resourceLabels") or {}).items()},
+    )
+
+
+def subnet_from(d: Json) -> Subnetwork:
+    """compute v1 `Subnetwork`; region and network become names."""
+    ranges = (
+        SecondaryRange(range_name=str(r.get("rangeName", "")), ip_cidr_range=str(r.get("ipCidrRange", "")))
+        for r in d.get("secondaryIpRanges") or ()
+    )
+    return Subnetwork(
+        name=str(d["name"]),
+        region=short_name(str(d.get("region") or "")) or _region_in(str(d.get("selfLink", ""))),
+        network=short_name(str(d.get("network") or "")),
+        ip_cidr_range=str(d.get("ipCidrRange", "")),
+        secondary_ranges=tuple(sorted(ranges, key=lambda r: r.range_name)),
+        fingerprint=str(d.get("fingerprint", "")),
+        self_link=str(d.get("selfLink", "")),
+        purpose=str(d.get("purpose", "")),
+    )
+
+
+def peering_route_from(d: Json, peering: str) -> PeeringRoute:
+    """compute v1 `ExchangedPeeringRoute` (networks.listPeeringRoutes)."""
+    return PeeringRoute(dest_range=str(d.get("destRange", "")), peering=peering, region=str(d.get("nextHopRegion", "")))
+
+
+def reserved_range_from(d: Json) -> ReservedRange:
+    """compute v1 global `Address` with purpose VPC_PEERING: `address` + `prefixLength`."""
+    address = str(d.get("address", ""))
+    prefix = _int(d.get("prefixLength"))
+    return ReservedRange(
+        name=str(d.get("name", "")),
+        cidr=f"{address}/{prefix}" if address and prefix else address,
+        purpose=str(d.get("purpose", "")),
+    )
+
+
+def peering_names(network: Json) -> tuple[str, ...]:
+    """Names of the network's peerings (compute v1 `Network.peerings[]`)."""
+    return tuple(sorted(str(p["name"]) for p in network.get("peerings") or () if p.get("name")))
+
+
+def active_peerings(network: Json) -> tuple[str, ...]:
+    """Peerings that exchange routes now (state ACTIVE; absent state counted as active)."""
+    return tuple(
+        sorted(
+            str(p["name"])
+            for p in network.get("peerings") or ()
+            if p.get("name") and str(p.get("state", "ACTIVE")) == "ACTIVE"
+        )
+    )
+
+
+def in_network(ref: str, network: str, project: str) -> bool:
+    """Whether a network reference (URL or name) names `network` (of `project`, when the URL says)."""
+    if not ref or short_name(ref) != network:
+        return False
+    owner = _project_in(ref)
+    return not owner or owner == project
+
+
+def _subnet_key(s: Subnetwork) -> tuple[str, str]:
+    return (s.region, s.name)
+
+
+# -- collect (I/O through GkeApi) -------------------------------------------------------------------
+
+
+def collect_gke(api: GkeApi, cluster: str) -> GkeSection:
+    """Everything diagnosis and planning need about `cluster` and its network, in a handful of calls.
+
+    Autopilot clusters are collected like any other (analysis says what applies to them).
+    """
+    gke_cluster = cluster_from(api.get_cluster(cluster))
+    pools = [node_pool_from(p, gke_cluster.default_max_pods_per_node) for p in api.list_node_pools(cluster)]
+    network = api.get_network(gke_cluster.network)
+
+    subnets = sorted(
+        (
+            subnet_from(s)
+            for s in api.iter_subnetworks()
+            if in_network(str(s.get("network", "")), gke_cluster.network, api.project)
+        ),
+        key=_subnet_key,
+    )
+    own_key = (gke_cluster.subnet_region, gke_cluster.subnetwork)
+    own = next((s for s in subnets if _subnet_key(s) == own_key), None)
+    if own is None or not own.fingerprint:
+        # Not in the aggregated list (e.g. a Shared VPC subnet of another project): read it directly.
+        own = subnet_from(api.get_subnetwork(gke_cluster.subnet_region, gke_cluster.subnetwork))
+        subnets = sorted([s for s in subnets if _subnet_key(s) != own_key] + [own], key=_subnet_key)
+
+    routes: dict[tuple[str, str], PeeringRoute] = {}
+    for peering in active_peerings(network):
+        for r in api.iter_peering_routes(gke_cluster.network, peering, gke_cluster.subnet_region):
+            route = peering_route_from(r, peering)
+            if route.dest_range:
+                routes.setdefault((route.dest_range, peering), route)
+
+    reserved = [
+        reserved_range_from(a)
+        for a in api.iter_global_addresses()
+        if in_network(str(a.get("network", "")), gke_cluster.network, api.project)
+    ]
+
+    return GkeSection(
+        project=api.project,
+        cluster=gke_cluster,
+        node_pools=tuple(sorted(pools, key=lambda p: p.name)),
+        subnet=own,
+        subnets=tuple(subnets),
+        peerings=peering_names(network),
+        peering_routes=_sorted_routes(routes.values()),
+        reserved_ranges=tuple(sorted(reserved, key=lambda r: (_net_key(r.cidr), r.name))),
+    )
+
+
+def _sorted_routes(routes: Iterable[PeeringRoute]) -> tuple[PeeringRoute, ...]:
+    return tuple(sorted(routes, key=lambda r: (_net_key(r.dest_range), r.peering, r.region)))

@@ -1,0 +1,350 @@
+"""The GKE plan actions as apply-engine executors: add a secondary range to the cluster's subnet, then
+either create a node pool that takes its pod blocks from it or add it to the cluster's pod ranges.
+
+Each step asks the cloud first whether its effect is already there (the range with its CIDR, the node
+pool carrying this plan's label, the range name in the cluster's list), so a crashed or repeated apply
+converges without duplicates, with or without the journal. Writes that can race use the API's guard:
+the subnet is patched with the fingerprint it was read with; when GCE answers 412 the subnet is read
+again and the patch retried only if what the plan relied on (its existing ranges, free room for the new
+CIDR) still holds. All mutations return operations, polled through `ctx.wait_until` so progress shows.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cidrx import netmath
+from cidrx.engine.executor import Executor, Outputs, StepContext
+from cidrx.errors import CloudError, StalePlan
+from cidrx.model.plan import Step
+from cidrx.providers.gke.plan import PLAN_LABEL
+
+if TYPE_CHECKING:
+    from cidrx.kube.api import KubeApi
+    from cidrx.providers.gke.api import GkeApi
+
+# GCE label keys allow only [a-z0-9_-] (no '.' or '/'), so created node pools carry the plan id under
+# this key instead of DIGEST_TAG.
+FINGERPRINT_RETRIES = 3
+SUBNET_TIMEOUT = 10 * 60.0
+# Node pool creation takes minutes; a cluster operation we queue behind (an upgrade) can take much longer.
+NODE_POOL_TIMEOUT = 30 * 60.0
+CLUSTER_TIMEOUT = 30 * 60.0
+BUSY_TIMEOUT = 60 * 60.0
+
+
+@dataclass(frozen=True)
+class GkeApis:
+    gke: GkeApi
+    kube: KubeApi | None
+
+
+def _gke(ctx: StepContext) -> GkeApi:
+    apis: GkeApis = ctx.apis
+    return apis.gke
+
+
+def _busy(exc: CloudError) -> bool:
+    """The write was refused only because another operation holds the resource: wait and retry.
+
+    GKE serialises mutations of a cluster (400 FAILED_PRECONDITION "Cluster is running incompatible
+    operation ..."), GCE those of a subnet (400 reason resourceNotReady "The resource ... is not ready").
+    """
+    from cidrx.providers.gke.api import ClusterBusy
+
+    return isinstance(exc, ClusterBusy) or "is not ready" in exc.message.lower()
+
+
+def _when_free(ctx: StepContext, what: str, write: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run `write`, waiting (with progress) while the target is busy with another operation."""
+
+    def attempt() -> dict[str, Any] | None:
+        try:
+            return write()
+        except CloudError as exc:
+            if _busy(exc):
+                return None
+            raise
+
+    return ctx.wait_until(f"{what} (another operation is running)", attempt, timeout=BUSY_TIMEOUT, interval=5.0)
+
+
+def _wait_operation(ctx: StepContext, op: dict[str, Any], what: str, timeout: float) -> None:
+    """Poll an operation handle until DONE; an operation that ended in error raises CloudError."""
+    api = _gke(ctx)
+
+    def probe() -> bool | None:
+        state = api.get_operation(op)
+        if not state.get("done"):
+            return None
+        if state.get("error"):
+            raise CloudError(f"{what} failed: operation {op.get('name')} ended with an error: {state['error']}")
+        return True
+
+    ctx.wait_until(what, probe, timeout=timeout, interval=2.0, max_interval=15.0)
+
+
+def _settle_earlier_operation(ctx: StepContext, step: Step) -> None:
+    """Before writing again, let an operation an interrupted run started for this step finish (the
+    journal's hint), so the new write neither races it nor is refused as busy. Its outcome does not
+    matter: `check` has already looked at the cloud and found the step not done."""
+    op = (ctx.journal_outputs.get(step.id) or {}).get("operation")
+    if not isinstance(op, dict) or "name" not in op:
+        return
+    api = _gke(ctx)
+    ctx.wait_until(
+        f"the operation {op['name']} of an earlier run",
+        lambda: True if api.get_operation(op).get("done") else None,
+        timeout=BUSY_TIMEOUT,
+        interval=2.0,
+        max_interval=15.0,
+    )
+
+
+# --- gke.add-secondary-range ------------------------------------------------------------------------
+
+
+def _ranges(subnet: dict[str, Any]) -> dict[str, str]:
+    return {str(r.get("rangeName")): str(r.get("ipCidrRange")) for r in subnet.get("secondaryIpRanges") or []}
+
+
+def _basis_problem(subnet: dict[str, Any], params: dict[str, Any], ctx: StepContext) -> str | None:
+    """Why the plan no longer fits this subnet (None: it still does).
+
+    It does when every secondary range the plan saw is still there with its CIDR and nothing in the
+    subnet overlaps the new CIDR now.
+    """
+    have = _ranges(subnet)
+    seen: dict[str, str] = dict(ctx.plan.basis.get("subnet_ranges") or {})
+    for name, cidr in seen.items():
+        if name not in have:
+            return f"secondary range {name} ({cidr}) was removed"
+        if have[name] != cidr:
+            return f"secondary range {name} changed from {cidr} to {have[name]}"
+    new = netmath.parse_cidr(params["cidr"])
+    for name, cidr in have.items():
+        if name == params["range_name"]:
+            continue
+        if netmath.overlaps(new, netmath.parse_cidr(cidr)):
+            return f"secondary range {name} ({cidr}) now overlaps {params['cidr']}"
+    primary = subnet.get("ipCidrRange")
+    if primary and netmath.overlaps(new, netmath.parse_cidr(str(primary))):
+        return f"the subnet's primary range {primary} overlaps {params['cidr']}"
+    return None
+
+
+class AddSecondaryRange:
+    def _subnet(self, params: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        return _gke(ctx).get_subnetwork(params["region"], params["subnet"])
+
+    def _found(self, subnet: dict[str, Any], params: dict[str, Any]) -> Outputs | None:
+        have = _ranges(subnet).get(params["range_name"])
+        if have is None:
+            return None
+        if have != params["cidr"]:
+            raise StalePlan(
+                f"subnet {params['region']}/{params['subnet']} already has a secondary range "
+                f"{params['range_name']} with {have}, not {params['cidr']}; make a new plan"
+            )
+        return {"range_name": params["range_name"], "cidr": params["cidr"]}
+
+    def check(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
+        return self._found(self._subnet(params, ctx), params)
+
+    def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        from cidrx.providers.gke.api import StaleFingerprint
+
+        _settle_earlier_operation(ctx, step)
+        where = f"subnet {params['region']}/{params['subnet']}"
+        for _ in range(FINGERPRINT_RETRIES + 1):
+            subnet = self._subnet(params, ctx)
+            found = self._found(subnet, params)
+            if found is not None:  # written meanwhile (e.g. by an earlier run's operation that finished)
+                return found
+            problem = _basis_problem(subnet, params, ctx)
+            if problem is not None:
+                raise StalePlan(f"{where} changed since the plan was made: {problem}; make a new plan")
+            ranges = [
+                {"rangeName": r["rangeName"], "ipCidrRange": r["ipCidrRange"]}
+                for r in subnet.get("secondaryIpRanges") or []
+            ]
+            ranges.append({"rangeName": params["range_name"], "ipCidrRange": params["cidr"]})
+            fingerprint = str(subnet.get("fingerprint") or "")
+
+            def patch(fp: str = fingerprint, full: list[dict[str, Any]] = ranges) -> dict[str, Any]:
+                return _gke(ctx).patch_subnetwork_secondary_ranges(params["region"], params["subnet"], fp, full)
+
+            try:
+                op = _when_free(ctx, f"{where} to accept a change", patch)
+            except StaleFingerprint:
+                # Someone else changed the subnet between our read and our patch (GCE 412): read again.
+                continue
+            return {"range_name": params["range_name"], "cidr": params["cidr"], "operation": op}
+        raise CloudError(f"{where} kept changing under us ({FINGERPRINT_RETRIES + 1} stale fingerprints); run again")
+
+    def wait(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
+        op = outputs.get("operation")
+        if op:
+            what = f"secondary range {params['range_name']} on subnet {params['subnet']}"
+            _wait_operation(ctx, op, what, SUBNET_TIMEOUT)
+
+    def verify(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
+        if self.check(step, params, ctx) is None:
+            raise CloudError(
+                f"subnet {params['region']}/{params['subnet']} has no secondary range "
+                f"{params['range_name']} {params['cidr']} after the patch"
+            )
+
+
+# --- gke.create-node-pool ---------------------------------------------------------------------------
+
+
+def _labels(pool: dict[str, Any]) -> dict[str, str]:
+    return dict((pool.get("config") or {}).get("resourceLabels") or {})
+
+
+class CreateNodePool:
+    def _find(self, params: dict[str, Any], ctx: StepContext) -> dict[str, Any] | None:
+        name = params["node_pool"]["name"]
+        for pool in _gke(ctx).list_node_pools(params["cluster"]):
+            if pool.get("name") == name:
+                return pool
+        return None
+
+    def _ours(self, pool: dict[str, Any], params: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        label = _labels(pool).get(PLAN_LABEL)
+        if label != ctx.plan_id:
+            by = f"by plan {label}" if label else "by someone else"
+            raise StalePlan(
+                f"a node pool named {pool.get('name')} was created {by} in cluster {params['cluster']}; "
+                "make a new plan (or pick another name with --pool-name)"
+            )
+        return pool
+
+    def _outputs(self, params: dict[str, Any]) -> Outputs:
+        return {"node_pool": params["node_pool"]["name"]}
+
+    def _wait_running(self, params: dict[str, Any], ctx: StepContext, timeout: float) -> None:
+        name = params["node_pool"]["name"]
+
+        def probe() -> bool | None:
+            pool = self._find(params, ctx)
+            status = str((pool or {}).get("status") or "MISSING")
+            if status in ("ERROR", "STOPPING", "MISSING"):
+                detail = (pool or {}).get("statusMessage") or "no detail"
+                hint = ""
+                if status == "ERROR":
+                    hint = (
+                        f"; delete it (gcloud container node-pools delete {name} --cluster {params['cluster']} "
+                        f"--location {params['location']}) and run the same command again"
+                    )
+                raise CloudError(f"node pool {name} is {status}: {detail}{hint}")
+            if status == "RUNNING_WITH_ERROR":  # usable, but GKE reports a problem (e.g. a zone stockout)
+                ctx.progress.note(f"node pool {name} runs with an error: {(pool or {}).get('statusMessage')}")
+                return True
+            return True if status == "RUNNING" else None
+
+        ctx.wait_until(f"node pool {name} to be RUNNING", probe, timeout=timeout, interval=10.0, max_interval=30.0)
+
+    def check(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
+        pool = self._find(params, ctx)
+        if pool is None:
+            return None
+        self._ours(pool, params, ctx)
+        if pool.get("status") not in ("RUNNING", "RUNNING_WITH_ERROR"):
+            # Ours but still provisioning (an earlier run stopped during the wait): done once it runs.
+            self._wait_running(params, ctx, NODE_POOL_TIMEOUT)
+        return self._outputs(params)
+
+    def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        from cidrx.providers.gke.api import AlreadyExists
+
+        body = copy.deepcopy(params["node_pool"])
+        config = body.setdefault("config", {})
+        config["resourceLabels"] = {**(config.get("resourceLabels") or {}), PLAN_LABEL: ctx.plan_id}
+        name = body["name"]
+        try:
+            op = _when_free(
+                ctx,
+                f"cluster {params['cluster']} to accept node pool {name}",
+                lambda: _gke(ctx).create_node_pool(params["cluster"], body),
+            )
+        except AlreadyExists:
+            # Created between our check and our create: ours (a parallel run of this plan) or not.
+            pool = self._find(params, ctx)
+            if pool is None:
+                raise
+            self._ours(pool, params, ctx)
+            return self._outputs(params)
+        return {**self._outputs(params), "operation": op}
+
+    def wait(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
+        name = params["node_pool"]["name"]
+        op = outputs.get("operation")
+        if op:
+            _wait_operation(ctx, op, f"creation of node pool {name}", NODE_POOL_TIMEOUT)
+        self._wait_running(params, ctx, NODE_POOL_TIMEOUT)
+
+    def verify(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
+        name = params["node_pool"]["name"]
+        pool = self._find(params, ctx)
+        if pool is None:
+            raise CloudError(f"node pool {name} is not in cluster {params['cluster']} after its creation")
+        want = (params["node_pool"].get("networkConfig") or {}).get("podRange")
+        have = (pool.get("networkConfig") or {}).get("podRange")
+        if want and have != want:
+            raise CloudError(f"node pool {name} takes pod IPs from {have or 'the default range'}, not {want}")
+        if _labels(pool).get(PLAN_LABEL) != ctx.plan_id:
+            raise CloudError(f"node pool {name} lacks the label {PLAN_LABEL}={ctx.plan_id}")
+
+
+# --- gke.add-cluster-pod-ranges ---------------------------------------------------------------------
+
+
+def _cluster_pod_ranges(cluster: dict[str, Any]) -> list[str]:
+    policy = cluster.get("ipAllocationPolicy") or {}
+    return list((policy.get("additionalPodRangesConfig") or {}).get("podRangeNames") or [])
+
+
+class AddClusterPodRanges:
+    def _missing(self, params: dict[str, Any], ctx: StepContext) -> list[str]:
+        have = set(_cluster_pod_ranges(_gke(ctx).get_cluster(params["cluster"])))
+        return [n for n in params["range_names"] if n not in have]
+
+    def check(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
+        return None if self._missing(params, ctx) else {"range_names": list(params["range_names"])}
+
+    def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        _settle_earlier_operation(ctx, step)
+
+        def update() -> dict[str, Any]:
+            # Re-read on every attempt: while we waited, the queued operation may have added them.
+            missing = self._missing(params, ctx)
+            if not missing:
+                return {}
+            return _gke(ctx).add_cluster_pod_ranges(params["cluster"], missing)
+
+        op = _when_free(ctx, f"cluster {params['cluster']} to accept new pod ranges", update)
+        outputs: Outputs = {"range_names": list(params["range_names"])}
+        return {**outputs, "operation": op} if op else outputs
+
+    def wait(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
+        op = outputs.get("operation")
+        if op:
+            what = f"adding pod ranges {', '.join(params['range_names'])} to cluster {params['cluster']}"
+            _wait_operation(ctx, op, what, CLUSTER_TIMEOUT)
+
+    def verify(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
+        missing = self._missing(params, ctx)
+        if missing:
+            raise CloudError(f"cluster {params['cluster']} does not list pod range(s) {', '.join(missing)}")
+
+
+EXECUTORS: dict[str, Executor] = {
+    "gke.add-secondary-range": AddSecondaryRange(),
+    "gke.create-node-pool": CreateNodePool(),
+    "gke.add-cluster-pod-ranges": AddClusterPodRanges(),
+}

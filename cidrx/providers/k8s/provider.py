@@ -1,0 +1,82 @@
+"""Plain Kubernetes as a provider: the entry points `cidrx.dispatch` dispatches to for `--k8s` targets.
+
+Why it exists: clusters outside GKE/EKS (kubeadm, on-premises, kind) run out of pod addresses too, through
+node IPAM (`--allocate-node-cidrs`) or an in-cluster IPAM. There is no cloud section: the snapshot is the
+cluster alone. The Whereabouts/Calico checks and plans are added by `cidrx.dispatch` for every provider, so
+this module covers only what is specific to a cluster without a cloud: node IPAM and reachability.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cidrx.model.snapshot import Snapshot
+from cidrx.model.target import Target
+
+if TYPE_CHECKING:
+    from cidrx.cli.options import TargetOptions
+    from cidrx.dispatch import PlanOptions
+    from cidrx.engine.executor import Executor
+    from cidrx.kube.api import KubeApi
+    from cidrx.kube.model import KubeSection
+    from cidrx.model.findings import Diagnosis
+    from cidrx.model.plan import Plan
+
+# No expand strategy of its own yet; `calico-pool` and the reclaim plans come from cidrx.kube.ipam.
+STRATEGIES: tuple[str, ...] = ()
+UNREACHABLE_ID = "KUBE-UNREACHABLE"
+
+
+@dataclass(frozen=True)
+class K8sApis:
+    """What step executors of a plain-Kubernetes plan reach: the cluster, when it was reachable."""
+
+    kube: KubeApi | None
+
+
+def collect(target: Target, opts: TargetOptions, kube: KubeSection, taken_at: str) -> Snapshot:
+    return Snapshot(target=target, taken_at=taken_at, kube=kube)
+
+
+def analyze(snapshot: Snapshot) -> Diagnosis:
+    from cidrx.kube.nodeipam import analyze_node_ipam
+    from cidrx.model.findings import Finding, Severity, make_diagnosis
+
+    kube = snapshot.kube
+    capacity, findings = analyze_node_ipam(kube)
+    if not kube.available:
+        findings.append(
+            Finding(
+                id=UNREACHABLE_ID,
+                severity=Severity.INFO,
+                subject=kube.context or snapshot.target.cluster,
+                summary="in-cluster checks did not run: the Kubernetes API could not be read"
+                + (f" ({kube.reason})" if kube.reason else ""),
+                remediation="check the kubeconfig and context (--kubeconfig, --context) and network access to "
+                "the API server, then run again",
+            )
+        )
+    return make_diagnosis(snapshot.target, snapshot.fingerprint, capacity, findings)
+
+
+def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
+    from cidrx.errors import InvalidInput
+
+    raise InvalidInput(
+        "plain Kubernetes clusters (--k8s) have no expand strategy of their own",
+        hint="use --strategy calico-pool for Calico, or `cidrx reclaim --k8s --ipam whereabouts|calico`",
+    )
+
+
+def check_drift(plan: Plan, snapshot: Snapshot) -> None:
+    """Nothing to check: a --k8s target has no plans of its own (in-cluster plans check their own basis)."""
+
+
+def executors() -> Mapping[str, Executor]:
+    return {}
+
+
+def apis(plan: Plan, opts: TargetOptions, kube: KubeApi | None) -> Any:
+    return K8sApis(kube=kube)

@@ -1,0 +1,1 @@
+"""Developer tools of the cidrx repository (not shipped in the wheel)."""

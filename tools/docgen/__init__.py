@@ -1,0 +1,690 @@
+"""Generate the reference docs and JSON schemas from the code, so they cannot drift from it.
+
+`python -m tools.docgen` writes docs/cli.md (from the click command tree, read at run time), docs/findings.md
+(finding ids found by reading cidrx's source, with a one-line meaning kept here and examples taken from
+diagnosing the bundled snapshots), docs/schemas/*.schema.json (from the models via msgspec) and the policy
+blocks of docs/permissions.md (what `cidrx permissions` prints; the prose around them is kept) and the
+exporter's ClusterRole in deploy/kubernetes/clusterrole.yaml.
+`python -m tools.docgen --check` writes nothing and exits 1 when a committed file differs; tests/test_docs.py
+and tests/test_schemas.py do the same comparison.
+
+Not imported by the CLI: it is a developer tool, and it imports everything.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_DIR = ROOT / "cidrx"
+DOCS = ROOT / "docs"
+EXAMPLES = ROOT / "examples"
+REGENERATE = "python -m tools.docgen"
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+
+
+class DocgenError(Exception):
+    """The source holds something the generator cannot document (an id it cannot resolve, an id without a
+    meaning); the message says where and what to add."""
+
+
+# --- findings ----------------------------------------------------------------------------------------------
+
+# One line per finding id: what it means for the cluster. A new id in the code without a line here fails
+# tests/test_docs.py, so every id users can alert on is documented.
+MEANINGS: dict[str, str] = {
+    # EKS / AWS VPC CNI
+    "EKS-SUBNET-EXHAUSTED": "A subnet the cluster's nodes or pods use has no free address (or too few for one "
+    "more node's ENIs): new pods stay in ContainerCreating and new nodes cannot launch there.",
+    "EKS-SUBNET-NEARLY-EXHAUSTED": "A subnet the cluster uses is close to full; the next few nodes or pods "
+    "will exhaust it.",
+    "EKS-AZ-EXHAUSTED": "No subnet the cluster uses in this Availability Zone can take another node, so "
+    "scale-up in that zone fails even if other zones have room.",
+    "EKS-POD-IP-ASSIGN-FAILED": "Pod events show the VPC CNI's `failed to assign an IP address to container`: "
+    "pods are already stuck because the node's ENIs cannot get more addresses.",
+    "EKS-NODEGROUP-NO-ADDRESSES": "A node group cannot launch nodes because its subnets have no free addresses "
+    "(or EKS reported InsufficientFreeAddressesInSubnet).",
+    "EKS-ENICONFIG-UNUSED": "ENIConfig objects exist but custom networking is off in aws-node, so pods still "
+    "take addresses from the node subnets.",
+    "EKS-ENICONFIG-SUBNET-MISSING": "An ENIConfig names a subnet that is not in the cluster's VPC; nodes in "
+    "that zone cannot attach pod ENIs.",
+    "EKS-ENICONFIG-WRONG-AZ": "An ENIConfig (named after a zone) points at a subnet in another zone; ENI "
+    "attachment for nodes in that zone will fail.",
+    "EKS-CUSTOM-NETWORKING-NO-ENICONFIG": "Custom networking is on but some zones the nodes run in have no "
+    "ENIConfig, so new nodes there get no pod addresses.",
+    "EKS-NODES-PREDATE-ENICONFIG": "Nodes joined before their zone's ENIConfig existed and still hand out "
+    "addresses from the node subnet; only replaced nodes use the pod subnet.",
+    "EKS-MAX-PODS-ABOVE-ENI-LIMIT": "Nodes accept more pods (kubelet max-pods) than the VPC CNI can address "
+    "with the instance type's ENIs, so the extra pods never get an IP.",
+    "EKS-WARM-POOL-WASTE": "WARM_ENI_TARGET makes every node hold a spare ENI's worth of addresses no pod "
+    "uses; warning when subnets are tight, info otherwise.",
+    "EKS-PREFIX-NO-FREE-BLOCK": "Prefix delegation is on but the subnet has no free aligned /28, so nodes "
+    "cannot get prefixes even though single addresses may be free (fragmentation).",
+    "EKS-PREFIX-DELEGATION-NOT-ENOUGH": "Switching to prefix delegation would not help: the full subnets have "
+    "no free aligned /28 blocks. Use custom networking with a secondary CIDR.",
+    "EKS-VPC-CIDR-QUOTA-REACHED": "The VPC already holds as many IPv4 CIDR blocks as its quota allows, so a "
+    "secondary CIDR cannot be added until the quota is raised.",
+    # GKE
+    "GKE-POD-RANGE-EXHAUSTED": "Every per-node block of a pod secondary range is taken: no new node using "
+    "that range can be created, and cluster-autoscaler reports IP space exhausted.",
+    "GKE-POD-RANGE-NEARLY-EXHAUSTED": "A pod range has few per-node blocks left; scale-up will soon stop.",
+    "GKE-AUTOSCALER-MAX-EXCEEDS-RANGE": "The node pools on a pod range may autoscale to more nodes than the "
+    "range can hold, so scale-up will stop before the configured maximum.",
+    "GKE-SCALE-UP-IP-EXHAUSTED": "cluster-autoscaler events say scale-up failed with IP space exhausted: pods "
+    "are already Pending for lack of pod address space.",
+    "GKE-MAX-PODS-OVERSIZED": "A node pool reserves a per-node block sized for far more pods than its nodes "
+    "run; a smaller max pods per node on a new pool fits more nodes in the same range.",
+    "GKE-NO-ADDITIONAL-POD-RANGES": "The cluster has only its default pod range, with no additional cluster "
+    "pod ranges or node-pool pod ranges to grow into.",
+    "GKE-AUTOPILOT": "Autopilot cluster: GKE manages the node pools, so the only expansion is adding cluster "
+    "pod ranges (`--strategy cluster-range`).",
+    # Whereabouts
+    "WHEREABOUTS-POOL-FULL": "Every usable address of a Whereabouts IPPool is reserved, so new pods attaching "
+    "that network cannot start.",
+    "WHEREABOUTS-POOL-NEARLY-FULL": "A Whereabouts IPPool has few unreserved addresses left.",
+    "WHEREABOUTS-STALE-ALLOCATION": "IPPool reservations belong to pods that no longer exist (or run with "
+    "another address), typically after a node died; `cidrx reclaim --ipam whereabouts` frees them.",
+    "WHEREABOUTS-CORRUPT-KEY": "An IPPool allocation key is not a decimal offset inside the pool's range; "
+    "Whereabouts cannot interpret it.",
+    "WHEREABOUTS-POOL-RANGE-HOST-BITS": "An IPPool's `spec.range` has host bits set (e.g. `10.10.10.0/16`): "
+    "Whereabouts counts offsets from the address as written, its own config loader never writes such a range, "
+    "so what each offset means is ambiguous; cidrx never releases anything from the pool.",
+    "WHEREABOUTS-DUPLICATE-IP": "The same address is reserved more than once, so two pods may share an IP.",
+    "WHEREABOUTS-ORPHAN-RESERVATION": "OverlappingRangeIPReservations without a matching pool allocation keep "
+    "their address from every pool.",
+    "WHEREABOUTS-NAD-CONFIG-INVALID": "A NetworkAttachmentDefinition's Whereabouts IPAM config cannot be "
+    "parsed, so its pool's capacity is unknown (and pods attaching it fail too).",
+    # Calico
+    "CALICO-POOL-BLOCKS-EXHAUSTED": "All blocks of a Calico IPPool are claimed by nodes; a node without a "
+    "block must borrow addresses (critical when some node has none).",
+    "CALICO-POOL-NEARLY-FULL": "Most addresses of a Calico IPPool are allocated (critical once all are).",
+    "CALICO-NODE-WITHOUT-BLOCK": "Nodes hold no Calico block, so their pods borrow addresses from other "
+    "nodes' blocks (or fail with strictAffinity).",
+    "CALICO-BORROWED-IPS": "Pods use addresses from a block affine to another node; routes to them depend on "
+    "the block owner and can be blackholed.",
+    "CALICO-NODE-HOARDING-BLOCKS": "A node holds several blocks (some empty) while other nodes have none.",
+    "CALICO-EMPTY-BLOCK": "A node keeps a block with no address in use; warning when the pool is tight and "
+    "the block could be released, info otherwise.",
+    "CALICO-LEAKED-IP": "Block addresses are held for pods that no longer exist (not tunnel addresses); "
+    "`cidrx reclaim --ipam calico` releases them.",
+    # Kubernetes node IPAM
+    "NODE-IPAM-CIDR-NOT-AVAILABLE": "Node events with reason CIDRNotAvailable: kube-controller-manager had no "
+    "free per-node block in --cluster-cidr for these nodes.",
+    "NODE-IPAM-NODES-WITHOUT-PODCIDR": "Nodes have no spec.podCIDR; with a CNI that uses it, their pods cannot "
+    "get addresses.",
+    "NODE-IPAM-EXHAUSTED": "Every per-node block of a cluster CIDR is assigned: the next node joins without a podCIDR.",
+    "NODE-IPAM-NEARLY-EXHAUSTED": "A cluster CIDR has few per-node blocks left.",
+    # Any target
+    "KUBE-UNREACHABLE": "The Kubernetes API could not be read (or --no-kube was given): in-cluster checks were "
+    "skipped and the diagnosis covers the cloud side only.",
+}
+
+# Provider folders in the order the catalogue lists them, with their headings.
+GROUPS: dict[str, str] = {
+    "eks": "EKS (AWS VPC CNI)",
+    "gke": "GKE",
+    "whereabouts": "Whereabouts",
+    "calico": "Calico",
+    "kube": "Kubernetes node IPAM",
+    "k8s": "Kubernetes (plain clusters)",
+}
+ANY_TARGET = "Any target"
+ID_RE = re.compile(r"^[A-Z]+(?:-[A-Z0-9]+)+$")
+SEVERITY_ORDER = ("critical", "warning", "info")
+
+
+@dataclass(frozen=True)
+class FindingSite:
+    """One place in the source that constructs a Finding."""
+
+    id: str
+    severities: tuple[str, ...]
+    path: str  # relative to the repository root
+    line: int
+
+
+@dataclass(frozen=True)
+class CatalogueEntry:
+    id: str
+    severities: tuple[str, ...]
+    group: str
+    paths: tuple[str, ...]
+
+
+def _module_constants(tree: ast.Module) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    out[t.id] = node.value.value
+    return out
+
+
+def _severities(expr: ast.AST) -> set[str]:
+    return {
+        n.attr.lower()
+        for n in ast.walk(expr)
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "Severity"
+    }
+
+
+def _local_assignments(scope: ast.AST) -> dict[str, list[ast.AST]]:
+    out: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    out.setdefault(t.id, []).append(node.value)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            out.setdefault(node.target.id, []).append(node.value)
+    return out
+
+
+def _finding_calls(tree: ast.Module) -> Iterator[tuple[ast.Call, ast.AST]]:
+    """Every `Finding(...)` call with its innermost enclosing function (or the module)."""
+
+    def visit(node: ast.AST, scope: ast.AST) -> Iterator[tuple[ast.Call, ast.AST]]:
+        for child in ast.iter_child_nodes(node):
+            inner = child if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else scope
+            if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id == "Finding":
+                yield child, scope
+            yield from visit(child, inner)
+
+    yield from visit(tree, tree)
+
+
+def _argument(call: ast.Call, name: str, position: int) -> ast.AST | None:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return call.args[position] if len(call.args) > position else None
+
+
+def finding_sites(package_dir: Path = PACKAGE_DIR) -> list[FindingSite]:
+    """Every Finding constructed in cidrx's source, with its id and the severities it can have.
+
+    Ids must be string literals or module-level string constants; severities `Severity.X` expressions, possibly
+    through a local variable. Anything else raises DocgenError, so the catalogue never silently misses an id.
+    """
+    sites: list[FindingSite] = []
+    for path in sorted(package_dir.rglob("*.py")):
+        source = path.read_text()
+        if "Finding(" not in source:
+            continue
+        tree = ast.parse(source)
+        constants = _module_constants(tree)
+        rel = path.relative_to(package_dir.parent).as_posix()
+        for call, scope in _finding_calls(tree):
+            where = f"{rel}:{call.lineno}"
+            id_expr = _argument(call, "id", 0)
+            if isinstance(id_expr, ast.Constant) and isinstance(id_expr.value, str):
+                fid = id_expr.value
+            elif isinstance(id_expr, ast.Name) and id_expr.id in constants:
+                fid = constants[id_expr.id]
+            else:
+                raise DocgenError(f"{where}: Finding id must be a string literal or a module-level constant")
+            sev_expr = _argument(call, "severity", 1)
+            if sev_expr is None:
+                raise DocgenError(f"{where}: Finding {fid} has no severity")
+            severities = _severities(sev_expr)
+            if not severities and isinstance(sev_expr, ast.Name):
+                for value in _local_assignments(scope).get(sev_expr.id, []):
+                    severities |= _severities(value)
+            if not severities:
+                raise DocgenError(
+                    f"{where}: cannot tell the severity of {fid}; use Severity.X (or a local set from it)"
+                )
+            sites.append(FindingSite(fid, tuple(s for s in SEVERITY_ORDER if s in severities), rel, call.lineno))
+    return sites
+
+
+def id_literals(package_dir: Path = PACKAGE_DIR) -> set[str]:
+    """Every string literal in the source that looks like a finding id of a known group (a cross-check that
+    `finding_sites` found every id: an id passed around in a variable would show up here only)."""
+    prefixes = ("EKS-", "GKE-", "WHEREABOUTS-", "CALICO-", "NODE-IPAM-", "KUBE-")
+    out: set[str] = set()
+    for path in package_dir.rglob("*.py"):
+        if path.name == "docgen.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            value = node.value if isinstance(node, ast.Constant) else None
+            if isinstance(value, str) and ID_RE.match(value) and value.startswith(prefixes):
+                out.add(value)
+    return out
+
+
+def _group_of(path: str) -> str:
+    """The package a finding is raised in: `cidrx/providers/eks/...` -> "eks", `cidrx/kube/...` -> "kube"."""
+    parts = path.split("/")
+    if len(parts) > 3 and parts[1] in ("providers", "ipam"):
+        return parts[2]
+    return parts[1] if len(parts) > 2 else ""
+
+
+def catalogue(sites: Sequence[FindingSite] | None = None) -> list[CatalogueEntry]:
+    """One entry per finding id, grouped by the provider folder that raises it (ids raised by several
+    providers go to "Any target"), in GROUPS order then by id."""
+    by_id: dict[str, list[FindingSite]] = {}
+    for s in finding_sites() if sites is None else sites:
+        by_id.setdefault(s.id, []).append(s)
+    entries = []
+    for fid, found in by_id.items():
+        groups = {_group_of(s.path) for s in found}
+        group = GROUPS.get(next(iter(groups)), "Other") if len(groups) == 1 else ANY_TARGET
+        sev = {x for s in found for x in s.severities}
+        paths = tuple(sorted({s.path for s in found}))
+        entries.append(CatalogueEntry(fid, tuple(s for s in SEVERITY_ORDER if s in sev), group, paths))
+    order = [*GROUPS.values(), "Other", ANY_TARGET]
+    return sorted(entries, key=lambda e: (order.index(e.group), e.id))
+
+
+def example_findings() -> dict[str, list[tuple[str, str, str]]]:
+    """Finding id -> (example file, severity, summary) from diagnosing every bundled example snapshot."""
+    from cidrx import dispatch
+    from cidrx.model.snapshot import load_snapshot
+
+    out: dict[str, list[tuple[str, str, str]]] = {}
+    for path in sorted(EXAMPLES.glob("*.snapshot.json")):
+        d = dispatch.analyze(load_snapshot(path))
+        for f in d.findings:
+            out.setdefault(f.id, []).append((f"examples/{path.name}", f.severity.value, f.summary))
+    return out
+
+
+def render_findings_md() -> str:
+    entries = catalogue()
+    missing = [e.id for e in entries if e.id not in MEANINGS]
+    if missing:
+        raise DocgenError(f"finding id(s) without a meaning in tools/docgen/__init__.py MEANINGS: {', '.join(missing)}")
+    examples = example_findings()
+    lines = [
+        "# Findings catalogue",
+        "",
+        f"<!-- Generated by `{REGENERATE}` from the source; do not edit by hand. -->",
+        "",
+        "Every finding `cidrx diagnose` can report, by the stable id that JSON output, Prometheus labels and",
+        "alert rules use. Severity decides the exit code: `--fail-on critical` (the default) exits 3 on any",
+        "critical finding, `--fail-on warning` on any warning or critical one. Where a finding's severity",
+        "depends on the situation, both are listed. Examples come from diagnosing the snapshots in `examples/`.",
+        "",
+        "| id | severity | raised by |",
+        "|---|---|---|",
+    ]
+    for e in entries:
+        anchor = e.id.lower()
+        lines.append(f"| [`{e.id}`](#{anchor}) | {' / '.join(e.severities)} | {e.group} |")
+    group = None
+    for e in entries:
+        if e.group != group:
+            group = e.group
+            lines += ["", f"## {group}"]
+        lines += ["", f"### {e.id}", ""]
+        lines.append(f"**Severity:** {' or '.join(e.severities)} · **Source:** {', '.join(f'`{p}`' for p in e.paths)}")
+        lines += ["", MEANINGS[e.id]]
+        for file, sev, summary in examples.get(e.id, [])[:1]:
+            lines += ["", f"Example ({sev}, `{file}`):", "", f"> {summary}"]
+    lines.append("")
+    return "\n".join(lines)
+
+
+# --- CLI reference -----------------------------------------------------------------------------------------
+
+
+def _help_markdown(text: str) -> list[str]:
+    """A click help text as Markdown: `\\b` paragraphs (click's no-rewrap marker) become code blocks."""
+    out: list[str] = []
+    for para in re.split(r"\n\s*\n", inspect.cleandoc(text)):
+        if para.startswith("\b"):
+            body = para.split("\n", 1)[1] if "\n" in para else ""
+            out += ["```", inspect.cleandoc(body), "```", ""]
+        else:
+            out += [" ".join(line.strip() for line in para.splitlines()), ""]
+    return out
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _option_row(param: click.Parameter, ctx: click.Context) -> str:
+    names = ", ".join(f"`{n}`" for n in [*param.opts, *param.secondary_opts])
+    if isinstance(param, click.Option) and param.count:
+        value = "counter (repeat for more)"
+    elif isinstance(param, click.Option) and param.is_flag:
+        value = "flag"
+    elif isinstance(param.type, click.Choice):
+        value = " \\| ".join(f"`{c}`" for c in param.type.choices)
+    else:
+        value = f"`{param.make_metavar(ctx) if isinstance(param, click.Option) else param.human_readable_name}`"
+        if isinstance(param.type, click.IntRange):
+            low, high = param.type.min, param.type.max
+            value += f" ({low}–{high})" if high is not None else f" (≥ {low})"
+    default = ""
+    if isinstance(param, click.Option) and not param.is_flag and param.default is not None and param.show_default:
+        default = f"`{param.default}`"
+    env = ""
+    if isinstance(param, click.Option) and param.envvar:
+        envs = [param.envvar] if isinstance(param.envvar, str) else list(param.envvar)
+        env = ", ".join(f"`{e}`" for e in envs)
+    helptext = param.help if isinstance(param, click.Option) and param.help else ""
+    if isinstance(param, click.Option) and param.required:
+        helptext = "Required. " + helptext
+    return f"| {names} | {value} | {default} | {env} | {_cell(helptext)} |"
+
+
+def _command_sections(cmd: click.Command, ctx: click.Context, path: str) -> list[str]:
+    lines = [f"## `{path}`", ""]
+    lines += ["```", cmd.get_usage(ctx).replace("Usage: ", ""), "```", ""]
+    if cmd.help:
+        lines += _help_markdown(cmd.help)
+    lines += ["| option | value | default | env | description |", "|---|---|---|---|---|"]
+    lines += [_option_row(p, ctx) for p in cmd.get_params(ctx) if isinstance(p, click.Option)]
+    lines.append("")
+    if isinstance(cmd, click.Group):
+        for name in cmd.list_commands(ctx):
+            sub = cmd.get_command(ctx, name)
+            if sub is None or sub.hidden:
+                continue
+            sub_ctx = click.Context(sub, info_name=name, parent=ctx)
+            lines += _command_sections(sub, sub_ctx, f"{path} {name}")
+    return lines
+
+
+def exit_codes() -> list[tuple[int, str]]:
+    """The exit code table, parsed from the CLI's own `--help` epilog (one source for both)."""
+    from cidrx.cli import EXIT_CODES_HELP
+
+    return [(int(m[1]), m[2].strip()) for m in re.finditer(r"^\s+(\d+)\s+(.+)$", EXIT_CODES_HELP, re.M)]
+
+
+def render_cli_md() -> str:
+    from cidrx.cli import cli
+
+    ctx = click.Context(cli, info_name="cidrx", terminal_width=100, max_content_width=100, **cli.context_settings)
+    lines = [
+        "# CLI reference",
+        "",
+        f"<!-- Generated by `{REGENERATE}` from the click commands; do not edit by hand. -->",
+        "",
+        "Every command and option, as `cidrx --help` and `cidrx COMMAND --help` show them. Options with an",
+        "env column can also be set through that variable; a flag given on the command line wins.",
+        "",
+    ]
+    commands = [n for n in cli.list_commands(ctx) if (c := cli.get_command(ctx, n)) is not None and not c.hidden]
+    lines += ["Commands: " + ", ".join(f"[`{n}`](#cidrx-{n})" for n in commands), ""]
+    lines += _command_sections(cli, ctx, "cidrx")
+    lines += ["## Exit codes", "", "| code | meaning |", "|---|---|"]
+    lines += [f"| {code} | {_cell(meaning)} |" for code, meaning in exit_codes()]
+    lines += [
+        "",
+        "Errors are one line on stderr (`cidrx: error: ...`, sometimes followed by `hint: ...`). Ctrl-C outside",
+        "an apply exits 130.",
+        "",
+        "## Shell completion",
+        "",
+        "click generates the completion script; source it from your shell's startup file:",
+        "",
+        "```",
+        "# bash (~/.bashrc)",
+        'eval "$(_CIDRX_COMPLETE=bash_source cidrx)"',
+        "# zsh (~/.zshrc)",
+        'eval "$(_CIDRX_COMPLETE=zsh_source cidrx)"',
+        "# fish (~/.config/fish/completions/cidrx.fish)",
+        "_CIDRX_COMPLETE=fish_source cidrx | source",
+        "```",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+# --- JSON schemas ------------------------------------------------------------------------------------------
+
+
+def _document_schema(model: type, tag: str, title: str, description: str) -> dict[str, Any]:
+    """msgspec's schema of `model`, wrapped as a draft 2020-12 document whose `schema` field is pinned to
+    `tag` and required (every document cidrx writes carries it)."""
+    import msgspec
+
+    generated = msgspec.json.schema(model)
+    defs: dict[str, Any] = generated["$defs"]
+    root = defs[model.__name__]
+    root["properties"]["schema"] = {"const": tag, "default": tag}
+    root["required"] = sorted({*root.get("required", []), "schema"}, key=list(root["properties"]).index)
+    return {"$schema": DRAFT, "title": title, "description": description, "$ref": generated["$ref"], "$defs": defs}
+
+
+def _require_all(schema: dict[str, Any]) -> None:
+    schema["required"] = list(schema.get("properties", {}))
+
+
+def diagnosis_schema() -> dict[str, Any]:
+    """The `-o json` diagnosis document. It is built from the Diagnosis model (cidrx/render/jsonout.py writes
+    the same fields), with every key required because the renderer always writes every key (null when not
+    applicable) and `counts` always holding every severity."""
+    from cidrx.model.findings import Diagnosis, Severity
+
+    doc = _document_schema(
+        Diagnosis,
+        "cidrx.diagnosis/v1",
+        "cidrx diagnosis (cidrx.diagnosis/v1)",
+        "What `cidrx diagnose -o json` prints: capacity per address space and findings, worst first.",
+    )
+    for name in ("Diagnosis", "Capacity", "Finding", "Target"):
+        _require_all(doc["$defs"][name])
+    counts = doc["$defs"]["Diagnosis"]["properties"]["counts"]
+    counts["required"] = [s.value for s in Severity]
+    return doc
+
+
+def plan_schema() -> dict[str, Any]:
+    from cidrx.model.plan import PLAN_SCHEMA, Plan
+
+    return _document_schema(
+        Plan,
+        PLAN_SCHEMA,
+        "cidrx plan (cidrx.plan/v1)",
+        "A plan file written by `cidrx expand --plan` or `cidrx reclaim --plan`; `digest` is the sha256 of the "
+        "canonical JSON of the whole document except `digest` (notes, summary and created_at included), and "
+        "apply refuses a file whose digest does not match.",
+    )
+
+
+def snapshot_schema() -> dict[str, Any]:
+    from cidrx.model.snapshot import SNAPSHOT_SCHEMA, Snapshot
+
+    return _document_schema(
+        Snapshot,
+        SNAPSHOT_SCHEMA,
+        "cidrx snapshot (cidrx.snapshot/v1)",
+        "Everything `cidrx diagnose` reads, written by `cidrx snapshot`; `fingerprint` is the sha256 of the "
+        "canonical content.",
+    )
+
+
+def fleet_schema() -> dict[str, Any]:
+    """The fleet-mode `-o json` document (`diagnose --all-clusters` / `--all-contexts` / several `--context`),
+    built from cidrx.fleet's models (cidrx/render/fleet.py writes the same fields). Every key is required,
+    as in the diagnosis schema: the renderer always writes every key, null when not applicable, and each
+    cluster's `diagnosis` is the same document `diagnose -o json` prints for one cluster."""
+    from cidrx.fleet import FLEET_SCHEMA, Fleet
+    from cidrx.model.findings import Severity
+
+    doc = _document_schema(
+        Fleet,
+        FLEET_SCHEMA,
+        "cidrx fleet diagnosis (cidrx.fleet/v1)",
+        "What `cidrx diagnose` prints with -o json in fleet mode: one entry per cluster (its diagnosis, or the "
+        "error that kept it from being read), totals, and the fleet's exit code (the worst cluster's).",
+    )
+    defs = doc["$defs"]
+    for name in ("Fleet", "Member", "FleetCounts", "Diagnosis", "Capacity", "Finding", "Target"):
+        _require_all(defs[name])
+    defs["Diagnosis"]["properties"]["schema"] = {"const": "cidrx.diagnosis/v1", "default": "cidrx.diagnosis/v1"}
+    defs["Diagnosis"]["properties"]["counts"]["required"] = [s.value for s in Severity]
+    return doc
+
+
+def _json(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2) + "\n"
+
+
+# --- permissions page -------------------------------------------------------------------------------------
+
+# docs/permissions.md is hand-written around blocks that are `cidrx permissions` output; each block sits
+# between these two lines and is rewritten from the code, the prose around it is kept as it is.
+PERMISSIONS_MD = Path("docs/permissions.md")
+GENERATED_BLOCK = re.compile(
+    r"(?P<open><!-- generated: (?P<name>[a-z0-9-]+) \(python -m tools\.docgen\) -->\n)(?P<body>.*?)"
+    r"(?P<close><!-- end generated -->)",
+    re.S,
+)
+
+
+def _fence(lang: str, text: str) -> str:
+    return f"```{lang}\n{text}```\n"
+
+
+def _words(items: Sequence[str]) -> str:
+    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items)
+
+
+def _rbac_key(rule: dict[str, Any]) -> tuple[str, str]:
+    return (rule["apiGroups"][0], rule["resources"][0])
+
+
+def _cluster_role_difference(base: dict[str, Any], other: dict[str, Any]) -> str:
+    """How `other`'s ClusterRole rules differ from `base`'s, in words."""
+    a = {_rbac_key(r): r for r in base["cluster_role"]["rules"] if "resources" in r}
+    b = {_rbac_key(r): r for r in other["cluster_role"]["rules"] if "resources" in r}
+    parts = [f"without the `{k[1]}` rule" for k in sorted(a.keys() - b.keys())]
+    parts += [f"with a `{k[1]}` rule (`{', '.join(b[k]['verbs'])}`)" for k in sorted(b.keys() - a.keys())]
+    for k in sorted(a.keys() & b.keys()):
+        if a[k] != b[k]:
+            parts.append(f"with only `{', '.join(b[k]['verbs'])}` on `{k[1]}`")
+    return _words(parts) if parts else "exactly the same"
+
+
+def permissions_blocks() -> dict[str, str]:
+    """Each generated block of docs/permissions.md by name, as `cidrx permissions` prints it now."""
+    from cidrx.cli.permissions import cluster_role_yaml, gcp_role_yaml, iam_policy_json
+    from cidrx.permissions import PROVIDERS, document, needs
+
+    full = {p: document(needs(p, "all")) for p in PROVIDERS}
+    gke_read = document(needs("gke", "diagnose"))["gcp_permissions"]
+    rows = sorted(
+        {(s["strategy"], s["action"], tuple(s["permissions"])) for doc in full.values() for s in doc["steps"]}
+    )
+    table = ["| plan kind | step action | declared permissions |", "|---|---|---|"]
+    table += [f"| {k} | `{a}` | {', '.join(f'`{p}`' for p in perms)} |" for k, a, perms in rows]
+    return {
+        "eks-iam-policy": _fence("json", iam_policy_json(full["eks"])),
+        "gke-role": _fence("yaml", gcp_role_yaml(full["gke"])),
+        "gke-diagnose": f"`--for diagnose` keeps {_words([f'`{p}`' for p in gke_read])}.\n",
+        "eks-cluster-role": _fence("yaml", cluster_role_yaml(full["eks"])),
+        "gke-cluster-role": "For GKE (`cidrx permissions --gke`) the rules are the same "
+        f"{_cluster_role_difference(full['eks'], full['gke'])}.\n",
+        "k8s-cluster-role": _fence("yaml", cluster_role_yaml(full["k8s"])),
+        "steps": "\n".join(table) + "\n",
+    }
+
+
+def render_permissions_md(page: str) -> str:
+    """`page` (docs/permissions.md) with every generated block rewritten; refuses a page that lacks one."""
+    blocks = permissions_blocks()
+    seen: set[str] = set()
+
+    def fill(m: re.Match[str]) -> str:
+        name = m["name"]
+        if name not in blocks:
+            raise DocgenError(f"{PERMISSIONS_MD}: no generated block is called {name!r} (known: {sorted(blocks)})")
+        seen.add(name)
+        return m["open"] + blocks[name] + m["close"]
+
+    out = GENERATED_BLOCK.sub(fill, page)
+    missing = sorted(blocks.keys() - seen)
+    if missing:
+        raise DocgenError(
+            f"{PERMISSIONS_MD} lacks the generated block(s) {missing}: put each between "
+            "'<!-- generated: NAME (python -m tools.docgen) -->' and '<!-- end generated -->' lines"
+        )
+    return out
+
+
+EXPORTER_CLUSTER_ROLE = Path("deploy/kubernetes/clusterrole.yaml")
+
+
+def render_exporter_cluster_role() -> str:
+    """The ClusterRole of the in-cluster exporter: exactly what `cidrx permissions --k8s --for diagnose` prints."""
+    from cidrx.cli.permissions import cluster_role_yaml
+    from cidrx.permissions import document, needs
+
+    return (
+        f"# Generated by `{REGENERATE}` from cidrx's permission declarations: the read-only ClusterRole\n"
+        "# `cidrx permissions --k8s --for diagnose` prints, bound to the exporter in clusterrolebinding.yaml.\n"
+        + cluster_role_yaml(document(needs("k8s", "diagnose")))
+    )
+
+
+# --- driver ------------------------------------------------------------------------------------------------
+
+
+def generated() -> dict[Path, str]:
+    """Every generated file (path relative to the repository root) and its content now."""
+    return {
+        Path("docs/cli.md"): render_cli_md(),
+        Path("docs/findings.md"): render_findings_md(),
+        PERMISSIONS_MD: render_permissions_md((ROOT / PERMISSIONS_MD).read_text()),
+        Path("docs/schemas/diagnosis.schema.json"): _json(diagnosis_schema()),
+        Path("docs/schemas/plan.schema.json"): _json(plan_schema()),
+        Path("docs/schemas/snapshot.schema.json"): _json(snapshot_schema()),
+        Path("docs/schemas/fleet.schema.json"): _json(fleet_schema()),
+        EXPORTER_CLUSTER_ROLE: render_exporter_cluster_role(),
+    }
+
+
+def stale(root: Path = ROOT) -> list[Path]:
+    """Generated files whose committed content differs from what the code produces now."""
+    out = []
+    for rel, text in generated().items():
+        path = root / rel
+        if not path.exists() or path.read_text() != text:
+            out.append(rel)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args != ["--check"]:
+        click.echo(f"usage: {REGENERATE} [--check]", err=True)
+        return 2
+    try:
+        if args == ["--check"]:
+            old = stale()
+            for rel in old:
+                click.echo(f"out of date: {rel} (run {REGENERATE})", err=True)
+            return 1 if old else 0
+        for rel, text in generated().items():
+            path = ROOT / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.exists() or path.read_text() != text:
+                path.write_text(text)
+                click.echo(f"wrote {rel}", err=True)
+    except DocgenError as exc:
+        click.echo(f"docgen: error: {exc}", err=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
