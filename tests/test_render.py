@@ -223,3 +223,27 @@ def test_unknown_format_is_refused() -> None:
         render_diagnosis(DIAGNOSIS, "yaml")
     with pytest.raises(ValueError):
         render_plan(make_plan(), "yaml")
+
+
+def test_nodes_without_an_address_space_limit_show_no_dangling_slash() -> None:
+    """A node group's autoscaling maximum is not `max_nodes`: its row shows "2", never "2/"."""
+    from cidrx.render.html import render_html
+
+    group = Capacity(kind="nodegroup", name="ng", cidr=None, size=58, used=48, free=10, utilization=0.83, nodes=2)
+    pool = Capacity(
+        kind="pod-range",
+        name="pods",
+        cidr="10.4.0.0/22",
+        size=1024,
+        used=1024,
+        free=0,
+        utilization=1.0,
+        nodes=4,
+        max_nodes=4,
+    )
+    d = make_diagnosis(Target(provider="eks", cluster="c", region="r"), "f" * 64, [group, pool], [])
+    html = render_html(d, [])
+    markdown = render_diagnosis(d, "markdown")
+    for text in (html, markdown):
+        assert "2/" not in text.replace("4/4", "")
+        assert "4/4" in text

@@ -22,7 +22,7 @@ from typing import Any
 from cidrx.model.findings import Diagnosis, Severity
 from cidrx.model.netmap import Area, NetworkMap, covered, free_blocks
 from cidrx.model.plan import Plan
-from cidrx.render.table import by_urgency, counts_line, percent, value_text
+from cidrx.render.table import by_urgency, counts_line, nodes_text, percent, value_text
 
 WIDTH = 960  # of each map's drawing, in CSS pixels
 ROW = 74  # height of one row of boxes, label included
@@ -274,8 +274,7 @@ def _capacity_table(d: Diagnosis) -> str:
     rows = []
     for c in by_urgency(d.capacity):
         cls = "full" if c.utilization >= 1.0 else "tight" if c.utilization >= 0.8 else ""
-        nodes = "" if c.nodes is None and c.max_nodes is None else f"{c.nodes if c.nodes is not None else ''}/"
-        nodes += "" if c.max_nodes is None else str(c.max_nodes)
+        nodes = nodes_text(c)
         cells = [c.kind, c.name, c.zone or "", c.cidr or ""]
         numbers = [f"{c.size:,}", f"{c.used:,}", f"{c.free:,}", percent(c.utilization)]
         tds = "".join(f"<td>{escape(v)}</td>" for v in cells) + "".join(f'<td class="n">{v}</td>' for v in numbers)

@@ -13,7 +13,7 @@ from typing import Any
 from cidrx.model.findings import Diagnosis, Severity
 from cidrx.model.plan import Plan
 from cidrx.render.age import taken_note
-from cidrx.render.table import by_urgency, counts_line, percent, value_text
+from cidrx.render.table import by_urgency, counts_line, nodes_text, percent, value_text
 
 _SEVERITIES = (Severity.CRITICAL, Severity.WARNING, Severity.INFO)
 
@@ -52,9 +52,7 @@ def render_diagnosis(d: Diagnosis) -> str:
     if d.capacity:
         rows = []
         for c in by_urgency(d.capacity):
-            nodes = ""
-            if c.nodes is not None or c.max_nodes is not None:
-                nodes = f"{'' if c.nodes is None else c.nodes}/{'' if c.max_nodes is None else c.max_nodes}"
+            nodes = nodes_text(c)
             rows.append(
                 [
                     c.kind,

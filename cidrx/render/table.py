@@ -190,8 +190,7 @@ def capacity_table(capacity: Sequence[Capacity], term: Term = PLAIN) -> str:
         row: list[Any] = [c.kind, c.name] + ([c.zone or ""] if has_zone else [])
         row += [c.cidr or "", c.size, c.used, c.free, percent(c.utilization)]
         if has_nodes:
-            nodes = "" if c.nodes is None else str(c.nodes)
-            row.append(f"{nodes}/{c.max_nodes}" if c.max_nodes is not None else nodes)
+            row.append(nodes_text(c))
         if has_note:
             row.append(c.note or "")
         rows.append(row)
@@ -239,6 +238,12 @@ def render_diagnosis(d: Diagnosis, term: Term = PLAIN) -> str:
     out.append("")
     out.append(counts_line(d))
     return "\n".join(out) + "\n"
+
+
+def nodes_text(c: Capacity) -> str:
+    """The nodes/max cell: "2/4" with an address-space limit, "2" without one, "" when neither is known."""
+    nodes = "" if c.nodes is None else str(c.nodes)
+    return f"{nodes}/{c.max_nodes}" if c.max_nodes is not None else nodes
 
 
 def value_text(value: Any) -> str:
