@@ -22,6 +22,7 @@ from typing import Any
 from cidrx.model.findings import Diagnosis, Severity
 from cidrx.model.netmap import Area, NetworkMap, covered, free_blocks
 from cidrx.model.plan import Plan
+from cidrx.render.age import taken_note
 from cidrx.render.table import by_urgency, counts_line, nodes_text, percent, value_text
 
 WIDTH = 960  # of each map's drawing, in CSS pixels
@@ -321,7 +322,7 @@ def render_html(d: Diagnosis, maps: Sequence[NetworkMap], plan: Plan | None = No
         meta = f"strategy {plan.strategy}; made {plan.created_at} from snapshot {plan.snapshot_fingerprint[:12]}"
     else:
         title = f"cidrx diagnosis of {d.target.label()}"
-        meta = f"snapshot {d.snapshot_fingerprint[:12] or 'unsealed'}; {counts_line(d)}"
+        meta = f"snapshot {d.snapshot_fingerprint[:12] or 'unsealed'}{taken_note(d.taken_at)}; {counts_line(d)}"
     drawn = with_plan(maps, plan)
     sections = "".join(_map_section(m) for m in drawn) or "<p>No address space to draw.</p>"
     worst = next((s for s in (Severity.CRITICAL, Severity.WARNING) if any(f.severity is s for f in d.findings)), None)
