@@ -1,10 +1,13 @@
 """The result of analysis: findings a person acts on and capacity figures a person or alert reads.
 
 Finding ids are stable strings (documented in docs/findings.md); changing one breaks users' alert rules.
+Every id is declared once as a FindingKind next to the code that raises it (each analyze module exports
+its kinds as `KINDS`); docs/findings.md is generated from those declarations.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -32,6 +35,54 @@ class Finding:
     summary: str
     evidence: tuple[str, ...] = ()
     remediation: str = ""
+
+
+@dataclass(frozen=True)
+class FindingKind:
+    """One kind of finding: its stable id, what it means for the cluster (the catalogue's text) and the
+    severities it may be raised with. Findings are built through `finding()`, which refuses any other
+    severity, so the catalogue cannot promise less than the code raises."""
+
+    id: str
+    meaning: str
+    severities: tuple[Severity, ...]
+
+    def __post_init__(self) -> None:
+        if not _ID_RE.match(self.id):
+            raise ValueError(f"finding id {self.id!r} is not of the form PREFIX-WORDS (upper case, dashes)")
+        if not self.severities or len(set(self.severities)) != len(self.severities):
+            raise ValueError(f"finding kind {self.id} must declare its severities, each once")
+        if not self.meaning.strip():
+            raise ValueError(f"finding kind {self.id} has no meaning")
+
+    def finding(
+        self,
+        severity: Severity,
+        subject: str,
+        summary: str,
+        evidence: tuple[str, ...] = (),
+        remediation: str = "",
+    ) -> Finding:
+        if severity not in self.severities:
+            declared = ", ".join(s.value for s in self.severities)
+            raise ValueError(f"{self.id} is declared with severities {declared}, not {severity.value}")
+        return Finding(self.id, severity, subject, summary, evidence, remediation)
+
+
+_ID_RE = re.compile(r"^[A-Z]+(?:-[A-Z0-9]+)+$")
+
+KUBE_UNREACHABLE = FindingKind(
+    "KUBE-UNREACHABLE",
+    "The Kubernetes API could not be read (or --no-kube was given): in-cluster checks were skipped and the "
+    "diagnosis covers the cloud side only.",
+    (Severity.INFO,),
+)
+
+
+def kube_unreachable(*, subject: str, summary: str, remediation: str, evidence: tuple[str, ...] = ()) -> Finding:
+    """The finding every target raises when its in-cluster checks could not run (always info: the cloud side
+    is still diagnosed). Each provider words what was skipped and how to get it."""
+    return KUBE_UNREACHABLE.finding(Severity.INFO, subject, summary, evidence, remediation)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,70 @@ from cidrx.ipam.whereabouts.model import (
     WhereaboutsSection,
 )
 from cidrx.kube.model import PodState
-from cidrx.model.findings import Capacity, Finding, Severity, utilization
+from cidrx.model.findings import Capacity, Finding, FindingKind, Severity, utilization
+
+WHEREABOUTS_NAD_CONFIG_INVALID = FindingKind(
+    "WHEREABOUTS-NAD-CONFIG-INVALID",
+    "A NetworkAttachmentDefinition's Whereabouts IPAM config cannot be parsed, so its pool's capacity "
+    "is unknown (and pods attaching it fail too).",
+    (Severity.WARNING,),
+)
+
+WHEREABOUTS_POOL_FULL = FindingKind(
+    "WHEREABOUTS-POOL-FULL",
+    "Every usable address of a Whereabouts IPPool is reserved, so new pods attaching that network cannot start.",
+    (Severity.CRITICAL,),
+)
+
+WHEREABOUTS_POOL_NEARLY_FULL = FindingKind(
+    "WHEREABOUTS-POOL-NEARLY-FULL",
+    "A Whereabouts IPPool has few unreserved addresses left.",
+    (Severity.WARNING,),
+)
+
+WHEREABOUTS_STALE_ALLOCATION = FindingKind(
+    "WHEREABOUTS-STALE-ALLOCATION",
+    "IPPool reservations belong to pods that no longer exist (or run with another address), typically "
+    "after a node died; `cidrx reclaim --ipam whereabouts` frees them.",
+    (Severity.WARNING,),
+)
+
+WHEREABOUTS_CORRUPT_KEY = FindingKind(
+    "WHEREABOUTS-CORRUPT-KEY",
+    "An IPPool allocation key is not a decimal offset inside the pool's range; Whereabouts cannot interpret it.",
+    (Severity.WARNING,),
+)
+
+WHEREABOUTS_POOL_RANGE_HOST_BITS = FindingKind(
+    "WHEREABOUTS-POOL-RANGE-HOST-BITS",
+    "An IPPool's `spec.range` has host bits set (e.g. `10.10.10.0/16`): Whereabouts counts offsets "
+    "from the address as written, its own config loader never writes such a range, so what each "
+    "offset means is ambiguous; cidrx never releases anything from the pool.",
+    (Severity.WARNING,),
+)
+
+WHEREABOUTS_DUPLICATE_IP = FindingKind(
+    "WHEREABOUTS-DUPLICATE-IP",
+    "The same address is reserved more than once, so two pods may share an IP.",
+    (Severity.CRITICAL,),
+)
+
+WHEREABOUTS_ORPHAN_RESERVATION = FindingKind(
+    "WHEREABOUTS-ORPHAN-RESERVATION",
+    "OverlappingRangeIPReservations without a matching pool allocation keep their address from every pool.",
+    (Severity.WARNING,),
+)
+KINDS: tuple[FindingKind, ...] = (
+    WHEREABOUTS_NAD_CONFIG_INVALID,
+    WHEREABOUTS_POOL_FULL,
+    WHEREABOUTS_POOL_NEARLY_FULL,
+    WHEREABOUTS_STALE_ALLOCATION,
+    WHEREABOUTS_CORRUPT_KEY,
+    WHEREABOUTS_POOL_RANGE_HOST_BITS,
+    WHEREABOUTS_DUPLICATE_IP,
+    WHEREABOUTS_ORPHAN_RESERVATION,
+)
+
 
 NEARLY_FULL = 0.9
 MIN_FREE = 3
@@ -336,8 +399,7 @@ def analyze_whereabouts(
 
 
 def _bad_config(nad: str, problem: str) -> Finding:
-    return Finding(
-        id="WHEREABOUTS-NAD-CONFIG-INVALID",
+    return WHEREABOUTS_NAD_CONFIG_INVALID.finding(
         severity=Severity.WARNING,
         subject=f"NetworkAttachmentDefinition {nad}",
         summary=f"the Whereabouts IPAM config of {nad} cannot be read, so its pool's capacity is unknown",
@@ -375,8 +437,7 @@ def _pool(
     fix = f"run {RECLAIM}" if stale else "widen the range (a larger range or another ipRanges entry) in the NAD"
     if size > 0 and free == 0:
         findings.append(
-            Finding(
-                id="WHEREABOUTS-POOL-FULL",
+            WHEREABOUTS_POOL_FULL.finding(
                 severity=Severity.CRITICAL,
                 subject=subject,
                 summary=f"all {size} usable addresses are reserved{stale_note}: new pods attaching it cannot start",
@@ -386,8 +447,7 @@ def _pool(
         )
     elif size > 0 and (utilization(used, size) >= NEARLY_FULL or free < MIN_FREE):
         findings.append(
-            Finding(
-                id="WHEREABOUTS-POOL-NEARLY-FULL",
+            WHEREABOUTS_POOL_NEARLY_FULL.finding(
                 severity=Severity.WARNING,
                 subject=subject,
                 summary=f"{used} of {size} usable addresses reserved, {free} left{stale_note}",
@@ -397,8 +457,7 @@ def _pool(
         )
     if stale:
         findings.append(
-            Finding(
-                id="WHEREABOUTS-STALE-ALLOCATION",
+            WHEREABOUTS_STALE_ALLOCATION.finding(
                 severity=Severity.WARNING,
                 subject=subject,
                 summary=f"{len(stale)} reservation(s) belong to pods that are gone or run with another address",
@@ -408,8 +467,7 @@ def _pool(
         )
     if corrupt:
         findings.append(
-            Finding(
-                id="WHEREABOUTS-CORRUPT-KEY",
+            WHEREABOUTS_CORRUPT_KEY.finding(
                 severity=Severity.WARNING,
                 subject=subject,
                 summary=f"{len(corrupt)} allocation key(s) are not a decimal offset into {pool.range}",
@@ -441,8 +499,7 @@ def _key_problem(pool: WhereaboutsPool, a: Allocation) -> str:
 
 def _host_bits(pool: WhereaboutsPool, subject: str) -> Finding:
     net = parse_network(pool.range)
-    return Finding(
-        id="WHEREABOUTS-POOL-RANGE-HOST-BITS",
+    return WHEREABOUTS_POOL_RANGE_HOST_BITS.finding(
         severity=Severity.WARNING,
         subject=subject,
         summary=(
@@ -484,8 +541,7 @@ def _duplicates(section: WhereaboutsSection) -> list[Finding]:
             continue
         pods = sorted({a.podref or "no pod" for _, a in held})
         findings.append(
-            Finding(
-                id="WHEREABOUTS-DUPLICATE-IP",
+            WHEREABOUTS_DUPLICATE_IP.finding(
                 severity=Severity.CRITICAL,
                 subject=f"address {ip}" + (f" on network {network}" if network else ""),
                 summary=f"{ip} is reserved {len(held)} times ({', '.join(pods)}): pods may share an address",
@@ -519,8 +575,7 @@ def _orphans(section: WhereaboutsSection, pods: Mapping[str, PodState], holders:
     if not lines:
         return []
     return [
-        Finding(
-            id="WHEREABOUTS-ORPHAN-RESERVATION",
+        WHEREABOUTS_ORPHAN_RESERVATION.finding(
             severity=Severity.WARNING,
             subject="OverlappingRangeIPReservations",
             summary=f"{len(lines)} reservation(s) with no matching allocation keep their address from every pool",

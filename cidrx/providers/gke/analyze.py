@@ -16,10 +16,79 @@ from ipaddress import IPv4Network
 from cidrx import netmath
 from cidrx.errors import InvalidInput
 from cidrx.kube.model import KubeSection
-from cidrx.model.findings import Capacity, Diagnosis, Finding, Severity, make_diagnosis, utilization
+from cidrx.model.findings import (
+    KUBE_UNREACHABLE,
+    Capacity,
+    Diagnosis,
+    Finding,
+    FindingKind,
+    Severity,
+    kube_unreachable,
+    make_diagnosis,
+    utilization,
+)
 from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
 from cidrx.providers.gke.model import GkeSection, NodePool
+
+GKE_POD_RANGE_EXHAUSTED = FindingKind(
+    "GKE-POD-RANGE-EXHAUSTED",
+    "Every per-node block of a pod secondary range is taken: no new node using that range can be "
+    "created, and cluster-autoscaler reports IP space exhausted.",
+    (Severity.CRITICAL,),
+)
+
+GKE_POD_RANGE_NEARLY_EXHAUSTED = FindingKind(
+    "GKE-POD-RANGE-NEARLY-EXHAUSTED",
+    "A pod range has few per-node blocks left; scale-up will soon stop.",
+    (Severity.WARNING,),
+)
+
+GKE_AUTOSCALER_MAX_EXCEEDS_RANGE = FindingKind(
+    "GKE-AUTOSCALER-MAX-EXCEEDS-RANGE",
+    "The node pools on a pod range may autoscale to more nodes than the range can hold, so scale-up "
+    "will stop before the configured maximum.",
+    (Severity.WARNING,),
+)
+
+GKE_SCALE_UP_IP_EXHAUSTED = FindingKind(
+    "GKE-SCALE-UP-IP-EXHAUSTED",
+    "cluster-autoscaler events say scale-up failed with IP space exhausted: pods are already Pending "
+    "for lack of pod address space.",
+    (Severity.CRITICAL,),
+)
+
+GKE_MAX_PODS_OVERSIZED = FindingKind(
+    "GKE-MAX-PODS-OVERSIZED",
+    "A node pool reserves a per-node block sized for far more pods than its nodes run; a smaller max "
+    "pods per node on a new pool fits more nodes in the same range.",
+    (Severity.WARNING, Severity.INFO),
+)
+
+GKE_NO_ADDITIONAL_POD_RANGES = FindingKind(
+    "GKE-NO-ADDITIONAL-POD-RANGES",
+    "The cluster has only its default pod range, with no additional cluster pod ranges or node-pool "
+    "pod ranges to grow into.",
+    (Severity.INFO,),
+)
+
+GKE_AUTOPILOT = FindingKind(
+    "GKE-AUTOPILOT",
+    "Autopilot cluster: GKE manages the node pools, so the only expansion is adding cluster pod "
+    "ranges (`--strategy cluster-range`).",
+    (Severity.INFO,),
+)
+KINDS: tuple[FindingKind, ...] = (
+    KUBE_UNREACHABLE,
+    GKE_POD_RANGE_EXHAUSTED,
+    GKE_POD_RANGE_NEARLY_EXHAUSTED,
+    GKE_AUTOSCALER_MAX_EXCEEDS_RANGE,
+    GKE_SCALE_UP_IP_EXHAUSTED,
+    GKE_MAX_PODS_OVERSIZED,
+    GKE_NO_ADDITIONAL_POD_RANGES,
+    GKE_AUTOPILOT,
+)
+
 
 # GKE's Network Analyzer flags a pod range at 80% allocation ("GKE IP address utilization insights").
 NEARLY_FULL = 0.8
@@ -282,8 +351,7 @@ def _range_findings(ranges: list[RangeUse], flags: str, autopilot: bool) -> list
             continue
         if r.free_for(r.node_prefix) == 0:
             findings.append(
-                Finding(
-                    "GKE-POD-RANGE-EXHAUSTED",
+                GKE_POD_RANGE_EXHAUSTED.finding(
                     Severity.CRITICAL,
                     subject,
                     f"pod range {r.label} is full: {r.nodes} of {r.max_nodes} node(s); no new node of "
@@ -299,8 +367,7 @@ def _range_findings(ranges: list[RangeUse], flags: str, autopilot: bool) -> list
             )
         elif r.node_utilization >= NEARLY_FULL:
             findings.append(
-                Finding(
-                    "GKE-POD-RANGE-NEARLY-EXHAUSTED",
+                GKE_POD_RANGE_NEARLY_EXHAUSTED.finding(
                     Severity.WARNING,
                     subject,
                     f"pod range {r.label} is {r.node_utilization:.0%} allocated ({r.nodes} of {r.max_nodes} nodes)",
@@ -310,8 +377,7 @@ def _range_findings(ranges: list[RangeUse], flags: str, autopilot: bool) -> list
             )
         if r.autoscaling and r.autoscaler_max > r.max_nodes:
             findings.append(
-                Finding(
-                    "GKE-AUTOSCALER-MAX-EXCEEDS-RANGE",
+                GKE_AUTOSCALER_MAX_EXCEEDS_RANGE.finding(
                     Severity.WARNING,
                     subject,
                     f"node pools on {r.label} may autoscale to {r.autoscaler_max} nodes but the range holds "
@@ -337,8 +403,7 @@ def _scale_up_findings(gke: GkeSection, kube: KubeSection, flags: str) -> list[F
     evidence = [f"{e.reason} {e.namespace}/{e.name}: {e.message}" for e in hits[:MAX_EVIDENCE]]
     evidence.append(f"{len(pending)} pod(s) Pending")
     return [
-        Finding(
-            "GKE-SCALE-UP-IP-EXHAUSTED",
+        GKE_SCALE_UP_IP_EXHAUSTED.finding(
             Severity.CRITICAL,
             f"cluster {gke.cluster.name}",
             f"cluster-autoscaler could not add nodes: IP space exhausted ({total} event(s), "
@@ -372,8 +437,7 @@ def _max_pods_findings(gke: GkeSection, kube: KubeSection, tight: set[str]) -> l
             continue
         factor = 1 << (prefix - current)
         findings.append(
-            Finding(
-                "GKE-MAX-PODS-OVERSIZED",
+            GKE_MAX_PODS_OVERSIZED.finding(
                 Severity.WARNING if pool_range_key(gke, p) in tight else Severity.INFO,
                 f"node pool {p.name}",
                 f"node pool {p.name} reserves a /{current} per node for {p.max_pods_per_node} max pods, but its "
@@ -405,8 +469,7 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     own_ranges = {pool_range_key(gke, p) for p in gke.node_pools} - {c.pod_range_name or c.pod_cidr}
     if tight and not c.additional_pod_ranges and not own_ranges:
         findings.append(
-            Finding(
-                "GKE-NO-ADDITIONAL-POD-RANGES",
+            GKE_NO_ADDITIONAL_POD_RANGES.finding(
                 Severity.INFO,
                 f"cluster {c.name}",
                 "the cluster has only its default pod range: no additional cluster pod ranges and no node pool "
@@ -417,8 +480,7 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
         )
     if c.autopilot:
         findings.append(
-            Finding(
-                "GKE-AUTOPILOT",
+            GKE_AUTOPILOT.finding(
                 Severity.INFO,
                 f"cluster {c.name}",
                 "Autopilot cluster: GKE manages node pools, so cidrx can only add cluster pod ranges",
@@ -428,13 +490,12 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
         )
     if not kube.available:
         findings.append(
-            Finding(
-                "KUBE-UNREACHABLE",
-                Severity.INFO,
-                "kubernetes",
-                "in-cluster checks were skipped; node counts come from GKE's utilisation fields",
-                (kube.reason or "no Kubernetes access",),
-                "Pass --kubeconfig/--context to include nodes' podCIDRs, Pending pods and autoscaler events.",
+            kube_unreachable(
+                subject="kubernetes",
+                summary="in-cluster checks were skipped; node counts come from GKE's utilisation fields",
+                evidence=(kube.reason or "no Kubernetes access",),
+                remediation="Pass --kubeconfig/--context to include nodes' podCIDRs, Pending pods and autoscaler "
+                "events.",
             )
         )
     from cidrx.model.netmap import unallocated_capacity

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from cidrx.model.findings import KUBE_UNREACHABLE, FindingKind
 from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
 
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
 
 # No expand strategy of its own yet; `calico-pool` and the reclaim plans come from cidrx.kube.ipam.
 STRATEGIES: tuple[str, ...] = ()
-UNREACHABLE_ID = "KUBE-UNREACHABLE"
+# The one finding this provider raises itself (node IPAM's come from cidrx.kube.nodeipam).
+KINDS: tuple[FindingKind, ...] = (KUBE_UNREACHABLE,)
 
 
 @dataclass(frozen=True)
@@ -42,15 +44,13 @@ def collect(target: Target, opts: TargetOptions, kube: KubeSection, taken_at: st
 
 def analyze(snapshot: Snapshot) -> Diagnosis:
     from cidrx.kube.nodeipam import analyze_node_ipam
-    from cidrx.model.findings import Finding, Severity, make_diagnosis
+    from cidrx.model.findings import kube_unreachable, make_diagnosis
 
     kube = snapshot.kube
     capacity, findings = analyze_node_ipam(kube)
     if not kube.available:
         findings.append(
-            Finding(
-                id=UNREACHABLE_ID,
-                severity=Severity.INFO,
+            kube_unreachable(
                 subject=kube.context or snapshot.target.cluster,
                 summary="in-cluster checks did not run: the Kubernetes API could not be read"
                 + (f" ({kube.reason})" if kube.reason else ""),
