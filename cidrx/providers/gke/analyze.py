@@ -90,12 +90,12 @@ KINDS: tuple[FindingKind, ...] = (
 )
 
 
-# GKE's Network Analyzer flags a pod range at 80% allocation ("GKE IP address utilization insights").
+# GKE's Network Analyzer flags a pod range at 80% allocation (docs/cloud-facts.md, "GKE / Compute Engine").
 NEARLY_FULL = 0.8
 SCALE_UP_REASONS = ("FailedScaleUp", "NotTriggerScaleUp")
 IP_EXHAUSTED_TEXTS = ("ip space exhausted", "ip_space_exhausted")
 MAX_EVIDENCE = 6
-DEFAULT_NODE_PREFIX = 24  # 110 max pods, GKE's default
+DEFAULT_NODE_PREFIX = 24  # 110 max pods, GKE's default (docs/cloud-facts.md, "GKE / Compute Engine")
 
 
 @dataclass(frozen=True)
