@@ -37,36 +37,25 @@ NEARLY_EXHAUSTED = 0.8
 MAX_EVIDENCE = 10
 EVENT_REASON = "CIDRNotAvailable"
 
-NODE_IPAM_CIDR_NOT_AVAILABLE = FindingKind(
-    "NODE-IPAM-CIDR-NOT-AVAILABLE",
-    "Node events with reason CIDRNotAvailable: kube-controller-manager had no free per-node block in "
-    "--cluster-cidr for these nodes.",
-    (Severity.CRITICAL,),
+NODE_IPAM_CIDR_NOT_AVAILABLE = FindingKind.parse(
+    """NODE-IPAM-CIDR-NOT-AVAILABLE (critical): Node events with reason CIDRNotAvailable:
+    kube-controller-manager had no free per-node block in --cluster-cidr for these nodes."""
 )
 
-NODE_IPAM_NODES_WITHOUT_PODCIDR = FindingKind(
-    "NODE-IPAM-NODES-WITHOUT-PODCIDR",
-    "Nodes have no spec.podCIDR; with a CNI that uses it, their pods cannot get addresses.",
-    (Severity.CRITICAL, Severity.WARNING),
+NODE_IPAM_NODES_WITHOUT_PODCIDR = FindingKind.parse(
+    """NODE-IPAM-NODES-WITHOUT-PODCIDR (critical or warning): Nodes have no spec.podCIDR; with a CNI that uses
+    it, their pods cannot get addresses."""
 )
 
-NODE_IPAM_EXHAUSTED = FindingKind(
-    "NODE-IPAM-EXHAUSTED",
-    "Every per-node block of a cluster CIDR is assigned: the next node joins without a podCIDR.",
-    (Severity.CRITICAL,),
+NODE_IPAM_EXHAUSTED = FindingKind.parse(
+    """NODE-IPAM-EXHAUSTED (critical): Every per-node block of a cluster CIDR is assigned: the next node joins
+    without a podCIDR."""
 )
 
-NODE_IPAM_NEARLY_EXHAUSTED = FindingKind(
-    "NODE-IPAM-NEARLY-EXHAUSTED",
-    "A cluster CIDR has few per-node blocks left.",
-    (Severity.WARNING,),
+NODE_IPAM_NEARLY_EXHAUSTED = FindingKind.parse(
+    """NODE-IPAM-NEARLY-EXHAUSTED (warning): A cluster CIDR has few per-node blocks left."""
 )
-KINDS: tuple[FindingKind, ...] = (
-    NODE_IPAM_CIDR_NOT_AVAILABLE,
-    NODE_IPAM_NODES_WITHOUT_PODCIDR,
-    NODE_IPAM_EXHAUSTED,
-    NODE_IPAM_NEARLY_EXHAUSTED,
-)
+KINDS = FindingKind.all_in(globals())
 CIDR_NOT_AVAILABLE = NODE_IPAM_CIDR_NOT_AVAILABLE.id
 NODES_WITHOUT_PODCIDR = NODE_IPAM_NODES_WITHOUT_PODCIDR.id
 NEARLY_EXHAUSTED_ID = NODE_IPAM_NEARLY_EXHAUSTED.id

@@ -8,6 +8,7 @@ its kinds as `KINDS`); docs/findings.md is generated from those declarations.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -55,6 +56,25 @@ class FindingKind:
         if not self.meaning.strip():
             raise ValueError(f"finding kind {self.id} has no meaning")
 
+    @classmethod
+    def parse(cls, entry: str) -> FindingKind:
+        """A kind written as its catalogue entry, `ID (severity or severity): meaning`; the meaning may wrap
+        over several lines and is kept as one paragraph."""
+        m = _ENTRY_RE.match(" ".join(entry.split()))
+        if m is None:
+            raise ValueError(f"finding kind {entry[:60]!r}... is not written as 'ID (severity or ...): meaning'")
+        try:
+            severities = tuple(Severity(s) for s in m["severities"].split(" or "))
+        except ValueError as exc:
+            raise ValueError(f"finding kind {m['id']}: {exc}") from None
+        return cls(m["id"], m["meaning"], severities)
+
+    @staticmethod
+    def all_in(namespace: Mapping[str, object]) -> tuple[FindingKind, ...]:
+        """Every FindingKind a module binds at top level, in binding order: analyze modules export
+        `KINDS = FindingKind.all_in(globals())` after their declarations, so the catalogue cannot miss one."""
+        return tuple(dict.fromkeys(v for v in namespace.values() if isinstance(v, FindingKind)))
+
     def finding(
         self,
         severity: Severity,
@@ -70,18 +90,26 @@ class FindingKind:
 
 
 _ID_RE = re.compile(r"^[A-Z]+(?:-[A-Z0-9]+)+$")
+_ENTRY_RE = re.compile(r"^(?P<id>\S+) \((?P<severities>[a-z]+(?: or [a-z]+)*)\): (?P<meaning>.+)$")
 
-KUBE_UNREACHABLE = FindingKind(
-    "KUBE-UNREACHABLE",
-    "The Kubernetes API could not be read (or --no-kube was given): in-cluster checks were skipped and the "
-    "diagnosis covers the cloud side only.",
-    (Severity.INFO,),
+
+KUBE_UNREACHABLE = FindingKind.parse(
+    """KUBE-UNREACHABLE (info): The Kubernetes API could not be read (or --no-kube was given): in-cluster checks
+    were skipped and the diagnosis covers the cloud side only."""
 )
 
 
-def kube_unreachable(*, subject: str, summary: str, remediation: str, evidence: tuple[str, ...] = ()) -> Finding:
+# Raised by every target (through kube_unreachable()), so the catalogue lists it once, for any target.
+KINDS: tuple[FindingKind, ...] = (KUBE_UNREACHABLE,)
+
+
+def kube_unreachable(
+    summary: str, remediation: str, *, reason: str | None = None, subject: str = "kubernetes"
+) -> Finding:
     """The finding every target raises when its in-cluster checks could not run (always info: the cloud side
-    is still diagnosed). Each provider words what was skipped and how to get it."""
+    is still diagnosed). Each provider words what was skipped and how to get it; `reason`, why the API could
+    not be read, is the evidence when given."""
+    evidence = (reason,) if reason is not None else ()
     return KUBE_UNREACHABLE.finding(Severity.INFO, subject, summary, evidence, remediation)
 
 

@@ -103,9 +103,9 @@ def _group_of(path: str) -> str:
 
 
 def catalogue(decls: Sequence[Declaration] | None = None) -> list[CatalogueEntry]:
-    """One entry per finding id, grouped by the provider folder whose module declares it (ids exported by
-    several providers go to "Any target"), in GROUPS order then by id. Refuses an id declared twice with
-    different meanings or severities."""
+    """One entry per finding id, grouped by the provider folder whose module declares it (ids declared in
+    cidrx/model or exported by several providers go to "Any target"), in GROUPS order then by id. Refuses an
+    id declared twice with different meanings or severities."""
     by_id: dict[str, list[tuple[FindingKind, str]]] = {}
     for d in declarations() if decls is None else decls:
         for kind in d.kinds:
@@ -117,7 +117,9 @@ def catalogue(decls: Sequence[Declaration] | None = None) -> list[CatalogueEntry
             where = ", ".join(p for _, p in found)
             raise DocgenError(f"{fid} is declared differently in {where}: declare it once and import it")
         groups = {_group_of(p) for _, p in found}
-        group = GROUPS.get(next(iter(groups)), "Other") if len(groups) == 1 else ANY_TARGET
+        # Kinds declared in the model (not by a provider or IPAM) are raised for every target.
+        any_target = len(groups) > 1 or groups == {"model"}
+        group = ANY_TARGET if any_target else GROUPS.get(next(iter(groups)), "Other")
         severities = tuple(s for s in SEVERITY_ORDER if s in {x.value for x in kind.severities})
         paths = tuple(sorted({p for _, p in found}))
         entries.append(CatalogueEntry(fid, severities, group, paths, kind.meaning))

@@ -20,61 +20,41 @@ from cidrx.ipam.liveness import AddressHolders
 from cidrx.kube.model import KubeNode, PodState
 from cidrx.model.findings import Capacity, Finding, FindingKind, Severity, utilization
 
-CALICO_POOL_BLOCKS_EXHAUSTED = FindingKind(
-    "CALICO-POOL-BLOCKS-EXHAUSTED",
-    "All blocks of a Calico IPPool are claimed by nodes; a node without a block must borrow addresses "
-    "(critical when some node has none).",
-    (Severity.CRITICAL, Severity.WARNING),
+CALICO_POOL_BLOCKS_EXHAUSTED = FindingKind.parse(
+    """CALICO-POOL-BLOCKS-EXHAUSTED (critical or warning): All blocks of a Calico IPPool are claimed by nodes; a
+    node without a block must borrow addresses (critical when some node has none)."""
 )
 
-CALICO_POOL_NEARLY_FULL = FindingKind(
-    "CALICO-POOL-NEARLY-FULL",
-    "Most addresses of a Calico IPPool are allocated (critical once all are).",
-    (Severity.CRITICAL, Severity.WARNING),
+CALICO_POOL_NEARLY_FULL = FindingKind.parse(
+    """CALICO-POOL-NEARLY-FULL (critical or warning): Most addresses of a Calico IPPool are allocated (critical
+    once all are)."""
 )
 
-CALICO_NODE_WITHOUT_BLOCK = FindingKind(
-    "CALICO-NODE-WITHOUT-BLOCK",
-    "Nodes hold no Calico block, so their pods borrow addresses from other nodes' blocks (or fail "
-    "with strictAffinity).",
-    (Severity.WARNING,),
+CALICO_NODE_WITHOUT_BLOCK = FindingKind.parse(
+    """CALICO-NODE-WITHOUT-BLOCK (warning): Nodes hold no Calico block, so their pods borrow addresses from
+    other nodes' blocks (or fail with strictAffinity)."""
 )
 
-CALICO_BORROWED_IPS = FindingKind(
-    "CALICO-BORROWED-IPS",
-    "Pods use addresses from a block affine to another node; routes to them depend on the block owner "
-    "and can be blackholed.",
-    (Severity.WARNING,),
+CALICO_BORROWED_IPS = FindingKind.parse(
+    """CALICO-BORROWED-IPS (warning): Pods use addresses from a block affine to another node; routes to them
+    depend on the block owner and can be blackholed."""
 )
 
-CALICO_NODE_HOARDING_BLOCKS = FindingKind(
-    "CALICO-NODE-HOARDING-BLOCKS",
-    "A node holds several blocks (some empty) while other nodes have none.",
-    (Severity.WARNING,),
+CALICO_NODE_HOARDING_BLOCKS = FindingKind.parse(
+    """CALICO-NODE-HOARDING-BLOCKS (warning): A node holds several blocks (some empty) while other nodes have
+    none."""
 )
 
-CALICO_EMPTY_BLOCK = FindingKind(
-    "CALICO-EMPTY-BLOCK",
-    "A node keeps a block with no address in use; warning when the pool is tight and the block could "
-    "be released, info otherwise.",
-    (Severity.WARNING, Severity.INFO),
+CALICO_EMPTY_BLOCK = FindingKind.parse(
+    """CALICO-EMPTY-BLOCK (warning or info): A node keeps a block with no address in use; warning when the pool
+    is tight and the block could be released, info otherwise."""
 )
 
-CALICO_LEAKED_IP = FindingKind(
-    "CALICO-LEAKED-IP",
-    "Block addresses are held for pods that no longer exist (not tunnel addresses); `cidrx reclaim "
-    "--ipam calico` releases them.",
-    (Severity.WARNING,),
+CALICO_LEAKED_IP = FindingKind.parse(
+    """CALICO-LEAKED-IP (warning): Block addresses are held for pods that no longer exist (not tunnel
+    addresses); `cidrx reclaim --ipam calico` releases them."""
 )
-KINDS: tuple[FindingKind, ...] = (
-    CALICO_POOL_BLOCKS_EXHAUSTED,
-    CALICO_POOL_NEARLY_FULL,
-    CALICO_NODE_WITHOUT_BLOCK,
-    CALICO_BORROWED_IPS,
-    CALICO_NODE_HOARDING_BLOCKS,
-    CALICO_EMPTY_BLOCK,
-    CALICO_LEAKED_IP,
-)
+KINDS = FindingKind.all_in(globals())
 
 
 NEARLY_FULL = 0.85  # share of a pool's addresses in use that earns a warning

@@ -33,67 +33,46 @@ from cidrx.ipam.whereabouts.model import (
 from cidrx.kube.model import PodState
 from cidrx.model.findings import Capacity, Finding, FindingKind, Severity, utilization
 
-WHEREABOUTS_NAD_CONFIG_INVALID = FindingKind(
-    "WHEREABOUTS-NAD-CONFIG-INVALID",
-    "A NetworkAttachmentDefinition's Whereabouts IPAM config cannot be parsed, so its pool's capacity "
-    "is unknown (and pods attaching it fail too).",
-    (Severity.WARNING,),
+WHEREABOUTS_NAD_CONFIG_INVALID = FindingKind.parse(
+    """WHEREABOUTS-NAD-CONFIG-INVALID (warning): A NetworkAttachmentDefinition's Whereabouts IPAM config cannot
+    be parsed, so its pool's capacity is unknown (and pods attaching it fail too)."""
 )
 
-WHEREABOUTS_POOL_FULL = FindingKind(
-    "WHEREABOUTS-POOL-FULL",
-    "Every usable address of a Whereabouts IPPool is reserved, so new pods attaching that network cannot start.",
-    (Severity.CRITICAL,),
+WHEREABOUTS_POOL_FULL = FindingKind.parse(
+    """WHEREABOUTS-POOL-FULL (critical): Every usable address of a Whereabouts IPPool is reserved, so new pods
+    attaching that network cannot start."""
 )
 
-WHEREABOUTS_POOL_NEARLY_FULL = FindingKind(
-    "WHEREABOUTS-POOL-NEARLY-FULL",
-    "A Whereabouts IPPool has few unreserved addresses left.",
-    (Severity.WARNING,),
+WHEREABOUTS_POOL_NEARLY_FULL = FindingKind.parse(
+    """WHEREABOUTS-POOL-NEARLY-FULL (warning): A Whereabouts IPPool has few unreserved addresses left."""
 )
 
-WHEREABOUTS_STALE_ALLOCATION = FindingKind(
-    "WHEREABOUTS-STALE-ALLOCATION",
-    "IPPool reservations belong to pods that no longer exist (or run with another address), typically "
-    "after a node died; `cidrx reclaim --ipam whereabouts` frees them.",
-    (Severity.WARNING,),
+WHEREABOUTS_STALE_ALLOCATION = FindingKind.parse(
+    """WHEREABOUTS-STALE-ALLOCATION (warning): IPPool reservations belong to pods that no longer exist (or run
+    with another address), typically after a node died; `cidrx reclaim --ipam whereabouts` frees them."""
 )
 
-WHEREABOUTS_CORRUPT_KEY = FindingKind(
-    "WHEREABOUTS-CORRUPT-KEY",
-    "An IPPool allocation key is not a decimal offset inside the pool's range; Whereabouts cannot interpret it.",
-    (Severity.WARNING,),
+WHEREABOUTS_CORRUPT_KEY = FindingKind.parse(
+    """WHEREABOUTS-CORRUPT-KEY (warning): An IPPool allocation key is not a decimal offset inside the pool's
+    range; Whereabouts cannot interpret it."""
 )
 
-WHEREABOUTS_POOL_RANGE_HOST_BITS = FindingKind(
-    "WHEREABOUTS-POOL-RANGE-HOST-BITS",
-    "An IPPool's `spec.range` has host bits set (e.g. `10.10.10.0/16`): Whereabouts counts offsets "
-    "from the address as written, its own config loader never writes such a range, so what each "
-    "offset means is ambiguous; cidrx never releases anything from the pool.",
-    (Severity.WARNING,),
+WHEREABOUTS_POOL_RANGE_HOST_BITS = FindingKind.parse(
+    """WHEREABOUTS-POOL-RANGE-HOST-BITS (warning): An IPPool's `spec.range` has host bits set (e.g.
+    `10.10.10.0/16`): Whereabouts counts offsets from the address as written, its own config loader never writes
+    such a range, so what each offset means is ambiguous; cidrx never releases anything from the pool."""
 )
 
-WHEREABOUTS_DUPLICATE_IP = FindingKind(
-    "WHEREABOUTS-DUPLICATE-IP",
-    "The same address is reserved more than once, so two pods may share an IP.",
-    (Severity.CRITICAL,),
+WHEREABOUTS_DUPLICATE_IP = FindingKind.parse(
+    """WHEREABOUTS-DUPLICATE-IP (critical): The same address is reserved more than once, so two pods may share
+    an IP."""
 )
 
-WHEREABOUTS_ORPHAN_RESERVATION = FindingKind(
-    "WHEREABOUTS-ORPHAN-RESERVATION",
-    "OverlappingRangeIPReservations without a matching pool allocation keep their address from every pool.",
-    (Severity.WARNING,),
+WHEREABOUTS_ORPHAN_RESERVATION = FindingKind.parse(
+    """WHEREABOUTS-ORPHAN-RESERVATION (warning): OverlappingRangeIPReservations without a matching pool
+    allocation keep their address from every pool."""
 )
-KINDS: tuple[FindingKind, ...] = (
-    WHEREABOUTS_NAD_CONFIG_INVALID,
-    WHEREABOUTS_POOL_FULL,
-    WHEREABOUTS_POOL_NEARLY_FULL,
-    WHEREABOUTS_STALE_ALLOCATION,
-    WHEREABOUTS_CORRUPT_KEY,
-    WHEREABOUTS_POOL_RANGE_HOST_BITS,
-    WHEREABOUTS_DUPLICATE_IP,
-    WHEREABOUTS_ORPHAN_RESERVATION,
-)
+KINDS = FindingKind.all_in(globals())
 
 
 NEARLY_FULL = 0.9
@@ -435,26 +414,18 @@ def _pool(
     findings: list[Finding] = []
     stale_note = f"; {len(stale)} of them stale" if stale else ""
     fix = f"run {RECLAIM}" if stale else "widen the range (a larger range or another ipRanges entry) in the NAD"
-    if size > 0 and free == 0:
-        findings.append(
-            WHEREABOUTS_POOL_FULL.finding(
-                severity=Severity.CRITICAL,
-                subject=subject,
-                summary=f"all {size} usable addresses are reserved{stale_note}: new pods attaching it cannot start",
-                evidence=(f"size {size}, used {used}, free 0", f"config: {where}"),
-                remediation=fix,
-            )
+    if size > 0 and (free == 0 or utilization(used, size) >= NEARLY_FULL or free < MIN_FREE):
+        full = free == 0
+        kind, severity = (
+            (WHEREABOUTS_POOL_FULL, Severity.CRITICAL) if full else (WHEREABOUTS_POOL_NEARLY_FULL, Severity.WARNING)
         )
-    elif size > 0 and (utilization(used, size) >= NEARLY_FULL or free < MIN_FREE):
-        findings.append(
-            WHEREABOUTS_POOL_NEARLY_FULL.finding(
-                severity=Severity.WARNING,
-                subject=subject,
-                summary=f"{used} of {size} usable addresses reserved, {free} left{stale_note}",
-                evidence=(f"size {size}, used {used}, free {free}", f"config: {where}"),
-                remediation=fix,
-            )
+        summary = (
+            f"all {size} usable addresses are reserved{stale_note}: new pods attaching it cannot start"
+            if full
+            else f"{used} of {size} usable addresses reserved, {free} left{stale_note}"
         )
+        evidence = (f"size {size}, used {used}, free {free}", f"config: {where}")
+        findings.append(kind.finding(severity, subject, summary, evidence, fix))
     if stale:
         findings.append(
             WHEREABOUTS_STALE_ALLOCATION.finding(

@@ -13,144 +13,92 @@ from ipaddress import IPv4Network
 from cidrx import netmath
 from cidrx.errors import InvalidInput
 from cidrx.kube.model import KubeSection
-from cidrx.model.findings import (
-    KUBE_UNREACHABLE,
-    Capacity,
-    Diagnosis,
-    Finding,
-    FindingKind,
-    Severity,
-    kube_unreachable,
-    make_diagnosis,
-    utilization,
-)
+from cidrx.model.findings import Capacity, Diagnosis, Finding, FindingKind, Severity, make_diagnosis, utilization
 from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks.cni import CniConfig, cni_config, max_pods, node_ips_for_new_node, pod_ips_for_new_node
 from cidrx.providers.eks.model import EksSection, InstanceType, Nodegroup, Subnet
 
-EKS_SUBNET_EXHAUSTED = FindingKind(
-    "EKS-SUBNET-EXHAUSTED",
-    "A subnet the cluster's nodes or pods use has no free address (or too few for one more node's "
-    "ENIs): new pods stay in ContainerCreating and new nodes cannot launch there.",
-    (Severity.CRITICAL,),
+EKS_SUBNET_EXHAUSTED = FindingKind.parse(
+    """EKS-SUBNET-EXHAUSTED (critical): A subnet the cluster's nodes or pods use has no free address (or too few
+    for one more node's ENIs): new pods stay in ContainerCreating and new nodes cannot launch there."""
 )
 
-EKS_SUBNET_NEARLY_EXHAUSTED = FindingKind(
-    "EKS-SUBNET-NEARLY-EXHAUSTED",
-    "A subnet the cluster uses is close to full; the next few nodes or pods will exhaust it.",
-    (Severity.WARNING,),
+EKS_SUBNET_NEARLY_EXHAUSTED = FindingKind.parse(
+    """EKS-SUBNET-NEARLY-EXHAUSTED (warning): A subnet the cluster uses is close to full; the next few nodes or
+    pods will exhaust it."""
 )
 
-EKS_AZ_EXHAUSTED = FindingKind(
-    "EKS-AZ-EXHAUSTED",
-    "No subnet the cluster uses in this Availability Zone can take another node, so scale-up in that "
-    "zone fails even if other zones have room.",
-    (Severity.CRITICAL,),
+EKS_AZ_EXHAUSTED = FindingKind.parse(
+    """EKS-AZ-EXHAUSTED (critical): No subnet the cluster uses in this Availability Zone can take another node,
+    so scale-up in that zone fails even if other zones have room."""
 )
 
-EKS_POD_IP_ASSIGN_FAILED = FindingKind(
-    "EKS-POD-IP-ASSIGN-FAILED",
-    "Pod events show the VPC CNI's `failed to assign an IP address to container`: pods are already "
-    "stuck because the node's ENIs cannot get more addresses.",
-    (Severity.CRITICAL,),
+EKS_POD_IP_ASSIGN_FAILED = FindingKind.parse(
+    """EKS-POD-IP-ASSIGN-FAILED (critical): Pod events show the VPC CNI's `failed to assign an IP address to
+    container`: pods are already stuck because the node's ENIs cannot get more addresses."""
 )
 
-EKS_NODEGROUP_NO_ADDRESSES = FindingKind(
-    "EKS-NODEGROUP-NO-ADDRESSES",
-    "A node group cannot launch nodes because its subnets have no free addresses (or EKS reported "
-    "InsufficientFreeAddressesInSubnet).",
-    (Severity.CRITICAL,),
+EKS_NODEGROUP_NO_ADDRESSES = FindingKind.parse(
+    """EKS-NODEGROUP-NO-ADDRESSES (critical): A node group cannot launch nodes because its subnets have no free
+    addresses (or EKS reported InsufficientFreeAddressesInSubnet)."""
 )
 
-EKS_ENICONFIG_UNUSED = FindingKind(
-    "EKS-ENICONFIG-UNUSED",
-    "ENIConfig objects exist but custom networking is off in aws-node, so pods still take addresses "
-    "from the node subnets.",
-    (Severity.WARNING,),
+EKS_ENICONFIG_UNUSED = FindingKind.parse(
+    """EKS-ENICONFIG-UNUSED (warning): ENIConfig objects exist but custom networking is off in aws-node, so pods
+    still take addresses from the node subnets."""
 )
 
-EKS_ENICONFIG_SUBNET_MISSING = FindingKind(
-    "EKS-ENICONFIG-SUBNET-MISSING",
-    "An ENIConfig names a subnet that is not in the cluster's VPC; nodes in that zone cannot attach pod ENIs.",
-    (Severity.CRITICAL,),
+EKS_ENICONFIG_SUBNET_MISSING = FindingKind.parse(
+    """EKS-ENICONFIG-SUBNET-MISSING (critical): An ENIConfig names a subnet that is not in the cluster's VPC;
+    nodes in that zone cannot attach pod ENIs."""
 )
 
-EKS_ENICONFIG_WRONG_AZ = FindingKind(
-    "EKS-ENICONFIG-WRONG-AZ",
-    "An ENIConfig (named after a zone) points at a subnet in another zone; ENI attachment for nodes "
-    "in that zone will fail.",
-    (Severity.CRITICAL,),
+EKS_ENICONFIG_WRONG_AZ = FindingKind.parse(
+    """EKS-ENICONFIG-WRONG-AZ (critical): An ENIConfig (named after a zone) points at a subnet in another zone;
+    ENI attachment for nodes in that zone will fail."""
 )
 
-EKS_CUSTOM_NETWORKING_NO_ENICONFIG = FindingKind(
-    "EKS-CUSTOM-NETWORKING-NO-ENICONFIG",
-    "Custom networking is on but some zones the nodes run in have no ENIConfig, so new nodes there "
-    "get no pod addresses.",
-    (Severity.CRITICAL,),
+EKS_CUSTOM_NETWORKING_NO_ENICONFIG = FindingKind.parse(
+    """EKS-CUSTOM-NETWORKING-NO-ENICONFIG (critical): Custom networking is on but some zones the nodes run in
+    have no ENIConfig, so new nodes there get no pod addresses."""
 )
 
-EKS_NODES_PREDATE_ENICONFIG = FindingKind(
-    "EKS-NODES-PREDATE-ENICONFIG",
-    "Nodes joined before their zone's ENIConfig existed and still hand out addresses from the node "
-    "subnet; only replaced nodes use the pod subnet.",
-    (Severity.WARNING,),
+EKS_NODES_PREDATE_ENICONFIG = FindingKind.parse(
+    """EKS-NODES-PREDATE-ENICONFIG (warning): Nodes joined before their zone's ENIConfig existed and still hand
+    out addresses from the node subnet; only replaced nodes use the pod subnet."""
 )
 
-EKS_MAX_PODS_ABOVE_ENI_LIMIT = FindingKind(
-    "EKS-MAX-PODS-ABOVE-ENI-LIMIT",
-    "Nodes accept more pods (kubelet max-pods) than the VPC CNI can address with the instance type's "
-    "ENIs, so the extra pods never get an IP.",
-    (Severity.WARNING,),
+EKS_MAX_PODS_ABOVE_ENI_LIMIT = FindingKind.parse(
+    """EKS-MAX-PODS-ABOVE-ENI-LIMIT (warning): Nodes accept more pods (kubelet max-pods) than the VPC CNI can
+    address with the instance type's ENIs, so the extra pods never get an IP."""
 )
 
-EKS_WARM_POOL_WASTE = FindingKind(
-    "EKS-WARM-POOL-WASTE",
-    "WARM_ENI_TARGET makes every node hold a spare ENI's worth of addresses no pod uses; warning when "
-    "subnets are tight, info otherwise.",
-    (Severity.WARNING, Severity.INFO),
+EKS_WARM_POOL_WASTE = FindingKind.parse(
+    """EKS-WARM-POOL-WASTE (warning or info): WARM_ENI_TARGET makes every node hold a spare ENI's worth of
+    addresses no pod uses; warning when subnets are tight, info otherwise."""
 )
 
-EKS_PREFIX_NO_FREE_BLOCK = FindingKind(
-    "EKS-PREFIX-NO-FREE-BLOCK",
-    "Prefix delegation is on but the subnet has no free aligned /28, so nodes cannot get prefixes "
-    "even though single addresses may be free (fragmentation).",
-    (Severity.CRITICAL,),
+EKS_PREFIX_NO_FREE_BLOCK = FindingKind.parse(
+    """EKS-PREFIX-NO-FREE-BLOCK (critical): Prefix delegation is on but the subnet has no free aligned /28, so
+    nodes cannot get prefixes even though single addresses may be free (fragmentation)."""
 )
 
-EKS_PREFIX_DELEGATION_NOT_ENOUGH = FindingKind(
-    "EKS-PREFIX-DELEGATION-NOT-ENOUGH",
-    "Switching to prefix delegation would not help: the full subnets have no free aligned /28 blocks. "
-    "Use custom networking with a secondary CIDR.",
-    (Severity.INFO,),
+EKS_PREFIX_DELEGATION_NOT_ENOUGH = FindingKind.parse(
+    """EKS-PREFIX-DELEGATION-NOT-ENOUGH (info): Switching to prefix delegation would not help: the full subnets
+    have no free aligned /28 blocks. Use custom networking with a secondary CIDR."""
 )
 
-EKS_VPC_CIDR_QUOTA_REACHED = FindingKind(
-    "EKS-VPC-CIDR-QUOTA-REACHED",
-    "The VPC already holds as many IPv4 CIDR blocks as its quota allows, so a secondary CIDR cannot "
-    "be added until the quota is raised.",
-    (Severity.WARNING,),
+EKS_VPC_CIDR_QUOTA_REACHED = FindingKind.parse(
+    """EKS-VPC-CIDR-QUOTA-REACHED (warning): The VPC already holds as many IPv4 CIDR blocks as its quota allows,
+    so a secondary CIDR cannot be added until the quota is raised."""
 )
-KINDS: tuple[FindingKind, ...] = (
-    KUBE_UNREACHABLE,
-    EKS_SUBNET_EXHAUSTED,
-    EKS_SUBNET_NEARLY_EXHAUSTED,
-    EKS_AZ_EXHAUSTED,
-    EKS_POD_IP_ASSIGN_FAILED,
-    EKS_NODEGROUP_NO_ADDRESSES,
-    EKS_ENICONFIG_UNUSED,
-    EKS_ENICONFIG_SUBNET_MISSING,
-    EKS_ENICONFIG_WRONG_AZ,
-    EKS_CUSTOM_NETWORKING_NO_ENICONFIG,
-    EKS_NODES_PREDATE_ENICONFIG,
-    EKS_MAX_PODS_ABOVE_ENI_LIMIT,
-    EKS_WARM_POOL_WASTE,
-    EKS_PREFIX_NO_FREE_BLOCK,
-    EKS_PREFIX_DELEGATION_NOT_ENOUGH,
-    EKS_VPC_CIDR_QUOTA_REACHED,
-)
+KINDS = FindingKind.all_in(globals())
 
 
 NEARLY_FULL = 0.8
+# KUBE-UNREACHABLE as EKS words it: what was skipped, and how to include it.
+UNREACHABLE = "in-cluster checks were skipped"
+UNREACHABLE_FIX = "Pass --kubeconfig/--context to include events, nodes and the aws-node configuration."
 IP_ASSIGN_TEXT = "failed to assign an ip address to container"
 NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 MAX_EVIDENCE = 6
@@ -625,14 +573,9 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     findings += _prefix_findings(uses, cni, exhausted)
     findings += _quota_findings(eks)
     if not kube.available:
-        findings.append(
-            kube_unreachable(
-                subject="kubernetes",
-                summary="in-cluster checks were skipped",
-                evidence=(kube.reason or "no Kubernetes access",),
-                remediation="Pass --kubeconfig/--context to include events, nodes and the aws-node configuration.",
-            )
-        )
+        from cidrx.model.findings import kube_unreachable
+
+        findings.append(kube_unreachable(UNREACHABLE, UNREACHABLE_FIX, reason=kube.reason or "no Kubernetes access"))
     from cidrx.model.netmap import unallocated_capacity
     from cidrx.providers.eks.netmap import address_maps
 

@@ -16,78 +16,46 @@ from ipaddress import IPv4Network
 from cidrx import netmath
 from cidrx.errors import InvalidInput
 from cidrx.kube.model import KubeSection
-from cidrx.model.findings import (
-    KUBE_UNREACHABLE,
-    Capacity,
-    Diagnosis,
-    Finding,
-    FindingKind,
-    Severity,
-    kube_unreachable,
-    make_diagnosis,
-    utilization,
-)
+from cidrx.model.findings import Capacity, Diagnosis, Finding, FindingKind, Severity, make_diagnosis, utilization
 from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
 from cidrx.providers.gke.model import GkeSection, NodePool
 
-GKE_POD_RANGE_EXHAUSTED = FindingKind(
-    "GKE-POD-RANGE-EXHAUSTED",
-    "Every per-node block of a pod secondary range is taken: no new node using that range can be "
-    "created, and cluster-autoscaler reports IP space exhausted.",
-    (Severity.CRITICAL,),
+GKE_POD_RANGE_EXHAUSTED = FindingKind.parse(
+    """GKE-POD-RANGE-EXHAUSTED (critical): Every per-node block of a pod secondary range is taken: no new node
+    using that range can be created, and cluster-autoscaler reports IP space exhausted."""
 )
 
-GKE_POD_RANGE_NEARLY_EXHAUSTED = FindingKind(
-    "GKE-POD-RANGE-NEARLY-EXHAUSTED",
-    "A pod range has few per-node blocks left; scale-up will soon stop.",
-    (Severity.WARNING,),
+GKE_POD_RANGE_NEARLY_EXHAUSTED = FindingKind.parse(
+    """GKE-POD-RANGE-NEARLY-EXHAUSTED (warning): A pod range has few per-node blocks left; scale-up will soon
+    stop."""
 )
 
-GKE_AUTOSCALER_MAX_EXCEEDS_RANGE = FindingKind(
-    "GKE-AUTOSCALER-MAX-EXCEEDS-RANGE",
-    "The node pools on a pod range may autoscale to more nodes than the range can hold, so scale-up "
-    "will stop before the configured maximum.",
-    (Severity.WARNING,),
+GKE_AUTOSCALER_MAX_EXCEEDS_RANGE = FindingKind.parse(
+    """GKE-AUTOSCALER-MAX-EXCEEDS-RANGE (warning): The node pools on a pod range may autoscale to more nodes
+    than the range can hold, so scale-up will stop before the configured maximum."""
 )
 
-GKE_SCALE_UP_IP_EXHAUSTED = FindingKind(
-    "GKE-SCALE-UP-IP-EXHAUSTED",
-    "cluster-autoscaler events say scale-up failed with IP space exhausted: pods are already Pending "
-    "for lack of pod address space.",
-    (Severity.CRITICAL,),
+GKE_SCALE_UP_IP_EXHAUSTED = FindingKind.parse(
+    """GKE-SCALE-UP-IP-EXHAUSTED (critical): cluster-autoscaler events say scale-up failed with IP space
+    exhausted: pods are already Pending for lack of pod address space."""
 )
 
-GKE_MAX_PODS_OVERSIZED = FindingKind(
-    "GKE-MAX-PODS-OVERSIZED",
-    "A node pool reserves a per-node block sized for far more pods than its nodes run; a smaller max "
-    "pods per node on a new pool fits more nodes in the same range.",
-    (Severity.WARNING, Severity.INFO),
+GKE_MAX_PODS_OVERSIZED = FindingKind.parse(
+    """GKE-MAX-PODS-OVERSIZED (warning or info): A node pool reserves a per-node block sized for far more pods
+    than its nodes run; a smaller max pods per node on a new pool fits more nodes in the same range."""
 )
 
-GKE_NO_ADDITIONAL_POD_RANGES = FindingKind(
-    "GKE-NO-ADDITIONAL-POD-RANGES",
-    "The cluster has only its default pod range, with no additional cluster pod ranges or node-pool "
-    "pod ranges to grow into.",
-    (Severity.INFO,),
+GKE_NO_ADDITIONAL_POD_RANGES = FindingKind.parse(
+    """GKE-NO-ADDITIONAL-POD-RANGES (info): The cluster has only its default pod range, with no additional
+    cluster pod ranges or node-pool pod ranges to grow into."""
 )
 
-GKE_AUTOPILOT = FindingKind(
-    "GKE-AUTOPILOT",
-    "Autopilot cluster: GKE manages the node pools, so the only expansion is adding cluster pod "
-    "ranges (`--strategy cluster-range`).",
-    (Severity.INFO,),
+GKE_AUTOPILOT = FindingKind.parse(
+    """GKE-AUTOPILOT (info): Autopilot cluster: GKE manages the node pools, so the only expansion is adding
+    cluster pod ranges (`--strategy cluster-range`)."""
 )
-KINDS: tuple[FindingKind, ...] = (
-    KUBE_UNREACHABLE,
-    GKE_POD_RANGE_EXHAUSTED,
-    GKE_POD_RANGE_NEARLY_EXHAUSTED,
-    GKE_AUTOSCALER_MAX_EXCEEDS_RANGE,
-    GKE_SCALE_UP_IP_EXHAUSTED,
-    GKE_MAX_PODS_OVERSIZED,
-    GKE_NO_ADDITIONAL_POD_RANGES,
-    GKE_AUTOPILOT,
-)
+KINDS = FindingKind.all_in(globals())
 
 
 # GKE's Network Analyzer flags a pod range at 80% allocation (docs/cloud-facts.md, "GKE / Compute Engine").
@@ -95,6 +63,9 @@ NEARLY_FULL = 0.8
 SCALE_UP_REASONS = ("FailedScaleUp", "NotTriggerScaleUp")
 IP_EXHAUSTED_TEXTS = ("ip space exhausted", "ip_space_exhausted")
 MAX_EVIDENCE = 6
+# KUBE-UNREACHABLE as GKE words it: what was skipped, and how to include it.
+UNREACHABLE = "in-cluster checks were skipped; node counts come from GKE's utilisation fields"
+UNREACHABLE_FIX = "Pass --kubeconfig/--context to include nodes' podCIDRs, Pending pods and autoscaler events."
 DEFAULT_NODE_PREFIX = 24  # 110 max pods, GKE's default (docs/cloud-facts.md, "GKE / Compute Engine")
 
 
@@ -489,15 +460,9 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
             )
         )
     if not kube.available:
-        findings.append(
-            kube_unreachable(
-                subject="kubernetes",
-                summary="in-cluster checks were skipped; node counts come from GKE's utilisation fields",
-                evidence=(kube.reason or "no Kubernetes access",),
-                remediation="Pass --kubeconfig/--context to include nodes' podCIDRs, Pending pods and autoscaler "
-                "events.",
-            )
-        )
+        from cidrx.model.findings import kube_unreachable
+
+        findings.append(kube_unreachable(UNREACHABLE, UNREACHABLE_FIX, reason=kube.reason or "no Kubernetes access"))
     from cidrx.model.netmap import unallocated_capacity
     from cidrx.providers.gke.netmap import address_maps
 

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cidrx.model.findings import KUBE_UNREACHABLE, FindingKind
 from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
 
@@ -27,8 +26,6 @@ if TYPE_CHECKING:
 
 # No expand strategy of its own yet; `calico-pool` and the reclaim plans come from cidrx.kube.ipam.
 STRATEGIES: tuple[str, ...] = ()
-# The one finding this provider raises itself (node IPAM's come from cidrx.kube.nodeipam).
-KINDS: tuple[FindingKind, ...] = (KUBE_UNREACHABLE,)
 
 
 @dataclass(frozen=True)
@@ -51,11 +48,11 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     if not kube.available:
         findings.append(
             kube_unreachable(
-                subject=kube.context or snapshot.target.cluster,
-                summary="in-cluster checks did not run: the Kubernetes API could not be read"
+                "in-cluster checks did not run: the Kubernetes API could not be read"
                 + (f" ({kube.reason})" if kube.reason else ""),
-                remediation="check the kubeconfig and context (--kubeconfig, --context) and network access to "
-                "the API server, then run again",
+                "check the kubeconfig and context (--kubeconfig, --context) and network access to the API server, "
+                "then run again",
+                subject=kube.context or snapshot.target.cluster,
             )
         )
     return make_diagnosis(snapshot.target, snapshot.fingerprint, capacity, findings)
