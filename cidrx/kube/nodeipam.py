@@ -55,7 +55,10 @@ NODE_IPAM_EXHAUSTED = FindingKind.parse(
 NODE_IPAM_NEARLY_EXHAUSTED = FindingKind.parse(
     """NODE-IPAM-NEARLY-EXHAUSTED (warning): A cluster CIDR has few per-node blocks left."""
 )
+
+# What this module raises, for the findings catalogue (python -m tools.docgen).
 KINDS = FindingKind.all_in(globals())
+# The ids by their earlier names (tests compare findings' ids with them).
 CIDR_NOT_AVAILABLE = NODE_IPAM_CIDR_NOT_AVAILABLE.id
 NODES_WITHOUT_PODCIDR = NODE_IPAM_NODES_WITHOUT_PODCIDR.id
 NEARLY_EXHAUSTED_ID = NODE_IPAM_NEARLY_EXHAUSTED.id

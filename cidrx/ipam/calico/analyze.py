@@ -54,6 +54,8 @@ CALICO_LEAKED_IP = FindingKind.parse(
     """CALICO-LEAKED-IP (warning): Block addresses are held for pods that no longer exist (not tunnel
     addresses); `cidrx reclaim --ipam calico` releases them."""
 )
+
+# What this module raises, for the findings catalogue (python -m tools.docgen).
 KINDS = FindingKind.all_in(globals())
 
 

@@ -72,6 +72,8 @@ WHEREABOUTS_ORPHAN_RESERVATION = FindingKind.parse(
     """WHEREABOUTS-ORPHAN-RESERVATION (warning): OverlappingRangeIPReservations without a matching pool
     allocation keep their address from every pool."""
 )
+
+# What this module raises, for the findings catalogue (python -m tools.docgen).
 KINDS = FindingKind.all_in(globals())
 
 

@@ -92,6 +92,8 @@ EKS_VPC_CIDR_QUOTA_REACHED = FindingKind.parse(
     """EKS-VPC-CIDR-QUOTA-REACHED (warning): The VPC already holds as many IPv4 CIDR blocks as its quota allows,
     so a secondary CIDR cannot be added until the quota is raised."""
 )
+
+# What this module raises, for the findings catalogue (python -m tools.docgen).
 KINDS = FindingKind.all_in(globals())
 
 

@@ -55,6 +55,8 @@ GKE_AUTOPILOT = FindingKind.parse(
     """GKE-AUTOPILOT (info): Autopilot cluster: GKE manages the node pools, so the only expansion is adding
     cluster pod ranges (`--strategy cluster-range`)."""
 )
+
+# What this module raises, for the findings catalogue (python -m tools.docgen).
 KINDS = FindingKind.all_in(globals())
 
 
