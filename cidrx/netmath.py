@@ -293,7 +293,7 @@ def check_not_forbidden(net: IPv4Network) -> None:
 
 # --- GCP / GKE ----------------------------------------------------------------------------------------
 
-# GCP also accepts the deprecated 6to4 relay range for subnet ranges ("Subnets", Valid IPv4 ranges).
+# GCP also accepts the deprecated 6to4 relay range for subnet ranges (docs/cloud-facts.md, "GKE / Compute Engine").
 _GCP_ALSO_VALID: tuple[IPv4Network, ...] = (*TEST_NETS, _net("192.88.99.0/24"))
 
 
@@ -322,7 +322,8 @@ def gcp_check_allowed(net: IPv4Network, include_class_e: bool = False) -> None:
 
 
 def gke_pod_block_prefix(max_pods_per_node: int) -> int:
-    """Prefix of the pod block GKE gives each node: twice max pods, rounded up to a power of two."""
+    """Prefix of the pod block GKE gives each node: twice max pods, rounded up to a power of two
+    (docs/cloud-facts.md, "GKE / Compute Engine")."""
     if not 8 <= max_pods_per_node <= 256:
         raise InvalidInput(
             f"max pods per node must be between 8 and 256, got {max_pods_per_node}",
@@ -354,7 +355,8 @@ _DOCKER_BRIDGE = _net("172.17.0.0/16")
 def _aws_restricted(primary: IPv4Network) -> list[IPv4Network]:
     """Ranges AWS refuses as secondary CIDRs of a VPC with this primary CIDR.
 
-    Source: Amazon VPC User Guide, table "IPv4 CIDR block association restrictions".
+    Source: Amazon VPC User Guide, table "IPv4 CIDR block association restrictions"
+    (docs/cloud-facts.md, "AWS / EKS (VPC CNI)").
     """
     if primary.subnet_of(_TEN):
         restricted = [_ONE_SEVEN_TWO, _ONE_NINE_TWO, _AWS_198_19]
@@ -419,7 +421,7 @@ def aws_secondary_candidate_spaces(primary: IPv4Network) -> list[IPv4Network]:
     custom networking), then the RFC 1918 space the restriction table allows, then 198.18.0.0/16."""
     restricted = _aws_restricted(primary)
     # Not a restriction, but the VPC guide ("VPC CIDR blocks") warns that some AWS services and Docker's
-    # default bridge use 172.17.0.0/16; never propose it.
+    # default bridge use 172.17.0.0/16; never propose it (docs/cloud-facts.md).
     avoid = [*restricted, _DOCKER_BRIDGE]
     spaces: list[IPv4Network] = []
     for base in (CGNAT, *RFC1918, BENCHMARK):
@@ -444,7 +446,8 @@ AWS_RESERVED_PER_SUBNET = 5
 
 
 def aws_reserved_addresses(subnet: IPv4Network) -> list[IPv4Network]:
-    """The addresses AWS keeps in every subnet (first four and the last), as /32s."""
+    """The addresses AWS keeps in every subnet (first four and the last), as /32s
+    (docs/cloud-facts.md, "AWS / EKS (VPC CNI)")."""
     start, end = to_interval(subnet)
     offsets = sorted({a for a in (start, start + 1, start + 2, start + 3, end - 1) if start <= a < end})
     return [IPv4Network((a, 32)) for a in offsets]
@@ -457,7 +460,7 @@ def eni_max_pods(
 
     Each ENI keeps its primary address for itself; with prefix delegation every other slot holds a /28
     (16 addresses). Custom networking leaves the primary ENI out of pod networking. The +2 is for
-    host-network pods (aws-node, kube-proxy).
+    host-network pods (aws-node, kube-proxy). Source: docs/cloud-facts.md, "AWS / EKS (VPC CNI)".
     """
     if enis < 1 or ips_per_eni < 1:
         raise InvalidInput(
@@ -472,7 +475,7 @@ def eni_max_pods(
 def aws_recommended_max_pods(vcpus: int, raw_max: int) -> int:
     """Apply EKS's max-pods cap: 110 below 30 vCPUs, 250 otherwise.
 
-    Source: Amazon EKS User Guide (prefix delegation; managed node groups enforce this cap with or
-    without prefix delegation).
+    Source: the EKS AMI's max-pods-calculator.sh (docs/cloud-facts.md, "AWS / EKS (VPC CNI)");
+    managed node groups enforce this cap with or without prefix delegation.
     """
     return min(raw_max, 110 if vcpus < 30 else 250)

@@ -15,11 +15,16 @@ import click
 import pytest
 import yaml
 
+from cidrx import dispatch
 from cidrx.cli import cli
+from cidrx.model.findings import KUBE_UNREACHABLE, Diagnosis, FindingKind, Severity, kube_unreachable
+from cidrx.model.snapshot import load_snapshot
 from tools import docgen
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+EXAMPLES = ROOT / "examples"
+ID_SHAPE = re.compile(r"^(EKS|GKE|WHEREABOUTS|CALICO|NODE-IPAM|KUBE)-[A-Z0-9]+(?:-[A-Z0-9]+)*$")
 OUT_OF_DATE = "is out of date with the code; run: python -m tools.docgen (and commit the result)"
 
 
@@ -74,28 +79,60 @@ def test_help_paragraphs_marked_no_rewrap_become_code_blocks() -> None:
 # --- findings ---------------------------------------------------------------------------------------------
 
 
-def test_every_finding_id_in_the_code_has_a_meaning() -> None:
-    ids = {s.id for s in docgen.finding_sites()}
-    missing = sorted(ids - set(docgen.MEANINGS))
-    assert not missing, f"add a one-line meaning for {missing} to MEANINGS in tools/docgen/__init__.py"
+def _diagnose(path: Path) -> Diagnosis:
+    return dispatch.analyze(load_snapshot(path))
 
 
-def test_no_meaning_is_kept_for_an_id_the_code_no_longer_raises() -> None:
-    ids = {s.id for s in docgen.finding_sites()}
-    assert not set(docgen.MEANINGS) - ids
+def _declared() -> dict[str, FindingKind]:
+    return {k.id: k for d in docgen.declarations() for k in d.kinds}
 
 
-def test_the_scanner_misses_no_id_literal() -> None:
-    """Every id-shaped literal in the source is an id the Finding scanner resolved (an id built elsewhere and
-    passed in a variable would show up here and fail)."""
-    found = {s.id for s in docgen.finding_sites()}
-    assert docgen.id_literals() <= found, docgen.id_literals() - found
+def test_every_declared_kind_is_documented_with_its_meaning() -> None:
+    text = (DOCS / "findings.md").read_text()
+    declared = _declared()
+    assert {e.id for e in docgen.catalogue()} == set(declared)
+    for fid, kind in declared.items():
+        section = text.split(f"\n### {fid}\n", 1)[1].split("\n### ", 1)[0]
+        assert kind.meaning in section, fid
+        listed = {s.strip() for s in section.split("**Severity:** ", 1)[1].split(" · ", 1)[0].split(" or ")}
+        assert listed == {s.value for s in kind.severities}, fid
+
+
+def test_every_finding_raised_on_the_examples_is_declared_with_its_severity() -> None:
+    declared = _declared()
+    raised = {(f.id, f.severity) for p in sorted(EXAMPLES.glob("*.snapshot.json")) for f in _diagnose(p).findings}
+    assert len({fid for fid, _ in raised}) >= 15  # the examples exercise every provider and IPAM
+    for fid, severity in raised:
+        assert fid in declared, f"{fid} is raised but no module declares it in KINDS"
+        assert severity in declared[fid].severities, (fid, severity)
+
+
+def test_no_finding_id_is_written_outside_its_declaration() -> None:
+    """Every id-shaped string literal in cidrx's source is the id argument of a FindingKind: raise sites and
+    comparisons go through the declared kind, so renaming an id is a one-line change."""
+    stray = []
+    for path in sorted((ROOT / "cidrx").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        declared_at = {
+            id(n.args[0])
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "FindingKind" and n.args
+        }
+        for n in ast.walk(tree):
+            if (
+                isinstance(n, ast.Constant)
+                and isinstance(n.value, str)
+                and ID_SHAPE.match(n.value)
+                and id(n) not in declared_at
+            ):
+                stray.append(f"{path.relative_to(ROOT)}:{n.lineno} {n.value}")
+    assert not stray, stray
 
 
 def test_ids_are_stable_shaped_and_severities_known() -> None:
-    for site in docgen.finding_sites():
-        assert docgen.ID_RE.match(site.id), site
-        assert site.severities and set(site.severities) <= {"critical", "warning", "info"}, site
+    for fid, kind in _declared().items():
+        assert re.fullmatch(r"[A-Z]+(?:-[A-Z0-9]+)+", fid), fid
+        assert kind.severities and set(kind.severities) <= set(Severity), fid
 
 
 def test_every_finding_of_the_examples_is_in_the_catalogue() -> None:
@@ -114,25 +151,78 @@ def test_catalogue_groups_by_provider() -> None:
     assert groups["KUBE-UNREACHABLE"] == docgen.ANY_TARGET
 
 
-def test_scanner_refuses_an_id_it_cannot_resolve(tmp_path: Path) -> None:
-    pkg = tmp_path / "pkg" / "prov"
-    pkg.mkdir(parents=True)
-    (pkg / "analyze.py").write_text("def f(x):\n    return Finding(x, Severity.INFO, 's', 'summary')\n")
-    with pytest.raises(docgen.DocgenError, match=r"analyze.py:2"):
-        docgen.finding_sites(tmp_path / "pkg")
+def test_a_kind_refuses_a_severity_it_does_not_declare() -> None:
+    kind = FindingKind("PROV-THING", "Something happened.", (Severity.CRITICAL, Severity.WARNING))
+    f = kind.finding(Severity.WARNING, "subject", "summary", ("evidence",), "fix")
+    assert (f.id, f.severity, f.evidence, f.remediation) == ("PROV-THING", Severity.WARNING, ("evidence",), "fix")
+    with pytest.raises(ValueError, match="PROV-THING is declared with severities critical, warning, not info"):
+        kind.finding(Severity.INFO, "subject", "summary")
 
 
-def test_scanner_follows_a_local_severity_variable(tmp_path: Path) -> None:
-    pkg = tmp_path / "pkg" / "prov"
-    pkg.mkdir(parents=True)
-    (pkg / "analyze.py").write_text(
-        "ID = 'PROV-THING'\n"
-        "def f(full):\n"
-        "    sev = Severity.CRITICAL if full else Severity.WARNING\n"
-        "    return Finding(id=ID, severity=sev, subject='s', summary='x')\n"
+@pytest.mark.parametrize(
+    ("fid", "meaning", "severities", "message"),
+    [
+        ("prov-thing", "x", (Severity.INFO,), "not of the form"),
+        ("PROVTHING", "x", (Severity.INFO,), "not of the form"),
+        ("PROV-THING", " ", (Severity.INFO,), "has no meaning"),
+        ("PROV-THING", "x", (), "must declare its severities"),
+        ("PROV-THING", "x", (Severity.INFO, Severity.INFO), "must declare its severities"),
+    ],
+)
+def test_a_malformed_kind_is_refused_where_it_is_declared(
+    fid: str, meaning: str, severities: tuple[Severity, ...], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        FindingKind(fid, meaning, severities)
+
+
+def test_a_kind_is_declared_as_its_catalogue_entry() -> None:
+    kind = FindingKind.parse(
+        """PROV-THING (critical or warning): Something
+        happened to the cluster."""
     )
-    (site,) = docgen.finding_sites(tmp_path / "pkg")
-    assert (site.id, site.severities) == ("PROV-THING", ("critical", "warning"))
+    assert kind == FindingKind(
+        "PROV-THING", "Something happened to the cluster.", (Severity.CRITICAL, Severity.WARNING)
+    )
+    with pytest.raises(ValueError, match="not written as"):
+        FindingKind.parse("PROV-THING: no severities")
+    with pytest.raises(ValueError, match="PROV-THING: 'fatal' is not a valid Severity"):
+        FindingKind.parse("PROV-THING (fatal): unknown severity")
+
+
+def test_all_in_lists_the_kinds_a_module_binds_once_in_order() -> None:
+    a = FindingKind("PROV-A", "a", (Severity.INFO,))
+    b = FindingKind("PROV-B", "b", (Severity.WARNING,))
+    assert FindingKind.all_in({"A": a, "OTHER": 3, "B": b, "ALIAS": a}) == (a, b)
+
+
+def test_catalogue_refuses_one_id_declared_twice_differently() -> None:
+    a = docgen.Declaration("p.a", "cidrx/providers/a/analyze.py", (FindingKind("A-X", "one", (Severity.INFO,)),))
+    b = docgen.Declaration("p.b", "cidrx/providers/b/analyze.py", (FindingKind("A-X", "two", (Severity.INFO,)),))
+    with pytest.raises(docgen.DocgenError, match=r"A-X is declared differently in cidrx/providers/a/analyze.py"):
+        docgen.catalogue([a, b])
+
+
+def test_a_kind_exported_by_several_providers_is_listed_once_for_any_target() -> None:
+    shared = FindingKind("ANY-X", "shared", (Severity.INFO,))
+    a = docgen.Declaration("p.a", "cidrx/providers/eks/analyze.py", (shared,))
+    b = docgen.Declaration(
+        "p.b", "cidrx/providers/gke/analyze.py", (shared, FindingKind("GKE-Y", "y", (Severity.WARNING,)))
+    )
+    entries = {e.id: e for e in docgen.catalogue([a, b])}
+    assert entries["ANY-X"].group == docgen.ANY_TARGET
+    assert entries["ANY-X"].paths == ("cidrx/providers/eks/analyze.py", "cidrx/providers/gke/analyze.py")
+    assert (entries["GKE-Y"].group, entries["GKE-Y"].severities) == ("GKE", ("warning",))
+
+
+def test_kube_unreachable_is_declared_once_for_any_target() -> None:
+    exporters = [d.module for d in docgen.declarations() if any(k.id == KUBE_UNREACHABLE.id for k in d.kinds)]
+    assert exporters == ["cidrx.model.findings"]
+    (entry,) = [e for e in docgen.catalogue() if e.id == KUBE_UNREACHABLE.id]
+    assert (entry.group, entry.paths, entry.severities) == (docgen.ANY_TARGET, ("cidrx/model/findings.py",), ("info",))
+    f = kube_unreachable("skipped", "pass --kubeconfig", reason="why")
+    assert (f.id, f.severity, f.subject, f.evidence) == ("KUBE-UNREACHABLE", Severity.INFO, "kubernetes", ("why",))
+    assert kube_unreachable("skipped", "fix", subject="kind-demo").evidence == ()
 
 
 # --- CI recipes: the command lines they run are valid cidrx invocations -----------------------------------

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cidrx.kube.model import KubeEvent, KubeNode, KubeSection, NodeIpamConfig
-from cidrx.model.findings import Capacity, Finding, Severity, utilization
+from cidrx.model.findings import Capacity, Finding, FindingKind, Severity, utilization
 
 if TYPE_CHECKING:
     from cidrx.kube.api import KubeApi
@@ -37,10 +37,32 @@ NEARLY_EXHAUSTED = 0.8
 MAX_EVIDENCE = 10
 EVENT_REASON = "CIDRNotAvailable"
 
-CIDR_NOT_AVAILABLE = "NODE-IPAM-CIDR-NOT-AVAILABLE"
-NODES_WITHOUT_PODCIDR = "NODE-IPAM-NODES-WITHOUT-PODCIDR"
-NEARLY_EXHAUSTED_ID = "NODE-IPAM-NEARLY-EXHAUSTED"
-EXHAUSTED_ID = "NODE-IPAM-EXHAUSTED"
+NODE_IPAM_CIDR_NOT_AVAILABLE = FindingKind.parse(
+    """NODE-IPAM-CIDR-NOT-AVAILABLE (critical): Node events with reason CIDRNotAvailable:
+    kube-controller-manager had no free per-node block in --cluster-cidr for these nodes."""
+)
+
+NODE_IPAM_NODES_WITHOUT_PODCIDR = FindingKind.parse(
+    """NODE-IPAM-NODES-WITHOUT-PODCIDR (critical or warning): Nodes have no spec.podCIDR; with a CNI that uses
+    it, their pods cannot get addresses."""
+)
+
+NODE_IPAM_EXHAUSTED = FindingKind.parse(
+    """NODE-IPAM-EXHAUSTED (critical): Every per-node block of a cluster CIDR is assigned: the next node joins
+    without a podCIDR."""
+)
+
+NODE_IPAM_NEARLY_EXHAUSTED = FindingKind.parse(
+    """NODE-IPAM-NEARLY-EXHAUSTED (warning): A cluster CIDR has few per-node blocks left."""
+)
+
+# What this module raises, for the findings catalogue (python -m tools.docgen).
+KINDS = FindingKind.all_in(globals())
+# The ids by their earlier names (tests compare findings' ids with them).
+CIDR_NOT_AVAILABLE = NODE_IPAM_CIDR_NOT_AVAILABLE.id
+NODES_WITHOUT_PODCIDR = NODE_IPAM_NODES_WITHOUT_PODCIDR.id
+NEARLY_EXHAUSTED_ID = NODE_IPAM_NEARLY_EXHAUSTED.id
+EXHAUSTED_ID = NODE_IPAM_EXHAUSTED.id
 
 # Facts behind the advice (checked against upstream): the in-tree range allocator takes one --cluster-cidr
 # per IP family; a node's block is released when its Node object is deleted; the ClusterCIDR API
@@ -361,8 +383,7 @@ def analyze_node_ipam(kube: KubeSection) -> tuple[list[Capacity], list[Finding]]
     if events:
         failing = sorted({e.name for e in events})
         findings.append(
-            Finding(
-                id=CIDR_NOT_AVAILABLE,
+            NODE_IPAM_CIDR_NOT_AVAILABLE.finding(
                 severity=Severity.CRITICAL,
                 subject=where,
                 summary=(
@@ -390,8 +411,7 @@ def analyze_node_ipam(kube: KubeSection) -> tuple[list[Capacity], list[Finding]]
             else "the CNI assigns pod addresses from spec.podCIDR, so pods scheduled there stay in ContainerCreating"
         )
         findings.append(
-            Finding(
-                id=NODES_WITHOUT_PODCIDR,
+            NODE_IPAM_NODES_WITHOUT_PODCIDR.finding(
                 severity=Severity.CRITICAL if critical else Severity.WARNING,
                 subject=where,
                 summary=f"{len(missing)} of {len(kube.nodes)} node(s) have no spec.podCIDR: {why}",
@@ -414,8 +434,7 @@ def analyze_node_ipam(kube: KubeSection) -> tuple[list[Capacity], list[Finding]]
         assert c.max_nodes is not None and c.nodes is not None
         if c.nodes >= c.max_nodes:
             findings.append(
-                Finding(
-                    id=EXHAUSTED_ID,
+                NODE_IPAM_EXHAUSTED.finding(
                     severity=Severity.CRITICAL,
                     subject=str(cidr),
                     summary=(
@@ -428,8 +447,7 @@ def analyze_node_ipam(kube: KubeSection) -> tuple[list[Capacity], list[Finding]]
             )
         elif c.utilization >= NEARLY_EXHAUSTED:
             findings.append(
-                Finding(
-                    id=NEARLY_EXHAUSTED_ID,
+                NODE_IPAM_NEARLY_EXHAUSTED.finding(
                     severity=Severity.WARNING,
                     subject=str(cidr),
                     summary=(

@@ -1,10 +1,14 @@
 """The result of analysis: findings a person acts on and capacity figures a person or alert reads.
 
 Finding ids are stable strings (documented in docs/findings.md); changing one breaks users' alert rules.
+Every id is declared once as a FindingKind next to the code that raises it (each analyze module exports
+its kinds as `KINDS`); docs/findings.md is generated from those declarations.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -32,6 +36,81 @@ class Finding:
     summary: str
     evidence: tuple[str, ...] = ()
     remediation: str = ""
+
+
+@dataclass(frozen=True)
+class FindingKind:
+    """One kind of finding: its stable id, what it means for the cluster (the catalogue's text) and the
+    severities it may be raised with. Findings are built through `finding()`, which refuses any other
+    severity, so the catalogue cannot promise less than the code raises."""
+
+    id: str
+    meaning: str
+    severities: tuple[Severity, ...]
+
+    def __post_init__(self) -> None:
+        if not _ID_RE.match(self.id):
+            raise ValueError(f"finding id {self.id!r} is not of the form PREFIX-WORDS (upper case, dashes)")
+        if not self.severities or len(set(self.severities)) != len(self.severities):
+            raise ValueError(f"finding kind {self.id} must declare its severities, each once")
+        if not self.meaning.strip():
+            raise ValueError(f"finding kind {self.id} has no meaning")
+
+    @classmethod
+    def parse(cls, entry: str) -> FindingKind:
+        """A kind written as its catalogue entry, `ID (severity or severity): meaning`; the meaning may wrap
+        over several lines and is kept as one paragraph."""
+        m = _ENTRY_RE.match(" ".join(entry.split()))
+        if m is None:
+            raise ValueError(f"finding kind {entry[:60]!r}... is not written as 'ID (severity or ...): meaning'")
+        try:
+            severities = tuple(Severity(s) for s in m["severities"].split(" or "))
+        except ValueError as exc:
+            raise ValueError(f"finding kind {m['id']}: {exc}") from None
+        return cls(m["id"], m["meaning"], severities)
+
+    @staticmethod
+    def all_in(namespace: Mapping[str, object]) -> tuple[FindingKind, ...]:
+        """Every FindingKind a module binds at top level, in binding order: analyze modules export
+        `KINDS = FindingKind.all_in(globals())` after their declarations, so the catalogue cannot miss one."""
+        return tuple(dict.fromkeys(v for v in namespace.values() if isinstance(v, FindingKind)))
+
+    def finding(
+        self,
+        severity: Severity,
+        subject: str,
+        summary: str,
+        evidence: tuple[str, ...] = (),
+        remediation: str = "",
+    ) -> Finding:
+        if severity not in self.severities:
+            declared = ", ".join(s.value for s in self.severities)
+            raise ValueError(f"{self.id} is declared with severities {declared}, not {severity.value}")
+        return Finding(self.id, severity, subject, summary, evidence, remediation)
+
+
+_ID_RE = re.compile(r"^[A-Z]+(?:-[A-Z0-9]+)+$")
+_ENTRY_RE = re.compile(r"^(?P<id>\S+) \((?P<severities>[a-z]+(?: or [a-z]+)*)\): (?P<meaning>.+)$")
+
+
+KUBE_UNREACHABLE = FindingKind.parse(
+    """KUBE-UNREACHABLE (info): The Kubernetes API could not be read (or --no-kube was given): in-cluster checks
+    were skipped and the diagnosis covers the cloud side only."""
+)
+
+
+# Raised by every target (through kube_unreachable()), so the catalogue lists it once, for any target.
+KINDS: tuple[FindingKind, ...] = (KUBE_UNREACHABLE,)
+
+
+def kube_unreachable(
+    summary: str, remediation: str, *, reason: str | None = None, subject: str = "kubernetes"
+) -> Finding:
+    """The finding every target raises when its in-cluster checks could not run (always info: the cloud side
+    is still diagnosed). Each provider words what was skipped and how to get it; `reason`, why the API could
+    not be read, is the evidence when given."""
+    evidence = (reason,) if reason is not None else ()
+    return KUBE_UNREACHABLE.finding(Severity.INFO, subject, summary, evidence, remediation)
 
 
 @dataclass(frozen=True)

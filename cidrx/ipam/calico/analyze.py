@@ -18,7 +18,46 @@ from cidrx.errors import InvalidInput
 from cidrx.ipam.calico.model import AllocationAttribute, CalicoSection, IPAMBlock, IPPool
 from cidrx.ipam.liveness import AddressHolders
 from cidrx.kube.model import KubeNode, PodState
-from cidrx.model.findings import Capacity, Finding, Severity, utilization
+from cidrx.model.findings import Capacity, Finding, FindingKind, Severity, utilization
+
+CALICO_POOL_BLOCKS_EXHAUSTED = FindingKind.parse(
+    """CALICO-POOL-BLOCKS-EXHAUSTED (critical or warning): All blocks of a Calico IPPool are claimed by nodes; a
+    node without a block must borrow addresses (critical when some node has none)."""
+)
+
+CALICO_POOL_NEARLY_FULL = FindingKind.parse(
+    """CALICO-POOL-NEARLY-FULL (critical or warning): Most addresses of a Calico IPPool are allocated (critical
+    once all are)."""
+)
+
+CALICO_NODE_WITHOUT_BLOCK = FindingKind.parse(
+    """CALICO-NODE-WITHOUT-BLOCK (warning): Nodes hold no Calico block, so their pods borrow addresses from
+    other nodes' blocks (or fail with strictAffinity)."""
+)
+
+CALICO_BORROWED_IPS = FindingKind.parse(
+    """CALICO-BORROWED-IPS (warning): Pods use addresses from a block affine to another node; routes to them
+    depend on the block owner and can be blackholed."""
+)
+
+CALICO_NODE_HOARDING_BLOCKS = FindingKind.parse(
+    """CALICO-NODE-HOARDING-BLOCKS (warning): A node holds several blocks (some empty) while other nodes have
+    none."""
+)
+
+CALICO_EMPTY_BLOCK = FindingKind.parse(
+    """CALICO-EMPTY-BLOCK (warning or info): A node keeps a block with no address in use; warning when the pool
+    is tight and the block could be released, info otherwise."""
+)
+
+CALICO_LEAKED_IP = FindingKind.parse(
+    """CALICO-LEAKED-IP (warning): Block addresses are held for pods that no longer exist (not tunnel
+    addresses); `cidrx reclaim --ipam calico` releases them."""
+)
+
+# What this module raises, for the findings catalogue (python -m tools.docgen).
+KINDS = FindingKind.all_in(globals())
+
 
 NEARLY_FULL = 0.85  # share of a pool's addresses in use that earns a warning
 MAX_EVIDENCE = 20  # lines of per-address evidence before "... and N more"
@@ -302,8 +341,7 @@ def _pool_findings(u: _PoolUse, without: list[str], section: CalicoSection) -> l
         severity = Severity.CRITICAL if without else Severity.WARNING
         who = f"; {len(without)} node(s) have no block: {', '.join(without)}" if without else ""
         out.append(
-            Finding(
-                id="CALICO-POOL-BLOCKS-EXHAUSTED",
+            CALICO_POOL_BLOCKS_EXHAUSTED.finding(
                 severity=severity,
                 subject=subject,
                 summary=f"all {u.total} /{u.pool.block_size} blocks of {u.pool.cidr} are claimed{who}",
@@ -319,8 +357,7 @@ def _pool_findings(u: _PoolUse, without: list[str], section: CalicoSection) -> l
     if share >= NEARLY_FULL:
         full = u.used >= u.size
         out.append(
-            Finding(
-                id="CALICO-POOL-NEARLY-FULL",
+            CALICO_POOL_NEARLY_FULL.finding(
                 severity=Severity.CRITICAL if full else Severity.WARNING,
                 subject=subject,
                 summary=f"{u.used} of {u.size} addresses allocated ({share:.0%})",
@@ -346,8 +383,7 @@ def _without_block(without: list[str], borrowers: set[str], no_room: bool, secti
     )
     evidence.append(_config_line(section))
     return [
-        Finding(
-            id="CALICO-NODE-WITHOUT-BLOCK",
+        CALICO_NODE_WITHOUT_BLOCK.finding(
             severity=Severity.WARNING,
             subject="nodes " + ", ".join(flagged),
             summary=f"{len(flagged)} node(s) hold no Calico block"
@@ -389,8 +425,7 @@ def _borrowed_findings(
         ]
         lines.append(f"block strictAffinity {str(block.strict_affinity).lower()}; {_config_line(section)}")
         out.append(
-            Finding(
-                id="CALICO-BORROWED-IPS",
+            CALICO_BORROWED_IPS.finding(
                 severity=Severity.WARNING,
                 subject=f"block {block.cidr} of node {block.host}",
                 summary=(
@@ -424,8 +459,7 @@ def _hoarding(
         lines.append(_config_line(section))
         idle = sum(1 for b in blocks if is_empty(b))
         out.append(
-            Finding(
-                id="CALICO-NODE-HOARDING-BLOCKS",
+            CALICO_NODE_HOARDING_BLOCKS.finding(
                 severity=Severity.WARNING,
                 subject=f"node {node}",
                 summary=f"{node} holds {len(blocks)} blocks ({idle} empty) while {len(without)} node(s) have none",
@@ -453,8 +487,7 @@ def _empty_blocks(
         others = len(by_node.get(block.host, [])) - 1
         releasable = others >= 1
         out.append(
-            Finding(
-                id="CALICO-EMPTY-BLOCK",
+            CALICO_EMPTY_BLOCK.finding(
                 severity=Severity.WARNING if tight and releasable else Severity.INFO,
                 subject=f"block {block.cidr} of node {block.host}",
                 summary=f"{block.host} holds block {block.cidr} with no address in use",
@@ -476,8 +509,7 @@ def _leak_findings(leaks: list[LeakedIp]) -> list[Finding]:
     for entries in by_block.values():
         cidr = entries[0].cidr
         out.append(
-            Finding(
-                id="CALICO-LEAKED-IP",
+            CALICO_LEAKED_IP.finding(
                 severity=Severity.WARNING,
                 subject=f"block {cidr}",
                 summary=f"{len(entries)} address(es) of block {cidr} are held for pods that no longer use them",

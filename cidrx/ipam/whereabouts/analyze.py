@@ -31,7 +31,51 @@ from cidrx.ipam.whereabouts.model import (
     WhereaboutsSection,
 )
 from cidrx.kube.model import PodState
-from cidrx.model.findings import Capacity, Finding, Severity, utilization
+from cidrx.model.findings import Capacity, Finding, FindingKind, Severity, utilization
+
+WHEREABOUTS_NAD_CONFIG_INVALID = FindingKind.parse(
+    """WHEREABOUTS-NAD-CONFIG-INVALID (warning): A NetworkAttachmentDefinition's Whereabouts IPAM config cannot
+    be parsed, so its pool's capacity is unknown (and pods attaching it fail too)."""
+)
+
+WHEREABOUTS_POOL_FULL = FindingKind.parse(
+    """WHEREABOUTS-POOL-FULL (critical): Every usable address of a Whereabouts IPPool is reserved, so new pods
+    attaching that network cannot start."""
+)
+
+WHEREABOUTS_POOL_NEARLY_FULL = FindingKind.parse(
+    """WHEREABOUTS-POOL-NEARLY-FULL (warning): A Whereabouts IPPool has few unreserved addresses left."""
+)
+
+WHEREABOUTS_STALE_ALLOCATION = FindingKind.parse(
+    """WHEREABOUTS-STALE-ALLOCATION (warning): IPPool reservations belong to pods that no longer exist (or run
+    with another address), typically after a node died; `cidrx reclaim --ipam whereabouts` frees them."""
+)
+
+WHEREABOUTS_CORRUPT_KEY = FindingKind.parse(
+    """WHEREABOUTS-CORRUPT-KEY (warning): An IPPool allocation key is not a decimal offset inside the pool's
+    range; Whereabouts cannot interpret it."""
+)
+
+WHEREABOUTS_POOL_RANGE_HOST_BITS = FindingKind.parse(
+    """WHEREABOUTS-POOL-RANGE-HOST-BITS (warning): An IPPool's `spec.range` has host bits set (e.g.
+    `10.10.10.0/16`): Whereabouts counts offsets from the address as written, its own config loader never writes
+    such a range, so what each offset means is ambiguous; cidrx never releases anything from the pool."""
+)
+
+WHEREABOUTS_DUPLICATE_IP = FindingKind.parse(
+    """WHEREABOUTS-DUPLICATE-IP (critical): The same address is reserved more than once, so two pods may share
+    an IP."""
+)
+
+WHEREABOUTS_ORPHAN_RESERVATION = FindingKind.parse(
+    """WHEREABOUTS-ORPHAN-RESERVATION (warning): OverlappingRangeIPReservations without a matching pool
+    allocation keep their address from every pool."""
+)
+
+# What this module raises, for the findings catalogue (python -m tools.docgen).
+KINDS = FindingKind.all_in(globals())
+
 
 NEARLY_FULL = 0.9
 MIN_FREE = 3
@@ -336,8 +380,7 @@ def analyze_whereabouts(
 
 
 def _bad_config(nad: str, problem: str) -> Finding:
-    return Finding(
-        id="WHEREABOUTS-NAD-CONFIG-INVALID",
+    return WHEREABOUTS_NAD_CONFIG_INVALID.finding(
         severity=Severity.WARNING,
         subject=f"NetworkAttachmentDefinition {nad}",
         summary=f"the Whereabouts IPAM config of {nad} cannot be read, so its pool's capacity is unknown",
@@ -373,32 +416,21 @@ def _pool(
     findings: list[Finding] = []
     stale_note = f"; {len(stale)} of them stale" if stale else ""
     fix = f"run {RECLAIM}" if stale else "widen the range (a larger range or another ipRanges entry) in the NAD"
-    if size > 0 and free == 0:
-        findings.append(
-            Finding(
-                id="WHEREABOUTS-POOL-FULL",
-                severity=Severity.CRITICAL,
-                subject=subject,
-                summary=f"all {size} usable addresses are reserved{stale_note}: new pods attaching it cannot start",
-                evidence=(f"size {size}, used {used}, free 0", f"config: {where}"),
-                remediation=fix,
-            )
+    if size > 0 and (free == 0 or utilization(used, size) >= NEARLY_FULL or free < MIN_FREE):
+        full = free == 0
+        kind, severity = (
+            (WHEREABOUTS_POOL_FULL, Severity.CRITICAL) if full else (WHEREABOUTS_POOL_NEARLY_FULL, Severity.WARNING)
         )
-    elif size > 0 and (utilization(used, size) >= NEARLY_FULL or free < MIN_FREE):
-        findings.append(
-            Finding(
-                id="WHEREABOUTS-POOL-NEARLY-FULL",
-                severity=Severity.WARNING,
-                subject=subject,
-                summary=f"{used} of {size} usable addresses reserved, {free} left{stale_note}",
-                evidence=(f"size {size}, used {used}, free {free}", f"config: {where}"),
-                remediation=fix,
-            )
+        summary = (
+            f"all {size} usable addresses are reserved{stale_note}: new pods attaching it cannot start"
+            if full
+            else f"{used} of {size} usable addresses reserved, {free} left{stale_note}"
         )
+        evidence = (f"size {size}, used {used}, free {free}", f"config: {where}")
+        findings.append(kind.finding(severity, subject, summary, evidence, fix))
     if stale:
         findings.append(
-            Finding(
-                id="WHEREABOUTS-STALE-ALLOCATION",
+            WHEREABOUTS_STALE_ALLOCATION.finding(
                 severity=Severity.WARNING,
                 subject=subject,
                 summary=f"{len(stale)} reservation(s) belong to pods that are gone or run with another address",
@@ -408,8 +440,7 @@ def _pool(
         )
     if corrupt:
         findings.append(
-            Finding(
-                id="WHEREABOUTS-CORRUPT-KEY",
+            WHEREABOUTS_CORRUPT_KEY.finding(
                 severity=Severity.WARNING,
                 subject=subject,
                 summary=f"{len(corrupt)} allocation key(s) are not a decimal offset into {pool.range}",
@@ -441,8 +472,7 @@ def _key_problem(pool: WhereaboutsPool, a: Allocation) -> str:
 
 def _host_bits(pool: WhereaboutsPool, subject: str) -> Finding:
     net = parse_network(pool.range)
-    return Finding(
-        id="WHEREABOUTS-POOL-RANGE-HOST-BITS",
+    return WHEREABOUTS_POOL_RANGE_HOST_BITS.finding(
         severity=Severity.WARNING,
         subject=subject,
         summary=(
@@ -484,8 +514,7 @@ def _duplicates(section: WhereaboutsSection) -> list[Finding]:
             continue
         pods = sorted({a.podref or "no pod" for _, a in held})
         findings.append(
-            Finding(
-                id="WHEREABOUTS-DUPLICATE-IP",
+            WHEREABOUTS_DUPLICATE_IP.finding(
                 severity=Severity.CRITICAL,
                 subject=f"address {ip}" + (f" on network {network}" if network else ""),
                 summary=f"{ip} is reserved {len(held)} times ({', '.join(pods)}): pods may share an address",
@@ -519,8 +548,7 @@ def _orphans(section: WhereaboutsSection, pods: Mapping[str, PodState], holders:
     if not lines:
         return []
     return [
-        Finding(
-            id="WHEREABOUTS-ORPHAN-RESERVATION",
+        WHEREABOUTS_ORPHAN_RESERVATION.finding(
             severity=Severity.WARNING,
             subject="OverlappingRangeIPReservations",
             summary=f"{len(lines)} reservation(s) with no matching allocation keep their address from every pool",

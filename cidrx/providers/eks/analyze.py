@@ -13,12 +13,94 @@ from ipaddress import IPv4Network
 from cidrx import netmath
 from cidrx.errors import InvalidInput
 from cidrx.kube.model import KubeSection
-from cidrx.model.findings import Capacity, Diagnosis, Finding, Severity, make_diagnosis, utilization
+from cidrx.model.findings import Capacity, Diagnosis, Finding, FindingKind, Severity, make_diagnosis, utilization
 from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks.cni import CniConfig, cni_config, max_pods, node_ips_for_new_node, pod_ips_for_new_node
 from cidrx.providers.eks.model import EksSection, InstanceType, Nodegroup, Subnet
 
+EKS_SUBNET_EXHAUSTED = FindingKind.parse(
+    """EKS-SUBNET-EXHAUSTED (critical): A subnet the cluster's nodes or pods use has no free address (or too few
+    for one more node's ENIs): new pods stay in ContainerCreating and new nodes cannot launch there."""
+)
+
+EKS_SUBNET_NEARLY_EXHAUSTED = FindingKind.parse(
+    """EKS-SUBNET-NEARLY-EXHAUSTED (warning): A subnet the cluster uses is close to full; the next few nodes or
+    pods will exhaust it."""
+)
+
+EKS_AZ_EXHAUSTED = FindingKind.parse(
+    """EKS-AZ-EXHAUSTED (critical): No subnet the cluster uses in this Availability Zone can take another node,
+    so scale-up in that zone fails even if other zones have room."""
+)
+
+EKS_POD_IP_ASSIGN_FAILED = FindingKind.parse(
+    """EKS-POD-IP-ASSIGN-FAILED (critical): Pod events show the VPC CNI's `failed to assign an IP address to
+    container`: pods are already stuck because the node's ENIs cannot get more addresses."""
+)
+
+EKS_NODEGROUP_NO_ADDRESSES = FindingKind.parse(
+    """EKS-NODEGROUP-NO-ADDRESSES (critical): A node group cannot launch nodes because its subnets have no free
+    addresses (or EKS reported InsufficientFreeAddressesInSubnet)."""
+)
+
+EKS_ENICONFIG_UNUSED = FindingKind.parse(
+    """EKS-ENICONFIG-UNUSED (warning): ENIConfig objects exist but custom networking is off in aws-node, so pods
+    still take addresses from the node subnets."""
+)
+
+EKS_ENICONFIG_SUBNET_MISSING = FindingKind.parse(
+    """EKS-ENICONFIG-SUBNET-MISSING (critical): An ENIConfig names a subnet that is not in the cluster's VPC;
+    nodes in that zone cannot attach pod ENIs."""
+)
+
+EKS_ENICONFIG_WRONG_AZ = FindingKind.parse(
+    """EKS-ENICONFIG-WRONG-AZ (critical): An ENIConfig (named after a zone) points at a subnet in another zone;
+    ENI attachment for nodes in that zone will fail."""
+)
+
+EKS_CUSTOM_NETWORKING_NO_ENICONFIG = FindingKind.parse(
+    """EKS-CUSTOM-NETWORKING-NO-ENICONFIG (critical): Custom networking is on but some zones the nodes run in
+    have no ENIConfig, so new nodes there get no pod addresses."""
+)
+
+EKS_NODES_PREDATE_ENICONFIG = FindingKind.parse(
+    """EKS-NODES-PREDATE-ENICONFIG (warning): Nodes joined before their zone's ENIConfig existed and still hand
+    out addresses from the node subnet; only replaced nodes use the pod subnet."""
+)
+
+EKS_MAX_PODS_ABOVE_ENI_LIMIT = FindingKind.parse(
+    """EKS-MAX-PODS-ABOVE-ENI-LIMIT (warning): Nodes accept more pods (kubelet max-pods) than the VPC CNI can
+    address with the instance type's ENIs, so the extra pods never get an IP."""
+)
+
+EKS_WARM_POOL_WASTE = FindingKind.parse(
+    """EKS-WARM-POOL-WASTE (warning or info): WARM_ENI_TARGET makes every node hold a spare ENI's worth of
+    addresses no pod uses; warning when subnets are tight, info otherwise."""
+)
+
+EKS_PREFIX_NO_FREE_BLOCK = FindingKind.parse(
+    """EKS-PREFIX-NO-FREE-BLOCK (critical): Prefix delegation is on but the subnet has no free aligned /28, so
+    nodes cannot get prefixes even though single addresses may be free (fragmentation)."""
+)
+
+EKS_PREFIX_DELEGATION_NOT_ENOUGH = FindingKind.parse(
+    """EKS-PREFIX-DELEGATION-NOT-ENOUGH (info): Switching to prefix delegation would not help: the full subnets
+    have no free aligned /28 blocks. Use custom networking with a secondary CIDR."""
+)
+
+EKS_VPC_CIDR_QUOTA_REACHED = FindingKind.parse(
+    """EKS-VPC-CIDR-QUOTA-REACHED (warning): The VPC already holds as many IPv4 CIDR blocks as its quota allows,
+    so a secondary CIDR cannot be added until the quota is raised."""
+)
+
+# What this module raises, for the findings catalogue (python -m tools.docgen).
+KINDS = FindingKind.all_in(globals())
+
+
 NEARLY_FULL = 0.8
+# KUBE-UNREACHABLE as EKS words it: what was skipped, and how to include it.
+UNREACHABLE = "in-cluster checks were skipped"
+UNREACHABLE_FIX = "Pass --kubeconfig/--context to include events, nodes and the aws-node configuration."
 IP_ASSIGN_TEXT = "failed to assign an ip address to container"
 NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 MAX_EVIDENCE = 6
@@ -141,8 +223,7 @@ def _subnet_findings(uses: list[SubnetUse], cni: CniConfig) -> list[Finding]:
         )
         if free < u.need:
             findings.append(
-                Finding(
-                    "EKS-SUBNET-EXHAUSTED",
+                EKS_SUBNET_EXHAUSTED.finding(
                     Severity.CRITICAL,
                     subnet_label(u.subnet),
                     f"{what} subnet {u.subnet.cidr} in {u.subnet.az} is out of addresses "
@@ -154,8 +235,7 @@ def _subnet_findings(uses: list[SubnetUse], cni: CniConfig) -> list[Finding]:
             )
         elif util >= NEARLY_FULL or free < 2 * u.need:
             findings.append(
-                Finding(
-                    "EKS-SUBNET-NEARLY-EXHAUSTED",
+                EKS_SUBNET_NEARLY_EXHAUSTED.finding(
                     Severity.WARNING,
                     subnet_label(u.subnet),
                     f"{what} subnet {u.subnet.cidr} in {u.subnet.az} is {util:.0%} used "
@@ -171,8 +251,7 @@ def _subnet_findings(uses: list[SubnetUse], cni: CniConfig) -> list[Finding]:
         pod_side = [u for u in az_uses if not u.need_node]
         if any(side and all(u.subnet.available_ips < u.need for u in side) for side in (node_side, pod_side)):
             findings.append(
-                Finding(
-                    "EKS-AZ-EXHAUSTED",
+                EKS_AZ_EXHAUSTED.finding(
                     Severity.CRITICAL,
                     az,
                     f"no subnet the cluster uses in {az} can take another node",
@@ -205,8 +284,7 @@ def _event_findings(eks: EksSection, kube: KubeSection) -> list[Finding]:
         if creating:
             evidence.append(f"{len(creating)} pod(s) stuck in ContainerCreating")
         findings.append(
-            Finding(
-                "EKS-POD-IP-ASSIGN-FAILED",
+            EKS_POD_IP_ASSIGN_FAILED.finding(
                 Severity.CRITICAL,
                 f"cluster {eks.cluster.name}",
                 f"the VPC CNI failed to assign pod IPs {total} time(s) across {len(failed)} pod(s)",
@@ -220,8 +298,7 @@ def _event_findings(eks: EksSection, kube: KubeSection) -> list[Finding]:
     starved = [ng for ng in eks.nodegroups if any("InsufficientFreeAddresses" in c for c in ng.health_issues)]
     for ng in starved:
         findings.append(
-            Finding(
-                "EKS-NODEGROUP-NO-ADDRESSES",
+            EKS_NODEGROUP_NO_ADDRESSES.finding(
                 Severity.CRITICAL,
                 f"nodegroup {ng.name}",
                 f"node group {ng.name} cannot launch nodes: its subnets have no free addresses",
@@ -231,8 +308,7 @@ def _event_findings(eks: EksSection, kube: KubeSection) -> list[Finding]:
         )
     if short and not starved:
         findings.append(
-            Finding(
-                "EKS-NODEGROUP-NO-ADDRESSES",
+            EKS_NODEGROUP_NO_ADDRESSES.finding(
                 Severity.CRITICAL,
                 f"cluster {eks.cluster.name}",
                 "nodes could not be launched: InsufficientFreeAddressesInSubnet",
@@ -250,8 +326,7 @@ def _custom_networking_findings(eks: EksSection, kube: KubeSection, cni: CniConf
     if not cni.custom_networking:
         if kube.eniconfigs:
             findings.append(
-                Finding(
-                    "EKS-ENICONFIG-UNUSED",
+                EKS_ENICONFIG_UNUSED.finding(
                     Severity.WARNING,
                     "aws-node",
                     f"{len(kube.eniconfigs)} ENIConfig(s) exist but custom networking is off",
@@ -265,8 +340,7 @@ def _custom_networking_findings(eks: EksSection, kube: KubeSection, cni: CniConf
         s = subnets.get(e.subnet)
         if s is None:
             findings.append(
-                Finding(
-                    "EKS-ENICONFIG-SUBNET-MISSING",
+                EKS_ENICONFIG_SUBNET_MISSING.finding(
                     Severity.CRITICAL,
                     f"eniconfig {e.name}",
                     f"ENIConfig {e.name} points at subnet {e.subnet or '(none)'}, which is not in {eks.vpc.vpc_id}",
@@ -276,8 +350,7 @@ def _custom_networking_findings(eks: EksSection, kube: KubeSection, cni: CniConf
             )
         elif e.name.startswith(s.az[:-1]) and e.name != s.az:
             findings.append(
-                Finding(
-                    "EKS-ENICONFIG-WRONG-AZ",
+                EKS_ENICONFIG_WRONG_AZ.finding(
                     Severity.CRITICAL,
                     f"eniconfig {e.name}",
                     f"ENIConfig {e.name} uses subnet {e.subnet} in {s.az}: ENIs for nodes in {e.name} will fail",
@@ -292,8 +365,7 @@ def _custom_networking_findings(eks: EksSection, kube: KubeSection, cni: CniConf
     missing = [z for z in zones_in_use if z not in by_name]
     if missing:
         findings.append(
-            Finding(
-                "EKS-CUSTOM-NETWORKING-NO-ENICONFIG",
+            EKS_CUSTOM_NETWORKING_NO_ENICONFIG.finding(
                 Severity.CRITICAL,
                 "aws-node",
                 f"custom networking is on but {len(missing)} zone(s) in use have no ENIConfig",
@@ -306,8 +378,7 @@ def _custom_networking_findings(eks: EksSection, kube: KubeSection, cni: CniConf
     stale = [n for n in kube.nodes if n.zone in by_name and n.created and n.created < by_name[n.zone].created]
     if stale:
         findings.append(
-            Finding(
-                "EKS-NODES-PREDATE-ENICONFIG",
+            EKS_NODES_PREDATE_ENICONFIG.finding(
                 Severity.WARNING,
                 "nodes",
                 f"{len(stale)} node(s) joined before their zone's ENIConfig and still give pods addresses "
@@ -339,8 +410,7 @@ def _max_pods_findings(eks: EksSection, kube: KubeSection, cni: CniConfig) -> li
     for tname, nodes in sorted(over.items()):
         allowed, limit = limits[tname]
         findings.append(
-            Finding(
-                "EKS-MAX-PODS-ABOVE-ENI-LIMIT",
+            EKS_MAX_PODS_ABOVE_ENI_LIMIT.finding(
                 Severity.WARNING,
                 f"instance type {tname}",
                 f"{len(nodes)} {tname} node(s) accept {allowed} pods but the VPC CNI can address only {limit}",
@@ -366,8 +436,7 @@ def _warm_pool_finding(eks: EksSection, kube: KubeSection, cni: CniConfig, tight
     if idle == 0:
         return []
     return [
-        Finding(
-            "EKS-WARM-POOL-WASTE",
+        EKS_WARM_POOL_WASTE.finding(
             Severity.WARNING if tight else Severity.INFO,
             "aws-node",
             f"WARM_ENI_TARGET={cni.warm_eni_target} keeps up to {idle} idle addresses on {len(kube.nodes)} node(s)",
@@ -385,8 +454,7 @@ def _prefix_findings(uses: list[SubnetUse], cni: CniConfig, exhausted: bool) -> 
     pods = [u for u in uses if u.need]
     if cni.prefix_delegation:
         return [
-            Finding(
-                "EKS-PREFIX-NO-FREE-BLOCK",
+            EKS_PREFIX_NO_FREE_BLOCK.finding(
                 Severity.CRITICAL,
                 subnet_label(u.subnet),
                 f"prefix delegation is on but {u.subnet.cidr} has no free aligned /28 "
@@ -401,8 +469,7 @@ def _prefix_findings(uses: list[SubnetUse], cni: CniConfig, exhausted: bool) -> 
     if not exhausted or any(u.free_28 for u in full):
         return []
     return [
-        Finding(
-            "EKS-PREFIX-DELEGATION-NOT-ENOUGH",
+        EKS_PREFIX_DELEGATION_NOT_ENOUGH.finding(
             Severity.INFO,
             "prefix delegation",
             "prefix delegation alone would not help: the full subnets have no free aligned /28 blocks",
@@ -417,8 +484,7 @@ def _quota_findings(eks: EksSection) -> list[Finding]:
     if len(active) < eks.vpc_cidr_quota:
         return []
     return [
-        Finding(
-            "EKS-VPC-CIDR-QUOTA-REACHED",
+        EKS_VPC_CIDR_QUOTA_REACHED.finding(
             Severity.WARNING,
             eks.vpc.vpc_id,
             f"{eks.vpc.vpc_id} already has {len(active)} IPv4 CIDR blocks (quota {eks.vpc_cidr_quota})",
@@ -500,8 +566,8 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     cni = cni_config(eks, kube)
     uses = subnet_uses(eks, kube, cni)
     findings = _subnet_findings(uses, cni)
-    exhausted = any(f.id == "EKS-SUBNET-EXHAUSTED" for f in findings)
-    tight = exhausted or any(f.id == "EKS-SUBNET-NEARLY-EXHAUSTED" for f in findings)
+    exhausted = any(f.id == EKS_SUBNET_EXHAUSTED.id for f in findings)
+    tight = exhausted or any(f.id == EKS_SUBNET_NEARLY_EXHAUSTED.id for f in findings)
     findings += _event_findings(eks, kube)
     findings += _custom_networking_findings(eks, kube, cni)
     findings += _max_pods_findings(eks, kube, cni)
@@ -509,16 +575,9 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     findings += _prefix_findings(uses, cni, exhausted)
     findings += _quota_findings(eks)
     if not kube.available:
-        findings.append(
-            Finding(
-                "KUBE-UNREACHABLE",
-                Severity.INFO,
-                "kubernetes",
-                "in-cluster checks were skipped",
-                (kube.reason or "no Kubernetes access",),
-                "Pass --kubeconfig/--context to include events, nodes and the aws-node configuration.",
-            )
-        )
+        from cidrx.model.findings import kube_unreachable
+
+        findings.append(kube_unreachable(UNREACHABLE, UNREACHABLE_FIX, reason=kube.reason or "no Kubernetes access"))
     from cidrx.model.netmap import unallocated_capacity
     from cidrx.providers.eks.netmap import address_maps
 

@@ -16,17 +16,59 @@ from ipaddress import IPv4Network
 from cidrx import netmath
 from cidrx.errors import InvalidInput
 from cidrx.kube.model import KubeSection
-from cidrx.model.findings import Capacity, Diagnosis, Finding, Severity, make_diagnosis, utilization
+from cidrx.model.findings import Capacity, Diagnosis, Finding, FindingKind, Severity, make_diagnosis, utilization
 from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
 from cidrx.providers.gke.model import GkeSection, NodePool
 
-# GKE's Network Analyzer flags a pod range at 80% allocation ("GKE IP address utilization insights").
+GKE_POD_RANGE_EXHAUSTED = FindingKind.parse(
+    """GKE-POD-RANGE-EXHAUSTED (critical): Every per-node block of a pod secondary range is taken: no new node
+    using that range can be created, and cluster-autoscaler reports IP space exhausted."""
+)
+
+GKE_POD_RANGE_NEARLY_EXHAUSTED = FindingKind.parse(
+    """GKE-POD-RANGE-NEARLY-EXHAUSTED (warning): A pod range has few per-node blocks left; scale-up will soon
+    stop."""
+)
+
+GKE_AUTOSCALER_MAX_EXCEEDS_RANGE = FindingKind.parse(
+    """GKE-AUTOSCALER-MAX-EXCEEDS-RANGE (warning): The node pools on a pod range may autoscale to more nodes
+    than the range can hold, so scale-up will stop before the configured maximum."""
+)
+
+GKE_SCALE_UP_IP_EXHAUSTED = FindingKind.parse(
+    """GKE-SCALE-UP-IP-EXHAUSTED (critical): cluster-autoscaler events say scale-up failed with IP space
+    exhausted: pods are already Pending for lack of pod address space."""
+)
+
+GKE_MAX_PODS_OVERSIZED = FindingKind.parse(
+    """GKE-MAX-PODS-OVERSIZED (warning or info): A node pool reserves a per-node block sized for far more pods
+    than its nodes run; a smaller max pods per node on a new pool fits more nodes in the same range."""
+)
+
+GKE_NO_ADDITIONAL_POD_RANGES = FindingKind.parse(
+    """GKE-NO-ADDITIONAL-POD-RANGES (info): The cluster has only its default pod range, with no additional
+    cluster pod ranges or node-pool pod ranges to grow into."""
+)
+
+GKE_AUTOPILOT = FindingKind.parse(
+    """GKE-AUTOPILOT (info): Autopilot cluster: GKE manages the node pools, so the only expansion is adding
+    cluster pod ranges (`--strategy cluster-range`)."""
+)
+
+# What this module raises, for the findings catalogue (python -m tools.docgen).
+KINDS = FindingKind.all_in(globals())
+
+
+# GKE's Network Analyzer flags a pod range at 80% allocation (docs/cloud-facts.md, "GKE / Compute Engine").
 NEARLY_FULL = 0.8
 SCALE_UP_REASONS = ("FailedScaleUp", "NotTriggerScaleUp")
 IP_EXHAUSTED_TEXTS = ("ip space exhausted", "ip_space_exhausted")
 MAX_EVIDENCE = 6
-DEFAULT_NODE_PREFIX = 24  # 110 max pods, GKE's default
+# KUBE-UNREACHABLE as GKE words it: what was skipped, and how to include it.
+UNREACHABLE = "in-cluster checks were skipped; node counts come from GKE's utilisation fields"
+UNREACHABLE_FIX = "Pass --kubeconfig/--context to include nodes' podCIDRs, Pending pods and autoscaler events."
+DEFAULT_NODE_PREFIX = 24  # 110 max pods, GKE's default (docs/cloud-facts.md, "GKE / Compute Engine")
 
 
 @dataclass(frozen=True)
@@ -282,8 +324,7 @@ def _range_findings(ranges: list[RangeUse], flags: str, autopilot: bool) -> list
             continue
         if r.free_for(r.node_prefix) == 0:
             findings.append(
-                Finding(
-                    "GKE-POD-RANGE-EXHAUSTED",
+                GKE_POD_RANGE_EXHAUSTED.finding(
                     Severity.CRITICAL,
                     subject,
                     f"pod range {r.label} is full: {r.nodes} of {r.max_nodes} node(s); no new node of "
@@ -299,8 +340,7 @@ def _range_findings(ranges: list[RangeUse], flags: str, autopilot: bool) -> list
             )
         elif r.node_utilization >= NEARLY_FULL:
             findings.append(
-                Finding(
-                    "GKE-POD-RANGE-NEARLY-EXHAUSTED",
+                GKE_POD_RANGE_NEARLY_EXHAUSTED.finding(
                     Severity.WARNING,
                     subject,
                     f"pod range {r.label} is {r.node_utilization:.0%} allocated ({r.nodes} of {r.max_nodes} nodes)",
@@ -310,8 +350,7 @@ def _range_findings(ranges: list[RangeUse], flags: str, autopilot: bool) -> list
             )
         if r.autoscaling and r.autoscaler_max > r.max_nodes:
             findings.append(
-                Finding(
-                    "GKE-AUTOSCALER-MAX-EXCEEDS-RANGE",
+                GKE_AUTOSCALER_MAX_EXCEEDS_RANGE.finding(
                     Severity.WARNING,
                     subject,
                     f"node pools on {r.label} may autoscale to {r.autoscaler_max} nodes but the range holds "
@@ -337,8 +376,7 @@ def _scale_up_findings(gke: GkeSection, kube: KubeSection, flags: str) -> list[F
     evidence = [f"{e.reason} {e.namespace}/{e.name}: {e.message}" for e in hits[:MAX_EVIDENCE]]
     evidence.append(f"{len(pending)} pod(s) Pending")
     return [
-        Finding(
-            "GKE-SCALE-UP-IP-EXHAUSTED",
+        GKE_SCALE_UP_IP_EXHAUSTED.finding(
             Severity.CRITICAL,
             f"cluster {gke.cluster.name}",
             f"cluster-autoscaler could not add nodes: IP space exhausted ({total} event(s), "
@@ -372,8 +410,7 @@ def _max_pods_findings(gke: GkeSection, kube: KubeSection, tight: set[str]) -> l
             continue
         factor = 1 << (prefix - current)
         findings.append(
-            Finding(
-                "GKE-MAX-PODS-OVERSIZED",
+            GKE_MAX_PODS_OVERSIZED.finding(
                 Severity.WARNING if pool_range_key(gke, p) in tight else Severity.INFO,
                 f"node pool {p.name}",
                 f"node pool {p.name} reserves a /{current} per node for {p.max_pods_per_node} max pods, but its "
@@ -405,8 +442,7 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     own_ranges = {pool_range_key(gke, p) for p in gke.node_pools} - {c.pod_range_name or c.pod_cidr}
     if tight and not c.additional_pod_ranges and not own_ranges:
         findings.append(
-            Finding(
-                "GKE-NO-ADDITIONAL-POD-RANGES",
+            GKE_NO_ADDITIONAL_POD_RANGES.finding(
                 Severity.INFO,
                 f"cluster {c.name}",
                 "the cluster has only its default pod range: no additional cluster pod ranges and no node pool "
@@ -417,8 +453,7 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
         )
     if c.autopilot:
         findings.append(
-            Finding(
-                "GKE-AUTOPILOT",
+            GKE_AUTOPILOT.finding(
                 Severity.INFO,
                 f"cluster {c.name}",
                 "Autopilot cluster: GKE manages node pools, so cidrx can only add cluster pod ranges",
@@ -427,16 +462,9 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
             )
         )
     if not kube.available:
-        findings.append(
-            Finding(
-                "KUBE-UNREACHABLE",
-                Severity.INFO,
-                "kubernetes",
-                "in-cluster checks were skipped; node counts come from GKE's utilisation fields",
-                (kube.reason or "no Kubernetes access",),
-                "Pass --kubeconfig/--context to include nodes' podCIDRs, Pending pods and autoscaler events.",
-            )
-        )
+        from cidrx.model.findings import kube_unreachable
+
+        findings.append(kube_unreachable(UNREACHABLE, UNREACHABLE_FIX, reason=kube.reason or "no Kubernetes access"))
     from cidrx.model.netmap import unallocated_capacity
     from cidrx.providers.gke.netmap import address_maps
 

@@ -31,7 +31,7 @@ from cidrx.providers.gke.model import (
 
 Json = Mapping[str, Any]
 
-DEFAULT_MAX_PODS_PER_NODE = 110  # GKE Standard's default when no maxPodsConstraint is set
+DEFAULT_MAX_PODS_PER_NODE = 110  # GKE Standard's default when no maxPodsConstraint is set (docs/cloud-facts.md)
 
 # NodeConfig keys a copy of the pool needs (REST names); the rest (accelerators, reservations, ...) is
 # either output-only or too specific for cidrx to copy blindly.

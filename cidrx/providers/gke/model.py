@@ -90,7 +90,7 @@ class Subnetwork:
     network: str  # network name
     ip_cidr_range: Ipv4CidrOrEmpty
     secondary_ranges: tuple[SecondaryRange, ...] = ()
-    fingerprint: str = ""  # required by subnetworks.patch; a stale one gets 412
+    fingerprint: str = ""  # required by subnetworks.patch; a stale one gets 412 (docs/cloud-facts.md)
     self_link: str = ""
     purpose: str = ""  # PRIVATE, REGIONAL_MANAGED_PROXY, ...: every purpose occupies its ranges all the same
 

@@ -180,7 +180,8 @@ class AddSecondaryRange:
             try:
                 op = _when_free(ctx, f"{where} to accept a change", patch)
             except StaleFingerprint:
-                # Someone else changed the subnet between our read and our patch (GCE 412): read again.
+                # Someone else changed the subnet between our read and our patch (GCE 412, docs/cloud-facts.md):
+                # read again.
                 continue
             return {"range_name": params["range_name"], "cidr": params["cidr"], "operation": op}
         raise CloudError(f"{where} kept changing under us ({FINGERPRINT_RETRIES + 1} stale fingerprints); run again")

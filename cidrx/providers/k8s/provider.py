@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 # No expand strategy of its own yet; `calico-pool` and the reclaim plans come from cidrx.kube.ipam.
 STRATEGIES: tuple[str, ...] = ()
-UNREACHABLE_ID = "KUBE-UNREACHABLE"
 
 
 @dataclass(frozen=True)
@@ -42,20 +41,18 @@ def collect(target: Target, opts: TargetOptions, kube: KubeSection, taken_at: st
 
 def analyze(snapshot: Snapshot) -> Diagnosis:
     from cidrx.kube.nodeipam import analyze_node_ipam
-    from cidrx.model.findings import Finding, Severity, make_diagnosis
+    from cidrx.model.findings import kube_unreachable, make_diagnosis
 
     kube = snapshot.kube
     capacity, findings = analyze_node_ipam(kube)
     if not kube.available:
         findings.append(
-            Finding(
-                id=UNREACHABLE_ID,
-                severity=Severity.INFO,
-                subject=kube.context or snapshot.target.cluster,
-                summary="in-cluster checks did not run: the Kubernetes API could not be read"
+            kube_unreachable(
+                "in-cluster checks did not run: the Kubernetes API could not be read"
                 + (f" ({kube.reason})" if kube.reason else ""),
-                remediation="check the kubeconfig and context (--kubeconfig, --context) and network access to "
-                "the API server, then run again",
+                "check the kubeconfig and context (--kubeconfig, --context) and network access to the API server, "
+                "then run again",
+                subject=kube.context or snapshot.target.cluster,
             )
         )
     return make_diagnosis(snapshot.target, snapshot.fingerprint, capacity, findings)
