@@ -1,3 +1,3 @@
 """Root pytest configuration: shared fixtures live in plugins so each stays small."""
 
-pytest_plugins = ["tests.conftest_kube", "tests.conftest_retry", "tests.conftest_faults"]
+pytest_plugins = ["tests.support.conftest_kube", "tests.support.conftest_retry", "tests.support.conftest_faults"]

@@ -17,8 +17,8 @@ from cidrx.dispatch import PlanOptions
 from cidrx.ipam.calico.plan import make_pool_plan
 from cidrx.model.plan import load_plan
 from cidrx.model.snapshot import load_snapshot
-from tests import calico_cases as cases
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support import calico_cases as cases
+from tests.support.fakes.kube_server import FakeKubeServer
 
 V3 = "projectcalico.org/v3"
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "calico-kubevirt.snapshot.json"

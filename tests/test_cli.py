@@ -397,7 +397,7 @@ def test_boundary_passes_exit_codes_through() -> None:
 
 @pytest.fixture
 def moto_session(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any]]:
-    from tests.eks_world import fake_aws_env, moto_incident
+    from tests.support.eks_world import fake_aws_env, moto_incident
 
     fake_aws_env(monkeypatch)
     with moto_incident(cluster="demo-ip") as pair:
@@ -638,7 +638,7 @@ def test_live_diagnose_refuses_a_context_of_another_cluster(moto_world: Any, kub
 
 
 def test_live_diagnose_goes_on_when_the_cluster_is_unreachable(moto_world: Any, tmp_path: Path) -> None:
-    from tests.fakes.kube_server import FakeKubeServer
+    from tests.support.fakes.kube_server import FakeKubeServer
 
     with FakeKubeServer() as server:
         kubeconfig = str(server.kubeconfig(tmp_path / "kubeconfig"))

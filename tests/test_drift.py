@@ -33,14 +33,14 @@ from cidrx.ipam.whereabouts.model import POOLS as WB_POOLS
 from cidrx.ipam.whereabouts.model import RESERVATIONS as WB_RESERVATIONS
 from cidrx.ipam.whereabouts.model import VERSION as WB_VERSION
 from cidrx.model.plan import DIGEST_TAG, Plan, load_plan
-from tests import calico_cases
-from tests import gke_world as gw
-from tests import whereabouts_cases as wc
-from tests.eks_cluster import build_prefix_world, incident_server, shared_botocore_loader
-from tests.eks_world import REGION, AwsCalls, World, build_incident, fake_aws_env
-from tests.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
-from tests.fakes.gcp_server import FakeGcp
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support import calico_cases
+from tests.support import gke_world as gw
+from tests.support import whereabouts_cases as wc
+from tests.support.eks_cluster import build_prefix_world, incident_server, shared_botocore_loader
+from tests.support.eks_world import REGION, AwsCalls, World, build_incident, fake_aws_env
+from tests.support.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
+from tests.support.fakes.gcp_server import FakeGcp
+from tests.support.fakes.kube_server import FakeKubeServer
 from tests.test_resume_cloud import ADDON_BEFORE
 
 JSON = dict[str, Any]
@@ -136,7 +136,7 @@ def _fast_sessions() -> Iterator[None]:
 def eks_world(
     builder: Callable[..., World], tmp: Path, mp: pytest.MonkeyPatch, *, addon: bool = False
 ) -> Iterator[Eks]:
-    """The world `builder` makes; with `addon`, vpc-cni is an EKS managed add-on (tests/fakes/eks_addons.py)
+    """The world `builder` makes; with `addon`, vpc-cni is an EKS managed add-on (tests/support/fakes/eks_addons.py)
     configured with ADDON_BEFORE."""
     import boto3
     import botocore.handlers

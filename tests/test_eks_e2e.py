@@ -34,7 +34,7 @@ from cidrx.model import codec
 from cidrx.model.findings import Diagnosis
 from cidrx.model.plan import Plan, load_plan
 from cidrx.model.snapshot import load_snapshot
-from tests.eks_cluster import (
+from tests.support.eks_cluster import (
     AWS_NODE_PATH,
     PLAN_TAG,
     SANDBOX_MESSAGE,
@@ -46,9 +46,9 @@ from tests.eks_cluster import (
     incident_server,
     shared_botocore_loader,
 )
-from tests.eks_world import REGION, World, build_incident, fake_aws_env
-from tests.fakes.kube_server import FakeKubeServer, RequestRecord
-from tests.terraform_check import fmt_check, imports, needs_terraform, parse, resources
+from tests.support.eks_world import REGION, World, build_incident, fake_aws_env
+from tests.support.fakes.kube_server import FakeKubeServer, RequestRecord
+from tests.support.terraform_check import fmt_check, imports, needs_terraform, parse, resources
 
 CLUSTER = "demo"
 ZONES = ("ap-southeast-2a", "ap-southeast-2b")
@@ -700,8 +700,8 @@ def test_managed_vpc_cni_addon_is_configured_through_update_addon_keeping_its_se
     from click.testing import CliRunner
 
     from cidrx.cli import cli
-    from tests.eks_world import moto_incident
-    from tests.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
+    from tests.support.eks_world import moto_incident
+    from tests.support.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
 
     fake_aws_env(monkeypatch)
     for name in list(os.environ):

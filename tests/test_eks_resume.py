@@ -2,7 +2,7 @@
 is run again, with the journal kept or lost: the proof behind exit code 5's "run the same command again".
 
 In-process: moto (`mock_aws`) for AWS and the fake Kubernetes API server for the cluster, both seeded with
-the incident (tests/eks_world.py, tests/eks_cluster.py). The interrupted run goes through the engine with
+the incident (tests/support/eks_world.py, tests/support/eks_cluster.py). The interrupted run goes through the engine with
 the real executors, each wrapped so that step k raises KeyboardInterrupt from inside `act` right after the
 real `act` returned: the write reached the cloud, the journal never heard of it (and, in one case, the
 process is killed outright while writing the journal). The resumed run is the real CLI
@@ -41,9 +41,9 @@ from cidrx.model.snapshot import load_snapshot
 from cidrx.providers.eks.api import EksApi
 from cidrx.providers.eks.steps import EXECUTORS, EksApis
 from cidrx.render.progress import NullProgress
-from tests.eks_cluster import DaemonSetController, incident_server, inventory, shared_botocore_loader
-from tests.eks_world import World, fake_aws_env, moto_incident
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support.eks_cluster import DaemonSetController, incident_server, inventory, shared_botocore_loader
+from tests.support.eks_world import World, fake_aws_env, moto_incident
+from tests.support.fakes.kube_server import FakeKubeServer
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "eks-demo-ip.snapshot.json"

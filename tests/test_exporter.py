@@ -20,10 +20,10 @@ import yaml
 from click.testing import CliRunner
 
 from cidrx.cli import cli
-from tests import calico_cases
-from tests import whereabouts_cases as wc
-from tests.exporter_harness import Exporter, Scrape, parse
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support import calico_cases
+from tests.support import whereabouts_cases as wc
+from tests.support.exporter_harness import Exporter, Scrape, parse
+from tests.support.fakes.kube_server import FakeKubeServer
 
 INTERVAL = "0.2"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -129,8 +129,8 @@ def moto_world(tmp_path: Path) -> Iterator[tuple[Any, list[str], dict[str, str]]
     import boto3
     from moto.server import ThreadedMotoServer
 
-    from tests.eks_cluster import incident_server
-    from tests.eks_world import FAKE_AWS_ENV, REGION, build_incident
+    from tests.support.eks_cluster import incident_server
+    from tests.support.eks_world import FAKE_AWS_ENV, REGION, build_incident
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)

@@ -25,7 +25,7 @@ codes (a 422 or 400 read as well); Retry-After is slept exactly (AWS, GCP, Kuber
 ends retries with one line.
 
 Every faulted run asserts that each provider in it did inject faults, and records its requests, its
-faults by kind and whether it converged in the session's ledger (tests/conftest_faults.py), which pytest
+faults by kind and whether it converged in the session's ledger (tests/support/conftest_faults.py), which pytest
 sums up in one line at the end of the session.
 """
 
@@ -51,14 +51,14 @@ from cidrx.engine import retry
 from cidrx.ipam.calico.collect import GROUP as CALICO_GROUP
 from cidrx.model.plan import load_plan
 from cidrx.providers.gke.api import GkeApi
-from tests import calico_cases, gke_world
-from tests import whereabouts_cases as wc
-from tests.conftest_faults import FaultLedger, FaultRun
-from tests.eks_cluster import Hooks, build_prefix_world, incident_server, inventory, shared_botocore_loader
-from tests.eks_world import REGION, World, build_incident, fake_aws_env
-from tests.fakes.eks_addons import raw_response
-from tests.fakes.gcp_server import FakeGcp
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support import calico_cases, gke_world
+from tests.support import whereabouts_cases as wc
+from tests.support.conftest_faults import FaultLedger, FaultRun
+from tests.support.eks_cluster import Hooks, build_prefix_world, incident_server, inventory, shared_botocore_loader
+from tests.support.eks_world import REGION, World, build_incident, fake_aws_env
+from tests.support.fakes.eks_addons import raw_response
+from tests.support.fakes.gcp_server import FakeGcp
+from tests.support.fakes.kube_server import FakeKubeServer
 
 RATE = 0.3
 SMALL_RUN_RATE = 0.5  # for a run of a handful of requests, so that it cannot get away without a fault

@@ -33,12 +33,12 @@ from cidrx.cli.diagnose import DEFAULT_PARALLEL, MAX_PARALLEL
 from cidrx.errors import EXIT_ACCESS, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, AccessDenied
 from cidrx.model.findings import Diagnosis, make_diagnosis
 from cidrx.model.target import Target
-from tests import gke_world
-from tests import whereabouts_cases as wc
-from tests.eks_cluster import incident_server, shared_botocore_loader
-from tests.eks_world import ACCOUNT, REGION, build_incident, fake_aws_env
-from tests.fakes.gcp_server import FakeGcp
-from tests.fakes.kube_server import FAKE_TOKEN, FakeKubeServer, RequestRecord
+from tests.support import gke_world
+from tests.support import whereabouts_cases as wc
+from tests.support.eks_cluster import incident_server, shared_botocore_loader
+from tests.support.eks_world import ACCOUNT, REGION, build_incident, fake_aws_env
+from tests.support.fakes.gcp_server import FakeGcp
+from tests.support.fakes.kube_server import FAKE_TOKEN, FakeKubeServer, RequestRecord
 from tests.test_prometheus import parse
 
 gcp = gke_world.gcp

@@ -36,9 +36,9 @@ from cidrx.providers.gke.api import (
     compute_operation_state,
     container_operation_state,
 )
-from tests import gke_world
-from tests.fakes.gcp_server import FakeGcp
-from tests.gke_world import (
+from tests.support import gke_world
+from tests.support.fakes.gcp_server import FakeGcp
+from tests.support.gke_world import (
     CLUSTER,
     LOCATION,
     NETWORK,
@@ -54,7 +54,7 @@ from tests.gke_world import (
     SUBNET,
 )
 
-# The world's fixtures, used by name below (tests.gke_world documents them).
+# The world's fixtures, used by name below (tests.support.gke_world documents them).
 gcp = gke_world.gcp
 gke_api = gke_world.gke_api
 

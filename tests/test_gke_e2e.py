@@ -23,9 +23,9 @@ from click.testing import CliRunner, Result
 
 from cidrx.cli import cli
 from cidrx.model.plan import load_plan
-from tests import gke_world
-from tests.fakes.gcp_server import FakeGcp
-from tests.gke_world import (
+from tests.support import gke_world
+from tests.support.fakes.gcp_server import FakeGcp
+from tests.support.gke_world import (
     CLUSTER,
     LOCATION,
     OTHER_SUBNETS,
@@ -38,7 +38,7 @@ from tests.gke_world import (
     SERVICES_CIDR,
     SUBNET,
 )
-from tests.terraform_check import fmt_check, imports, needs_terraform, parse, resources
+from tests.support.terraform_check import fmt_check, imports, needs_terraform, parse, resources
 
 gcp = gke_world.gcp
 

@@ -29,7 +29,7 @@ from cidrx.model.target import Target
 from cidrx.providers.gke.api import GkeApi
 from cidrx.providers.gke.steps import EXECUTORS, PLAN_LABEL, GkeApis
 from cidrx.render.progress import NullProgress
-from tests.fakes.gcp_server import FakeGcp, RequestRecord
+from tests.support.fakes.gcp_server import FakeGcp, RequestRecord
 
 P = "p1"
 LOC = "australia-southeast1"

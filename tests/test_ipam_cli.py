@@ -15,9 +15,9 @@ from cidrx.cli import cli
 from cidrx.cli.expand import STRATEGIES
 from cidrx.dispatch import strategies
 from cidrx.model.plan import load_plan
-from tests import calico_cases
-from tests import whereabouts_cases as wc
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support import calico_cases
+from tests.support import whereabouts_cases as wc
+from tests.support.fakes.kube_server import FakeKubeServer
 
 
 def run(*args: str) -> Result:

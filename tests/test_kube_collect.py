@@ -26,7 +26,7 @@ from cidrx.kube.collect import (
 )
 from cidrx.kube.model import EniConfig, KubeNode, KubePod
 from cidrx.model.codec import canonical_json
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support.fakes.kube_server import FakeKubeServer
 
 NODE_A = "ip-10-0-208-27.ap-southeast-2.compute.internal"
 NODE_B = "ip-10-0-224-14.ap-southeast-2.compute.internal"

@@ -29,10 +29,10 @@ import yaml
 from click.testing import CliRunner, Result
 
 from cidrx.cli import cli
-from tests import gke_world
-from tests import whereabouts_cases as wc
-from tests.fakes.gcp_server import FakeGcp
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support import gke_world
+from tests.support import whereabouts_cases as wc
+from tests.support.fakes.gcp_server import FakeGcp
+from tests.support.fakes.kube_server import FakeKubeServer
 from tests.test_cli import seed_cluster
 
 REPO = Path(__file__).resolve().parent.parent
@@ -215,7 +215,7 @@ def moto_server(secret_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[A
     import boto3
     from moto.server import ThreadedMotoServer
 
-    from tests.eks_world import build_incident, fake_aws_env
+    from tests.support.eks_world import build_incident, fake_aws_env
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)

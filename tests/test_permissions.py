@@ -34,10 +34,10 @@ from cidrx.kube.collect import collect_with
 from cidrx.model.plan import Plan
 from cidrx.model.snapshot import load_snapshot
 from cidrx.permissions import allows, allows_path, collect_kube_grants
-from tests import eks_cases, gke_cases
-from tests.eks_cluster import shared_botocore_loader
-from tests.eks_world import REGION, build_incident, fake_aws_env
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support import eks_cases, gke_cases
+from tests.support.eks_cluster import shared_botocore_loader
+from tests.support.eks_world import REGION, build_incident, fake_aws_env
+from tests.support.fakes.kube_server import FakeKubeServer
 from tests.test_kube_collect import seed_eks_cluster
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

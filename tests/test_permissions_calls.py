@@ -32,13 +32,13 @@ from cidrx.cli import cli
 from cidrx.permissions import allows, allows_path
 from cidrx.providers.eks.api import FLEET_PERMISSIONS as EKS_FLEET
 from cidrx.providers.gke.api import FLEET_PERMISSIONS as GKE_FLEET
-from tests import calico_cases
-from tests import gke_world as gw
-from tests import whereabouts_cases as wc
-from tests.eks_cluster import build_prefix_world, incident_server, shared_botocore_loader
-from tests.eks_world import REGION, World, build_incident, fake_aws_env
-from tests.fakes.gcp_server import FakeGcp
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support import calico_cases
+from tests.support import gke_world as gw
+from tests.support import whereabouts_cases as wc
+from tests.support.eks_cluster import build_prefix_world, incident_server, shared_botocore_loader
+from tests.support.eks_world import REGION, World, build_incident, fake_aws_env
+from tests.support.fakes.gcp_server import FakeGcp
+from tests.support.fakes.kube_server import FakeKubeServer
 from tests.test_permissions import iam_actions, printed, request_to_rbac
 
 gcp = gw.gcp
@@ -208,7 +208,7 @@ def eks_estate(builder: Callable[..., World], tmp: Path, mp: pytest.MonkeyPatch,
     import botocore.handlers
     from moto import mock_aws
 
-    from tests.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
+    from tests.support.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
 
     fake_aws_env(mp)
     for name in list(os.environ):

@@ -13,10 +13,10 @@ subnet CIDR reservations, VPC CIDRs, route tables, node groups, ENIConfigs, aws-
 configuration, tags and labels, with ids and timestamps replaced), and the writes of the crashed and the
 resumed run together must be exactly those of the uninterrupted one: nothing done twice.
 
-Worlds: the GKE incident in the loopback GCP fake (tests/gke_world.py, --no-kube); the EKS incident in moto
+Worlds: the GKE incident in the loopback GCP fake (tests/support/gke_world.py, --no-kube); the EKS incident in moto
 (`mock_aws`, ids seeded so every world built here has the same ones and one plan fits them all) with its
-cluster in the fake Kubernetes API server (tests/eks_cluster.py), and the EKS add-on operations moto lacks
-answered by tests/fakes/eks_addons.py. Waits never sleep: the crashed runs use a fake clock, and the CLI
+cluster in the fake Kubernetes API server (tests/support/eks_cluster.py), and the EKS add-on operations moto lacks
+answered by tests/support/fakes/eks_addons.py. Waits never sleep: the crashed runs use a fake clock, and the CLI
 runs' waits are satisfied at the first probe.
 """
 
@@ -42,11 +42,11 @@ from cidrx.engine.journal import Journal, journal_path
 from cidrx.engine.waiting import Waiter
 from cidrx.model.plan import Plan, load_plan, save_plan
 from cidrx.render.progress import NullProgress
-from tests import gke_world as gw
-from tests.eks_cluster import build_prefix_world, incident_server, inventory, shared_botocore_loader
-from tests.eks_world import REGION, AwsCalls, World, build_incident, fake_aws_env
-from tests.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
-from tests.fakes.gcp_server import FakeGcp
+from tests.support import gke_world as gw
+from tests.support.eks_cluster import build_prefix_world, incident_server, inventory, shared_botocore_loader
+from tests.support.eks_world import REGION, AwsCalls, World, build_incident, fake_aws_env
+from tests.support.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
+from tests.support.fakes.gcp_server import FakeGcp
 from tests.test_eks_resume import CrashAfterAct
 
 JSON = dict[str, Any]
@@ -151,7 +151,7 @@ def gke_inventory(fake: FakeGcp, plan_id: str) -> JSON:
 
 
 def eks_inventory(env: Env, plan_id: str) -> JSON:
-    """tests/eks_cluster.py's inventory, plus every subnet's CIDR reservations and the vpc-cni add-on."""
+    """tests/support/eks_cluster.py's inventory, plus every subnet's CIDR reservations and the vpc-cni add-on."""
     assert env.world is not None and env.kube is not None
     ec2, eks = env.session.client("ec2"), env.session.client("eks")
     inv = inventory(ec2, eks, env.kube, env.world, plan_id=plan_id)

@@ -24,8 +24,8 @@ from cidrx.errors import InvalidInput
 from cidrx.model.plan import DIGEST_TAG, Plan, save_plan, seal
 from cidrx.model.snapshot import Snapshot, load_snapshot
 from cidrx.render.terraform import extract_snippets, quote, render_terraform
-from tests import eks_cases
-from tests.terraform_check import (
+from tests.support import eks_cases
+from tests.support.terraform_check import (
     HCL2_REASON,
     TERRAFORM,
     fmt_check,

@@ -23,11 +23,11 @@ from cidrx.ipam.whereabouts.model import (
 from cidrx.ipam.whereabouts.plan import DELETE_RESERVATION, RELEASE, make_reclaim_plan
 from cidrx.model.plan import load_plan
 from cidrx.model.snapshot import load_snapshot
-from tests import whereabouts_cases as wc
-from tests import whereabouts_upstream_cases as uc
-from tests.fakes.crd_schemas import SCHEMAS
-from tests.fakes.crd_schemas.structural import problems
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support import whereabouts_cases as wc
+from tests.support import whereabouts_upstream_cases as uc
+from tests.support.fakes.crd_schemas import SCHEMAS
+from tests.support.fakes.crd_schemas.structural import problems
+from tests.support.fakes.kube_server import FakeKubeServer
 
 GROUP, VERSION = "whereabouts.cni.cncf.io", "v1alpha1"
 NOW = "2024-12-09T03:45:00Z"

@@ -6,7 +6,7 @@ private-service-access allocations, and fixes pod-range exhaustion by patching a
 maintained fake covers those APIs, and mocking our own functions would test nothing.  This module is a
 stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (port 0) in a daemon thread that speaks the REST paths the
 google-cloud-container and google-cloud-compute clients use, and checks every request and every answer
-against Google's discovery documents (tests/fakes/gcp_discovery.py): a field or enum the real API would
+against Google's discovery documents (tests/support/fakes/gcp_discovery.py): a field or enum the real API would
 reject is a *violation*; the fake answers 400 and keeps it in ``FakeGcp.violations`` so the test fails
 at teardown (``FakeGcp.check()``).
 
@@ -98,8 +98,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
-from tests.fakes import wire
-from tests.fakes.gcp_discovery import ENUMS_AS_NUMBERS, DiscoveryIndex, Match, Violation, discovery_index
+from tests.support.fakes import wire
+from tests.support.fakes.gcp_discovery import ENUMS_AS_NUMBERS, DiscoveryIndex, Match, Violation, discovery_index
 
 if TYPE_CHECKING:
     from google.api_core.client_options import ClientOptions

@@ -19,7 +19,7 @@ from cidrx.model.plan import DIGEST_TAG
 from cidrx.model.snapshot import Snapshot, load_snapshot, seal
 from cidrx.providers.eks.model import Addon, EksSection, InstanceType, Nodegroup, Peering, RouteTable, Subnet, VpcCidr
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "eks-demo-ip.snapshot.json"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "eks-demo-ip.snapshot.json"
 
 CLUSTER = "demo-ip"
 REGION = "ap-southeast-2"

@@ -14,10 +14,10 @@ another network (``other-vpc``, 10.60.0.0/16) and an external address.
 
 Use:
 
-    from tests import gke_world
+    from tests.support import gke_world
 
     gcp = gke_world.gcp              # fixtures, bound by name in the test module
-    gke_api = gke_world.gke_api      # (or list "tests.gke_world" in pytest_plugins)
+    gke_api = gke_world.gke_api      # (or list "tests.support.gke_world" in pytest_plugins)
 
     def test_x(gcp: FakeGcp, gke_api: GkeApi) -> None: ...
 
@@ -40,7 +40,7 @@ from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target
 from cidrx.providers.gke.api import ANONYMOUS_ENV, COMPUTE_ENDPOINT_ENV, CONTAINER_ENDPOINT_ENV, GkeApi
 from cidrx.providers.gke.model import GkeSection
-from tests.fakes.gcp_server import FakeGcp
+from tests.support.fakes.gcp_server import FakeGcp
 
 PROJECT = "p1"
 LOCATION = "australia-southeast1"

@@ -53,9 +53,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
-from tests.fakes import crd_schemas, wire
-from tests.fakes.crd_schemas import structural
-from tests.fakes.crd_schemas.structural import Schema
+from tests.support.fakes import crd_schemas, wire
+from tests.support.fakes.crd_schemas import structural
+from tests.support.fakes.crd_schemas.structural import Schema
 
 JSON = dict[str, Any]
 T = TypeVar("T")
@@ -794,7 +794,7 @@ class FakeKubeServer:
         self.request_log: Records = []
         self.on_request: Callable[[RequestRecord], None] | None = None
         self.errors: list[Exception] = []  # unexpected exceptions while serving (fake or hook bugs)
-        # Schemas every write of a custom resource is checked against (see tests/fakes/crd_schemas).
+        # Schemas every write of a custom resource is checked against (see tests/support/fakes/crd_schemas).
         self.write_schemas: dict[TypeKey, Schema] = dict(crd_schemas.SCHEMAS)
         self._host = host
         self._httpd: _HTTPServer | None = None
