@@ -36,12 +36,15 @@ from cidrx.model.plan import DIGEST_TAG, Plan, load_plan
 from tests.support import calico_cases
 from tests.support import gke_world as gw
 from tests.support import whereabouts_cases as wc
-from tests.support.eks_cluster import build_prefix_world, incident_server, shared_botocore_loader
-from tests.support.eks_world import REGION, AwsCalls, World, build_incident, fake_aws_env
-from tests.support.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
+from tests.support.eks_cluster import build_prefix_world
+from tests.support.eks_estate import eks_estate
+from tests.support.eks_world import REGION, AwsCalls, World, build_incident
+from tests.support.fakes.eks_addons import FakeEksAddons
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FakeKubeServer
 from tests.test_resume_cloud import ADDON_BEFORE
+
+pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
 
 JSON = dict[str, Any]
 Outcome = Literal["stale", "ok"]
@@ -126,46 +129,16 @@ class Eks:
         return run("expand", "--apply", str(path), "--yes", "--kubeconfig", self.kubeconfig)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _fast_sessions() -> Iterator[None]:
-    with shared_botocore_loader():
-        yield
-
-
 @contextlib.contextmanager
 def eks_world(
     builder: Callable[..., World], tmp: Path, mp: pytest.MonkeyPatch, *, addon: bool = False
 ) -> Iterator[Eks]:
     """The world `builder` makes; with `addon`, vpc-cni is an EKS managed add-on (tests/support/fakes/eks_addons.py)
     configured with ADDON_BEFORE."""
-    import boto3
-    import botocore.handlers
-    from moto import mock_aws
-
-    fake_aws_env(mp)
-    for name in list(os.environ):
-        if name.startswith("CIDRX_") or name == "KUBECONFIG":
-            mp.delenv(name)
     aws = AwsCalls()
-    handlers: list[Any] = [("before-call", aws)]
-    addons = FakeEksAddons(region=REGION) if addon else None
-    if addons is not None:
-        builtin = BuiltinHandlers()
-        addons.install(builtin)
-        handlers += builtin.specs
-    mp.setattr(botocore.handlers, "BUILTIN_HANDLERS", [*botocore.handlers.BUILTIN_HANDLERS, *handlers])
-    with mock_aws():
-        session = boto3.Session(region_name=REGION)
-        world = builder(session.client("ec2"), session.client("eks"), region=REGION, cluster=CLUSTER)
-        if addons is not None:
-            addons.put_addon(CLUSTER, configuration_values=json.dumps(ADDON_BEFORE))
-        server, _hooks, _controller = incident_server(world)
-        try:
-            yield Eks(session, world, server, str(server.kubeconfig(tmp / "kubeconfig")), aws, tmp, addons)
-        finally:
-            server.stop()
-        if server.errors:
-            raise server.errors[0]
+    handlers = [("before-call", aws)]
+    with eks_estate(tmp, mp, builder=builder, handlers=handlers, addon=addon, addon_config=ADDON_BEFORE) as estate:
+        yield Eks(estate.session, estate.world, estate.kube, estate.kubeconfig, aws, tmp, estate.addons)
 
 
 def _associate_overlap(env: Eks, plan: Plan) -> list[str]:

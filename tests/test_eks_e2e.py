@@ -44,11 +44,12 @@ from tests.support.eks_cluster import (
     build_prefix_world,
     env_values,
     incident_server,
-    shared_botocore_loader,
 )
 from tests.support.eks_world import REGION, World, build_incident, fake_aws_env
 from tests.support.fakes.kube_server import FakeKubeServer, RequestRecord
 from tests.support.terraform_check import fmt_check, imports, needs_terraform, parse, resources
+
+pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
 
 CLUSTER = "demo"
 ZONES = ("ap-southeast-2a", "ap-southeast-2b")
@@ -56,12 +57,6 @@ CUSTOM_NETWORK = "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG"
 LABEL_DEF = "ENI_CONFIG_LABEL_DEF"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 SHARED_ADDRESS_SPACE = IPv4Network("100.64.0.0/10")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _fast_sessions() -> Iterator[None]:
-    with shared_botocore_loader():
-        yield
 
 
 @pytest.fixture(scope="module")

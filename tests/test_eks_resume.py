@@ -2,7 +2,7 @@
 is run again, with the journal kept or lost: the proof behind exit code 5's "run the same command again".
 
 In-process: moto (`mock_aws`) for AWS and the fake Kubernetes API server for the cluster, both seeded with
-the incident (tests/support/eks_world.py, tests/support/eks_cluster.py). The interrupted run goes through the engine with
+the incident (tests/support/eks_estate.py). The interrupted run goes through the engine with
 the real executors, each wrapped so that step k raises KeyboardInterrupt from inside `act` right after the
 real `act` returned: the write reached the cloud, the journal never heard of it (and, in one case, the
 process is killed outright while writing the journal). The resumed run is the real CLI
@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -41,9 +40,12 @@ from cidrx.model.snapshot import load_snapshot
 from cidrx.providers.eks.api import EksApi
 from cidrx.providers.eks.steps import EXECUTORS, EksApis
 from cidrx.render.progress import NullProgress
-from tests.support.eks_cluster import DaemonSetController, incident_server, inventory, shared_botocore_loader
-from tests.support.eks_world import World, fake_aws_env, moto_incident
+from tests.support.eks_cluster import DaemonSetController, inventory
+from tests.support.eks_estate import eks_estate
+from tests.support.eks_world import World
 from tests.support.fakes.kube_server import FakeKubeServer
+
+pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "eks-demo-ip.snapshot.json"
@@ -169,38 +171,13 @@ def journal_events(plan_path: Path, plan: Plan, step_id: str) -> list[tuple[str,
 
 
 @contextlib.contextmanager
-def incident(tmp: Path) -> Iterator[Incident]:
-    """The incident in moto and in a fake API server; call with the fake AWS environment in place.
+def incident(tmp: Path, mp: pytest.MonkeyPatch) -> Iterator[Incident]:
+    """The incident in moto and in a fake API server, in the fake AWS environment.
 
     moto draws its ids from one generator; seeded, every world built here has the same ids, so one plan
     fits them all (the tests check that it does)."""
-    from moto.moto_api._internal import mock_random
-
-    mock_random.seed(WORLD_SEED)
-    try:
-        with moto_incident(cluster=CLUSTER) as (session, world):
-            server, _hooks, controller = incident_server(world)
-            try:
-                yield Incident(session, world, server, controller, str(server.kubeconfig(tmp / "kubeconfig")), tmp)
-            finally:
-                server.stop()
-            if server.errors:
-                raise server.errors[0]
-    finally:
-        mock_random.seed()  # back to unpredictable ids for whatever runs next
-
-
-def _clean_env(mp: pytest.MonkeyPatch) -> None:
-    fake_aws_env(mp)
-    for name in list(os.environ):
-        if name.startswith("CIDRX_") or name == "KUBECONFIG":
-            mp.delenv(name)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _fast_sessions() -> Iterator[None]:
-    with shared_botocore_loader():
-        yield
+    with eks_estate(tmp, mp, cluster=CLUSTER, seed=WORLD_SEED) as e:
+        yield Incident(e.session, e.world, e.kube, e.controller, e.kubeconfig, tmp)
 
 
 @dataclass(frozen=True)
@@ -213,30 +190,27 @@ class Baseline:
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory: pytest.TempPathFactory) -> Baseline:
     """The default plan for the incident (`expand --plan`) and what an uninterrupted apply leaves behind."""
-    with pytest.MonkeyPatch.context() as mp:
-        _clean_env(mp)
-        with incident(tmp_path_factory.mktemp("baseline")) as inc:
-            plan_path = inc.tmp / "plan.json"
-            made = CliRunner().invoke(
-                cli,
-                [
-                    *("expand", "--eks", "--region", inc.world.region, "--cluster", CLUSTER),
-                    *("--kubeconfig", inc.kubeconfig, "--plan", "--out", str(plan_path)),
-                ],
-            )
-            assert made.exit_code == 0, made.output
-            plan = load_plan(plan_path)
-            result = inc.cli_apply(plan_path)
-            assert result.exit_code == 0, result.output
-            assert set(step_statuses(result.stdout, plan).values()) == {"done"}
-            return Baseline(plan, inc.world, inc.inventory(plan))
+    with pytest.MonkeyPatch.context() as mp, incident(tmp_path_factory.mktemp("baseline"), mp) as inc:
+        plan_path = inc.tmp / "plan.json"
+        made = CliRunner().invoke(
+            cli,
+            [
+                *("expand", "--eks", "--region", inc.world.region, "--cluster", CLUSTER),
+                *("--kubeconfig", inc.kubeconfig, "--plan", "--out", str(plan_path)),
+            ],
+        )
+        assert made.exit_code == 0, made.output
+        plan = load_plan(plan_path)
+        result = inc.cli_apply(plan_path)
+        assert result.exit_code == 0, result.output
+        assert set(step_statuses(result.stdout, plan).values()) == {"done"}
+        return Baseline(plan, inc.world, inc.inventory(plan))
 
 
 @pytest.fixture
 def inc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, baseline: Baseline) -> Iterator[Incident]:
     """A fresh incident, identical to the baseline's, with the baseline's plan in `tmp_path/plan.json`."""
-    _clean_env(monkeypatch)
-    with incident(tmp_path) as value:
+    with incident(tmp_path, monkeypatch) as value:
         # Instance ids may differ: moto spends random numbers on first-use setup during the first world.
         assert replace(value.world, node_instance_ids=()) == replace(baseline.world, node_instance_ids=())
         save_plan(baseline.plan, tmp_path / "plan.json")

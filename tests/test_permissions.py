@@ -35,10 +35,11 @@ from cidrx.model.plan import Plan
 from cidrx.model.snapshot import load_snapshot
 from cidrx.permissions import allows, allows_path, collect_kube_grants
 from tests.support import eks_cases, gke_cases
-from tests.support.eks_cluster import shared_botocore_loader
 from tests.support.eks_world import REGION, build_incident, fake_aws_env
 from tests.support.fakes.kube_server import FakeKubeServer
 from tests.test_kube_collect import seed_eks_cluster
+
+pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PACKAGE = Path(__file__).resolve().parent.parent / "cidrx"
@@ -385,12 +386,6 @@ def test_cluster_role_allows_every_call_of_a_collect_run(
 
 
 # -- moto IAM enforcement --------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _fast_sessions() -> Iterator[None]:
-    with shared_botocore_loader():
-        yield
 
 
 def _free_port() -> int:

@@ -43,11 +43,14 @@ from cidrx.engine.waiting import Waiter
 from cidrx.model.plan import Plan, load_plan, save_plan
 from cidrx.render.progress import NullProgress
 from tests.support import gke_world as gw
-from tests.support.eks_cluster import build_prefix_world, incident_server, inventory, shared_botocore_loader
-from tests.support.eks_world import REGION, AwsCalls, World, build_incident, fake_aws_env
-from tests.support.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
+from tests.support.eks_cluster import build_prefix_world, inventory
+from tests.support.eks_estate import eks_estate
+from tests.support.eks_world import REGION, AwsCalls, World, build_incident
+from tests.support.fakes.eks_addons import FakeEksAddons
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.test_eks_resume import CrashAfterAct
+
+pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
 
 JSON = dict[str, Any]
 CLUSTER = "demo"
@@ -285,51 +288,20 @@ def gke_env(kind: Kind, tmp: Path, mp: pytest.MonkeyPatch) -> Iterator[Env]:
 
 @contextlib.contextmanager
 def eks_env(kind: Kind, tmp: Path, mp: pytest.MonkeyPatch) -> Iterator[Env]:
-    import boto3
-    import botocore.handlers
-    from moto import mock_aws
-    from moto.moto_api._internal import mock_random
-
-    fake_aws_env(mp)
-    _clean_env(mp)
     env = Env(kind, tmp)
-    handlers: list[Any] = [("before-call", env.aws)]
-    if kind.addon:
-        env.addons = FakeEksAddons(region=REGION)
-        builtin = BuiltinHandlers()
-        env.addons.install(builtin)
-        handlers += builtin.specs
-    mp.setattr(botocore.handlers, "BUILTIN_HANDLERS", [*botocore.handlers.BUILTIN_HANDLERS, *handlers])
-    mock_random.seed(WORLD_SEED)
-    try:
-        with mock_aws():
-            env.session = boto3.Session(region_name=REGION)
-            builder = build_prefix_world if kind.prefix_world else build_incident
-            env.world = builder(env.session.client("ec2"), env.session.client("eks"), region=REGION, cluster=CLUSTER)
-            if env.addons is not None:
-                env.addons.put_addon(CLUSTER, configuration_values=json.dumps(ADDON_BEFORE))
-            server, _hooks, _controller = incident_server(env.world)
-            env.kube = server
-            env.kubeconfig = str(server.kubeconfig(tmp / "kubeconfig"))
-            try:
-                env.reset_logs()
-                yield env
-            finally:
-                server.stop()
-            if server.errors:
-                raise server.errors[0]
-    finally:
-        mock_random.seed()  # back to unpredictable ids for whatever runs next
+    builder = build_prefix_world if kind.prefix_world else build_incident
+    handlers = [("before-call", env.aws)]
+    with eks_estate(
+        tmp, mp, builder=builder, handlers=handlers, addon=kind.addon, addon_config=ADDON_BEFORE, seed=WORLD_SEED
+    ) as estate:
+        env.session, env.world, env.kube, env.addons = estate.session, estate.world, estate.kube, estate.addons
+        env.kubeconfig = estate.kubeconfig
+        env.reset_logs()
+        yield env
 
 
 def fresh(kind: Kind, tmp: Path, mp: pytest.MonkeyPatch) -> contextlib.AbstractContextManager[Env]:
     return gke_env(kind, tmp, mp) if kind.cloud == "gke" else eks_env(kind, tmp, mp)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _fast_sessions() -> Iterator[None]:
-    with shared_botocore_loader():
-        yield
 
 
 # --- the reference: an uninterrupted apply ---------------------------------------------------------------
