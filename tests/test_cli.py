@@ -17,15 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 
-from cidrx.cli import boundary, cli
+from cidrx.cli import boundary
 from cidrx.errors import InvalidInput
 from cidrx.model import codec
 from cidrx.model.plan import Plan, Step, load_plan, save_plan, seal
 from cidrx.model.snapshot import Snapshot, load_snapshot, save_snapshot
 from cidrx.model.snapshot import seal as seal_snapshot
 from cidrx.model.target import Target
+from tests.support.cli import one_line_error, run
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "eks-demo-ip.snapshot.json"
@@ -38,22 +38,6 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("CIDRX_"):
             monkeypatch.delenv(name)
-
-
-def run(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), env=env, input=input)
-
-
-def one_line_error(result: Result) -> str:
-    """The error output ends with `cidrx: error: ...` (+ optional `hint:`), never a traceback; only apply
-    progress lines may come before it."""
-    assert "Traceback" not in result.output
-    lines = result.stderr.strip().splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith("cidrx: error: ")), None)
-    assert start is not None, result.stderr
-    lines = lines[start:]
-    assert len(lines) <= 2 and all(line.startswith(("cidrx: error: ", "hint: ")) for line in lines), lines
-    return lines[0]
 
 
 def example() -> Snapshot:

@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from cidrx.cli import cli
 from cidrx.ipam.whereabouts.model import GROUP as WB_GROUP
 from cidrx.ipam.whereabouts.model import POOLS as WB_POOLS
 from cidrx.ipam.whereabouts.model import RESERVATIONS as WB_RESERVATIONS
@@ -36,6 +35,7 @@ from cidrx.model.plan import DIGEST_TAG, Plan, load_plan
 from tests.support import calico_cases
 from tests.support import gke_world as gw
 from tests.support import whereabouts_cases as wc
+from tests.support.cli import run
 from tests.support.eks_cluster import build_prefix_world
 from tests.support.eks_estate import eks_estate
 from tests.support.eks_world import REGION, AwsCalls, World, build_incident
@@ -51,10 +51,6 @@ Outcome = Literal["stale", "ok"]
 KUBE_WRITES = ("POST", "PUT", "PATCH", "DELETE")
 
 gcp = gw.gcp
-
-
-def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args))
 
 
 def kube_writes(server: FakeKubeServer) -> list[str]:

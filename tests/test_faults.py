@@ -43,15 +43,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from cidrx.cli import cli
 from cidrx.engine import retry
 from cidrx.ipam.calico.collect import GROUP as CALICO_GROUP
 from cidrx.model.plan import load_plan
 from cidrx.providers.gke.api import GkeApi
 from tests.support import calico_cases, gke_world
 from tests.support import whereabouts_cases as wc
+from tests.support.cli import run
 from tests.support.conftest_faults import FaultLedger, FaultRun
 from tests.support.eks_cluster import Hooks, build_prefix_world, inventory
 from tests.support.eks_estate import eks_estate
@@ -72,10 +72,6 @@ JSON = dict[str, Any]
 Option = tuple[str, str]  # (kind, as the ledger counts it; how the fault is made)
 
 gcp = gke_world.gcp
-
-
-def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args))
 
 
 def error_line(result: Result) -> str:

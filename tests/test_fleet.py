@@ -25,16 +25,16 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner, Result
+from click.testing import Result
 
 from cidrx import fleet
-from cidrx.cli import cli
 from cidrx.cli.diagnose import DEFAULT_PARALLEL, MAX_PARALLEL
 from cidrx.errors import EXIT_ACCESS, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, AccessDenied
 from cidrx.model.findings import Diagnosis, make_diagnosis
 from cidrx.model.target import Target
 from tests.support import gke_world
 from tests.support import whereabouts_cases as wc
+from tests.support.cli import run as cli_run
 from tests.support.eks_cluster import incident_server, shared_botocore_loader
 from tests.support.eks_world import ACCOUNT, REGION, build_incident, fake_aws_env
 from tests.support.fakes.gcp_server import FakeGcp
@@ -53,7 +53,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def run(*args: str, env: dict[str, str] | None = None) -> Result:
     # Wide enough that every summary row stays on one line (the table fits COLUMNS).
-    return CliRunner().invoke(cli, list(args), env={"COLUMNS": "250", **(env or {})})
+    return cli_run(*args, env={"COLUMNS": "250", **(env or {})})
 
 
 def fleet_json(result: Result) -> dict[str, Any]:

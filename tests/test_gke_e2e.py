@@ -19,11 +19,10 @@ from ipaddress import ip_network
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
-from cidrx.cli import cli
 from cidrx.model.plan import load_plan
 from tests.support import gke_world
+from tests.support.cli import run
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.gke_world import (
     CLUSTER,
@@ -43,10 +42,6 @@ from tests.support.terraform_check import fmt_check, imports, needs_terraform, p
 gcp = gke_world.gcp
 
 TARGET = ["--gke", "--project", PROJECT, "--location", LOCATION, "--cluster", CLUSTER, "--no-kube"]
-
-
-def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args))
 
 
 def ranges(fake: FakeGcp) -> dict[str, str]:

@@ -35,6 +35,7 @@ from cidrx.model.plan import Plan
 from cidrx.model.snapshot import load_snapshot
 from cidrx.permissions import allows, allows_path, collect_kube_grants
 from tests.support import eks_cases, gke_cases
+from tests.support.cli import run as cli_run
 from tests.support.eks_world import REGION, build_incident, fake_aws_env
 from tests.support.fakes.kube_server import FakeKubeServer
 from tests.test_kube_collect import seed_eks_cluster
@@ -55,7 +56,7 @@ PLAN_KINDS = {
 
 
 def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, ["permissions", *args])
+    return cli_run("permissions", *args)
 
 
 def printed(provider: str, purpose: str = "all") -> dict[str, Any]:

@@ -26,15 +26,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from cidrx.cli import cli
 from cidrx.permissions import allows, allows_path
 from cidrx.providers.eks.api import FLEET_PERMISSIONS as EKS_FLEET
 from cidrx.providers.gke.api import FLEET_PERMISSIONS as GKE_FLEET
 from tests.support import calico_cases
 from tests.support import gke_world as gw
 from tests.support import whereabouts_cases as wc
+from tests.support.cli import run as cli_run
 from tests.support.eks_cluster import build_prefix_world
 from tests.support.eks_estate import eks_estate
 from tests.support.eks_world import REGION, World, build_incident
@@ -181,7 +181,7 @@ def assert_declarations_used(plan_path: Path, cloud: set[str], kube: set[Rbac]) 
 
 
 def run(*args: str) -> Result:
-    result = CliRunner().invoke(cli, list(args))
+    result = cli_run(*args)
     assert "Traceback" not in result.output, result.output
     return result
 

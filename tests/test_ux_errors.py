@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from cidrx.cli import cli
+from tests.support.cli import run
 from tests.support.eks_world import AwsCalls, fake_aws_env, moto_incident
 from tests.support.fakes.kube_server import FakeKubeServer
 
@@ -36,10 +36,6 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
         if name.startswith("CIDRX_") or name == "KUBECONFIG":
             monkeypatch.delenv(name)
     monkeypatch.setenv("CIDRX_RETRY_MAX_ATTEMPTS", "2")
-
-
-def run(*args: str, env: dict[str, str | None] | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), env=env)
 
 
 def error_line(result: Result) -> str:
