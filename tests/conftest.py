@@ -5,4 +5,5 @@ pytest_plugins = [
     "tests.support.conftest_retry",
     "tests.support.conftest_faults",
     "tests.support.conftest_eks",
+    "tests.support.conftest_gke",
 ]

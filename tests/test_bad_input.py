@@ -42,7 +42,6 @@ EKS_EX = str(REPO / "examples" / "eks-demo-ip.snapshot.json")
 GKE_EX = str(REPO / "examples" / "gke-demo-ip.snapshot.json")
 WB_EX = str(REPO / "examples" / "whereabouts-stale.snapshot.json")
 
-gcp = gke_world.gcp
 
 Args = Callable[[Path], list[str]]
 

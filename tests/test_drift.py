@@ -19,7 +19,7 @@ import contextlib
 import json
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any, Literal
@@ -37,9 +37,8 @@ from tests.support import gke_world as gw
 from tests.support import whereabouts_cases as wc
 from tests.support.cli import run
 from tests.support.eks_cluster import build_prefix_world
-from tests.support.eks_estate import eks_estate
+from tests.support.eks_estate import EksEstate, eks_estate
 from tests.support.eks_world import REGION, AwsCalls, World, build_incident
-from tests.support.fakes.eks_addons import FakeEksAddons
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FakeKubeServer
 from tests.test_resume_cloud import ADDON_BEFORE
@@ -49,8 +48,6 @@ pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one bo
 JSON = dict[str, Any]
 Outcome = Literal["stale", "ok"]
 KUBE_WRITES = ("POST", "PUT", "PATCH", "DELETE")
-
-gcp = gw.gcp
 
 
 def kube_writes(server: FakeKubeServer) -> list[str]:
@@ -97,27 +94,15 @@ NODE_ROLE = "arn:aws:iam::123456789012:role/someone-elses-role"
 
 
 @dataclass
-class Eks:
-    session: Any
-    world: World
-    kube: FakeKubeServer
-    kubeconfig: str
-    aws: AwsCalls
-    tmp: Path
-    addons: FakeEksAddons | None = None
+class Eks(EksEstate):
+    """The estate, the AWS calls it saw, and where plans go."""
 
-    @property
-    def ec2(self) -> Any:
-        return self.session.client("ec2")
-
-    @property
-    def eks(self) -> Any:
-        return self.session.client("eks")
+    aws: AwsCalls = field(default_factory=AwsCalls)
+    tmp: Path = Path()
 
     def plan(self, strategy: str) -> tuple[Plan, Path]:
         path = self.tmp / "plan.json"
-        target = ["--eks", "--region", REGION, "--cluster", CLUSTER, "--kubeconfig", self.kubeconfig]
-        made = run("expand", *target, "--plan", "--strategy", strategy, "--out", str(path))
+        made = run("expand", *self.target, "--plan", "--strategy", strategy, "--out", str(path))
         assert made.exit_code == 0, made.output
         return load_plan(path), path
 
@@ -134,7 +119,7 @@ def eks_world(
     aws = AwsCalls()
     handlers = [("before-call", aws)]
     with eks_estate(tmp, mp, builder=builder, handlers=handlers, addon=addon, addon_config=ADDON_BEFORE) as estate:
-        yield Eks(estate.session, estate.world, estate.kube, estate.kubeconfig, aws, tmp, estate.addons)
+        yield Eks(**{f.name: getattr(estate, f.name) for f in fields(EksEstate)}, aws=aws, tmp=tmp)
 
 
 def _associate_overlap(env: Eks, plan: Plan) -> list[str]:

@@ -71,8 +71,6 @@ CLUSTER = "demo"
 JSON = dict[str, Any]
 Option = tuple[str, str]  # (kind, as the ledger counts it; how the fault is made)
 
-gcp = gke_world.gcp
-
 
 def error_line(result: Result) -> str:
     """The one error line the CLI prints (a hint may follow it)."""
@@ -499,12 +497,8 @@ def gke_end_state(fake: FakeGcp, plan_id: str) -> JSON:
 
 @contextlib.contextmanager
 def fresh_gcp() -> Iterator[FakeGcp]:
-    with FakeGcp() as fake, pytest.MonkeyPatch.context() as mp:
-        gke_world.build_incident(fake)
-        for key, value in gke_world.gcp_env(fake).items():
-            mp.setenv(key, value)
+    with pytest.MonkeyPatch.context() as mp, gke_world.gke_estate(mp) as fake:
         yield fake
-    fake.check()
 
 
 def gke_kube_objects() -> list[JSON]:

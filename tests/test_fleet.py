@@ -41,8 +41,6 @@ from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FAKE_TOKEN, FakeKubeServer, RequestRecord
 from tests.test_prometheus import parse
 
-gcp = gke_world.gcp
-
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -36,7 +36,6 @@ from cidrx.providers.gke.api import (
     compute_operation_state,
     container_operation_state,
 )
-from tests.support import gke_world
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.gke_world import (
     CLUSTER,
@@ -55,8 +54,6 @@ from tests.support.gke_world import (
 )
 
 # The world's fixtures, used by name below (tests.support.gke_world documents them).
-gcp = gke_world.gcp
-gke_api = gke_world.gke_api
 
 REPO = Path(__file__).resolve().parent.parent
 JSON = dict[str, Any]

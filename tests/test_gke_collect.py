@@ -36,7 +36,6 @@ from cidrx.providers.gke.model import (
     SecondaryRange,
     Subnetwork,
 )
-from tests.support import gke_world
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.gke_world import (
     CLUSTER,
@@ -61,8 +60,6 @@ from tests.support.gke_world import (
 )
 
 # The world's fixtures, used by name below (tests.support.gke_world documents them).
-gcp = gke_world.gcp
-gke_api = gke_world.gke_api
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "gke-demo-ip.snapshot.json"
 C = "container.projects.locations.clusters"

@@ -39,8 +39,6 @@ from tests.support.gke_world import (
 )
 from tests.support.terraform_check import fmt_check, imports, needs_terraform, parse, resources
 
-gcp = gke_world.gcp
-
 TARGET = ["--gke", "--project", PROJECT, "--location", LOCATION, "--cluster", CLUSTER, "--no-kube"]
 
 

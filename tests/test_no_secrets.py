@@ -57,8 +57,6 @@ SECRETS = (
 )
 DIAGNOSE_FORMATS = ("json", "markdown", "prometheus")
 
-gcp = gke_world.gcp
-
 
 def needles() -> list[str]:
     out = list(SECRETS)

@@ -44,7 +44,6 @@ from tests.test_permissions import iam_actions, printed, request_to_rbac
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
 
-gcp = gw.gcp
 CLUSTER = "demo"
 
 # --- AWS: botocore operation -> IAM action -------------------------------------------------------------

@@ -278,12 +278,8 @@ def _clean_env(mp: pytest.MonkeyPatch) -> None:
 @contextlib.contextmanager
 def gke_env(kind: Kind, tmp: Path, mp: pytest.MonkeyPatch) -> Iterator[Env]:
     _clean_env(mp)
-    with FakeGcp() as fake:
-        gw.build_incident(fake)
-        for key, value in gw.gcp_env(fake).items():
-            mp.setenv(key, value)
+    with gw.gke_estate(mp) as fake:  # fails on any request or answer outside Google's discovery documents
         yield Env(kind, tmp, gcp=fake)
-    fake.check()  # no request or answer outside Google's discovery documents
 
 
 @contextlib.contextmanager
