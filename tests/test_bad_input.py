@@ -32,9 +32,10 @@ from cidrx.model.plan import Plan, Step, load_plan, save_plan, seal
 from cidrx.model.target import Target
 from tests.support import gke_world
 from tests.support.cli import one_line_error
+from tests.support.eks_cases import sample_plan
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FakeKubeServer
-from tests.test_cli import sample_plan, seed_cluster
+from tests.support.kube_objects import seed_cluster
 
 REPO = Path(__file__).resolve().parent.parent
 WRITES = ("POST", "PUT", "PATCH", "DELETE")

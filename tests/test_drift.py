@@ -37,11 +37,10 @@ from tests.support import gke_world as gw
 from tests.support import whereabouts_cases as wc
 from tests.support.cli import run
 from tests.support.eks_cluster import build_prefix_world
-from tests.support.eks_estate import EksEstate, eks_estate
+from tests.support.eks_estate import ADDON_BEFORE, EksEstate, eks_estate
 from tests.support.eks_world import REGION, AwsCalls, World, build_incident
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FakeKubeServer
-from tests.test_resume_cloud import ADDON_BEFORE
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
 

@@ -35,7 +35,7 @@ from cidrx.engine.executor import Executor, Outputs, StepContext
 from cidrx.engine.journal import Journal, journal_path
 from cidrx.engine.waiting import Waiter
 from cidrx.kube.api import KubeApi
-from cidrx.model.plan import Plan, Step, load_plan, save_plan
+from cidrx.model.plan import Plan, load_plan, save_plan
 from cidrx.model.snapshot import load_snapshot
 from cidrx.providers.eks.api import EksApi
 from cidrx.providers.eks.steps import EXECUTORS, EksApis
@@ -43,6 +43,7 @@ from cidrx.render.progress import NullProgress
 from tests.support.eks_cluster import DaemonSetController, inventory
 from tests.support.eks_estate import eks_estate
 from tests.support.eks_world import World
+from tests.support.engine import CrashAfterAct, FakeClock
 from tests.support.fakes.kube_server import FakeKubeServer
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
@@ -61,56 +62,8 @@ def _example_step_ids() -> list[str]:
 STEP_IDS = _example_step_ids()
 
 
-class FakeClock:
-    """Monotonic time that only moves when the waiter sleeps: a 15-minute wait costs nothing."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.slept = 0.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-        self.slept += seconds
-
-
 class Killed(BaseException):
     """What the engine sees of SIGKILL or a power cut: nothing. Not even its `failed` record gets written."""
-
-
-class CrashAfterAct:
-    """The real executor, except that step `crash_at`'s act raises `error` (Ctrl-C by default) once the real
-    act has returned: the cloud took the write, the engine has not journaled it."""
-
-    def __init__(
-        self,
-        inner: Executor,
-        crash_at: str,
-        acted: dict[str, Outputs],
-        error: type[BaseException] = KeyboardInterrupt,
-    ) -> None:
-        self.inner = inner
-        self.crash_at = crash_at
-        self.acted = acted
-        self.error = error
-
-    def check(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
-        return self.inner.check(step, params, ctx)
-
-    def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
-        outputs = self.inner.act(step, params, ctx)
-        if step.id == self.crash_at:
-            self.acted[step.id] = outputs
-            raise self.error
-        return outputs
-
-    def wait(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
-        self.inner.wait(step, params, ctx, outputs)
-
-    def verify(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
-        self.inner.verify(step, params, ctx, outputs)
 
 
 @dataclass

@@ -184,7 +184,7 @@ def test_eks_through_moto_and_an_aws_outage(
 def test_serves_what_diagnose_prints_and_documents_every_series(tmp_path: Path, exporters: list[Exporter]) -> None:
     """Snapshot targets: the exporter's capacity and finding samples are exactly `diagnose -o prometheus`'s,
     and docs/metrics.md documents every series either serves (and nothing else)."""
-    from tests.test_docs import ROOT
+    root = EXAMPLES.parent  # the repository
 
     served: set[str] = set()
     for example in sorted(EXAMPLES.glob("*.snapshot.json")):
@@ -195,7 +195,7 @@ def test_serves_what_diagnose_prints_and_documents_every_series(tmp_path: Path, 
         assert s.data() == parse(text).data(), example.name
         served |= s.names()
         assert e.terminate() == 0
-    documented = set(metric_names_in(ROOT / "docs" / "metrics.md"))
+    documented = set(metric_names_in(root / "docs" / "metrics.md"))
     assert served - documented == set(), "served but not in docs/metrics.md"
     assert documented - served == set(), "in docs/metrics.md but served by no example"
 

@@ -39,7 +39,7 @@ from tests.support.eks_cluster import incident_server, shared_botocore_loader
 from tests.support.eks_world import ACCOUNT, REGION, build_incident, fake_aws_env
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FAKE_TOKEN, FakeKubeServer, RequestRecord
-from tests.test_prometheus import parse
+from tests.support.prometheus_text import parse
 
 
 @pytest.fixture(autouse=True)

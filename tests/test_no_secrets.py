@@ -33,7 +33,7 @@ from tests.support import gke_world
 from tests.support import whereabouts_cases as wc
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FakeKubeServer
-from tests.test_cli import seed_cluster
+from tests.support.kube_objects import seed_cluster
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -38,7 +38,8 @@ from tests.support import eks_cases, gke_cases
 from tests.support.cli import run as cli_run
 from tests.support.eks_world import REGION, build_incident, fake_aws_env
 from tests.support.fakes.kube_server import FakeKubeServer
-from tests.test_kube_collect import seed_eks_cluster
+from tests.support.kube_objects import seed_eks_cluster
+from tests.support.permissions import iam_actions, printed, request_to_rbac
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
 
@@ -57,21 +58,6 @@ PLAN_KINDS = {
 
 def run(*args: str) -> Result:
     return cli_run("permissions", *args)
-
-
-def printed(provider: str, purpose: str = "all") -> dict[str, Any]:
-    result = run(f"--{provider}", "--for", purpose, "-o", "json")
-    assert result.exit_code == 0, result.output
-    doc: dict[str, Any] = json.loads(result.stdout)
-    return doc
-
-
-def iam_actions(policy: dict[str, Any]) -> set[str]:
-    out: set[str] = set()
-    for st in policy["Statement"]:
-        actions = st["Action"]
-        out |= {actions} if isinstance(actions, str) else set(actions)
-    return out
 
 
 # -- shapes ---------------------------------------------------------------------------------------------
@@ -337,24 +323,6 @@ def _name(resource: str) -> str | None:
 
 
 # -- coverage: every Kubernetes call the collector makes -------------------------------------------------
-
-
-def request_to_rbac(server: FakeKubeServer, method: str, path: str) -> tuple[str, str, str, str | None] | None:
-    """(verb, group, resource, name) of a request path the way the API server's authorizer sees it; None for
-    a non-resource path."""
-    parts = path.strip("/").split("/")
-    if parts[0] == "api":
-        group, rest = "", parts[2:]
-    elif parts[0] == "apis" and len(parts) >= 3:
-        group, rest = parts[1], parts[3:]
-    else:
-        return None
-    if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) > 2:
-        rest = rest[2:]
-    resource, name = rest[0], (rest[1] if len(rest) > 1 else None)
-    verb = {"GET": "get" if name else "list", "POST": "create", "PUT": "update", "PATCH": "patch"}.get(method, "delete")
-    assert server.plural_of(path) == resource
-    return verb, group, resource, name
 
 
 @pytest.mark.parametrize("provider", ["eks", "gke", "k8s"])

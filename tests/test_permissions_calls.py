@@ -40,7 +40,7 @@ from tests.support.eks_estate import eks_estate
 from tests.support.eks_world import REGION, World, build_incident
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FakeKubeServer
-from tests.test_permissions import iam_actions, printed, request_to_rbac
+from tests.support.permissions import iam_actions, printed, request_to_rbac
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
 

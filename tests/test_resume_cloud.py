@@ -44,11 +44,11 @@ from cidrx.model.plan import Plan, load_plan, save_plan
 from cidrx.render.progress import NullProgress
 from tests.support import gke_world as gw
 from tests.support.eks_cluster import build_prefix_world, inventory
-from tests.support.eks_estate import eks_estate
+from tests.support.eks_estate import ADDON_BEFORE, eks_estate
 from tests.support.eks_world import REGION, AwsCalls, World, build_incident
+from tests.support.engine import CrashAfterAct, FakeClock
 from tests.support.fakes.eks_addons import FakeEksAddons
 from tests.support.fakes.gcp_server import FakeGcp
-from tests.test_eks_resume import CrashAfterAct
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
 
@@ -57,7 +57,6 @@ CLUSTER = "demo"
 WORLD_SEED = 2023_11_04
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
 # What the vpc-cni add-on was configured with before cidrx: the add-on step must keep all of it.
-ADDON_BEFORE: JSON = {"env": {"WARM_IP_TARGET": "5"}, "init": {"env": {"DISABLE_TCP_EARLY_DEMUX": "true"}}}
 
 
 @dataclass(frozen=True)
@@ -89,22 +88,6 @@ KINDS = {
 
 
 # --- clocks, recorders ---------------------------------------------------------------------------------
-
-
-@dataclass
-class Clock:
-    """Monotonic time that only moves when the waiter sleeps; a sleep also lets the cloud move on (GCP
-    operations finish), as real time would."""
-
-    on_sleep: Callable[[], object] = lambda: None
-    now: float = 0.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-        self.on_sleep()
 
 
 # --- normalised inventories ------------------------------------------------------------------------------
@@ -229,9 +212,9 @@ class Env:
         with KubeApi(self.kubeconfig, None) as kube:
             yield EksApis(eks=EksApi(REGION), kube=kube)
 
-    def clock(self) -> Clock:
+    def clock(self) -> FakeClock:
         gcp = self.gcp
-        return Clock(on_sleep=gcp.finish_operations) if gcp is not None else Clock()
+        return FakeClock(on_sleep=gcp.finish_operations) if gcp is not None else FakeClock()
 
     def settle(self) -> None:
         """What time does after a crash: an operation the dead run started (a GCP operation, an EKS add-on

@@ -25,6 +25,8 @@ from tests.support.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
 from tests.support.fakes.kube_server import FakeKubeServer
 
 CLUSTER = "demo"
+# vpc-cni add-on configuration values a user had set before cidrx came: a plan must keep them.
+ADDON_BEFORE: dict[str, Any] = {"env": {"WARM_IP_TARGET": "5"}, "init": {"env": {"DISABLE_TCP_EARLY_DEMUX": "true"}}}
 
 
 @dataclass
