@@ -17,7 +17,6 @@ addresses in use with real ENIs and the checks are cidrx's own.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import subprocess
@@ -45,7 +44,8 @@ from tests.support.eks_cluster import (
     env_values,
     incident_server,
 )
-from tests.support.eks_world import REGION, World, build_incident, fake_aws_env
+from tests.support.eks_estate import clean_env
+from tests.support.eks_world import REGION, World, build_incident, fake_aws_env, moto_server
 from tests.support.fakes.kube_server import FakeKubeServer, RequestRecord
 from tests.support.terraform_check import fmt_check, imports, needs_terraform, parse, resources
 
@@ -62,25 +62,9 @@ SHARED_ADDRESS_SPACE = IPv4Network("100.64.0.0/10")
 @pytest.fixture(scope="module")
 def moto_url() -> Iterator[str]:
     """moto's server on a free loopback port; this process (and its children) reach it via AWS_ENDPOINT_URL."""
-    from moto.server import ThreadedMotoServer
-
-    werkzeug = logging.getLogger("werkzeug")
-    level = werkzeug.level
-    werkzeug.setLevel(logging.ERROR)  # one line per request otherwise
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
-    try:
-        with pytest.MonkeyPatch.context() as mp:
-            fake_aws_env(mp, AWS_ENDPOINT_URL=url)
-            for name in list(os.environ):
-                if name.startswith("CIDRX_") or name == "KUBECONFIG":
-                    mp.delenv(name)
-            yield url
-    finally:
-        server.stop()
-        werkzeug.setLevel(level)
+    with moto_server() as url, pytest.MonkeyPatch.context() as mp:
+        clean_env(mp, AWS_ENDPOINT_URL=url)
+        yield url
 
 
 @dataclass

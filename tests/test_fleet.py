@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import logging
 import os
 import socket
 import threading
@@ -36,7 +35,7 @@ from tests.support import gke_world
 from tests.support import whereabouts_cases as wc
 from tests.support.cli import run as cli_run
 from tests.support.eks_cluster import incident_server, shared_botocore_loader
-from tests.support.eks_world import ACCOUNT, REGION, build_incident, fake_aws_env
+from tests.support.eks_world import ACCOUNT, REGION, build_incident, fake_aws_env, moto_server
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FAKE_TOKEN, FakeKubeServer, RequestRecord
 from tests.support.prometheus_text import parse
@@ -494,20 +493,8 @@ def test_a_kubeconfig_without_contexts_is_an_access_error(tmp_path: Path) -> Non
 
 @pytest.fixture(scope="module")
 def moto_url() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    werkzeug = logging.getLogger("werkzeug")
-    level = werkzeug.level
-    werkzeug.setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        with shared_botocore_loader():
-            yield f"http://{host}:{port}"
-    finally:
-        server.stop()
-        werkzeug.setLevel(level)
+    with moto_server() as url, shared_botocore_loader():
+        yield url
 
 
 @pytest.fixture

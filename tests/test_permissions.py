@@ -13,7 +13,6 @@ own process, where enforcement stays off.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
 import socket
@@ -36,7 +35,7 @@ from cidrx.model.snapshot import load_snapshot
 from cidrx.permissions import allows, allows_path, collect_kube_grants
 from tests.support import eks_cases, gke_cases
 from tests.support.cli import run as cli_run
-from tests.support.eks_world import REGION, build_incident, fake_aws_env
+from tests.support.eks_world import REGION, build_incident, fake_aws_env, moto_server
 from tests.support.fakes.kube_server import FakeKubeServer
 from tests.support.kube_objects import seed_eks_cluster
 from tests.support.permissions import iam_actions, printed, request_to_rbac
@@ -367,14 +366,7 @@ def _free_port() -> int:
 def two_motos() -> Iterator[tuple[str, str]]:
     """(enforcing moto in this process, non-enforcing moto in a child process for EKS)."""
     import requests
-    from moto.server import ThreadedMotoServer
 
-    werkzeug = logging.getLogger("werkzeug")
-    level = werkzeug.level
-    werkzeug.setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
     eks_port = _free_port()
     child = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(eks_port)],
@@ -392,12 +384,11 @@ def two_motos() -> Iterator[tuple[str, str]]:
                 if time.monotonic() > deadline or child.poll() is not None:
                     raise
                 time.sleep(0.05)  # waiting for a child process to listen, not for a cloud state
-        yield f"http://{host}:{port}", eks_url
+        with moto_server() as url:
+            yield url, eks_url
     finally:
         child.terminate()
         child.wait(timeout=10)
-        server.stop()
-        werkzeug.setLevel(level)
 
 
 @pytest.fixture
