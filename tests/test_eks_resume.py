@@ -29,21 +29,18 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cidrx import dispatch
-from cidrx.cli import boundary, cli
-from cidrx.engine.apply import run_plan
-from cidrx.engine.executor import Executor, Outputs, StepContext
+from cidrx.cli import cli
+from cidrx.engine.executor import Executor, Outputs
 from cidrx.engine.journal import Journal, journal_path
-from cidrx.engine.waiting import Waiter
 from cidrx.kube.api import KubeApi
 from cidrx.model.plan import Plan, load_plan, save_plan
 from cidrx.model.snapshot import load_snapshot
 from cidrx.providers.eks.api import EksApi
 from cidrx.providers.eks.steps import EXECUTORS, EksApis
-from cidrx.render.progress import NullProgress
 from tests.support.eks_cluster import DaemonSetController, inventory
 from tests.support.eks_estate import eks_estate
 from tests.support.eks_world import World
-from tests.support.engine import CrashAfterAct, FakeClock
+from tests.support.engine import CrashAfterAct, FakeClock, apply_in_boundary
 from tests.support.fakes.kube_server import FakeKubeServer
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
@@ -82,20 +79,12 @@ class Incident:
         No drift check: the plan was made for an identical world (the CLI run after this one checks)."""
         assert plan.target.region is not None
 
-        def apply() -> None:
-            journal = Journal.open(plan_path, plan)
+        @contextlib.contextmanager
+        def apis() -> Iterator[EksApis]:
             with KubeApi(self.kubeconfig, None) as kube:
-                apis = EksApis(eks=EksApi(plan.target.region or ""), kube=kube)
-                ctx = StepContext(
-                    plan=plan,
-                    apis=apis,
-                    waiter=Waiter(sleep=clock.sleep, monotonic=clock.monotonic),
-                    progress=NullProgress(),
-                )
-                with boundary.applying():
-                    run_plan(plan, executors, ctx, journal)
+                yield EksApis(eks=EksApi(plan.target.region or ""), kube=kube)
 
-        return boundary.run(apply)
+        return apply_in_boundary(plan, plan_path, executors, apis, clock)
 
     def cli_apply(self, plan_path: Path) -> Result:
         return CliRunner().invoke(cli, ["expand", "--apply", str(plan_path), "--yes", "--kubeconfig", self.kubeconfig])

@@ -35,18 +35,15 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cidrx import dispatch
-from cidrx.cli import boundary, cli
-from cidrx.engine.apply import run_plan
-from cidrx.engine.executor import Executor, Outputs, StepContext
+from cidrx.cli import cli
+from cidrx.engine.executor import Executor, Outputs
 from cidrx.engine.journal import Journal, journal_path
-from cidrx.engine.waiting import Waiter
 from cidrx.model.plan import Plan, load_plan, save_plan
-from cidrx.render.progress import NullProgress
 from tests.support import gke_world as gw
 from tests.support.eks_cluster import build_prefix_world, inventory
 from tests.support.eks_estate import ADDON_BEFORE, eks_estate
 from tests.support.eks_world import REGION, AwsCalls, World, build_incident
-from tests.support.engine import CrashAfterAct, FakeClock
+from tests.support.engine import CrashAfterAct, FakeClock, apply_in_boundary
 from tests.support.fakes.eks_addons import FakeEksAddons
 from tests.support.fakes.gcp_server import FakeGcp
 
@@ -380,18 +377,7 @@ def crash_after_step(env: Env, plan: Plan, path: Path, step_id: str) -> None:
     crashing: dict[str, Executor] = {a: CrashAfterAct(ex, step_id, acted) for a, ex in real.items()}
     clock = env.clock()
 
-    def apply() -> None:
-        with env.engine_apis() as apis:
-            ctx = StepContext(
-                plan=plan,
-                apis=apis,
-                waiter=Waiter(sleep=clock.sleep, monotonic=clock.monotonic),
-                progress=NullProgress(),
-            )
-            with boundary.applying():
-                run_plan(plan, crashing, ctx, Journal.open(path, plan))
-
-    assert boundary.run(apply) == 5
+    assert apply_in_boundary(plan, path, crashing, env.engine_apis, clock) == 5
     assert step_id in acted
     events = [(e.event, e.error) for e in Journal.open(path, plan).events if e.step == step_id]
     assert events == [("started", None), ("failed", "interrupted")]

@@ -6,12 +6,19 @@ the cloud; every engine, retry and resume test module used to keep its own copy 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from cidrx.cli import boundary
+from cidrx.engine.apply import run_plan
 from cidrx.engine.executor import Executor, Outputs, StepContext
-from cidrx.model.plan import Step
+from cidrx.engine.journal import Journal
+from cidrx.engine.waiting import Waiter
+from cidrx.model.plan import Plan, Step
+from cidrx.render.progress import NullProgress
 
 
 @dataclass
@@ -68,3 +75,27 @@ class CrashAfterAct:
 
     def verify(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
         self.inner.verify(step, params, ctx, outputs)
+
+
+def apply_in_boundary(
+    plan: Plan,
+    plan_path: Path,
+    executors: Mapping[str, Executor],
+    apis: Callable[[], AbstractContextManager[Any]],
+    clock: FakeClock,
+) -> int:
+    """`plan` through the engine with `executors`, waiting on `clock`, inside the CLI's error boundary as
+    `expand --apply` runs it: the exit code a user would get. `apis` opens the provider's API handles."""
+
+    def apply() -> None:
+        with apis() as handles:
+            ctx = StepContext(
+                plan=plan,
+                apis=handles,
+                waiter=Waiter(sleep=clock.sleep, monotonic=clock.monotonic),
+                progress=NullProgress(),
+            )
+            with boundary.applying():
+                run_plan(plan, executors, ctx, Journal.open(plan_path, plan))
+
+    return boundary.run(apply)
