@@ -2,9 +2,9 @@
 
 Why it exists: the budgets are stated for a 2,000-node, 60,000-pod cluster with 600 Whereabouts pools and
 4,096 Calico blocks, and a VPC with 5,000 subnets; nobody has such a cluster at hand, so this module
-builds one in `tests/support/fakes/kube_server.py`, `tests/support/fakes/gcp_server.py` and a moto server (the EKS incident of
-`tests/support/eks_world.py` with its VPC grown to as many subnets). `scale` multiplies every count
-(`--scale 0.01` is the CI smoke size).
+builds one in `tests/support/fakes/kube_server.py`, `tests/support/fakes/gcp_server.py` and a moto server
+(the EKS incident of `tests/support/eks_world.py` with its VPC grown to as many subnets). `scale` multiplies
+every count (`--scale 0.01` is the CI smoke size).
 
 The objects are shaped like a real API server's answers (managedFields, container specs, node images,
 conditions), so pages weigh what real pages weigh (about 3-4 KB per pod). Parts that are the same for every
