@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bench.common import table
 from bench.estate import Sizes, serve_kube
-from tests.exporter_harness import Exporter, Scrape
+from tests.support.exporter_harness import Exporter, Scrape
 
 GROWTH_BUDGET = 0.10
 WARM_CYCLES = 10  # the first cycles fill caches (imports, botocore/lightkube models, the allocator's arenas)

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from cidrx.cli import cli
-from tests import whereabouts_cases as wc
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support import whereabouts_cases as wc
+from tests.support.fakes.kube_server import FakeKubeServer
 
 
 @pytest.fixture

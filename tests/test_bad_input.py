@@ -30,10 +30,12 @@ from cidrx.cli import cli
 from cidrx.model import codec
 from cidrx.model.plan import Plan, Step, load_plan, save_plan, seal
 from cidrx.model.target import Target
-from tests import gke_world
-from tests.fakes.gcp_server import FakeGcp
-from tests.fakes.kube_server import FakeKubeServer
-from tests.test_cli import one_line_error, sample_plan, seed_cluster
+from tests.support import gke_world
+from tests.support.cli import one_line_error
+from tests.support.eks_cases import sample_plan
+from tests.support.fakes.gcp_server import FakeGcp
+from tests.support.fakes.kube_server import FakeKubeServer
+from tests.support.kube_objects import seed_cluster
 
 REPO = Path(__file__).resolve().parent.parent
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
@@ -41,7 +43,6 @@ EKS_EX = str(REPO / "examples" / "eks-demo-ip.snapshot.json")
 GKE_EX = str(REPO / "examples" / "gke-demo-ip.snapshot.json")
 WB_EX = str(REPO / "examples" / "whereabouts-stale.snapshot.json")
 
-gcp = gke_world.gcp
 
 Args = Callable[[Path], list[str]]
 
@@ -318,7 +319,7 @@ def test_offline(row: Row, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def _aws_error(code: str, message: str, status: int = 403) -> Callable[..., Any]:
-    from tests.fakes import eks_addons
+    from tests.support.fakes import eks_addons
 
     body = (
         f"<Response><Errors><Error><Code>{code}</Code><Message>{message}</Message></Error></Errors>"
@@ -340,7 +341,7 @@ def hook_aws(monkeypatch: pytest.MonkeyPatch, event: str, handler: Callable[...,
 
 @pytest.fixture
 def eks(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any]]:
-    from tests.eks_world import fake_aws_env, moto_incident
+    from tests.support.eks_world import fake_aws_env, moto_incident
 
     fake_aws_env(monkeypatch)
     with moto_incident(cluster="demo-ip") as pair:
@@ -371,7 +372,7 @@ def test_eks_access_denied_on_one_call_is_6_and_names_it(eks: tuple[Any, Any], m
 
 
 def test_eks_missing_credentials_is_6(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.eks_world import fake_aws_env
+    from tests.support.eks_world import fake_aws_env
 
     fake_aws_env(monkeypatch)
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
@@ -381,7 +382,7 @@ def test_eks_missing_credentials_is_6(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_eks_unknown_region_is_2_before_any_request(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.eks_world import fake_aws_env
+    from tests.support.eks_world import fake_aws_env
 
     fake_aws_env(monkeypatch)
     sent: list[str] = []
@@ -394,7 +395,7 @@ def test_eks_unknown_region_is_2_before_any_request(monkeypatch: pytest.MonkeyPa
 
 def test_eks_unknown_region_with_an_endpoint_override_goes_to_the_override(monkeypatch: pytest.MonkeyPatch) -> None:
     """AWS_ENDPOINT_URL (a private endpoint, an emulator) is the user's word: the region is not judged."""
-    from tests.eks_world import fake_aws_env
+    from tests.support.eks_world import fake_aws_env
 
     fake_aws_env(monkeypatch, AWS_ENDPOINT_URL="http://127.0.0.1:9")  # the discard port: nothing answers
     result = invoke(["diagnose", "--eks", "--region", "xx-fake-1", "--cluster", "demo-ip", "--no-kube"])
@@ -610,7 +611,7 @@ def test_k8s_expired_token_is_6_and_says_to_refresh(kube_server: FakeKubeServer,
 
 
 def _whereabouts_plan(kube_server: FakeKubeServer, tmp_path: Path) -> tuple[str, Path]:
-    from tests import whereabouts_cases as wc
+    from tests.support import whereabouts_cases as wc
 
     kube_server.put_many(wc.crashed_node_objects())
     kubeconfig = str(kube_server.kubeconfig(tmp_path / "kubeconfig"))
@@ -629,7 +630,7 @@ def kube_writes(server: FakeKubeServer) -> list[str]:
 def test_k8s_whereabouts_ctrl_c_during_apply_is_5_and_the_same_command_converges(
     kube_server: FakeKubeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests import whereabouts_cases as wc
+    from tests.support import whereabouts_cases as wc
 
     kubeconfig, path = _whereabouts_plan(kube_server, tmp_path)
     hit = ctrl_c_after_sending(monkeypatch, "PATCH", "/ippools/")

@@ -15,7 +15,7 @@ from cidrx.ipam.calico.plan import check_drift, make_pool_plan, make_reclaim_pla
 from cidrx.model.findings import Severity
 from cidrx.model.plan import DIGEST_TAG, load_plan, save_plan
 from cidrx.model.snapshot import load_snapshot, seal
-from tests import calico_cases as cases
+from tests.support import calico_cases as cases
 
 CREATED = "2024-05-01T10:05:00Z"
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "calico-borrowing.snapshot.json"

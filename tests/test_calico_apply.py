@@ -25,8 +25,8 @@ from cidrx.kube.api import KubeApi
 from cidrx.model.plan import DIGEST_TAG, Plan, Step, seal
 from cidrx.model.snapshot import Snapshot
 from cidrx.render.progress import NullProgress
-from tests import calico_cases as cases
-from tests.fakes.kube_server import FakeKubeServer, RequestRecord
+from tests.support import calico_cases as cases
+from tests.support.fakes.kube_server import FakeKubeServer, RequestRecord
 
 CREATED = "2024-05-01T10:05:00Z"
 BLOCK_A = "10-0-0-0-26"

@@ -25,8 +25,8 @@ from cidrx.ipam.calico.steps import EXECUTORS
 from cidrx.ipam.liveness import AddressHolders
 from cidrx.kube.api import KubeApi
 from cidrx.render.progress import NullProgress
-from tests import calico_cases as cases
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support import calico_cases as cases
+from tests.support.fakes.kube_server import FakeKubeServer
 
 CIDR = "10.0.0.0/28"
 NAMES = ("a", "b", "c", "d")

@@ -26,8 +26,8 @@ from cidrx.ipam.calico.steps import EXECUTORS
 from cidrx.kube.api import KubeApi
 from cidrx.model.plan import Plan
 from cidrx.render.progress import NullProgress
-from tests import calico_cases as cases
-from tests.fakes.kube_server import FakeKubeServer, RequestRecord
+from tests.support import calico_cases as cases
+from tests.support.fakes.kube_server import FakeKubeServer, RequestRecord
 
 GROUP, VERSION = "crd.projectcalico.org", "v1"
 CREATED = "2024-05-01T10:05:00Z"

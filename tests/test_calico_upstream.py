@@ -1,4 +1,4 @@
-"""Calico's own release, cooldown and garbage-collection cases (tests/calico_upstream_cases.py) replayed
+"""Calico's own release, cooldown and garbage-collection cases (tests/support/calico_upstream_cases.py) replayed
 on cidrx: the block arithmetic, apply through the real client against the fake API server (whose writes
 are checked against the upstream CRD schemas), and the liveness rule against kube-controllers' GC."""
 
@@ -23,9 +23,9 @@ from cidrx.kube.api import KubeApi
 from cidrx.kube.model import PodState
 from cidrx.model.plan import Plan, Step, seal
 from cidrx.render.progress import NullProgress
-from tests import calico_cases as cases
-from tests import calico_upstream_cases as up
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support import calico_cases as cases
+from tests.support import calico_upstream_cases as up
+from tests.support.fakes.kube_server import FakeKubeServer
 
 GROUP, VERSION = "crd.projectcalico.org", "v1"
 

@@ -10,23 +10,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 
-from cidrx.cli import cli
 from cidrx.dispatch import PlanOptions
 from cidrx.ipam.calico.plan import make_pool_plan
 from cidrx.model.plan import load_plan
 from cidrx.model.snapshot import load_snapshot
-from tests import calico_cases as cases
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support import calico_cases as cases
+from tests.support.cli import run
+from tests.support.fakes.kube_server import FakeKubeServer
 
 V3 = "projectcalico.org/v3"
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "calico-kubevirt.snapshot.json"
 VM_IP = "10.0.0.46"  # the VM's address (ordinal 46 of node-1's first block)
-
-
-def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args))
 
 
 def as_v3(obj: dict[str, Any]) -> dict[str, Any]:

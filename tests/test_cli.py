@@ -17,15 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 
-from cidrx.cli import boundary, cli
+from cidrx.cli import boundary
 from cidrx.errors import InvalidInput
 from cidrx.model import codec
-from cidrx.model.plan import Plan, Step, load_plan, save_plan, seal
+from cidrx.model.plan import Plan, load_plan
 from cidrx.model.snapshot import Snapshot, load_snapshot, save_snapshot
 from cidrx.model.snapshot import seal as seal_snapshot
 from cidrx.model.target import Target
+from tests.support.cli import one_line_error, run
+from tests.support.eks_cases import sample_plan
+from tests.support.kube_objects import seed_cluster
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "eks-demo-ip.snapshot.json"
@@ -40,22 +42,6 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
-def run(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), env=env, input=input)
-
-
-def one_line_error(result: Result) -> str:
-    """The error output ends with `cidrx: error: ...` (+ optional `hint:`), never a traceback; only apply
-    progress lines may come before it."""
-    assert "Traceback" not in result.output
-    lines = result.stderr.strip().splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith("cidrx: error: ")), None)
-    assert start is not None, result.stderr
-    lines = lines[start:]
-    assert len(lines) <= 2 and all(line.startswith(("cidrx: error: ", "hint: ")) for line in lines), lines
-    return lines[0]
-
-
 def example() -> Snapshot:
     return load_snapshot(EXAMPLE)
 
@@ -68,28 +54,6 @@ def healthy_snapshot(path: Path) -> Path:
     kube = dataclasses.replace(snap.kube, events=(), waiting_pods=())
     healthy = dataclasses.replace(snap, eks=dataclasses.replace(snap.eks, subnets=subnets), kube=kube)
     save_snapshot(seal_snapshot(healthy), path)
-    return path
-
-
-def sample_plan(path: Path) -> Path:
-    plan = seal(
-        Plan(
-            target=Target("eks", "demo-ip", region="ap-southeast-2"),
-            created_at="2023-11-04T01:15:00Z",
-            snapshot_fingerprint=example().fingerprint,
-            strategy="custom-networking",
-            basis={"vpc_id": "vpc-0f3a9ca141c0acd04", "cidr": "100.64.0.0/20"},
-            steps=(
-                Step(
-                    "associate-vpc-cidr",
-                    "eks.associate-vpc-cidr",
-                    {"vpc_id": "vpc-0f3a9ca141c0acd04", "cidr": "100.64.0.0/20"},
-                    "associate secondary CIDR 100.64.0.0/20 with vpc-0f3a9ca141c0acd04",
-                ),
-            ),
-        )
-    )
-    save_plan(plan, path)
     return path
 
 
@@ -397,7 +361,7 @@ def test_boundary_passes_exit_codes_through() -> None:
 
 @pytest.fixture
 def moto_session(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any]]:
-    from tests.eks_world import fake_aws_env, moto_incident
+    from tests.support.eks_world import fake_aws_env, moto_incident
 
     fake_aws_env(monkeypatch)
     with moto_incident(cluster="demo-ip") as pair:
@@ -528,92 +492,6 @@ def test_live_apply_resumes_after_stopping_partway(
 
 # --- live EKS through moto, with the cluster side from the fake Kubernetes API server ------------------
 
-SANDBOX_MESSAGE = (
-    "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox "
-    '"4b1f0c2e": plugin type="aws-cni" name="aws-cni" failed (add): add cmd: failed to assign an IP address '
-    "to container"
-)
-
-
-def seed_cluster(server: Any, node_ips: tuple[str, ...], zones: tuple[str, ...] = ("a", "b")) -> None:
-    """The talk's cluster as the API server shows it: two m5.large nodes, aws-node with default env, a pod
-    stuck in ContainerCreating and its FailedCreatePodSandBox event."""
-    names = []
-    for ip, zone in zip(node_ips, zones, strict=True):
-        name = f"ip-{ip.replace('.', '-')}.ap-southeast-2.compute.internal"
-        names.append(name)
-        server.put(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "name": name,
-                    "labels": {
-                        "topology.kubernetes.io/zone": f"ap-southeast-2{zone}",
-                        "node.kubernetes.io/instance-type": "m5.large",
-                        "eks.amazonaws.com/nodegroup": "managed-ng",
-                    },
-                },
-                "status": {
-                    "addresses": [{"type": "InternalIP", "address": ip}],
-                    "allocatable": {"pods": "29"},
-                    "conditions": [{"type": "Ready", "status": "True"}],
-                },
-            }
-        )
-    server.put(
-        {
-            "apiVersion": "apps/v1",
-            "kind": "DaemonSet",
-            "metadata": {"name": "aws-node", "namespace": "kube-system"},
-            "spec": {
-                "selector": {"matchLabels": {"k8s-app": "aws-node"}},
-                "template": {
-                    "metadata": {"labels": {"k8s-app": "aws-node"}},
-                    "spec": {
-                        "containers": [
-                            {
-                                "name": "aws-node",
-                                "image": "602401143452.dkr.ecr.ap-southeast-2.amazonaws.com/amazon-k8s-cni:v1.15.1",
-                                "env": [
-                                    {"name": "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG", "value": "false"},
-                                    {"name": "WARM_ENI_TARGET", "value": "1"},
-                                ],
-                            }
-                        ]
-                    },
-                },
-            },
-        }
-    )
-    pod = "mydeploy-6bdbfc484d-2frv4"
-    server.put(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": pod, "namespace": "default"},
-            "spec": {"nodeName": names[0], "containers": [{"name": "app", "image": "nginx"}]},
-            "status": {
-                "phase": "Pending",
-                "containerStatuses": [{"name": "app", "state": {"waiting": {"reason": "ContainerCreating"}}}],
-            },
-        }
-    )
-    server.put(
-        {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{pod}.179", "namespace": "default"},
-            "involvedObject": {"kind": "Pod", "name": pod, "namespace": "default"},
-            "reason": "FailedCreatePodSandBox",
-            "type": "Warning",
-            "message": SANDBOX_MESSAGE,
-            "count": 4,
-            "lastTimestamp": "2023-11-04T01:04:34Z",
-            "source": {"component": "kubelet", "host": names[0]},
-        }
-    )
-
 
 def test_live_diagnose_reads_the_cluster_side(moto_world: Any, kube_server: Any, tmp_path: Path) -> None:
     seed_cluster(kube_server, moto_world.node_ips)
@@ -638,7 +516,7 @@ def test_live_diagnose_refuses_a_context_of_another_cluster(moto_world: Any, kub
 
 
 def test_live_diagnose_goes_on_when_the_cluster_is_unreachable(moto_world: Any, tmp_path: Path) -> None:
-    from tests.fakes.kube_server import FakeKubeServer
+    from tests.support.fakes.kube_server import FakeKubeServer
 
     with FakeKubeServer() as server:
         kubeconfig = str(server.kubeconfig(tmp_path / "kubeconfig"))

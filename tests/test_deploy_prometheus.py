@@ -2,7 +2,7 @@
 (`promtool test rules`), and every cidrx series they use is one cidrx serves (docs/metrics.md).
 
 promtool comes from the OS's Prometheus package (Debian bookworm: 2.42); without it these tests skip,
-unless CIDRX_REQUIRE_TOOLS says it must be there (tests/tools_required.py), as in CI.
+unless CIDRX_REQUIRE_TOOLS says it must be there (tests/support/tools_required.py), as in CI.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.tools_required import ENV, is_required, require_tool
+from tests.support.tools_required import ENV, is_required, require_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "deploy" / "prometheus" / "cidrx-rules.yml"

@@ -19,39 +19,34 @@ import contextlib
 import json
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from cidrx.cli import cli
 from cidrx.ipam.whereabouts.model import GROUP as WB_GROUP
 from cidrx.ipam.whereabouts.model import POOLS as WB_POOLS
 from cidrx.ipam.whereabouts.model import RESERVATIONS as WB_RESERVATIONS
 from cidrx.ipam.whereabouts.model import VERSION as WB_VERSION
 from cidrx.model.plan import DIGEST_TAG, Plan, load_plan
-from tests import calico_cases
-from tests import gke_world as gw
-from tests import whereabouts_cases as wc
-from tests.eks_cluster import build_prefix_world, incident_server, shared_botocore_loader
-from tests.eks_world import REGION, AwsCalls, World, build_incident, fake_aws_env
-from tests.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
-from tests.fakes.gcp_server import FakeGcp
-from tests.fakes.kube_server import FakeKubeServer
-from tests.test_resume_cloud import ADDON_BEFORE
+from tests.support import calico_cases
+from tests.support import gke_world as gw
+from tests.support import whereabouts_cases as wc
+from tests.support.cli import run
+from tests.support.eks_cluster import build_prefix_world
+from tests.support.eks_estate import ADDON_BEFORE, EksEstate, eks_estate
+from tests.support.eks_world import REGION, AwsCalls, World, build_incident
+from tests.support.fakes.gcp_server import FakeGcp
+from tests.support.fakes.kube_server import FakeKubeServer
+
+pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
 
 JSON = dict[str, Any]
 Outcome = Literal["stale", "ok"]
 KUBE_WRITES = ("POST", "PUT", "PATCH", "DELETE")
-
-gcp = gw.gcp
-
-
-def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args))
 
 
 def kube_writes(server: FakeKubeServer) -> list[str]:
@@ -98,27 +93,15 @@ NODE_ROLE = "arn:aws:iam::123456789012:role/someone-elses-role"
 
 
 @dataclass
-class Eks:
-    session: Any
-    world: World
-    kube: FakeKubeServer
-    kubeconfig: str
-    aws: AwsCalls
-    tmp: Path
-    addons: FakeEksAddons | None = None
+class Eks(EksEstate):
+    """The estate, the AWS calls it saw, and where plans go."""
 
-    @property
-    def ec2(self) -> Any:
-        return self.session.client("ec2")
-
-    @property
-    def eks(self) -> Any:
-        return self.session.client("eks")
+    aws: AwsCalls = field(default_factory=AwsCalls)
+    tmp: Path = Path()
 
     def plan(self, strategy: str) -> tuple[Plan, Path]:
         path = self.tmp / "plan.json"
-        target = ["--eks", "--region", REGION, "--cluster", CLUSTER, "--kubeconfig", self.kubeconfig]
-        made = run("expand", *target, "--plan", "--strategy", strategy, "--out", str(path))
+        made = run("expand", *self.target, "--plan", "--strategy", strategy, "--out", str(path))
         assert made.exit_code == 0, made.output
         return load_plan(path), path
 
@@ -126,46 +109,16 @@ class Eks:
         return run("expand", "--apply", str(path), "--yes", "--kubeconfig", self.kubeconfig)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _fast_sessions() -> Iterator[None]:
-    with shared_botocore_loader():
-        yield
-
-
 @contextlib.contextmanager
 def eks_world(
     builder: Callable[..., World], tmp: Path, mp: pytest.MonkeyPatch, *, addon: bool = False
 ) -> Iterator[Eks]:
-    """The world `builder` makes; with `addon`, vpc-cni is an EKS managed add-on (tests/fakes/eks_addons.py)
+    """The world `builder` makes; with `addon`, vpc-cni is an EKS managed add-on (tests/support/fakes/eks_addons.py)
     configured with ADDON_BEFORE."""
-    import boto3
-    import botocore.handlers
-    from moto import mock_aws
-
-    fake_aws_env(mp)
-    for name in list(os.environ):
-        if name.startswith("CIDRX_") or name == "KUBECONFIG":
-            mp.delenv(name)
     aws = AwsCalls()
-    handlers: list[Any] = [("before-call", aws)]
-    addons = FakeEksAddons(region=REGION) if addon else None
-    if addons is not None:
-        builtin = BuiltinHandlers()
-        addons.install(builtin)
-        handlers += builtin.specs
-    mp.setattr(botocore.handlers, "BUILTIN_HANDLERS", [*botocore.handlers.BUILTIN_HANDLERS, *handlers])
-    with mock_aws():
-        session = boto3.Session(region_name=REGION)
-        world = builder(session.client("ec2"), session.client("eks"), region=REGION, cluster=CLUSTER)
-        if addons is not None:
-            addons.put_addon(CLUSTER, configuration_values=json.dumps(ADDON_BEFORE))
-        server, _hooks, _controller = incident_server(world)
-        try:
-            yield Eks(session, world, server, str(server.kubeconfig(tmp / "kubeconfig")), aws, tmp, addons)
-        finally:
-            server.stop()
-        if server.errors:
-            raise server.errors[0]
+    handlers = [("before-call", aws)]
+    with eks_estate(tmp, mp, builder=builder, handlers=handlers, addon=addon, addon_config=ADDON_BEFORE) as estate:
+        yield Eks(**{f.name: getattr(estate, f.name) for f in fields(EksEstate)}, aws=aws, tmp=tmp)
 
 
 def _associate_overlap(env: Eks, plan: Plan) -> list[str]:

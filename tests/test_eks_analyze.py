@@ -1,6 +1,6 @@
 """EKS diagnosis from snapshots: the talk's incident as bundled, and one variant per finding.
 
-Pure: analyze reads a Snapshot, so every case is the example changed by one thing (tests/eks_cases.py).
+Pure: analyze reads a Snapshot, so every case is the example changed by one thing (tests/support/eks_cases.py).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks.analyze import analyze, free_prefix_blocks
 from cidrx.providers.eks.cni import addon_env, cni_config, max_pods
 from cidrx.providers.eks.model import InstanceType
-from tests import eks_cases as cases
-from tests.eks_cases import (
+from tests.support import eks_cases as cases
+from tests.support.eks_cases import (
     AZ_A,
     AZ_B,
     NODE_A,

@@ -21,8 +21,8 @@ from moto.server import ThreadedMotoServer
 
 from cidrx.errors import EXIT_ACCESS, EXIT_INTERNAL, AccessDenied, CidrxError, CloudError
 from cidrx.providers.eks.api import EksApi, translate
-from tests.eks_world import REGION, World, fake_aws_env, moto_incident
-from tests.fakes import eks_addons
+from tests.support.eks_world import REGION, World, fake_aws_env, moto_incident
+from tests.support.fakes import eks_addons
 
 
 @pytest.fixture

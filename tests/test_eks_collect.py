@@ -26,7 +26,7 @@ from cidrx.providers.eks.collect import (
     used_by_subnet,
 )
 from cidrx.providers.eks.model import Addon, EksSection, InstanceType
-from tests.eks_world import (
+from tests.support.eks_world import (
     NODEGROUP,
     PEER_VPC_CIDR,
     REGION,
@@ -37,7 +37,7 @@ from tests.eks_world import (
     fake_aws_env,
     moto_incident,
 )
-from tests.fakes import eks_addons
+from tests.support.fakes import eks_addons
 
 
 @pytest.fixture(scope="module")

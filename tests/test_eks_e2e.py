@@ -17,7 +17,6 @@ addresses in use with real ENIs and the checks are cidrx's own.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import subprocess
@@ -34,7 +33,8 @@ from cidrx.model import codec
 from cidrx.model.findings import Diagnosis
 from cidrx.model.plan import Plan, load_plan
 from cidrx.model.snapshot import load_snapshot
-from tests.eks_cluster import (
+from tests.support.cli import run
+from tests.support.eks_cluster import (
     AWS_NODE_PATH,
     PLAN_TAG,
     SANDBOX_MESSAGE,
@@ -44,11 +44,13 @@ from tests.eks_cluster import (
     build_prefix_world,
     env_values,
     incident_server,
-    shared_botocore_loader,
 )
-from tests.eks_world import REGION, World, build_incident, fake_aws_env
-from tests.fakes.kube_server import FakeKubeServer, RequestRecord
-from tests.terraform_check import fmt_check, imports, needs_terraform, parse, resources
+from tests.support.eks_estate import clean_env, eks_estate
+from tests.support.eks_world import REGION, World, build_incident, moto_server
+from tests.support.fakes.kube_server import FakeKubeServer, RequestRecord
+from tests.support.terraform_check import fmt_check, imports, needs_terraform, parse, resources
+
+pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
 
 CLUSTER = "demo"
 ZONES = ("ap-southeast-2a", "ap-southeast-2b")
@@ -58,34 +60,12 @@ ZONE_LABEL = "topology.kubernetes.io/zone"
 SHARED_ADDRESS_SPACE = IPv4Network("100.64.0.0/10")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _fast_sessions() -> Iterator[None]:
-    with shared_botocore_loader():
-        yield
-
-
 @pytest.fixture(scope="module")
 def moto_url() -> Iterator[str]:
     """moto's server on a free loopback port; this process (and its children) reach it via AWS_ENDPOINT_URL."""
-    from moto.server import ThreadedMotoServer
-
-    werkzeug = logging.getLogger("werkzeug")
-    level = werkzeug.level
-    werkzeug.setLevel(logging.ERROR)  # one line per request otherwise
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
-    try:
-        with pytest.MonkeyPatch.context() as mp:
-            fake_aws_env(mp, AWS_ENDPOINT_URL=url)
-            for name in list(os.environ):
-                if name.startswith("CIDRX_") or name == "KUBECONFIG":
-                    mp.delenv(name)
-            yield url
-    finally:
-        server.stop()
-        werkzeug.setLevel(level)
+    with moto_server() as url, pytest.MonkeyPatch.context() as mp:
+        clean_env(mp, AWS_ENDPOINT_URL=url)
+        yield url
 
 
 @dataclass
@@ -696,60 +676,40 @@ def test_prefix_plan_is_stale_when_its_block_was_reserved_meanwhile(make_live: C
 def test_managed_vpc_cni_addon_is_configured_through_update_addon_keeping_its_settings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import botocore.handlers
-    from click.testing import CliRunner
-
-    from cidrx.cli import cli
-    from tests.eks_world import moto_incident
-    from tests.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
-
-    fake_aws_env(monkeypatch)
-    for name in list(os.environ):
-        if name.startswith("CIDRX_") or name == "KUBECONFIG":
-            monkeypatch.delenv(name)
-    addons = FakeEksAddons(region=REGION)
-    builtin = BuiltinHandlers()
-    addons.install(builtin)
-    monkeypatch.setattr(botocore.handlers, "BUILTIN_HANDLERS", [*botocore.handlers.BUILTIN_HANDLERS, *builtin.specs])
     before: dict[str, dict[str, Any]] = {
         "env": {"WARM_IP_TARGET": "5", "MINIMUM_IP_TARGET": "10"},
         "init": {"env": {"DISABLE_TCP_EARLY_DEMUX": "true"}},
     }
 
-    with moto_incident(cluster=CLUSTER) as (_session, world):
-        addons.put_addon(CLUSTER, configuration_values=json.dumps(before))
-        kube, _hooks, _controller = incident_server(world)
-        try:
-            kubeconfig = str(kube.kubeconfig(tmp_path / "kubeconfig"))
-            target = ["--eks", "--region", REGION, "--cluster", CLUSTER, "--kubeconfig", kubeconfig]
-            plan_path = str(tmp_path / "plan.json")
-            made = CliRunner().invoke(cli, ["expand", *target, "--plan", "--out", plan_path])
-            assert made.exit_code == 0, made.output
-            plan = load_plan(plan_path)
-            step = next(s for s in plan.steps if s.id == "enable-custom-networking")
-            assert step.action == "eks.update-addon-env" and step.params["addon"] == "vpc-cni"
+    with eks_estate(tmp_path, monkeypatch, cluster=CLUSTER, addon=True, addon_config=before) as estate:
+        addons, kube, kubeconfig = estate.addons, estate.kube, estate.kubeconfig
+        assert addons is not None
+        plan_path = str(tmp_path / "plan.json")
+        made = run("expand", *estate.target, "--plan", "--out", plan_path)
+        assert made.exit_code == 0, made.output
+        plan = load_plan(plan_path)
+        step = next(s for s in plan.steps if s.id == "enable-custom-networking")
+        assert step.action == "eks.update-addon-env" and step.params["addon"] == "vpc-cni"
 
-            apply = ["expand", "--apply", plan_path, "--yes", "--kubeconfig", kubeconfig]
-            applied = CliRunner().invoke(cli, apply)
-            assert applied.exit_code == 0, applied.output
-            assert result_statuses(applied.stdout, plan) == {s.id: "done" for s in plan.steps}
-            addon = addons.addon(CLUSTER)
-            assert addon is not None and addon["status"] == "ACTIVE"
-            after = json.loads(addon["configurationValues"])
-            assert after == {
-                "env": {**before["env"], CUSTOM_NETWORK: "true", LABEL_DEF: ZONE_LABEL},
-                "init": before["init"],
-            }
-            (update,) = addons.updates.values()
-            assert update["update"]["status"] == "Successful"  # the step waited for it (DescribeUpdate)
-            assert {"type": "ResolveConflicts", "value": "PRESERVE"} in update["update"]["params"]
-            assert addons.calls.count("UpdateAddon") == 1 and "DescribeUpdate" in addons.calls
-            assert kube.count("PUT", "daemonsets") == 0  # EKS owns aws-node here; cidrx leaves it alone
+        apply = ["expand", "--apply", plan_path, "--yes", "--kubeconfig", kubeconfig]
+        applied = run(*apply)
+        assert applied.exit_code == 0, applied.output
+        assert result_statuses(applied.stdout, plan) == {s.id: "done" for s in plan.steps}
+        addon = addons.addon(CLUSTER)
+        assert addon is not None and addon["status"] == "ACTIVE"
+        after = json.loads(addon["configurationValues"])
+        assert after == {
+            "env": {**before["env"], CUSTOM_NETWORK: "true", LABEL_DEF: ZONE_LABEL},
+            "init": before["init"],
+        }
+        (update,) = addons.updates.values()
+        assert update["update"]["status"] == "Successful"  # the step waited for it (DescribeUpdate)
+        assert {"type": "ResolveConflicts", "value": "PRESERVE"} in update["update"]["params"]
+        assert addons.calls.count("UpdateAddon") == 1 and "DescribeUpdate" in addons.calls
+        assert kube.count("PUT", "daemonsets") == 0  # EKS owns aws-node here; cidrx leaves it alone
 
-            again = CliRunner().invoke(cli, apply)
-            assert again.exit_code == 0, again.output
-            assert result_statuses(again.stdout, plan) == {s.id: "skipped" for s in plan.steps}
-            assert addons.calls.count("UpdateAddon") == 1
-        finally:
-            kube.stop()
-        assert not kube.errors
+        again = run(*apply)
+        assert again.exit_code == 0, again.output
+        assert result_statuses(again.stdout, plan) == {s.id: "skipped" for s in plan.steps}
+        assert addons.calls.count("UpdateAddon") == 1
+    # eks_estate re-raises anything the fake API server failed on while serving

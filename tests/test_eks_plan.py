@@ -1,7 +1,7 @@
 """EKS expansion plans from snapshots: custom networking (the talk's manual fix, as steps), prefix
 delegation, `--cidr` validation, and the drift check apply runs before it touches anything.
 
-Pure: make_plan and check_drift read Snapshots (tests/eks_cases.py builds the variants).
+Pure: make_plan and check_drift read Snapshots (tests/support/eks_cases.py builds the variants).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from cidrx.model.plan import DIGEST_TAG, Plan, Step, digest_of
 from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
 from cidrx.providers.eks.plan import EksPlanOptions, check_drift, make_plan, occupied_space
-from tests import eks_cases as cases
-from tests.eks_cases import (
+from tests.support import eks_cases as cases
+from tests.support.eks_cases import (
     AZ_A,
     AZ_B,
     CLUSTER_SG,

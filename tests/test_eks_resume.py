@@ -2,7 +2,7 @@
 is run again, with the journal kept or lost: the proof behind exit code 5's "run the same command again".
 
 In-process: moto (`mock_aws`) for AWS and the fake Kubernetes API server for the cluster, both seeded with
-the incident (tests/eks_world.py, tests/eks_cluster.py). The interrupted run goes through the engine with
+the incident (tests/support/eks_estate.py). The interrupted run goes through the engine with
 the real executors, each wrapped so that step k raises KeyboardInterrupt from inside `act` right after the
 real `act` returned: the write reached the cloud, the journal never heard of it (and, in one case, the
 process is killed outright while writing the journal). The resumed run is the real CLI
@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,20 +29,21 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cidrx import dispatch
-from cidrx.cli import boundary, cli
-from cidrx.engine.apply import run_plan
-from cidrx.engine.executor import Executor, Outputs, StepContext
+from cidrx.cli import cli
+from cidrx.engine.executor import Executor, Outputs
 from cidrx.engine.journal import Journal, journal_path
-from cidrx.engine.waiting import Waiter
 from cidrx.kube.api import KubeApi
-from cidrx.model.plan import Plan, Step, load_plan, save_plan
+from cidrx.model.plan import Plan, load_plan, save_plan
 from cidrx.model.snapshot import load_snapshot
 from cidrx.providers.eks.api import EksApi
 from cidrx.providers.eks.steps import EXECUTORS, EksApis
-from cidrx.render.progress import NullProgress
-from tests.eks_cluster import DaemonSetController, incident_server, inventory, shared_botocore_loader
-from tests.eks_world import World, fake_aws_env, moto_incident
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support.eks_cluster import DaemonSetController, inventory
+from tests.support.eks_estate import eks_estate
+from tests.support.eks_world import World
+from tests.support.engine import CrashAfterAct, FakeClock, apply_in_boundary
+from tests.support.fakes.kube_server import FakeKubeServer
+
+pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "eks-demo-ip.snapshot.json"
@@ -59,56 +59,8 @@ def _example_step_ids() -> list[str]:
 STEP_IDS = _example_step_ids()
 
 
-class FakeClock:
-    """Monotonic time that only moves when the waiter sleeps: a 15-minute wait costs nothing."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.slept = 0.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-        self.slept += seconds
-
-
 class Killed(BaseException):
     """What the engine sees of SIGKILL or a power cut: nothing. Not even its `failed` record gets written."""
-
-
-class CrashAfterAct:
-    """The real executor, except that step `crash_at`'s act raises `error` (Ctrl-C by default) once the real
-    act has returned: the cloud took the write, the engine has not journaled it."""
-
-    def __init__(
-        self,
-        inner: Executor,
-        crash_at: str,
-        acted: dict[str, Outputs],
-        error: type[BaseException] = KeyboardInterrupt,
-    ) -> None:
-        self.inner = inner
-        self.crash_at = crash_at
-        self.acted = acted
-        self.error = error
-
-    def check(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
-        return self.inner.check(step, params, ctx)
-
-    def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
-        outputs = self.inner.act(step, params, ctx)
-        if step.id == self.crash_at:
-            self.acted[step.id] = outputs
-            raise self.error
-        return outputs
-
-    def wait(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
-        self.inner.wait(step, params, ctx, outputs)
-
-    def verify(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
-        self.inner.verify(step, params, ctx, outputs)
 
 
 @dataclass
@@ -127,20 +79,12 @@ class Incident:
         No drift check: the plan was made for an identical world (the CLI run after this one checks)."""
         assert plan.target.region is not None
 
-        def apply() -> None:
-            journal = Journal.open(plan_path, plan)
+        @contextlib.contextmanager
+        def apis() -> Iterator[EksApis]:
             with KubeApi(self.kubeconfig, None) as kube:
-                apis = EksApis(eks=EksApi(plan.target.region or ""), kube=kube)
-                ctx = StepContext(
-                    plan=plan,
-                    apis=apis,
-                    waiter=Waiter(sleep=clock.sleep, monotonic=clock.monotonic),
-                    progress=NullProgress(),
-                )
-                with boundary.applying():
-                    run_plan(plan, executors, ctx, journal)
+                yield EksApis(eks=EksApi(plan.target.region or ""), kube=kube)
 
-        return boundary.run(apply)
+        return apply_in_boundary(plan, plan_path, executors, apis, clock)
 
     def cli_apply(self, plan_path: Path) -> Result:
         return CliRunner().invoke(cli, ["expand", "--apply", str(plan_path), "--yes", "--kubeconfig", self.kubeconfig])
@@ -169,38 +113,13 @@ def journal_events(plan_path: Path, plan: Plan, step_id: str) -> list[tuple[str,
 
 
 @contextlib.contextmanager
-def incident(tmp: Path) -> Iterator[Incident]:
-    """The incident in moto and in a fake API server; call with the fake AWS environment in place.
+def incident(tmp: Path, mp: pytest.MonkeyPatch) -> Iterator[Incident]:
+    """The incident in moto and in a fake API server, in the fake AWS environment.
 
     moto draws its ids from one generator; seeded, every world built here has the same ids, so one plan
     fits them all (the tests check that it does)."""
-    from moto.moto_api._internal import mock_random
-
-    mock_random.seed(WORLD_SEED)
-    try:
-        with moto_incident(cluster=CLUSTER) as (session, world):
-            server, _hooks, controller = incident_server(world)
-            try:
-                yield Incident(session, world, server, controller, str(server.kubeconfig(tmp / "kubeconfig")), tmp)
-            finally:
-                server.stop()
-            if server.errors:
-                raise server.errors[0]
-    finally:
-        mock_random.seed()  # back to unpredictable ids for whatever runs next
-
-
-def _clean_env(mp: pytest.MonkeyPatch) -> None:
-    fake_aws_env(mp)
-    for name in list(os.environ):
-        if name.startswith("CIDRX_") or name == "KUBECONFIG":
-            mp.delenv(name)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _fast_sessions() -> Iterator[None]:
-    with shared_botocore_loader():
-        yield
+    with eks_estate(tmp, mp, cluster=CLUSTER, seed=WORLD_SEED) as e:
+        yield Incident(e.session, e.world, e.kube, e.controller, e.kubeconfig, tmp)
 
 
 @dataclass(frozen=True)
@@ -213,30 +132,27 @@ class Baseline:
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory: pytest.TempPathFactory) -> Baseline:
     """The default plan for the incident (`expand --plan`) and what an uninterrupted apply leaves behind."""
-    with pytest.MonkeyPatch.context() as mp:
-        _clean_env(mp)
-        with incident(tmp_path_factory.mktemp("baseline")) as inc:
-            plan_path = inc.tmp / "plan.json"
-            made = CliRunner().invoke(
-                cli,
-                [
-                    *("expand", "--eks", "--region", inc.world.region, "--cluster", CLUSTER),
-                    *("--kubeconfig", inc.kubeconfig, "--plan", "--out", str(plan_path)),
-                ],
-            )
-            assert made.exit_code == 0, made.output
-            plan = load_plan(plan_path)
-            result = inc.cli_apply(plan_path)
-            assert result.exit_code == 0, result.output
-            assert set(step_statuses(result.stdout, plan).values()) == {"done"}
-            return Baseline(plan, inc.world, inc.inventory(plan))
+    with pytest.MonkeyPatch.context() as mp, incident(tmp_path_factory.mktemp("baseline"), mp) as inc:
+        plan_path = inc.tmp / "plan.json"
+        made = CliRunner().invoke(
+            cli,
+            [
+                *("expand", "--eks", "--region", inc.world.region, "--cluster", CLUSTER),
+                *("--kubeconfig", inc.kubeconfig, "--plan", "--out", str(plan_path)),
+            ],
+        )
+        assert made.exit_code == 0, made.output
+        plan = load_plan(plan_path)
+        result = inc.cli_apply(plan_path)
+        assert result.exit_code == 0, result.output
+        assert set(step_statuses(result.stdout, plan).values()) == {"done"}
+        return Baseline(plan, inc.world, inc.inventory(plan))
 
 
 @pytest.fixture
 def inc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, baseline: Baseline) -> Iterator[Incident]:
     """A fresh incident, identical to the baseline's, with the baseline's plan in `tmp_path/plan.json`."""
-    _clean_env(monkeypatch)
-    with incident(tmp_path) as value:
+    with incident(tmp_path, monkeypatch) as value:
         # Instance ids may differ: moto spends random numbers on first-use setup during the first world.
         assert replace(value.world, node_instance_ids=()) == replace(baseline.world, node_instance_ids=())
         save_plan(baseline.plan, tmp_path / "plan.json")

@@ -26,27 +26,12 @@ from cidrx.errors import AccessDenied, ApplyInterrupted, CidrxError, CloudError,
 from cidrx.model.plan import DIGEST_TAG, Plan, Step, load_plan, save_plan, seal
 from cidrx.model.target import Target
 from cidrx.render.progress import LiveProgress, NullProgress, PlainProgress, Progress, make_progress
+from tests.support.engine import FakeClock
 
 STEP_TAG = "cidrx.io/step"
 
 
 # --- the fake cloud ------------------------------------------------------------------------------------
-
-
-class FakeClock:
-    """Monotonic time that only moves when something sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def sleep(self, seconds: float) -> None:
-        assert seconds >= 0
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-    def monotonic(self) -> float:
-        return self.now
 
 
 class Killed(BaseException):

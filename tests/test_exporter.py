@@ -20,10 +20,10 @@ import yaml
 from click.testing import CliRunner
 
 from cidrx.cli import cli
-from tests import calico_cases
-from tests import whereabouts_cases as wc
-from tests.exporter_harness import Exporter, Scrape, parse
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support import calico_cases
+from tests.support import whereabouts_cases as wc
+from tests.support.exporter_harness import Exporter, Scrape, parse
+from tests.support.fakes.kube_server import FakeKubeServer
 
 INTERVAL = "0.2"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -129,8 +129,8 @@ def moto_world(tmp_path: Path) -> Iterator[tuple[Any, list[str], dict[str, str]]
     import boto3
     from moto.server import ThreadedMotoServer
 
-    from tests.eks_cluster import incident_server
-    from tests.eks_world import FAKE_AWS_ENV, REGION, build_incident
+    from tests.support.eks_cluster import incident_server
+    from tests.support.eks_world import FAKE_AWS_ENV, REGION, build_incident
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -184,7 +184,7 @@ def test_eks_through_moto_and_an_aws_outage(
 def test_serves_what_diagnose_prints_and_documents_every_series(tmp_path: Path, exporters: list[Exporter]) -> None:
     """Snapshot targets: the exporter's capacity and finding samples are exactly `diagnose -o prometheus`'s,
     and docs/metrics.md documents every series either serves (and nothing else)."""
-    from tests.test_docs import ROOT
+    root = EXAMPLES.parent  # the repository
 
     served: set[str] = set()
     for example in sorted(EXAMPLES.glob("*.snapshot.json")):
@@ -195,7 +195,7 @@ def test_serves_what_diagnose_prints_and_documents_every_series(tmp_path: Path, 
         assert s.data() == parse(text).data(), example.name
         served |= s.names()
         assert e.terminate() == 0
-    documented = set(metric_names_in(ROOT / "docs" / "metrics.md"))
+    documented = set(metric_names_in(root / "docs" / "metrics.md"))
     assert served - documented == set(), "served but not in docs/metrics.md"
     assert documented - served == set(), "in docs/metrics.md but served by no example"
 

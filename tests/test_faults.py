@@ -25,7 +25,7 @@ codes (a 422 or 400 read as well); Retry-After is slept exactly (AWS, GCP, Kuber
 ends retries with one line.
 
 Every faulted run asserts that each provider in it did inject faults, and records its requests, its
-faults by kind and whether it converged in the session's ledger (tests/conftest_faults.py), which pytest
+faults by kind and whether it converged in the session's ledger (tests/support/conftest_faults.py), which pytest
 sums up in one line at the end of the session.
 """
 
@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import re
 import threading
 from collections import Counter
@@ -44,21 +43,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from cidrx.cli import cli
 from cidrx.engine import retry
 from cidrx.ipam.calico.collect import GROUP as CALICO_GROUP
 from cidrx.model.plan import load_plan
 from cidrx.providers.gke.api import GkeApi
-from tests import calico_cases, gke_world
-from tests import whereabouts_cases as wc
-from tests.conftest_faults import FaultLedger, FaultRun
-from tests.eks_cluster import Hooks, build_prefix_world, incident_server, inventory, shared_botocore_loader
-from tests.eks_world import REGION, World, build_incident, fake_aws_env
-from tests.fakes.eks_addons import raw_response
-from tests.fakes.gcp_server import FakeGcp
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support import calico_cases, gke_world
+from tests.support import whereabouts_cases as wc
+from tests.support.cli import run
+from tests.support.conftest_faults import FaultLedger, FaultRun
+from tests.support.eks_cluster import Hooks, build_prefix_world, inventory
+from tests.support.eks_estate import eks_estate
+from tests.support.eks_world import REGION, World, build_incident
+from tests.support.fakes.eks_addons import raw_response
+from tests.support.fakes.gcp_server import FakeGcp
+from tests.support.fakes.kube_server import FakeKubeServer
+
+pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
 
 RATE = 0.3
 SMALL_RUN_RATE = 0.5  # for a run of a handful of requests, so that it cannot get away without a fault
@@ -68,12 +70,6 @@ CLUSTER = "demo"
 
 JSON = dict[str, Any]
 Option = tuple[str, str]  # (kind, as the ledger counts it; how the fault is made)
-
-gcp = gke_world.gcp
-
-
-def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args))
 
 
 def error_line(result: Result) -> str:
@@ -251,58 +247,29 @@ class AwsFaults(Injector):
         return aws_error(request, service, option[1])
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _fast_sessions() -> Iterator[None]:
-    with shared_botocore_loader():
-        yield
-
-
-EksEstate = tuple[Any, World, FakeKubeServer, Hooks, str, AwsFaults]
+EksEnv = tuple[Any, World, FakeKubeServer, Hooks, str, AwsFaults]
 
 
 @contextlib.contextmanager
-def eks_estate(
+def eks_env(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     seed: int = SEEDS[0],
     builder: Callable[..., World] = build_incident,
-) -> Iterator[EksEstate]:
+) -> Iterator[EksEnv]:
     """An EKS world (the incident by default) in moto, in process, and its cluster in a fake API server,
     with the AWS injector installed."""
-    import boto3
-    import botocore.handlers
-    from moto import mock_aws
-    from moto.core.models import botocore_stubber
-
-    fake_aws_env(monkeypatch)
-    for name in list(os.environ):
-        if name.startswith("CIDRX_") or name == "KUBECONFIG":
-            monkeypatch.delenv(name)
     faults = AwsFaults(seed)
 
-    def in_front_of_moto(event_name: str, request: Any, **kwargs: Any) -> Any:
-        # botocore calls *every* before-send handler and uses the first answer, so a fault returned next
-        # to moto's stub would come after moto had carried the request out. A refused request must not
-        # reach moto: the injector stands in front of the stub instead.
-        return faults(request, event_name=event_name) or botocore_stubber(event_name, request, **kwargs)
+    def wrap_moto(stub: Callable[..., Any]) -> Callable[..., Any]:
+        # A refused request must not reach moto: the injector stands in front of moto's stub.
+        def in_front_of_moto(event_name: str, request: Any, **kwargs: Any) -> Any:
+            return faults(request, event_name=event_name) or stub(event_name, request, **kwargs)
 
-    handlers = [
-        (spec[0], in_front_of_moto, *spec[2:]) if spec[1] is botocore_stubber else spec
-        for spec in botocore.handlers.BUILTIN_HANDLERS
-    ]
-    assert any(spec[1] is in_front_of_moto for spec in handlers)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(botocore.handlers, "BUILTIN_HANDLERS", handlers)
-        with mock_aws():
-            session = boto3.Session(region_name=REGION)
-            world = builder(session.client("ec2"), session.client("eks"), region=REGION, cluster=CLUSTER)
-            kube, hooks, _controller = incident_server(world)
-            try:
-                kubeconfig = str(kube.kubeconfig(tmp_path / f"kubeconfig-{id(kube)}"))
-                yield session, world, kube, hooks, kubeconfig, faults
-            finally:
-                kube.stop()
-            assert not kube.errors
+        return in_front_of_moto
+
+    with eks_estate(tmp_path, monkeypatch, builder=builder, wrap_moto=wrap_moto) as estate:
+        yield estate.session, estate.world, estate.kube, estate.hooks, estate.kubeconfig, faults
 
 
 # ---- Kubernetes and GCP: the fakes' fault switches, armed for the request being served -----------------
@@ -372,7 +339,7 @@ def eks_target(kubeconfig: str) -> list[str]:
 def test_eks_diagnose_is_the_same_under_faults(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runs: Runs, seed: int
 ) -> None:
-    with eks_estate(tmp_path, monkeypatch, seed) as (_session, _world, kube, hooks, kubeconfig, aws):
+    with eks_env(tmp_path, monkeypatch, seed) as (_session, _world, kube, hooks, kubeconfig, aws):
         clean = run("diagnose", *eks_target(kubeconfig), "-o", "json")
         assert clean.exit_code == 3, clean.output
         kube_faults = KubeFaults(kube, seed)
@@ -409,7 +376,7 @@ def test_eks_apply_converges_under_faults(
     builder: Callable[..., World],
 ) -> None:
     def plan_and_apply(faulty: bool) -> JSON:
-        with eks_estate(tmp_path, monkeypatch, seed, builder) as (session, world, kube, hooks, kubeconfig, aws):
+        with eks_env(tmp_path, monkeypatch, seed, builder) as (session, world, kube, hooks, kubeconfig, aws):
             plan_path = tmp_path / f"plan-{faulty}.json"
             made = run("expand", *eks_target(kubeconfig), "--plan", "--strategy", strategy, "--out", str(plan_path))
             assert made.exit_code == 0, made.output
@@ -438,7 +405,7 @@ def test_eks_apply_converges_under_faults(
 def test_eks_permanent_errors_are_sent_once_and_map_to_their_exit_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, retry_sleeps: list[float]
 ) -> None:
-    with eks_estate(tmp_path, monkeypatch) as (_session, _world, _kube, _hooks, kubeconfig, aws):
+    with eks_env(tmp_path, monkeypatch) as (_session, _world, _kube, _hooks, kubeconfig, aws):
         aws.rule = lambda service, op: ("denied", None) if op == "DescribeVpcs" else None
         aws.active = True
         result = run("diagnose", *eks_target(kubeconfig))
@@ -460,7 +427,7 @@ def test_eks_retry_after_is_honoured_and_the_budget_ends_retries(
 
     monkeypatch.setattr(retry, "sleep", sleep)
     monkeypatch.setattr(retry, "monotonic", lambda: clock[0])
-    with eks_estate(tmp_path, monkeypatch) as (_session, _world, _kube, _hooks, kubeconfig, aws):
+    with eks_env(tmp_path, monkeypatch) as (_session, _world, _kube, _hooks, kubeconfig, aws):
         target = [*eks_target(kubeconfig), "-o", "json"]
         clean = run("diagnose", *target)
         # One throttle that asks for 3 s: slept exactly, then the same diagnosis.
@@ -530,12 +497,8 @@ def gke_end_state(fake: FakeGcp, plan_id: str) -> JSON:
 
 @contextlib.contextmanager
 def fresh_gcp() -> Iterator[FakeGcp]:
-    with FakeGcp() as fake, pytest.MonkeyPatch.context() as mp:
-        gke_world.build_incident(fake)
-        for key, value in gke_world.gcp_env(fake).items():
-            mp.setenv(key, value)
+    with pytest.MonkeyPatch.context() as mp, gke_world.gke_estate(mp) as fake:
         yield fake
-    fake.check()
 
 
 def gke_kube_objects() -> list[JSON]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import logging
 import os
 import socket
 import threading
@@ -25,23 +24,21 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner, Result
+from click.testing import Result
 
 from cidrx import fleet
-from cidrx.cli import cli
 from cidrx.cli.diagnose import DEFAULT_PARALLEL, MAX_PARALLEL
 from cidrx.errors import EXIT_ACCESS, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, AccessDenied
 from cidrx.model.findings import Diagnosis, make_diagnosis
 from cidrx.model.target import Target
-from tests import gke_world
-from tests import whereabouts_cases as wc
-from tests.eks_cluster import incident_server, shared_botocore_loader
-from tests.eks_world import ACCOUNT, REGION, build_incident, fake_aws_env
-from tests.fakes.gcp_server import FakeGcp
-from tests.fakes.kube_server import FAKE_TOKEN, FakeKubeServer, RequestRecord
-from tests.test_prometheus import parse
-
-gcp = gke_world.gcp
+from tests.support import gke_world
+from tests.support import whereabouts_cases as wc
+from tests.support.cli import run as cli_run
+from tests.support.eks_cluster import incident_server, shared_botocore_loader
+from tests.support.eks_world import ACCOUNT, REGION, build_incident, fake_aws_env, moto_server
+from tests.support.fakes.gcp_server import FakeGcp
+from tests.support.fakes.kube_server import FAKE_TOKEN, FakeKubeServer, RequestRecord
+from tests.support.prometheus_text import parse
 
 
 @pytest.fixture(autouse=True)
@@ -53,7 +50,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def run(*args: str, env: dict[str, str] | None = None) -> Result:
     # Wide enough that every summary row stays on one line (the table fits COLUMNS).
-    return CliRunner().invoke(cli, list(args), env={"COLUMNS": "250", **(env or {})})
+    return cli_run(*args, env={"COLUMNS": "250", **(env or {})})
 
 
 def fleet_json(result: Result) -> dict[str, Any]:
@@ -496,20 +493,8 @@ def test_a_kubeconfig_without_contexts_is_an_access_error(tmp_path: Path) -> Non
 
 @pytest.fixture(scope="module")
 def moto_url() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    werkzeug = logging.getLogger("werkzeug")
-    level = werkzeug.level
-    werkzeug.setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        with shared_botocore_loader():
-            yield f"http://{host}:{port}"
-    finally:
-        server.stop()
-        werkzeug.setLevel(level)
+    with moto_server() as url, shared_botocore_loader():
+        yield url
 
 
 @pytest.fixture

@@ -36,9 +36,8 @@ from cidrx.providers.gke.api import (
     compute_operation_state,
     container_operation_state,
 )
-from tests import gke_world
-from tests.fakes.gcp_server import FakeGcp
-from tests.gke_world import (
+from tests.support.fakes.gcp_server import FakeGcp
+from tests.support.gke_world import (
     CLUSTER,
     LOCATION,
     NETWORK,
@@ -54,9 +53,7 @@ from tests.gke_world import (
     SUBNET,
 )
 
-# The world's fixtures, used by name below (tests.gke_world documents them).
-gcp = gke_world.gcp
-gke_api = gke_world.gke_api
+# The world's fixtures, used by name below (tests.support.gke_world documents them).
 
 REPO = Path(__file__).resolve().parent.parent
 JSON = dict[str, Any]

@@ -36,9 +36,8 @@ from cidrx.providers.gke.model import (
     SecondaryRange,
     Subnetwork,
 )
-from tests import gke_world
-from tests.fakes.gcp_server import FakeGcp
-from tests.gke_world import (
+from tests.support.fakes.gcp_server import FakeGcp
+from tests.support.gke_world import (
     CLUSTER,
     LOCATION,
     MASTER_CIDR,
@@ -60,9 +59,7 @@ from tests.gke_world import (
     incident_snapshot,
 )
 
-# The world's fixtures, used by name below (tests.gke_world documents them).
-gcp = gke_world.gcp
-gke_api = gke_world.gke_api
+# The world's fixtures, used by name below (tests.support.gke_world documents them).
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "gke-demo-ip.snapshot.json"
 C = "container.projects.locations.clusters"

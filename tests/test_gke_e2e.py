@@ -19,13 +19,12 @@ from ipaddress import ip_network
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
-from cidrx.cli import cli
 from cidrx.model.plan import load_plan
-from tests import gke_world
-from tests.fakes.gcp_server import FakeGcp
-from tests.gke_world import (
+from tests.support import gke_world
+from tests.support.cli import run
+from tests.support.fakes.gcp_server import FakeGcp
+from tests.support.gke_world import (
     CLUSTER,
     LOCATION,
     OTHER_SUBNETS,
@@ -38,15 +37,9 @@ from tests.gke_world import (
     SERVICES_CIDR,
     SUBNET,
 )
-from tests.terraform_check import fmt_check, imports, needs_terraform, parse, resources
-
-gcp = gke_world.gcp
+from tests.support.terraform_check import fmt_check, imports, needs_terraform, parse, resources
 
 TARGET = ["--gke", "--project", PROJECT, "--location", LOCATION, "--cluster", CLUSTER, "--no-kube"]
-
-
-def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args))
 
 
 def ranges(fake: FakeGcp) -> dict[str, str]:

@@ -1,5 +1,5 @@
 """GKE expansion plans from snapshots built in code: where the new range goes, what the steps carry, and
-when a plan has gone stale. Pure: no cloud, no fake (tests/gke_cases.py builds every case)."""
+when a plan has gone stale. Pure: no cloud, no fake (tests/support/gke_cases.py builds every case)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
 from cidrx.providers.gke.model import PeeringRoute, SecondaryRange, Subnetwork
 from cidrx.providers.gke.plan import PLAN_LABEL, GkePlanOptions, check_drift, make_plan, occupied_space
-from tests import gke_cases as cases
-from tests.gke_cases import (
+from tests.support import gke_cases as cases
+from tests.support.gke_cases import (
     CLUSTER,
     CONTROL_PLANE,
     INCIDENT_PLAN_CIDR,

@@ -29,7 +29,8 @@ from cidrx.model.target import Target
 from cidrx.providers.gke.api import GkeApi
 from cidrx.providers.gke.steps import EXECUTORS, PLAN_LABEL, GkeApis
 from cidrx.render.progress import NullProgress
-from tests.fakes.gcp_server import FakeGcp, RequestRecord
+from tests.support.engine import FakeClock
+from tests.support.fakes.gcp_server import FakeGcp, RequestRecord
 
 P = "p1"
 LOC = "australia-southeast1"
@@ -162,24 +163,6 @@ STRATEGIES = ("node-pool", "cluster-range")
 # --- harness ----------------------------------------------------------------------------------------
 
 
-class Clock:
-    """Monotonic time that only moves when the waiter sleeps; sleeping lets the cloud's pending operations
-    finish, as real time would (the fake otherwise finishes an operation only when it is polled)."""
-
-    def __init__(self, gcp: FakeGcp) -> None:
-        self.gcp = gcp
-        self.now = 0.0
-        self.slept = 0.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-        self.slept += seconds
-        self.gcp.finish_operations()
-
-
 @dataclass
 class RecordingProgress(NullProgress):
     waits: list[tuple[str, float]] = field(default_factory=list)
@@ -216,7 +199,7 @@ class World:
         plan_path = self.tmp / f"{plan.strategy}.plan.json"
         if not plan_path.exists():
             save_plan(plan, plan_path)
-        clock = Clock(self.gcp)
+        clock = FakeClock(on_sleep=self.gcp.finish_operations)
         ctx = StepContext(
             plan=plan,
             apis=GkeApis(gke=GkeApi(P, LOC), kube=None),
@@ -329,12 +312,8 @@ def test_operations_are_polled_with_progress(tmp_path: Path, monkeypatch: pytest
         w = World(gcp, tmp_path)
         plan = make_plan("node-pool")
 
-        class SlowClock(Clock):
-            def sleep(self, seconds: float) -> None:  # time passes, operations finish only when polled
-                self.now += seconds
-
-        # Without the clock finishing operations, only polling moves them on.
-        clock = SlowClock(gcp)
+        # Without the clock finishing operations (no on_sleep), only polling moves them on.
+        clock = FakeClock()
         ctx = StepContext(
             plan=plan,
             apis=GkeApis(gke=GkeApi(P, LOC), kube=None),

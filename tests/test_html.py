@@ -25,7 +25,7 @@ from cidrx.model.netmap import NetworkMap
 from cidrx.model.plan import load_plan
 from cidrx.model.snapshot import load_snapshot
 from cidrx.render.html import render_html, with_plan
-from tests.tools_required import ENV, require
+from tests.support.tools_required import ENV, require
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

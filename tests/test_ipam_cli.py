@@ -9,19 +9,14 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
-from cidrx.cli import cli
 from cidrx.cli.expand import STRATEGIES
 from cidrx.dispatch import strategies
 from cidrx.model.plan import load_plan
-from tests import calico_cases
-from tests import whereabouts_cases as wc
-from tests.fakes.kube_server import FakeKubeServer
-
-
-def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args))
+from tests.support import calico_cases
+from tests.support import whereabouts_cases as wc
+from tests.support.cli import run
+from tests.support.fakes.kube_server import FakeKubeServer
 
 
 def writes(server: FakeKubeServer) -> list[str]:

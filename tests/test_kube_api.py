@@ -15,7 +15,7 @@ import yaml
 
 from cidrx.errors import EXIT_ACCESS, EXIT_RETRY_LATER, AccessDenied, RetriesExhausted
 from cidrx.kube.api import AlreadyExists, Conflict, KubeApi, KubeUnavailable, PatchTestFailed
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support.fakes.kube_server import FakeKubeServer
 
 ENI = ("crd.k8s.amazonaws.com", "v1alpha1", "eniconfigs")
 WB = ("whereabouts.cni.cncf.io", "v1alpha1", "ippools")

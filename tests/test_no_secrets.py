@@ -29,11 +29,11 @@ import yaml
 from click.testing import CliRunner, Result
 
 from cidrx.cli import cli
-from tests import gke_world
-from tests import whereabouts_cases as wc
-from tests.fakes.gcp_server import FakeGcp
-from tests.fakes.kube_server import FakeKubeServer
-from tests.test_cli import seed_cluster
+from tests.support import gke_world
+from tests.support import whereabouts_cases as wc
+from tests.support.fakes.gcp_server import FakeGcp
+from tests.support.fakes.kube_server import FakeKubeServer
+from tests.support.kube_objects import seed_cluster
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -56,8 +56,6 @@ SECRETS = (
     KUBE_EXEC_TOKEN,
 )
 DIAGNOSE_FORMATS = ("json", "markdown", "prometheus")
-
-gcp = gke_world.gcp
 
 
 def needles() -> list[str]:
@@ -213,23 +211,15 @@ def process(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture
 def moto_server(secret_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     import boto3
-    from moto.server import ThreadedMotoServer
 
-    from tests.eks_world import build_incident, fake_aws_env
+    from tests.support.eks_world import build_incident, fake_aws_env, moto_server
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
-    try:
+    with moto_server() as url:
         fake_aws_env(monkeypatch, AWS_ENDPOINT_URL=url, AWS_SECRET_ACCESS_KEY=AWS_SECRET)
         monkeypatch.setenv("AWS_SESSION_TOKEN", AWS_SESSION)  # fake_aws_env clears it
         session = boto3.Session(region_name="ap-southeast-2")
         world = build_incident(session.client("ec2"), session.client("eks"), cluster="demo-ip")
         yield world
-    finally:
-        server.stop()
 
 
 def test_eks_outputs_hold_no_secrets(

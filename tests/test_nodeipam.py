@@ -33,7 +33,7 @@ from cidrx.model.findings import Severity
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target
 from cidrx.providers.k8s import provider as k8s
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support.fakes.kube_server import FakeKubeServer
 
 KCM_POD = "kube-controller-manager-cp-1"
 CIDR_MESSAGE = "Node worker-9 status is now: CIDRNotAvailable"

@@ -13,7 +13,6 @@ own process, where enforcement stays off.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
 import socket
@@ -34,11 +33,14 @@ from cidrx.kube.collect import collect_with
 from cidrx.model.plan import Plan
 from cidrx.model.snapshot import load_snapshot
 from cidrx.permissions import allows, allows_path, collect_kube_grants
-from tests import eks_cases, gke_cases
-from tests.eks_cluster import shared_botocore_loader
-from tests.eks_world import REGION, build_incident, fake_aws_env
-from tests.fakes.kube_server import FakeKubeServer
-from tests.test_kube_collect import seed_eks_cluster
+from tests.support import eks_cases, gke_cases
+from tests.support.cli import run as cli_run
+from tests.support.eks_world import REGION, build_incident, fake_aws_env, moto_server
+from tests.support.fakes.kube_server import FakeKubeServer
+from tests.support.kube_objects import seed_eks_cluster
+from tests.support.permissions import iam_actions, printed, request_to_rbac
+
+pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PACKAGE = Path(__file__).resolve().parent.parent / "cidrx"
@@ -54,22 +56,7 @@ PLAN_KINDS = {
 
 
 def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, ["permissions", *args])
-
-
-def printed(provider: str, purpose: str = "all") -> dict[str, Any]:
-    result = run(f"--{provider}", "--for", purpose, "-o", "json")
-    assert result.exit_code == 0, result.output
-    doc: dict[str, Any] = json.loads(result.stdout)
-    return doc
-
-
-def iam_actions(policy: dict[str, Any]) -> set[str]:
-    out: set[str] = set()
-    for st in policy["Statement"]:
-        actions = st["Action"]
-        out |= {actions} if isinstance(actions, str) else set(actions)
-    return out
+    return cli_run("permissions", *args)
 
 
 # -- shapes ---------------------------------------------------------------------------------------------
@@ -337,24 +324,6 @@ def _name(resource: str) -> str | None:
 # -- coverage: every Kubernetes call the collector makes -------------------------------------------------
 
 
-def request_to_rbac(server: FakeKubeServer, method: str, path: str) -> tuple[str, str, str, str | None] | None:
-    """(verb, group, resource, name) of a request path the way the API server's authorizer sees it; None for
-    a non-resource path."""
-    parts = path.strip("/").split("/")
-    if parts[0] == "api":
-        group, rest = "", parts[2:]
-    elif parts[0] == "apis" and len(parts) >= 3:
-        group, rest = parts[1], parts[3:]
-    else:
-        return None
-    if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) > 2:
-        rest = rest[2:]
-    resource, name = rest[0], (rest[1] if len(rest) > 1 else None)
-    verb = {"GET": "get" if name else "list", "POST": "create", "PUT": "update", "PATCH": "patch"}.get(method, "delete")
-    assert server.plural_of(path) == resource
-    return verb, group, resource, name
-
-
 @pytest.mark.parametrize("provider", ["eks", "gke", "k8s"])
 def test_cluster_role_allows_every_call_of_a_collect_run(
     provider: str, kube_server: FakeKubeServer, kubeconfig_path: Path
@@ -387,12 +356,6 @@ def test_cluster_role_allows_every_call_of_a_collect_run(
 # -- moto IAM enforcement --------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _fast_sessions() -> Iterator[None]:
-    with shared_botocore_loader():
-        yield
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -403,14 +366,7 @@ def _free_port() -> int:
 def two_motos() -> Iterator[tuple[str, str]]:
     """(enforcing moto in this process, non-enforcing moto in a child process for EKS)."""
     import requests
-    from moto.server import ThreadedMotoServer
 
-    werkzeug = logging.getLogger("werkzeug")
-    level = werkzeug.level
-    werkzeug.setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
     eks_port = _free_port()
     child = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(eks_port)],
@@ -428,12 +384,11 @@ def two_motos() -> Iterator[tuple[str, str]]:
                 if time.monotonic() > deadline or child.poll() is not None:
                     raise
                 time.sleep(0.05)  # waiting for a child process to listen, not for a cloud state
-        yield f"http://{host}:{port}", eks_url
+        with moto_server() as url:
+            yield url, eks_url
     finally:
         child.terminate()
         child.wait(timeout=10)
-        server.stop()
-        werkzeug.setLevel(level)
 
 
 @pytest.fixture

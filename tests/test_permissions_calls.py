@@ -26,22 +26,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from cidrx.cli import cli
 from cidrx.permissions import allows, allows_path
 from cidrx.providers.eks.api import FLEET_PERMISSIONS as EKS_FLEET
 from cidrx.providers.gke.api import FLEET_PERMISSIONS as GKE_FLEET
-from tests import calico_cases
-from tests import gke_world as gw
-from tests import whereabouts_cases as wc
-from tests.eks_cluster import build_prefix_world, incident_server, shared_botocore_loader
-from tests.eks_world import REGION, World, build_incident, fake_aws_env
-from tests.fakes.gcp_server import FakeGcp
-from tests.fakes.kube_server import FakeKubeServer
-from tests.test_permissions import iam_actions, printed, request_to_rbac
+from tests.support import calico_cases
+from tests.support import gke_world as gw
+from tests.support import whereabouts_cases as wc
+from tests.support.cli import run as cli_run
+from tests.support.eks_cluster import build_prefix_world
+from tests.support.eks_estate import eks_estate
+from tests.support.eks_world import REGION, World, build_incident
+from tests.support.fakes.gcp_server import FakeGcp
+from tests.support.fakes.kube_server import FakeKubeServer
+from tests.support.permissions import iam_actions, printed, request_to_rbac
 
-gcp = gw.gcp
+pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
+
 CLUSTER = "demo"
 
 # --- AWS: botocore operation -> IAM action -------------------------------------------------------------
@@ -178,15 +180,9 @@ def assert_declarations_used(plan_path: Path, cloud: set[str], kube: set[Rbac]) 
 
 
 def run(*args: str) -> Result:
-    result = CliRunner().invoke(cli, list(args))
+    result = cli_run(*args)
     assert "Traceback" not in result.output, result.output
     return result
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _fast_sessions() -> Iterator[None]:
-    with shared_botocore_loader():
-        yield
 
 
 # ========================================================================================================
@@ -203,37 +199,12 @@ class Eks:
 
 
 @contextlib.contextmanager
-def eks_estate(builder: Callable[..., World], tmp: Path, mp: pytest.MonkeyPatch, *, addon: bool) -> Iterator[Eks]:
-    import boto3
-    import botocore.handlers
-    from moto import mock_aws
-
-    from tests.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
-
-    fake_aws_env(mp)
-    for name in list(os.environ):
-        if name.startswith("CIDRX_") or name == "KUBECONFIG":
-            mp.delenv(name)
+def eks_env(builder: Callable[..., World], tmp: Path, mp: pytest.MonkeyPatch, *, addon: bool) -> Iterator[Eks]:
     aws = AwsCalls()
-    handlers: list[Any] = [("before-parameter-build", aws)]
-    addons = FakeEksAddons(region=REGION)
-    if addon:
-        builtin = BuiltinHandlers()
-        addons.install(builtin)
-        handlers += builtin.specs
-    mp.setattr(botocore.handlers, "BUILTIN_HANDLERS", [*botocore.handlers.BUILTIN_HANDLERS, *handlers])
-    with mock_aws():
-        session = boto3.Session(region_name=REGION)
-        world = builder(session.client("ec2"), session.client("eks"), region=REGION, cluster=CLUSTER)
-        if addon:
-            addons.put_addon(CLUSTER)
-        server, _hooks, _controller = incident_server(world)
-        try:
-            aws.actions.clear()
-            yield Eks(world, server, str(server.kubeconfig(tmp / "kubeconfig")), aws)
-        finally:
-            server.stop()
-        assert not server.errors, server.errors
+    handlers = [("before-parameter-build", aws)]
+    with eks_estate(tmp, mp, builder=builder, handlers=handlers, addon=addon) as estate:
+        aws.actions.clear()
+        yield Eks(estate.world, estate.kube, estate.kubeconfig, aws)
 
 
 EKS_RUNS = [
@@ -249,7 +220,7 @@ def test_eks_calls_of_diagnose_plan_and_apply_are_granted(
     read = printed("eks", "diagnose")
     write = printed("eks", "apply")
     read_actions, apply_actions = iam_actions(read["iam_policy"]), iam_actions(write["iam_policy"])
-    with eks_estate(builder, tmp_path, monkeypatch, addon=addon) as env:
+    with eks_env(builder, tmp_path, monkeypatch, addon=addon) as env:
         target = ["--eks", "--region", REGION, "--cluster", CLUSTER, "--kubeconfig", env.kubeconfig]
         diagnosed = run("diagnose", *target, "-o", "json", "--fail-on", "never")
         assert diagnosed.exit_code == 0, diagnosed.output

@@ -13,10 +13,10 @@ subnet CIDR reservations, VPC CIDRs, route tables, node groups, ENIConfigs, aws-
 configuration, tags and labels, with ids and timestamps replaced), and the writes of the crashed and the
 resumed run together must be exactly those of the uninterrupted one: nothing done twice.
 
-Worlds: the GKE incident in the loopback GCP fake (tests/gke_world.py, --no-kube); the EKS incident in moto
+Worlds: the GKE incident in the loopback GCP fake (tests/support/gke_world.py, --no-kube); the EKS incident in moto
 (`mock_aws`, ids seeded so every world built here has the same ones and one plan fits them all) with its
-cluster in the fake Kubernetes API server (tests/eks_cluster.py), and the EKS add-on operations moto lacks
-answered by tests/fakes/eks_addons.py. Waits never sleep: the crashed runs use a fake clock, and the CLI
+cluster in the fake Kubernetes API server (tests/support/eks_cluster.py), and the EKS add-on operations moto lacks
+answered by tests/support/fakes/eks_addons.py. Waits never sleep: the crashed runs use a fake clock, and the CLI
 runs' waits are satisfied at the first probe.
 """
 
@@ -35,26 +35,25 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cidrx import dispatch
-from cidrx.cli import boundary, cli
-from cidrx.engine.apply import run_plan
-from cidrx.engine.executor import Executor, Outputs, StepContext
+from cidrx.cli import cli
+from cidrx.engine.executor import Executor, Outputs
 from cidrx.engine.journal import Journal, journal_path
-from cidrx.engine.waiting import Waiter
 from cidrx.model.plan import Plan, load_plan, save_plan
-from cidrx.render.progress import NullProgress
-from tests import gke_world as gw
-from tests.eks_cluster import build_prefix_world, incident_server, inventory, shared_botocore_loader
-from tests.eks_world import REGION, AwsCalls, World, build_incident, fake_aws_env
-from tests.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
-from tests.fakes.gcp_server import FakeGcp
-from tests.test_eks_resume import CrashAfterAct
+from tests.support import gke_world as gw
+from tests.support.eks_cluster import build_prefix_world, inventory
+from tests.support.eks_estate import ADDON_BEFORE, eks_estate
+from tests.support.eks_world import REGION, AwsCalls, World, build_incident
+from tests.support.engine import CrashAfterAct, FakeClock, apply_in_boundary
+from tests.support.fakes.eks_addons import FakeEksAddons
+from tests.support.fakes.gcp_server import FakeGcp
+
+pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
 
 JSON = dict[str, Any]
 CLUSTER = "demo"
 WORLD_SEED = 2023_11_04
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
 # What the vpc-cni add-on was configured with before cidrx: the add-on step must keep all of it.
-ADDON_BEFORE: JSON = {"env": {"WARM_IP_TARGET": "5"}, "init": {"env": {"DISABLE_TCP_EARLY_DEMUX": "true"}}}
 
 
 @dataclass(frozen=True)
@@ -86,22 +85,6 @@ KINDS = {
 
 
 # --- clocks, recorders ---------------------------------------------------------------------------------
-
-
-@dataclass
-class Clock:
-    """Monotonic time that only moves when the waiter sleeps; a sleep also lets the cloud move on (GCP
-    operations finish), as real time would."""
-
-    on_sleep: Callable[[], object] = lambda: None
-    now: float = 0.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-        self.on_sleep()
 
 
 # --- normalised inventories ------------------------------------------------------------------------------
@@ -151,7 +134,7 @@ def gke_inventory(fake: FakeGcp, plan_id: str) -> JSON:
 
 
 def eks_inventory(env: Env, plan_id: str) -> JSON:
-    """tests/eks_cluster.py's inventory, plus every subnet's CIDR reservations and the vpc-cni add-on."""
+    """tests/support/eks_cluster.py's inventory, plus every subnet's CIDR reservations and the vpc-cni add-on."""
     assert env.world is not None and env.kube is not None
     ec2, eks = env.session.client("ec2"), env.session.client("eks")
     inv = inventory(ec2, eks, env.kube, env.world, plan_id=plan_id)
@@ -226,9 +209,9 @@ class Env:
         with KubeApi(self.kubeconfig, None) as kube:
             yield EksApis(eks=EksApi(REGION), kube=kube)
 
-    def clock(self) -> Clock:
+    def clock(self) -> FakeClock:
         gcp = self.gcp
-        return Clock(on_sleep=gcp.finish_operations) if gcp is not None else Clock()
+        return FakeClock(on_sleep=gcp.finish_operations) if gcp is not None else FakeClock()
 
     def settle(self) -> None:
         """What time does after a crash: an operation the dead run started (a GCP operation, an EKS add-on
@@ -275,61 +258,26 @@ def _clean_env(mp: pytest.MonkeyPatch) -> None:
 @contextlib.contextmanager
 def gke_env(kind: Kind, tmp: Path, mp: pytest.MonkeyPatch) -> Iterator[Env]:
     _clean_env(mp)
-    with FakeGcp() as fake:
-        gw.build_incident(fake)
-        for key, value in gw.gcp_env(fake).items():
-            mp.setenv(key, value)
+    with gw.gke_estate(mp) as fake:  # fails on any request or answer outside Google's discovery documents
         yield Env(kind, tmp, gcp=fake)
-    fake.check()  # no request or answer outside Google's discovery documents
 
 
 @contextlib.contextmanager
 def eks_env(kind: Kind, tmp: Path, mp: pytest.MonkeyPatch) -> Iterator[Env]:
-    import boto3
-    import botocore.handlers
-    from moto import mock_aws
-    from moto.moto_api._internal import mock_random
-
-    fake_aws_env(mp)
-    _clean_env(mp)
     env = Env(kind, tmp)
-    handlers: list[Any] = [("before-call", env.aws)]
-    if kind.addon:
-        env.addons = FakeEksAddons(region=REGION)
-        builtin = BuiltinHandlers()
-        env.addons.install(builtin)
-        handlers += builtin.specs
-    mp.setattr(botocore.handlers, "BUILTIN_HANDLERS", [*botocore.handlers.BUILTIN_HANDLERS, *handlers])
-    mock_random.seed(WORLD_SEED)
-    try:
-        with mock_aws():
-            env.session = boto3.Session(region_name=REGION)
-            builder = build_prefix_world if kind.prefix_world else build_incident
-            env.world = builder(env.session.client("ec2"), env.session.client("eks"), region=REGION, cluster=CLUSTER)
-            if env.addons is not None:
-                env.addons.put_addon(CLUSTER, configuration_values=json.dumps(ADDON_BEFORE))
-            server, _hooks, _controller = incident_server(env.world)
-            env.kube = server
-            env.kubeconfig = str(server.kubeconfig(tmp / "kubeconfig"))
-            try:
-                env.reset_logs()
-                yield env
-            finally:
-                server.stop()
-            if server.errors:
-                raise server.errors[0]
-    finally:
-        mock_random.seed()  # back to unpredictable ids for whatever runs next
+    builder = build_prefix_world if kind.prefix_world else build_incident
+    handlers = [("before-call", env.aws)]
+    with eks_estate(
+        tmp, mp, builder=builder, handlers=handlers, addon=kind.addon, addon_config=ADDON_BEFORE, seed=WORLD_SEED
+    ) as estate:
+        env.session, env.world, env.kube, env.addons = estate.session, estate.world, estate.kube, estate.addons
+        env.kubeconfig = estate.kubeconfig
+        env.reset_logs()
+        yield env
 
 
 def fresh(kind: Kind, tmp: Path, mp: pytest.MonkeyPatch) -> contextlib.AbstractContextManager[Env]:
     return gke_env(kind, tmp, mp) if kind.cloud == "gke" else eks_env(kind, tmp, mp)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _fast_sessions() -> Iterator[None]:
-    with shared_botocore_loader():
-        yield
 
 
 # --- the reference: an uninterrupted apply ---------------------------------------------------------------
@@ -429,18 +377,7 @@ def crash_after_step(env: Env, plan: Plan, path: Path, step_id: str) -> None:
     crashing: dict[str, Executor] = {a: CrashAfterAct(ex, step_id, acted) for a, ex in real.items()}
     clock = env.clock()
 
-    def apply() -> None:
-        with env.engine_apis() as apis:
-            ctx = StepContext(
-                plan=plan,
-                apis=apis,
-                waiter=Waiter(sleep=clock.sleep, monotonic=clock.monotonic),
-                progress=NullProgress(),
-            )
-            with boundary.applying():
-                run_plan(plan, crashing, ctx, Journal.open(path, plan))
-
-    assert boundary.run(apply) == 5
+    assert apply_in_boundary(plan, path, crashing, env.engine_apis, clock) == 5
     assert step_id in acted
     events = [(e.event, e.error) for e in Journal.open(path, plan).events if e.step == step_id]
     assert events == [("started", None), ("failed", "interrupted")]

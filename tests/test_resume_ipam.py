@@ -44,9 +44,9 @@ from cidrx.kube import ipam
 from cidrx.kube.api import KubeApi
 from cidrx.model.plan import Plan, Step, load_plan, save_plan
 from cidrx.render.progress import NullProgress
-from tests import calico_cases
-from tests import whereabouts_cases as wc
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support import calico_cases
+from tests.support import whereabouts_cases as wc
+from tests.support.fakes.kube_server import FakeKubeServer
 
 JSON = dict[str, Any]
 CREATED = "2024-12-09T03:45:00Z"

@@ -13,26 +13,12 @@ import pytest
 from cidrx.engine import retry
 from cidrx.engine.retry import Retryable, RetryPolicy, call_with_retry, gave_up_note, parse_retry_after
 from cidrx.errors import InvalidInput
-
-
-class Clock:
-    """A fake monotonic clock that the patched sleep advances."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.slept: list[float] = []
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-
-    def monotonic(self) -> float:
-        return self.now
+from tests.support.engine import FakeClock
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    c = Clock()
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    c = FakeClock()
     monkeypatch.setattr(retry, "sleep", c.sleep)
     monkeypatch.setattr(retry, "monotonic", c.monotonic)
     return c
@@ -62,13 +48,13 @@ def classify(exc: BaseException) -> Retryable | None:
     return Retryable(exc.hint) if isinstance(exc, Transient) else None
 
 
-def test_transient_failures_are_retried_with_full_jitter_backoff(clock: Clock) -> None:
+def test_transient_failures_are_retried_with_full_jitter_backoff(clock: FakeClock) -> None:
     fn = Flaky(Transient(), Transient(), Transient())
     policy = RetryPolicy(max_attempts=6, base_delay=1.0, max_delay=3.0)
     assert call_with_retry(fn, classify, policy) == "ok"
     assert fn.calls == 4
     caps = [1.0, 2.0, 3.0]  # base × 2^(n−1), capped by max_delay
-    assert len(clock.slept) == 3 and all(0 <= s <= cap for s, cap in zip(clock.slept, caps, strict=True))
+    assert len(clock.sleeps) == 3 and all(0 <= s <= cap for s, cap in zip(clock.sleeps, caps, strict=True))
 
 
 def test_backoff_is_uniform_up_to_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -77,35 +63,35 @@ def test_backoff_is_uniform_up_to_the_cap(monkeypatch: pytest.MonkeyPatch) -> No
     assert [policy.backoff(n) for n in range(1, 9)] == [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 20.0, 20.0]
 
 
-def test_permanent_errors_are_raised_at_once(clock: Clock) -> None:
+def test_permanent_errors_are_raised_at_once(clock: FakeClock) -> None:
     fn = Flaky(ValueError("denied"))
     with pytest.raises(ValueError, match="denied") as caught:
         call_with_retry(fn, classify, RetryPolicy())
-    assert fn.calls == 1 and clock.slept == []
+    assert fn.calls == 1 and clock.sleeps == []
     assert gave_up_note(caught.value) == ""
 
 
-def test_attempts_are_bounded_and_the_error_says_so(clock: Clock) -> None:
+def test_attempts_are_bounded_and_the_error_says_so(clock: FakeClock) -> None:
     fn = Flaky(*[Transient() for _ in range(10)])
     with pytest.raises(Transient) as caught:
         call_with_retry(fn, classify, RetryPolicy(max_attempts=4))
-    assert fn.calls == 4 and len(clock.slept) == 3
+    assert fn.calls == 4 and len(clock.sleeps) == 3
     assert gave_up_note(caught.value).startswith(" (gave up after 4 attempts over ")
 
 
-def test_the_total_budget_stops_retries_before_a_sleep_would_pass_it(clock: Clock) -> None:
+def test_the_total_budget_stops_retries_before_a_sleep_would_pass_it(clock: FakeClock) -> None:
     fn = Flaky(*[Transient(hint=25.0) for _ in range(10)])
     with pytest.raises(Transient) as caught:
         call_with_retry(fn, classify, RetryPolicy(max_attempts=10, budget=60.0))
-    assert clock.slept == [25.0, 25.0]  # a third sleep would end at 75 s > 60 s
+    assert clock.sleeps == [25.0, 25.0]  # a third sleep would end at 75 s > 60 s
     assert fn.calls == 3
     assert gave_up_note(caught.value) == " (gave up after 3 attempts over 50.0 s)"
 
 
-def test_retry_after_is_used_as_given(clock: Clock) -> None:
+def test_retry_after_is_used_as_given(clock: FakeClock) -> None:
     fn = Flaky(Transient(hint=7.0), Transient(hint=0.0))
     assert call_with_retry(fn, classify, RetryPolicy(max_delay=1.0)) == "ok"
-    assert clock.slept == [7.0, 0.0]
+    assert clock.sleeps == [7.0, 0.0]
 
 
 def test_parse_retry_after(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -131,7 +117,7 @@ def test_env_tunes_the_default_policy(monkeypatch: pytest.MonkeyPatch) -> None:
         assert caught.value.exit_code == 2
 
 
-def test_keyboard_interrupt_is_never_retried(clock: Clock) -> None:
+def test_keyboard_interrupt_is_never_retried(clock: FakeClock) -> None:
     fn = Flaky(KeyboardInterrupt())
     with pytest.raises(KeyboardInterrupt):
         call_with_retry(fn, lambda exc: Retryable(), RetryPolicy())
@@ -217,7 +203,7 @@ def _google_error(status: int, headers: dict[str, str]) -> Exception:
     return error
 
 
-def test_gcp_retry_after_is_slept_as_given(clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gcp_retry_after_is_slept_as_given(clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
     from google.api_core import exceptions as gx
 
     from cidrx.providers.gke.api import classify as gcp
@@ -228,13 +214,13 @@ def test_gcp_retry_after_is_slept_as_given(clock: Clock, monkeypatch: pytest.Mon
     assert isinstance(throttled, gx.TooManyRequests) and isinstance(dated, gx.ServiceUnavailable)
     read = Flaky(throttled, dated)
     assert call_with_retry(read, lambda exc: gcp(exc, write=False), RetryPolicy(max_delay=1.0)) == "ok"
-    assert clock.slept == [4.0, 30.0] and read.calls == 3
+    assert clock.sleeps == [4.0, 30.0] and read.calls == 3
 
     # A write: the 429 is retried after its Retry-After; the 503 is not (the write may have happened).
     write = Flaky(_google_error(429, {"Retry-After": "2"}), _google_error(503, {"Retry-After": "1"}))
     with pytest.raises(gx.ServiceUnavailable):
         call_with_retry(write, lambda exc: gcp(exc, write=True), RetryPolicy(max_delay=1.0))
-    assert clock.slept == [4.0, 30.0, 2.0] and write.calls == 2
+    assert clock.sleeps == [4.0, 30.0, 2.0] and write.calls == 2
 
 
 def test_kube_classifier() -> None:

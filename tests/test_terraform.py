@@ -15,17 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from cidrx import dispatch
-from cidrx.cli import cli
 from cidrx.engine.journal import Journal
 from cidrx.errors import InvalidInput
 from cidrx.model.plan import DIGEST_TAG, Plan, save_plan, seal
 from cidrx.model.snapshot import Snapshot, load_snapshot
 from cidrx.render.terraform import extract_snippets, quote, render_terraform
-from tests import eks_cases
-from tests.terraform_check import (
+from tests.support import eks_cases
+from tests.support.cli import run
+from tests.support.terraform_check import (
     HCL2_REASON,
     TERRAFORM,
     fmt_check,
@@ -314,10 +313,6 @@ def test_strings_are_escaped() -> None:
 
 
 # --- CLI -------------------------------------------------------------------------------------------------
-
-
-def run(*args: str) -> Any:
-    return CliRunner().invoke(cli, list(args))
 
 
 def test_cli_writes_the_plan_and_the_tf_beside_it(tmp_path: Path) -> None:

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from cidrx.cli import cli
-from tests.eks_world import AwsCalls, fake_aws_env, moto_incident
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support.cli import run
+from tests.support.eks_world import AwsCalls, fake_aws_env, moto_incident
+from tests.support.fakes.kube_server import FakeKubeServer
 
 REPO = Path(__file__).resolve().parent.parent
 EKS_EX = str(REPO / "examples" / "eks-demo-ip.snapshot.json")
@@ -36,10 +36,6 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
         if name.startswith("CIDRX_") or name == "KUBECONFIG":
             monkeypatch.delenv(name)
     monkeypatch.setenv("CIDRX_RETRY_MAX_ATTEMPTS", "2")
-
-
-def run(*args: str, env: dict[str, str | None] | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), env=env)
 
 
 def error_line(result: Result) -> str:
@@ -137,7 +133,7 @@ def test_eks_apply_with_an_unreachable_cloud_is_6_and_writes_nothing(
 
 
 def test_reclaim_apply_against_an_unreachable_cluster_says_cannot_reach_not_stale(tmp_path: Path) -> None:
-    from tests import whereabouts_cases as wc
+    from tests.support import whereabouts_cases as wc
 
     path = tmp_path / "reclaim.json"
     with FakeKubeServer() as server:
@@ -435,7 +431,7 @@ def test_a_closed_pipe_ends_quietly() -> None:
 def test_k8s_target_is_named_after_the_real_current_context(
     kube_server: FakeKubeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests import whereabouts_cases as wc
+    from tests.support import whereabouts_cases as wc
 
     kube_server.put_many(wc.crashed_node_objects())
     kubeconfig = str(kube_server.kubeconfig(tmp_path / "kubeconfig", context="staging-eu"))
@@ -633,7 +629,7 @@ def test_a_snapshot_plan_suggested_by_diagnose_is_a_command_that_works(tmp_path:
 
 def test_no_advice_to_free_empty_blocks_of_a_node_that_has_none() -> None:
     from cidrx.ipam.calico.analyze import analyze_calico
-    from tests import calico_cases
+    from tests.support import calico_cases
 
     world = calico_cases.incident()
     _, findings = analyze_calico(world.calico(), world.pod_states(), world.kube_nodes())

@@ -15,7 +15,7 @@ from cidrx.ipam.whereabouts.plan import DELETE_RESERVATION, RELEASE, check_drift
 from cidrx.ipam.whereabouts.steps import pointer_token
 from cidrx.model.findings import Capacity, Finding, Severity
 from cidrx.model.snapshot import load_snapshot
-from tests import whereabouts_cases as wc
+from tests.support import whereabouts_cases as wc
 
 NOW = "2024-12-09T03:45:00Z"
 

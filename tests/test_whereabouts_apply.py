@@ -26,8 +26,8 @@ from cidrx.kube.model import KubeSection
 from cidrx.model.plan import Plan, load_plan, save_plan
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.render.progress import NullProgress
-from tests import whereabouts_cases as wc
-from tests.fakes.kube_server import FakeKubeServer, RequestRecord
+from tests.support import whereabouts_cases as wc
+from tests.support.fakes.kube_server import FakeKubeServer, RequestRecord
 
 NOW = "2024-12-09T03:45:00Z"
 POOL_KEY = (GROUP, VERSION, POOLS, wc.POOL, wc.POOL_NS)

@@ -33,8 +33,8 @@ from cidrx.kube.model import KubeSection
 from cidrx.model.plan import Plan, save_plan
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.render.progress import NullProgress
-from tests import whereabouts_cases as wc
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support import whereabouts_cases as wc
+from tests.support.fakes.kube_server import FakeKubeServer
 
 JSON = dict[str, Any]
 NETWORKS = ("", "blue", "net-a")

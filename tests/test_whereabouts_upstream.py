@@ -9,9 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 
-from cidrx.cli import cli
 from cidrx.ipam.whereabouts.analyze import analyze_whereabouts
 from cidrx.ipam.whereabouts.model import (
     OverlappingReservation,
@@ -23,18 +21,15 @@ from cidrx.ipam.whereabouts.model import (
 from cidrx.ipam.whereabouts.plan import DELETE_RESERVATION, RELEASE, make_reclaim_plan
 from cidrx.model.plan import load_plan
 from cidrx.model.snapshot import load_snapshot
-from tests import whereabouts_cases as wc
-from tests import whereabouts_upstream_cases as uc
-from tests.fakes.crd_schemas import SCHEMAS
-from tests.fakes.crd_schemas.structural import problems
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support import whereabouts_cases as wc
+from tests.support import whereabouts_upstream_cases as uc
+from tests.support.cli import run
+from tests.support.fakes.crd_schemas import SCHEMAS
+from tests.support.fakes.crd_schemas.structural import problems
+from tests.support.fakes.kube_server import FakeKubeServer
 
 GROUP, VERSION = "whereabouts.cni.cncf.io", "v1alpha1"
 NOW = "2024-12-09T03:45:00Z"
-
-
-def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args))
 
 
 # ---- names exactly as upstream -----------------------------------------------------------------------

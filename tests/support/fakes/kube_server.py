@@ -40,22 +40,20 @@ import bisect
 import json
 import re
 import secrets
-import threading
 import time
 import uuid
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
 from typing import Any, NamedTuple, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
-from tests.fakes import crd_schemas, wire
-from tests.fakes.crd_schemas import structural
-from tests.fakes.crd_schemas.structural import Schema
+from tests.support.fakes import crd_schemas
+from tests.support.fakes.crd_schemas import structural
+from tests.support.fakes.crd_schemas.structural import Schema
+from tests.support.fakes.loopback import Fault, LoopbackServer
 
 JSON = dict[str, Any]
 T = TypeVar("T")
@@ -741,26 +739,6 @@ class RequestRecord(NamedTuple):
     query: dict[str, str]
 
 
-@dataclass
-class Fault:
-    """A pending injected failure (see ``FakeKubeServer.inject`` and ``inject_reset``)."""
-
-    status: int
-    method: str | None = None
-    path_contains: str | None = None
-    times: int | None = 1  # None: until cleared
-    retry_after: int | None = None
-    reason: str | None = None
-    message: str | None = None
-    hits: int = 0
-    reset: str | None = None  # one of RESET_MODES: the connection is dropped instead of answered
-
-    def matches(self, method: str, path: str) -> bool:
-        if self.method is not None and self.method.upper() != method:
-            return False
-        return self.path_contains is None or self.path_contains in path
-
-
 class Response(NamedTuple):
     status: int
     body: bytes
@@ -779,26 +757,27 @@ Keys = list[ObjKey]
 Records = list[RequestRecord]
 
 
-class FakeKubeServer:
+class FakeKubeServer(LoopbackServer):
     """Fake Kubernetes API server.  Use as a context manager, or call ``start()``/``stop()``."""
+
+    label = "fake Kubernetes API server"
+    thread_name = "fake-kube"
+    server_version = "cidrx-fake-kube/1"
+    content_type = "application/json"  # exactly this, or lightkube won't raise ApiError
 
     def __init__(self, *, crds: bool | Collection[str] = True, host: str = "127.0.0.1") -> None:
         """``crds``: True registers every default CRD group, False none, or a collection of group names."""
-        self._lock = threading.RLock()
+        super().__init__(host=host)
         self._rv = 0
         self._types: dict[TypeKey, ResourceType] = {}
         self._by_kind: dict[tuple[str, str], ResourceType] = {}  # (apiVersion, kind)
         self._store: dict[TypeKey, dict[ObjKey, JSON]] = {}
         self._sorted: dict[TypeKey, list[ObjKey]] = {}
-        self._faults: list[Fault] = []
         self.request_log: Records = []
         self.on_request: Callable[[RequestRecord], None] | None = None
         self.errors: list[Exception] = []  # unexpected exceptions while serving (fake or hook bugs)
-        # Schemas every write of a custom resource is checked against (see tests/fakes/crd_schemas).
+        # Schemas every write of a custom resource is checked against (see tests/support/fakes/crd_schemas).
         self.write_schemas: dict[TypeKey, Schema] = dict(crd_schemas.SCHEMAS)
-        self._host = host
-        self._httpd: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
         for rtype in BUILTIN_TYPES:
             self.register_type(rtype)
         wanted = CRD_GROUPS if crds is True else frozenset() if crds is False else frozenset(crds)
@@ -809,48 +788,8 @@ class FakeKubeServer:
             if crds is not True and rtype.group in wanted:
                 self.register_type(rtype)
 
-    # ---- lifecycle ------------------------------------------------------------------------------
-
-    def start(self, port: int = 0) -> FakeKubeServer:
-        """Serve on `port` (0: a free one). A stopped server can start again on its old port, keeping its
-        objects: an API server that went away and came back."""
-        if self._httpd is not None:
-            return self
-        httpd = _HTTPServer((self._host, port), _Handler)
-        httpd.fake = self
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-kube", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is None:
-            return
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._httpd, self._thread = None, None
-
-    def __enter__(self) -> FakeKubeServer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        if self._httpd is None:
-            raise RuntimeError("the fake Kubernetes API server is not started")
-        return int(self._httpd.server_address[1])
-
-    @property
-    def url(self) -> str:
-        return f"http://{self._host}:{self.port}"
+    def answer(self, method: str, path: str, content_type: str, body: bytes) -> Response:
+        return self.handle(method, path, content_type, body)
 
     @property
     def resource_version(self) -> str:
@@ -1105,45 +1044,7 @@ class FakeKubeServer:
         The response is a ``kind: Status`` body; ``retry_after`` adds a ``Retry-After`` header and
         ``details.retryAfterSeconds``.
         """
-        fault = Fault(status, method, path_contains, times, retry_after, reason, message)
-        with self._lock:
-            self._faults.append(fault)
-        return fault
-
-    def inject_reset(
-        self,
-        mode: str = "close",
-        *,
-        method: str | None = None,
-        path_contains: str | None = None,
-        times: int | None = 1,
-    ) -> Fault:
-        """Make the next ``times`` matching requests lose their connection (``mode``: see RESET_MODES).
-
-        "close" and "rst" drop the request unanswered and undone; "partial" does it and cuts its answer
-        off halfway (so a write with a partial answer has happened).
-        """
-        wire.check_reset_mode(mode)
-        fault = Fault(0, method, path_contains, times, reset=mode)
-        with self._lock:
-            self._faults.append(fault)
-        return fault
-
-    def clear_faults(self) -> None:
-        with self._lock:
-            self._faults.clear()
-
-    def _take_fault(self, method: str, path: str) -> Fault | None:
-        with self._lock:
-            for fault in self._faults:
-                if fault.matches(method, path):
-                    fault.hits += 1
-                    if fault.times is not None:
-                        fault.times -= 1
-                        if fault.times <= 0:
-                            self._faults.remove(fault)
-                    return fault
-        return None
+        return self._add_fault(Fault(status, method, path_contains, times, retry_after, reason, message))
 
     # ---- storage internals (call with the lock held) --------------------------------------------
 
@@ -1657,46 +1558,3 @@ def api_groups(types: Iterable[ResourceType]) -> list[JSON]:
         entries = [{"groupVersion": f"{name}/{v}", "version": v} for v in vers]
         groups.append({"name": name, "versions": entries, "preferredVersion": entries[0]})
     return groups
-
-
-# --------------------------------------------------------------------------------------------------
-# HTTP plumbing
-# --------------------------------------------------------------------------------------------------
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    fake: FakeKubeServer
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive: the client pages through 120 lists on one connection
-    disable_nagle_algorithm = True  # headers and body are two writes; avoid the 40 ms delayed-ACK stall
-    server_version = "cidrx-fake-kube/1"
-
-    def do_GET(self) -> None:
-        self._serve("GET")
-
-    def do_POST(self) -> None:
-        self._serve("POST")
-
-    def do_PUT(self) -> None:
-        self._serve("PUT")
-
-    def do_PATCH(self) -> None:
-        self._serve("PATCH")
-
-    def do_DELETE(self) -> None:
-        self._serve("DELETE")
-
-    def _serve(self, method: str) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        assert isinstance(self.server, _HTTPServer)
-        fake = self.server.fake
-        resp = fake.handle(method, self.path, self.headers.get("Content-Type", ""), body)
-        # Content-Type exactly "application/json", or lightkube won't raise ApiError.
-        wire.send(self, resp.status, "application/json", resp.body, resp.headers, resp.reset)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silence the per-request stderr log (tests read ``FakeKubeServer.request_log`` instead)."""

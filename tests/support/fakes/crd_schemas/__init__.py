@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tests.fakes.crd_schemas.structural import Schema
+from tests.support.fakes.crd_schemas.structural import Schema
 
 SCHEMAS: dict[tuple[str, str, str], Schema] = {}
 
@@ -24,9 +24,9 @@ def _load() -> None:
 
     for name in ("calico", "whereabouts"):
         try:
-            importlib.import_module(f"tests.fakes.crd_schemas.{name}")
+            importlib.import_module(f"tests.support.fakes.crd_schemas.{name}")
         except ModuleNotFoundError as exc:
-            if exc.name != f"tests.fakes.crd_schemas.{name}":
+            if exc.name != f"tests.support.fakes.crd_schemas.{name}":
                 raise
 
 

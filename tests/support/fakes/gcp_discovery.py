@@ -1,6 +1,6 @@
 """Check HTTP requests and responses against Google's own discovery documents (compute v1, container v1).
 
-Why: the loopback GCP fake (tests/fakes/gcp_server.py) is only worth something if what the real
+Why: the loopback GCP fake (tests/support/fakes/gcp_server.py) is only worth something if what the real
 google-cloud clients send to it would also be accepted by Google, and if what it answers is shaped like
 what Google answers.  The REST clients parse responses with ``ignore_unknown_fields=True``, so a fake
 that drifts (a misspelt field, a wrong enum) would otherwise go unnoticed.  google-api-python-client

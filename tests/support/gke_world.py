@@ -12,24 +12,20 @@ control plane's 172.16.0.32/28, a route 10.100.0.0/16 imported over peering ``pe
 and the private-services-access allocation 10.200.0.0/16. Decoys that must *not* count: a subnet of
 another network (``other-vpc``, 10.60.0.0/16) and an external address.
 
-Use:
-
-    from tests import gke_world
-
-    gcp = gke_world.gcp              # fixtures, bound by name in the test module
-    gke_api = gke_world.gke_api      # (or list "tests.gke_world" in pytest_plugins)
+Use the fixtures of conftest_gke.py (registered for every test):
 
     def test_x(gcp: FakeGcp, gke_api: GkeApi) -> None: ...
 
-``gcp`` is a started FakeGcp with the world built, and the CIDRX_* endpoint variables set (so a plain
-``GkeApi(PROJECT, LOCATION)`` and the CLI in-process reach it); it fails the test at teardown on any
-discovery-document violation. For a subprocess, pass ``gcp_env(fake)`` in its environment.
+``gcp`` is ``gke_estate(monkeypatch)``: a started FakeGcp with the world built, and the CIDRX_* endpoint
+variables set (so a plain ``GkeApi(PROJECT, LOCATION)`` and the CLI in-process reach it); it fails the test
+at teardown on any discovery-document violation. For a subprocess, pass ``gcp_env(fake)`` in its environment.
 ``incident_kube()`` is the Kubernetes side of the incident (nodes, Pending pods, autoscaler events) and
 ``incident_snapshot(section)`` the sealed snapshot bundled as examples/gke-demo-ip.snapshot.json.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,9 +34,9 @@ import pytest
 from cidrx.kube.model import KubeEvent, KubeNode, KubePod, KubeSection
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target
-from cidrx.providers.gke.api import ANONYMOUS_ENV, COMPUTE_ENDPOINT_ENV, CONTAINER_ENDPOINT_ENV, GkeApi
+from cidrx.providers.gke.api import ANONYMOUS_ENV, COMPUTE_ENDPOINT_ENV, CONTAINER_ENDPOINT_ENV
 from cidrx.providers.gke.model import GkeSection
-from tests.fakes.gcp_server import FakeGcp
+from tests.support.fakes.gcp_server import FakeGcp
 
 PROJECT = "p1"
 LOCATION = "australia-southeast1"
@@ -196,22 +192,16 @@ def gcp_env(fake: FakeGcp) -> dict[str, str]:
     return {CONTAINER_ENDPOINT_ENV: fake.url, COMPUTE_ENDPOINT_ENV: fake.url, ANONYMOUS_ENV: "1"}
 
 
-@pytest.fixture
-def gcp(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGcp]:
-    """A started FakeGcp holding the incident, with the CIDRX_* variables pointing at it; fails the test
-    at teardown on any discovery-document violation or fake error."""
+@contextlib.contextmanager
+def gke_estate(mp: pytest.MonkeyPatch) -> Iterator[FakeGcp]:
+    """A started FakeGcp holding the incident, with the CIDRX_* variables (through `mp`) pointing at it;
+    fails at exit on any discovery-document violation or fake error."""
     with FakeGcp() as server:
         build_incident(server)
         for key, value in gcp_env(server).items():
-            monkeypatch.setenv(key, value)
+            mp.setenv(key, value)
         yield server
     server.check()
-
-
-@pytest.fixture
-def gke_api(gcp: FakeGcp) -> GkeApi:
-    """A GkeApi for the incident's cluster location, talking to ``gcp``."""
-    return GkeApi(PROJECT, LOCATION)
 
 
 def incident_kube() -> KubeSection:

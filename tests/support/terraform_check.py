@@ -1,7 +1,7 @@
 """Reading emitted HCL back, shared by the Terraform unit tests and the end-to-end scenarios: python-hcl2
 parsing normalised across its versions, the import blocks as {address: id}, and `terraform fmt -check`
 (which needs a terraform binary; tests using it are decorated `needs_terraform` and skip, saying why, without
-it, or fail when CIDRX_REQUIRE_TOOLS requires it: tests/tools_required.py).
+it, or fail when CIDRX_REQUIRE_TOOLS requires it: tests/support/tools_required.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.tools_required import needs_tool
+from tests.support.tools_required import needs_tool
 
 TERRAFORM = shutil.which("terraform")
 needs_terraform = needs_tool("terraform", "for `terraform fmt`")

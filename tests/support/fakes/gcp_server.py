@@ -6,7 +6,7 @@ private-service-access allocations, and fixes pod-range exhaustion by patching a
 maintained fake covers those APIs, and mocking our own functions would test nothing.  This module is a
 stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (port 0) in a daemon thread that speaks the REST paths the
 google-cloud-container and google-cloud-compute clients use, and checks every request and every answer
-against Google's discovery documents (tests/fakes/gcp_discovery.py): a field or enum the real API would
+against Google's discovery documents (tests/support/fakes/gcp_discovery.py): a field or enum the real API would
 reject is a *violation*; the fake answers 400 and keeps it in ``FakeGcp.violations`` so the test fails
 at teardown (``FakeGcp.check()``).
 
@@ -88,18 +88,15 @@ import ipaddress
 import json
 import re
 import secrets
-import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
-from tests.fakes import wire
-from tests.fakes.gcp_discovery import ENUMS_AS_NUMBERS, DiscoveryIndex, Match, Violation, discovery_index
+from tests.support.fakes.gcp_discovery import ENUMS_AS_NUMBERS, DiscoveryIndex, Match, Violation, discovery_index
+from tests.support.fakes.loopback import Fault, LoopbackServer, take_fault
 
 if TYPE_CHECKING:
     from google.api_core.client_options import ClientOptions
@@ -197,25 +194,6 @@ class RequestRecord:
     query: dict[str, str]
     body: Any
     method_id: str | None  # discovery method id, e.g. "compute.subnetworks.patch"
-
-
-@dataclass
-class Fault:
-    """A pending injected response (see ``FakeGcp.inject`` and ``inject_reset``)."""
-
-    status: int
-    method: str | None = None
-    path_contains: str | None = None
-    times: int | None = 1  # None: until cleared
-    body: Any = None
-    hits: int = 0
-    retry_after: int | None = None
-    reset: str | None = None  # one of RESET_MODES: the connection is dropped instead of answered
-
-    def matches(self, method: str, path: str) -> bool:
-        if self.method is not None and self.method.upper() != method:
-            return False
-        return self.path_contains is None or self.path_contains in path
 
 
 @dataclass
@@ -385,8 +363,13 @@ def _overlaps(a: str, b: str) -> bool:
 # --------------------------------------------------------------------------------------------------
 
 
-class FakeGcp:
+class FakeGcp(LoopbackServer):
     """Fake container v1 + compute v1 REST server.  Use as a context manager, or ``start()``/``stop()``."""
+
+    label = "fake GCP server"
+    thread_name = "fake-gcp"
+    server_version = "cidrx-fake-gcp/1"
+    content_type = "application/json; charset=UTF-8"
 
     def __init__(
         self,
@@ -397,6 +380,7 @@ class FakeGcp:
         validate: bool = True,
         host: str = "127.0.0.1",
     ) -> None:
+        super().__init__(host=host)
         self.op_polls = op_polls
         self.regions = set(regions)
         self.secondary_range_limit = secondary_range_limit
@@ -406,8 +390,6 @@ class FakeGcp:
         self.violations: list[Violation] = []
         self.errors: list[BaseException] = []  # fake gaps and bugs (in the fake or in an on_request hook)
         self.on_request: Callable[[RequestRecord], None] | None = None
-        self._lock = threading.RLock()
-        self._faults: list[Fault] = []
         self._op_faults: list[Fault] = []
         self._clusters: dict[tuple[str, str, str], JSON] = {}
         self._pools: dict[tuple[str, str, str], dict[str, JSON]] = {}
@@ -419,9 +401,6 @@ class FakeGcp:
         self._region_ops: dict[tuple[str, str, str], _Operation] = {}
         self._global_ops: dict[tuple[str, str], _Operation] = {}
         self._current = ("", "")  # (method, path) of the request being handled, for inject_operation_error
-        self._host = host
-        self._httpd: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
         self._handlers: dict[str, Handler] = {
             "container.projects.locations.clusters.list": self._clusters_list,
             "container.projects.locations.clusters.get": self._cluster_get,
@@ -447,47 +426,8 @@ class FakeGcp:
             "compute.globalOperations.wait": self._global_op_wait,
         }
 
-    # ---- lifecycle ------------------------------------------------------------------------------
-
-    def start(self) -> FakeGcp:
-        if self._httpd is not None:
-            return self
-        httpd = _HTTPServer((self._host, 0), _Handler)
-        httpd.fake = self
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-gcp", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is None:
-            return
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._httpd, self._thread = None, None
-
-    def __enter__(self) -> FakeGcp:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        if self._httpd is None:
-            raise RuntimeError("the fake GCP server is not started")
-        return int(self._httpd.server_address[1])
-
-    @property
-    def url(self) -> str:
-        """The ``api_endpoint`` for both clients: ``http://127.0.0.1:PORT``."""
-        return f"http://{self._host}:{self.port}"
+    def answer(self, method: str, path: str, content_type: str, body: bytes) -> _Response:
+        return self.handle(method, path, body)
 
     def client_options(self) -> ClientOptions:
         from google.api_core.client_options import ClientOptions
@@ -710,7 +650,7 @@ class FakeGcp:
         raises the mapped exception).  Container: ``error`` (google.rpc.Status) + ``statusMessage``; a node
         pool being created ends in status ERROR.
         """
-        fault = Fault(status, method, path_contains, times, message)
+        fault = Fault(status, method, path_contains, times, body=message)
         with self._lock:
             self._op_faults.append(fault)
         return fault
@@ -745,46 +685,12 @@ class FakeGcp:
         The body is ``body`` if given, else the API's error shape for that status; ``retry_after`` adds a
         ``Retry-After`` header (seconds), as Google's front ends send with some 429 and 503 answers.
         """
-        fault = Fault(status, method, path_contains, times, body, retry_after=retry_after)
-        with self._lock:
-            self._faults.append(fault)
-        return fault
-
-    def inject_reset(
-        self,
-        mode: str = "close",
-        *,
-        method: str | None = None,
-        path_contains: str | None = None,
-        times: int | None = 1,
-    ) -> Fault:
-        """Make the next ``times`` matching (valid) requests lose their connection (``mode``: RESET_MODES).
-
-        "close" and "rst" drop the request unanswered and undone; "partial" does it and cuts its answer
-        off halfway (so a mutation with a partial answer has started its operation).
-        """
-        wire.check_reset_mode(mode)
-        fault = Fault(0, method, path_contains, times, reset=mode)
-        with self._lock:
-            self._faults.append(fault)
-        return fault
+        return self._add_fault(Fault(status, method, path_contains, times, retry_after=retry_after, body=body))
 
     def clear_faults(self) -> None:
         with self._lock:
             self._faults.clear()
             self._op_faults.clear()
-
-    @staticmethod
-    def _take(faults: list[Fault], method: str, path: str) -> Fault | None:
-        for fault in faults:
-            if fault.matches(method, path):
-                fault.hits += 1
-                if fault.times is not None:
-                    fault.times -= 1
-                    if fault.times <= 0:
-                        faults.remove(fault)
-                return fault
-        return None
 
     # ---- serving --------------------------------------------------------------------------------
 
@@ -829,7 +735,7 @@ class FakeGcp:
                     self._violate("request", record, problems)
                     raise GcpError(400, "Invalid request (discovery document): " + "; ".join(problems))
             with self._lock:
-                fault = self._take(self._faults, method, path)
+                fault = take_fault(self._faults, method, path)
             if fault is not None and fault.reset in ("close", "rst"):
                 return _Response(0, b"", reset=fault.reset)
             if fault is not None and fault.reset == "partial":
@@ -976,7 +882,7 @@ class FakeGcp:
         return None
 
     def _arm(self, op: _Operation) -> None:
-        fault = self._take(self._op_faults, *self._current)
+        fault = take_fault(self._op_faults, *self._current)
         if fault is not None:
             op.failure = (fault.status, str(fault.body))
 
@@ -1561,39 +1467,3 @@ def compute_client(cls: type[T], fake: FakeGcp, credentials: Any = None) -> T:
 
 def _encode(payload: Any) -> bytes:
     return json.dumps(payload, separators=(",", ":")).encode()
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    fake: FakeGcp
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as requests' session uses it
-    disable_nagle_algorithm = True  # headers and body are two writes; avoid the delayed-ACK stall
-    server_version = "cidrx-fake-gcp/1"
-
-    def do_GET(self) -> None:
-        self._serve("GET")
-
-    def do_POST(self) -> None:
-        self._serve("POST")
-
-    def do_PUT(self) -> None:
-        self._serve("PUT")
-
-    def do_PATCH(self) -> None:
-        self._serve("PATCH")
-
-    def do_DELETE(self) -> None:
-        self._serve("DELETE")
-
-    def _serve(self, method: str) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        assert isinstance(self.server, _HTTPServer)
-        resp = self.server.fake.handle(method, self.path, body)
-        wire.send(self, resp.status, "application/json; charset=UTF-8", resp.body, resp.headers, resp.reset)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silence the per-request stderr log (tests read ``FakeGcp.request_log`` instead)."""

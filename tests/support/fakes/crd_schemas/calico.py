@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.fakes.crd_schemas import register
-from tests.fakes.crd_schemas.structural import Schema, object_schema
+from tests.support.fakes.crd_schemas import register
+from tests.support.fakes.crd_schemas.structural import Schema, object_schema
 
 V1, V3 = ("crd.projectcalico.org", "v1"), ("projectcalico.org", "v3")
 

@@ -1,6 +1,6 @@
-"""Pytest plugin with fixtures for the fake Kubernetes API server (tests/fakes/kube_server.py).
+"""Pytest plugin with fixtures for the fake Kubernetes API server (tests/support/fakes/kube_server.py).
 
-Register it from the root conftest with ``pytest_plugins = ["tests.conftest_kube"]``.
+Register it from the root conftest with ``pytest_plugins = ["tests.support.conftest_kube"]``.
 
 Fixtures
   * ``kube_server``: a fresh, started ``FakeKubeServer`` per test, stopped afterwards; an exception raised
@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.kube_server import FakeKubeServer
+from tests.support.fakes.kube_server import FakeKubeServer
 
 
 @pytest.fixture

@@ -23,8 +23,8 @@ from google.api_core.retry import Retry
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import compute_v1, container_v1
 
-from tests.fakes.gcp_discovery import discovery_index
-from tests.fakes.gcp_server import (
+from tests.support.fakes.gcp_discovery import discovery_index
+from tests.support.fakes.gcp_server import (
     DEMO_PROJECT,
     DEMO_REGION,
     FakeGcp,

@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from cidrx.kube.model import EniConfig, EnvVar, KubeEvent, KubeSection
-from cidrx.model.plan import DIGEST_TAG
+from cidrx.model.plan import DIGEST_TAG, Plan, Step, save_plan
+from cidrx.model.plan import seal as seal_plan
 from cidrx.model.snapshot import Snapshot, load_snapshot, seal
+from cidrx.model.target import Target
 from cidrx.providers.eks.model import Addon, EksSection, InstanceType, Nodegroup, Peering, RouteTable, Subnet, VpcCidr
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "eks-demo-ip.snapshot.json"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "eks-demo-ip.snapshot.json"
 
 CLUSTER = "demo-ip"
 REGION = "ap-southeast-2"
@@ -319,3 +321,26 @@ def partially_applied(snap: Snapshot, plan_id: str, cidr: str, pieces: dict[str,
             ),
         )
     return snap
+
+
+def sample_plan(path: Path) -> Path:
+    """A one-step custom-networking plan for the example snapshot, saved at `path`."""
+    plan = seal_plan(
+        Plan(
+            target=Target("eks", "demo-ip", region="ap-southeast-2"),
+            created_at="2023-11-04T01:15:00Z",
+            snapshot_fingerprint=example().fingerprint,
+            strategy="custom-networking",
+            basis={"vpc_id": "vpc-0f3a9ca141c0acd04", "cidr": "100.64.0.0/20"},
+            steps=(
+                Step(
+                    "associate-vpc-cidr",
+                    "eks.associate-vpc-cidr",
+                    {"vpc_id": "vpc-0f3a9ca141c0acd04", "cidr": "100.64.0.0/20"},
+                    "associate secondary CIDR 100.64.0.0/20 with vpc-0f3a9ca141c0acd04",
+                ),
+            ),
+        )
+    )
+    save_plan(plan, path)
+    return path

@@ -308,3 +308,26 @@ def moto_incident(region: str = REGION, cluster: str = "demo") -> Iterator[tuple
     with mock_aws():
         session = boto3.Session(region_name=region)
         yield session, build_incident(session.client("ec2"), session.client("eks"), region=region, cluster=cluster)
+
+
+@contextmanager
+def moto_server(host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+    """moto's server on a loopback port (0: a free one), werkzeug's per-request log silenced; yields its URL.
+
+    For what must cross a process or a socket (subprocess end-to-end, AWS_ENDPOINT_URL handling);
+    in-process tests use `mock_aws` instead."""
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    werkzeug = logging.getLogger("werkzeug")
+    level = werkzeug.level
+    werkzeug.setLevel(logging.ERROR)  # one line per request otherwise
+    server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
+    server.start()
+    try:
+        bound_host, bound_port = server.get_host_and_port()
+        yield f"http://{bound_host}:{bound_port}"
+    finally:
+        server.stop()
+        werkzeug.setLevel(level)

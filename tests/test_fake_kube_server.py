@@ -21,7 +21,7 @@ from lightkube.resources.apps_v1 import DaemonSet
 from lightkube.resources.core_v1 import Event, Node, Pod
 from lightkube.types import PatchType
 
-from tests.fakes.kube_server import (
+from tests.support.fakes.kube_server import (
     FakeKubeServer,
     PatchFailed,
     json_patch,
@@ -31,7 +31,7 @@ from tests.fakes.kube_server import (
     strategic_merge_patch,
 )
 
-pytest_plugins = ["tests.conftest_kube"]
+pytest_plugins = ["tests.support.conftest_kube"]
 
 ENIConfig = create_global_resource("crd.k8s.amazonaws.com", "v1alpha1", "ENIConfig", "eniconfigs")
 WhereaboutsIPPool = create_namespaced_resource("whereabouts.cni.cncf.io", "v1alpha1", "IPPool", "ippools")

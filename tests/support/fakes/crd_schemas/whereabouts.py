@@ -12,8 +12,8 @@ Every field upstream defines is here, so nothing Whereabouts itself writes is re
 
 from __future__ import annotations
 
-from tests.fakes.crd_schemas import register
-from tests.fakes.crd_schemas.structural import Schema, object_schema
+from tests.support.fakes.crd_schemas import register
+from tests.support.fakes.crd_schemas.structural import Schema, object_schema
 
 GROUP, VERSION = "whereabouts.cni.cncf.io", "v1alpha1"
 

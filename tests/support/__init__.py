@@ -1,0 +1,1 @@
+"""Everything the tests share that is not a test: fakes, estates, cases, the CLI runner, pytest plugins."""
