@@ -10,6 +10,8 @@ on a list cidrx needs is an error (exit 6), because a silently partial snapshot 
 from __future__ import annotations
 
 import bisect
+import contextlib
+import dataclasses
 import ipaddress
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -17,8 +19,11 @@ from dataclasses import replace
 from itertools import chain
 from typing import Any
 
+from cidrx import registry
+from cidrx.errors import InvalidInput
 from cidrx.kube.api import NETWORK_STATUS, NETWORKS_STATUS, KubeApi, KubeUnavailable
 from cidrx.kube.model import EniConfig, EnvVar, KubeEvent, KubeNode, KubePod, KubeSection, PodState, WorkloadEnv
+from cidrx.model.target import Target
 from cidrx.model.validation import is_ip_address
 
 JSON = Mapping[str, Any]
@@ -410,4 +415,23 @@ def eniconfig_from(obj: JSON) -> EniConfig:
         security_groups=tuple(str(g) for g in spec.get("securityGroups") or []),
         created=str(_get(obj, "metadata", "creationTimestamp") or ""),
         labels={str(k): str(v) for k, v in (_get(obj, "metadata", "labels") or {}).items()},
+    )
+
+
+def check_same_cluster(kube: KubeSection, networks: Iterable[str], target: Target) -> None:
+    """Refuse a kubeconfig context that points at another cluster than the cloud target (the current
+    context is often a different cluster): its nodes' addresses must lie in the cluster's `networks`."""
+    if not kube.available or not kube.nodes:
+        return
+    nets = [ipaddress.ip_network(c, strict=False) for c in networks]
+    for node in kube.nodes:
+        with contextlib.suppress(ValueError):
+            if any(ipaddress.ip_address(node.internal_ip) in net for net in nets):
+                return
+    spec = registry.provider_spec(target.provider)
+    hint = spec.context_hint.format(**dataclasses.asdict(target)) if spec and spec.context_hint else ""
+    raise InvalidInput(
+        f"Kubernetes context {kube.context or '(current)'} does not look like {target.label()}: none of its "
+        f"{len(kube.nodes)} node(s) has an address in the cluster's network",
+        hint=f"pass --context for this cluster ({hint}), or --no-kube" if hint else "pass --context, or --no-kube",
     )

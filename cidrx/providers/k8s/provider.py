@@ -8,7 +8,8 @@ this module covers only what is specific to a cluster without a cloud: node IPAM
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,16 +17,14 @@ from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
 
 if TYPE_CHECKING:
-    from cidrx.cli.options import TargetOptions
-    from cidrx.dispatch import PlanOptions
     from cidrx.engine.executor import Executor
     from cidrx.kube.api import KubeApi
     from cidrx.kube.model import KubeSection
     from cidrx.model.findings import Diagnosis
+    from cidrx.model.options import Access, PlanOptions
     from cidrx.model.plan import Plan
 
 # No expand strategy of its own yet; `calico-pool` and the reclaim plans come from cidrx.kube.ipam.
-STRATEGIES: tuple[str, ...] = ()
 UNREACHABLE_ID = "KUBE-UNREACHABLE"
 
 
@@ -36,7 +35,7 @@ class K8sApis:
     kube: KubeApi | None
 
 
-def collect(target: Target, opts: TargetOptions, kube: KubeSection, taken_at: str) -> Snapshot:
+def collect(target: Target, access: Access, kube: KubeSection, taken_at: str) -> Snapshot:
     return Snapshot(target=target, taken_at=taken_at, kube=kube)
 
 
@@ -78,5 +77,17 @@ def executors() -> Mapping[str, Executor]:
     return {}
 
 
-def apis(plan: Plan, opts: TargetOptions, kube: KubeApi | None) -> Any:
+def apis(plan: Plan, access: Access, kube: KubeApi | None) -> Any:
     return K8sApis(kube=kube)
+
+
+def address_maps(snapshot: Snapshot) -> Sequence[Any]:
+    return ()
+
+
+def cloud_permissions() -> tuple[str, ...]:
+    return ()
+
+
+PROVIDER = sys.modules[__name__]
+"""This module is the provider object `cidrx.registry` names (`cidrx.dispatch.Provider`)."""

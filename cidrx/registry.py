@@ -1,0 +1,283 @@
+"""The registry: every provider, in-cluster IPAM and plan strategy cidrx knows, declared once.
+
+Why it exists: the CLI's flags, `cidrx permissions`, dispatch, fleet mode and the docs all need the same
+lists (which providers, which flags name their targets, which strategies run where, which step actions a
+plan kind can hold). They read them here instead of keeping their own copies. Only the standard library is
+imported, so `cidrx --help` loads no SDK: each provider or IPAM object is named by a lazy "module:attr"
+path and imported when a command first needs it. A new provider is one package plus one `register()` line.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """A cloud (or plain Kubernetes) that targets name with `--<flag>`.
+
+    `requires` are the TARGET options that name a cluster, in the order `Target.flags()` writes them (the
+    last is always `cluster`); `refuses` are options that make no sense for it, refused with `refuse_reason`.
+    `in_cluster`: the target is reached through kubeconfig alone (its name defaults to the context).
+    `context_hint` is the command that writes a kubeconfig context for the cluster (format fields are the
+    Target's), shown when the current context points at another cluster.
+    """
+
+    name: str
+    title: str
+    help: str
+    requires: tuple[str, ...]
+    refuses: tuple[str, ...]
+    refuse_reason: str
+    env_hint: str
+    strategies: tuple[str, ...]
+    finding_prefix: str
+    context_hint: str
+    provider: str  # "module:attr" of the object implementing `cidrx.dispatch.Provider`
+    step_permissions: str = ""  # "module:attr" of {step action: permissions} its plans' steps declare
+    permissions_help: str = ""  # `cidrx permissions --<name>` help (default: `help`)
+    in_cluster: bool = False
+
+    @property
+    def flag(self) -> str:
+        return f"--{self.name}"
+
+
+@dataclass(frozen=True)
+class IpamSpec:
+    """An in-cluster IPAM, found in any provider's clusters by the API groups it serves."""
+
+    name: str
+    title: str
+    api_groups: tuple[str, ...]
+    strategies: tuple[str, ...]
+    finding_prefix: str
+    step_permissions: str = ""  # "module:attr" of {step action: permissions} its plans' steps declare
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A plan kind: `owner` is the provider or IPAM whose plans they are; `reclaim` plans are made by
+    `cidrx reclaim`, the others by `cidrx expand --plan`; `actions` are the step actions its plans use."""
+
+    name: str
+    owner: str
+    help: str
+    actions: tuple[str, ...]
+    reclaim: bool = False
+
+
+@dataclass(frozen=True)
+class Action:
+    """A step action: the permissions every step of it declares and the executor that runs it."""
+
+    name: str
+    permissions: tuple[str, ...]
+    executor: str  # "module:attr"
+
+
+_PROVIDERS: dict[str, ProviderSpec] = {}
+_IPAMS: dict[str, IpamSpec] = {}
+_STRATEGIES: dict[str, Strategy] = {}
+
+
+def register(spec: ProviderSpec | IpamSpec, *strategies: Strategy) -> None:
+    """Add a provider or IPAM and the strategies it owns (tests register throw-away ones)."""
+    if isinstance(spec, ProviderSpec):
+        _PROVIDERS[spec.name] = spec
+    else:
+        _IPAMS[spec.name] = spec
+    for s in strategies:
+        _STRATEGIES[s.name] = s
+
+
+def unregister(name: str) -> None:
+    """Remove a provider or IPAM and its strategies (for tests that registered one)."""
+    _PROVIDERS.pop(name, None)
+    _IPAMS.pop(name, None)
+    for s in [s for s in _STRATEGIES.values() if s.owner == name]:
+        del _STRATEGIES[s.name]
+
+
+def providers() -> tuple[ProviderSpec, ...]:
+    return tuple(_PROVIDERS.values())
+
+
+def provider_names() -> tuple[str, ...]:
+    return tuple(_PROVIDERS)
+
+
+def provider_spec(name: str) -> ProviderSpec | None:
+    return _PROVIDERS.get(name)
+
+
+def ipams() -> tuple[IpamSpec, ...]:
+    return tuple(_IPAMS.values())
+
+
+def ipam_spec(name: str) -> IpamSpec | None:
+    return _IPAMS.get(name)
+
+
+def strategies() -> tuple[Strategy, ...]:
+    return tuple(_STRATEGIES.values())
+
+
+def strategy(name: str) -> Strategy | None:
+    return _STRATEGIES.get(name)
+
+
+def ipam_strategies() -> tuple[str, ...]:
+    """Strategies served by an in-cluster IPAM, whichever cloud the cluster runs on."""
+    return tuple(s.name for s in _STRATEGIES.values() if s.owner in _IPAMS)
+
+
+def expand_strategies() -> tuple[str, ...]:
+    """Every strategy `cidrx expand --plan` takes: the providers', then the in-cluster ones."""
+    own = [s for p in _PROVIDERS.values() for s in p.strategies]
+    ipam = [s.name for s in _STRATEGIES.values() if s.owner in _IPAMS and not s.reclaim]
+    return tuple(dict.fromkeys([*own, *ipam]))
+
+
+def reclaim_strategies() -> tuple[str, ...]:
+    return tuple(s.name for s in _STRATEGIES.values() if s.reclaim)
+
+
+def step_permissions() -> dict[str, tuple[str, ...]]:
+    """Every step action and the permissions its steps declare, from the plan modules the specs name."""
+    out: dict[str, tuple[str, ...]] = {}
+    paths = [p.step_permissions for p in _PROVIDERS.values()] + [i.step_permissions for i in _IPAMS.values()]
+    for path in paths:
+        if path:
+            out.update(load(path))
+    return out
+
+
+def load(path: str) -> Any:
+    """The object a lazy "module:attr" path names (imports the module)."""
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+# -- what cidrx ships ------------------------------------------------------------------------------------
+
+register(
+    ProviderSpec(
+        name="eks",
+        title="EKS",
+        help="Target an EKS cluster (AWS VPC CNI).",
+        requires=("region", "cluster"),
+        refuses=("project", "location"),
+        refuse_reason="EKS clusters are named by --region and --cluster",
+        env_hint="(or CIDRX_REGION / AWS_REGION, CIDRX_CLUSTER)",
+        strategies=("custom-networking", "prefix-delegation"),
+        finding_prefix="EKS-",
+        context_hint="aws eks update-kubeconfig --name {cluster}",
+        provider="cidrx.providers.eks.provider:PROVIDER",
+        permissions_help="AWS IAM policy (JSON) for EKS targets.",
+        step_permissions="cidrx.providers.eks.plan:STEP_PERMISSIONS",
+    ),
+    Strategy(
+        "custom-networking",
+        "eks",
+        "add a VPC CIDR and pod subnets (ENIConfigs) and a node group that uses them",
+        (
+            "eks.associate-vpc-cidr",
+            "eks.create-subnet",
+            "eks.associate-route-table",
+            "kube.apply-eniconfig",
+            "eks.update-addon-env",
+            "kube.set-daemonset-env",
+            "eks.create-nodegroup",
+        ),
+    ),
+    Strategy(
+        "prefix-delegation",
+        "eks",
+        "turn on VPC CNI prefix delegation (a /28 per ENI slot)",
+        ("eks.reserve-subnet-cidr", "eks.update-addon-env", "kube.set-daemonset-env"),
+    ),
+)
+register(
+    ProviderSpec(
+        name="gke",
+        title="GKE",
+        help="Target a GKE cluster.",
+        requires=("project", "location", "cluster"),
+        refuses=("region", "profile"),
+        refuse_reason="GKE clusters are named by --project, --location and --cluster",
+        env_hint="(or CIDRX_PROJECT / CIDRX_LOCATION / CIDRX_CLUSTER)",
+        strategies=("node-pool", "cluster-range"),
+        finding_prefix="GKE-",
+        context_hint="gcloud container clusters get-credentials {cluster} --location {location}",
+        provider="cidrx.providers.gke.provider:PROVIDER",
+        permissions_help="Google Cloud permissions and custom role for GKE.",
+        step_permissions="cidrx.providers.gke.plan:STEP_PERMISSIONS",
+    ),
+    Strategy(
+        "node-pool",
+        "gke",
+        "a new pod range and a node pool that uses it",
+        ("gke.add-secondary-range", "gke.create-node-pool"),
+    ),
+    Strategy(
+        "cluster-range",
+        "gke",
+        "a new pod range added to the cluster (multi-pod CIDR)",
+        ("gke.add-secondary-range", "gke.add-cluster-pod-ranges"),
+    ),
+)
+register(
+    ProviderSpec(
+        name="k8s",
+        title="Kubernetes",
+        help="Target a plain Kubernetes cluster.",
+        requires=(),
+        refuses=("region", "profile", "project", "location"),
+        refuse_reason="--k8s reads the cluster through kubeconfig",
+        env_hint="",
+        strategies=(),
+        finding_prefix="NODEIPAM-",
+        context_hint="",
+        provider="cidrx.providers.k8s.provider:PROVIDER",
+        permissions_help="Only the Kubernetes ClusterRole (plain clusters).",
+        in_cluster=True,
+    )
+)
+register(
+    IpamSpec(
+        name="whereabouts",
+        title="Whereabouts",
+        api_groups=("whereabouts.cni.cncf.io",),
+        strategies=("whereabouts-reclaim",),
+        finding_prefix="WHEREABOUTS-",
+        step_permissions="cidrx.ipam.whereabouts.plan:STEP_PERMISSIONS",
+    ),
+    Strategy(
+        "whereabouts-reclaim",
+        "whereabouts",
+        "release Whereabouts allocations of pods that are gone",
+        ("whereabouts.release-allocations", "whereabouts.delete-reservation"),
+        reclaim=True,
+    ),
+)
+register(
+    IpamSpec(
+        name="calico",
+        title="Calico",
+        api_groups=("crd.projectcalico.org",),
+        strategies=("calico-reclaim", "calico-pool"),
+        finding_prefix="CALICO-",
+        step_permissions="cidrx.ipam.calico.plan:STEP_PERMISSIONS",
+    ),
+    Strategy(
+        "calico-reclaim",
+        "calico",
+        "release Calico IPs of pods that are gone and empty blocks",
+        ("calico.release-ips", "calico.release-empty-block"),
+        reclaim=True,
+    ),
+    Strategy("calico-pool", "calico", "a new Calico IPPool", ("calico.create-ippool",)),
+)
