@@ -74,7 +74,21 @@ PROVIDER = sys.modules[__name__]
 REGISTER = """
 import sys
 from cidrx import registry
-registry.register(registry.ProviderSpec(name="toy", title="Toy", help="Target a toy cluster.", requires=("cluster",), refuses=("region", "project", "location"), refuse_reason="toy clusters are named by --cluster", env_hint="(or CIDRX_CLUSTER)", strategies=(), finding_prefix="TOY-", context_hint="", provider="toyprov.provider:PROVIDER"))
+registry.register(
+    registry.ProviderSpec(
+        name="toy",
+        title="Toy",
+        help="Target a toy cluster.",
+        requires=("cluster",),
+        refuses=("region", "project", "location"),
+        refuse_reason="toy clusters are named by --cluster",
+        env_hint="(or CIDRX_CLUSTER)",
+        strategies=(),
+        finding_prefix="TOY-",
+        context_hint="",
+        provider="toyprov.provider:PROVIDER",
+    )
+)
 from cidrx.cli import main
 sys.argv[0] = "cidrx"
 main()
