@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cidrx.cli.options import OutputFormat, TargetOptions, check_matches, fleet_target_options, resolve_target
-from cidrx.errors import EXIT_FINDINGS, EXIT_OK, InvalidInput
+from cidrx.errors import ExitStatus, InvalidInput
 from cidrx.render import FORMATS
 
 if TYPE_CHECKING:
@@ -38,9 +38,9 @@ def exit_code_for(d: Diagnosis, fail_on: str) -> int:
     from cidrx.model.findings import Severity
 
     if fail_on == "never":
-        return EXIT_OK
+        return ExitStatus.OK
     floor = Severity(fail_on).rank
-    return EXIT_FINDINGS if any(f.severity.rank >= floor for f in d.findings) else EXIT_OK
+    return ExitStatus.FINDINGS if any(f.severity.rank >= floor for f in d.findings) else ExitStatus.OK
 
 
 _FIX_COMMAND = re.compile(
@@ -161,7 +161,7 @@ def fleet_jobs(opts: TargetOptions, all_contexts: bool) -> tuple[list[Job], list
     """The clusters to diagnose (listed from the cloud or the kubeconfig), fleet-wide notes, and the
     least exit code the fleet can have (an incomplete listing is an access problem in itself)."""
     from cidrx import fleet
-    from cidrx.errors import EXIT_ACCESS, EXIT_OK
+    from cidrx.errors import ExitStatus
     from cidrx.kube.api import KubeUnavailable, list_contexts
     from cidrx.model.target import Target
 
@@ -169,7 +169,7 @@ def fleet_jobs(opts: TargetOptions, all_contexts: bool) -> tuple[list[Job], list
         names = list(opts.contexts) if not all_contexts else list_contexts(opts.kubeconfig)
         jobs = fleet.k8s_jobs(names)
         fleet.require_some(jobs, "no context in the kubeconfig: nothing to diagnose", "pass --kubeconfig PATH")
-        return jobs, [], EXIT_OK
+        return jobs, [], ExitStatus.OK
 
     contexts: list[str] | None = None
     why = ""
@@ -179,7 +179,7 @@ def fleet_jobs(opts: TargetOptions, all_contexts: bool) -> tuple[list[Job], list
         except KubeUnavailable as exc:
             why = exc.message
     notes: list[str] = []
-    floor = EXIT_OK
+    floor = ExitStatus.OK
     if opts.provider == "eks":
         from cidrx.providers.eks.api import EksApi
 
@@ -204,7 +204,7 @@ def fleet_jobs(opts: TargetOptions, all_contexts: bool) -> tuple[list[Job], list
     missing = [str(z) for z in listed.get("missingZones", [])]
     if missing:
         notes.append(f"GKE could not list clusters in {', '.join(missing)}: clusters there are not diagnosed")
-        floor = EXIT_ACCESS
+        floor = ExitStatus.ACCESS
     jobs = fleet.cloud_jobs(targets, contexts, no_kube=opts.no_kube, why_no_contexts=why)
     if not missing:
         fleet.require_some(

@@ -53,7 +53,7 @@ def fleet_collect(opts: TargetOptions, all_contexts: bool, parallel: int) -> Col
     """Every cluster of the fleet, listed again each time (clusters come and go); one that cannot be read
     is a failure of this collection but not of the others."""
     from cidrx import dispatch, fleet
-    from cidrx.errors import EXIT_OK
+    from cidrx.errors import ExitStatus
     from cidrx.exporter import Outcome
 
     def collect() -> Outcome:
@@ -61,13 +61,13 @@ def fleet_collect(opts: TargetOptions, all_contexts: bool, parallel: int) -> Col
         result = fleet.diagnose_fleet(
             jobs,
             lambda job: dispatch.analyze(collect_member(opts, job)),
-            lambda d: EXIT_OK,
+            lambda d: ExitStatus.OK,
             parallel=parallel,
             notes=notes,
             floor=floor,
         )
         failures = [(m.target.label(), m.error or "") for m in result.clusters if m.diagnosis is None]
-        if floor != EXIT_OK:
+        if floor != ExitStatus.OK:
             failures += [("", note) for note in notes]
         return Outcome(
             tuple(m.diagnosis for m in result.clusters if m.diagnosis is not None),
