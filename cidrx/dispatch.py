@@ -3,7 +3,7 @@
 The CLI knows flags, the providers know clouds; this thin layer is the only place that joins them. Each
 provider package exports one object (see `Provider`) that `cidrx.registry` names by a lazy path, so adding
 one means one package and one `register()` line. Plans for in-cluster IPAMs (the registry's IPAM
-strategies) are served by `cidrx.kube.ipam` whatever the target's cloud, since they only touch the
+strategies) are served by `cidrx.ipam.dispatch` whatever the target's cloud, since they only touch the
 Kubernetes API. Provider objects are imported lazily: `cidrx --help` and `diagnose --snapshot` never pay
 for cloud SDKs.
 """
@@ -112,7 +112,7 @@ def collect_snapshot(target: Target, opts: Access) -> Snapshot:
 
 def analyze(snapshot: Snapshot) -> Diagnosis:
     """The provider's diagnosis plus the in-cluster IPAM checks for whatever IPAMs the cluster runs."""
-    from cidrx.kube import ipam
+    from cidrx.ipam import dispatch as ipam
     from cidrx.model.findings import make_diagnosis
 
     d = provider(snapshot.target).analyze(snapshot)
@@ -198,9 +198,9 @@ def make_plan(snapshot: Snapshot, opts: PlanOptions) -> Plan:
     module = provider(snapshot.target)
     own = require_supported(snapshot.target).strategies
     if opts.strategy in registry.ipam_strategies():
-        from cidrx.kube import ipam
+        from cidrx.ipam import dispatch as ipam
 
-        if opts.strategy not in ipam.EXPAND_STRATEGIES:
+        if opts.strategy in registry.reclaim_strategies():
             raise InvalidInput(f"--strategy {opts.strategy} is a reclaim plan: use `cidrx reclaim --ipam ...`")
         check_plan_options(snapshot.target.provider, opts.strategy, opts)
         return ipam.make_expand_plan(snapshot, opts, utc_now())
@@ -217,7 +217,7 @@ def make_plan(snapshot: Snapshot, opts: PlanOptions) -> Plan:
 
 def make_reclaim_plan(snapshot: Snapshot, ipam_name: str) -> Plan:
     """A plan that frees addresses an in-cluster IPAM holds for pods that no longer need them."""
-    from cidrx.kube import ipam
+    from cidrx.ipam import dispatch as ipam
 
     require_supported(snapshot.target)
     return ipam.make_reclaim_plan(snapshot, ipam_name, utc_now())
@@ -244,7 +244,7 @@ def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> 
     an earlier apply started (per the journal); in-cluster reclaim plans cannot tell their own deletions
     from someone else's without it."""
     if is_ipam_plan(plan):
-        from cidrx.kube import ipam
+        from cidrx.ipam import dispatch as ipam
 
         ipam.check_drift(plan, snapshot, begun)
         return
@@ -298,7 +298,8 @@ def apply_plan(
     from cidrx.engine.executor import StepContext
     from cidrx.engine.journal import Journal
     from cidrx.engine.waiting import Waiter
-    from cidrx.kube import ipam
+    from cidrx.ipam import dispatch as ipam
+    from cidrx.kube.api import KubeApis
 
     module = provider(plan.target)
     journal = Journal.open(plan_path, plan)  # reads only: a journal of another plan is refused first
@@ -308,7 +309,7 @@ def apply_plan(
     try:
         ctx = StepContext(
             plan=plan,
-            apis=ipam.KubeApis(kube) if is_ipam_plan(plan) else module.apis(plan, opts, kube),
+            apis=KubeApis(kube) if is_ipam_plan(plan) else module.apis(plan, opts, kube),
             waiter=Waiter(report=progress.waiting, report_every=progress.report_every),
             progress=progress,
         )
@@ -323,7 +324,7 @@ def apply_plan(
 def address_maps(snapshot: Snapshot) -> tuple[Any, ...]:
     """The address maps of the snapshot (cidrx.model.netmap.NetworkMap): the provider's networks (an EKS
     VPC's blocks, a GKE network's spaces) and the in-cluster IPAM pools, for the HTML map."""
-    from cidrx.kube.netmap import address_maps as ipam_maps
+    from cidrx.ipam.netmap import address_maps as ipam_maps
 
     return (*provider(snapshot.target).address_maps(snapshot), *ipam_maps(snapshot.kube))
 
@@ -333,7 +334,7 @@ def plan_diagnosis(plan: Plan, snapshot: Snapshot) -> Diagnosis:
     snapshot holds only the cluster) the in-cluster IPAMs'."""
     if not is_ipam_plan(plan):
         return analyze(snapshot)
-    from cidrx.kube import ipam
+    from cidrx.ipam import dispatch as ipam
     from cidrx.model.findings import make_diagnosis
 
     capacity, findings = ipam.analyze(snapshot.kube)

@@ -260,7 +260,7 @@ def preload(provider: str) -> None:
     ):
         if importlib.util.find_spec(name) is not None:
             importlib.import_module(name)
-    for name in ("cidrx.kube.collect", "cidrx.kube.ipam", "cidrx.render.fleet"):
+    for name in ("cidrx.kube.collect", "cidrx.ipam.dispatch", "cidrx.render.fleet"):
         importlib.import_module(name)
 
 

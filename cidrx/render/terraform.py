@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cidrx import registry
 from cidrx.errors import InvalidInput
 from cidrx.ipam.calico.plan import ippool_object
 from cidrx.model.plan import DIGEST_TAG, Plan, Step
@@ -29,7 +30,6 @@ CALICO_API = "crd.projectcalico.org/v1"
 SNIPPET_START = ">>> snippet"
 SNIPPET_END = "<<< snippet"
 COMMENT_WIDTH = 110
-RECLAIM_STRATEGIES = ("whereabouts-reclaim", "calico-reclaim")
 
 StepOutputs = Mapping[str, Mapping[str, Any]]
 
@@ -606,7 +606,7 @@ def _calico_pool(e: _Emitter) -> None:
 
 def render_terraform(plan: Plan, outputs: StepOutputs | None = None, *, generated_by: str = "") -> str:
     """HCL for `plan`. `outputs` (step id -> ids the apply recorded, from the journal) adds import blocks."""
-    if plan.strategy in RECLAIM_STRATEGIES:
+    if plan.strategy in registry.reclaim_strategies():
         raise InvalidInput(
             f"a {plan.strategy} plan releases addresses inside the cluster's IPAM; there is nothing in it for "
             "Terraform to manage",

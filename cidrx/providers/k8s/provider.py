@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cidrx.model.snapshot import Snapshot
@@ -24,15 +23,8 @@ if TYPE_CHECKING:
     from cidrx.model.options import Access, PlanOptions
     from cidrx.model.plan import Plan
 
-# No expand strategy of its own yet; `calico-pool` and the reclaim plans come from cidrx.kube.ipam.
+# No expand strategy of its own yet; `calico-pool` and the reclaim plans come from cidrx.ipam.dispatch.
 UNREACHABLE_ID = "KUBE-UNREACHABLE"
-
-
-@dataclass(frozen=True)
-class K8sApis:
-    """What step executors of a plain-Kubernetes plan reach: the cluster, when it was reachable."""
-
-    kube: KubeApi | None
 
 
 def collect(target: Target, access: Access, kube: KubeSection, taken_at: str) -> Snapshot:
@@ -78,7 +70,9 @@ def executors() -> Mapping[str, Executor]:
 
 
 def apis(plan: Plan, access: Access, kube: KubeApi | None) -> Any:
-    return K8sApis(kube=kube)
+    from cidrx.kube.api import KubeApis
+
+    return KubeApis(kube=kube)
 
 
 def address_maps(snapshot: Snapshot) -> Sequence[Any]:
