@@ -109,7 +109,7 @@ def collect_kube_grants(provider: str) -> tuple[KubeGrant, ...]:
     from cidrx.ipam.calico.collect import GROUP as CALICO
     from cidrx.ipam.whereabouts.model import GROUP as WHEREABOUTS
     from cidrx.ipam.whereabouts.model import NAD_GROUP, NADS, POOLS, RESERVATIONS
-    from cidrx.kube.collect import AWS_NODE, ENICONFIG_GROUP, ENICONFIG_PLURAL
+    from cidrx.kube.collect import ENICONFIG_GROUP, ENICONFIG_PLURAL
     from cidrx.kube.nodeipam import NAMESPACE
 
     grants = [
@@ -123,9 +123,10 @@ def collect_kube_grants(provider: str) -> tuple[KubeGrant, ...]:
     ]
     # ENIConfigs are listed whenever their API group is served, whatever the provider.
     grants.append(_kube(ENICONFIG_GROUP, ENICONFIG_PLURAL, "list"))
-    if provider == "eks":
-        grants.append(_kube("apps", "daemonsets", "get", namespace=AWS_NODE[0]))
-    if provider == "k8s":
+    spec = registry.provider_spec(provider)
+    if spec is not None and spec.kube_daemonset is not None:
+        grants.append(_kube("apps", "daemonsets", "get", namespace=spec.kube_daemonset[0]))
+    if any(provider in i.providers for i in registry.ipams()):  # node IPAM reads kubeadm-config
         grants.append(_kube("", "configmaps", "get", namespace=NAMESPACE))
     return tuple(grants)
 

@@ -36,6 +36,9 @@ class ProviderSpec:
     finding_prefix: str
     context_hint: str
     provider: str  # "module:attr" of the object implementing `cidrx.dispatch.Provider`
+    section: str = ""  # "module:attr" of its snapshot section's dataclass (stored under `name`)
+    # A DaemonSet (namespace, name) the cluster collector reads for it (the VPC CNI's aws-node on EKS).
+    kube_daemonset: tuple[str, str] | None = None
     step_permissions: str = ""  # "module:attr" of {step action: permissions} its plans' steps declare
     permissions_help: str = ""  # `cidrx permissions --<name>` help (default: `help`)
     in_cluster: bool = False
@@ -54,7 +57,14 @@ class IpamSpec:
     api_groups: tuple[str, ...]
     strategies: tuple[str, ...]
     finding_prefix: str
+    # The module whose `collect_served(api, groups)` reads its section (None when the cluster does not run
+    # it), `pod_refs(section)` names the pods its records point at and `cidrs(section)` the ranges it hands
+    # out; the section is stored in the snapshot's kube section under `field`, typed `section`.
+    collect: str
+    field: str
+    section: str  # "module:attr" of the section's dataclass
     step_permissions: str = ""  # "module:attr" of {step action: permissions} its plans' steps declare
+    providers: tuple[str, ...] = ()  # collected only for these providers' targets (empty: all)
 
 
 @dataclass(frozen=True)
@@ -176,6 +186,8 @@ register(
         finding_prefix="EKS-",
         context_hint="aws eks update-kubeconfig --name {cluster}",
         provider="cidrx.providers.eks.provider:PROVIDER",
+        section="cidrx.providers.eks.model:EksSection",
+        kube_daemonset=("kube-system", "aws-node"),
         permissions_help="AWS IAM policy (JSON) for EKS targets.",
         step_permissions="cidrx.providers.eks.plan:STEP_PERMISSIONS",
     ),
@@ -213,6 +225,7 @@ register(
         finding_prefix="GKE-",
         context_hint="gcloud container clusters get-credentials {cluster} --location {location}",
         provider="cidrx.providers.gke.provider:PROVIDER",
+        section="cidrx.providers.gke.model:GkeSection",
         permissions_help="Google Cloud permissions and custom role for GKE.",
         step_permissions="cidrx.providers.gke.plan:STEP_PERMISSIONS",
     ),
@@ -253,6 +266,9 @@ register(
         api_groups=("whereabouts.cni.cncf.io",),
         strategies=("whereabouts-reclaim",),
         finding_prefix="WHEREABOUTS-",
+        collect="cidrx.ipam.whereabouts.collect",
+        field="whereabouts",
+        section="cidrx.ipam.whereabouts.model:WhereaboutsSection",
         step_permissions="cidrx.ipam.whereabouts.plan:STEP_PERMISSIONS",
     ),
     Strategy(
@@ -270,6 +286,9 @@ register(
         api_groups=("crd.projectcalico.org",),
         strategies=("calico-reclaim", "calico-pool"),
         finding_prefix="CALICO-",
+        collect="cidrx.ipam.calico.collect",
+        field="calico",
+        section="cidrx.ipam.calico.model:CalicoSection",
         step_permissions="cidrx.ipam.calico.plan:STEP_PERMISSIONS",
     ),
     Strategy(
@@ -280,4 +299,17 @@ register(
         reclaim=True,
     ),
     Strategy("calico-pool", "calico", "a new Calico IPPool", ("calico.create-ippool",)),
+)
+register(
+    IpamSpec(
+        name="nodeipam",
+        title="Kubernetes node IPAM",
+        api_groups=(),
+        strategies=(),
+        finding_prefix="NODE-IPAM-",
+        collect="cidrx.kube.nodeipam",
+        field="node_ipam",
+        section="cidrx.kube.model:NodeIpamConfig",
+        providers=("k8s",),
+    )
 )

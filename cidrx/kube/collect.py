@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import dataclasses
+import importlib
 import ipaddress
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -37,8 +38,6 @@ EVENT_REASONS = (
     "CIDRNotAvailable",
 )
 ENICONFIG_GROUP, ENICONFIG_VERSION, ENICONFIG_PLURAL = "crd.k8s.amazonaws.com", "v1alpha1", "eniconfigs"
-WHEREABOUTS_GROUP = "whereabouts.cni.cncf.io"
-CALICO_GROUP = "crd.projectcalico.org"
 AWS_NODE = ("kube-system", "aws-node", "aws-node")  # namespace, DaemonSet, container
 # Finished pods hold no address; leaving them out server-side keeps Job-heavy clusters' lists short.
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
@@ -70,13 +69,15 @@ def collect_with(api: KubeApi, *, provider: str) -> KubeSection:
     """
     try:
         groups = api.api_groups()
-        aws_node = api.get_daemonset(*AWS_NODE[:2]) if provider == "eks" else None
+        spec = registry.provider_spec(provider)
+        daemonset = spec.kube_daemonset if spec is not None else None
+        aws_node = api.get_daemonset(*daemonset) if daemonset is not None else None
         eniconfigs: Iterable[JSON] = ()
         if ENICONFIG_GROUP in groups:
             eniconfigs = api.iter_custom(ENICONFIG_GROUP, ENICONFIG_VERSION, ENICONFIG_PLURAL)
         ipam = _collect_ipams(api, groups, provider)
-        wanted = _ipam_pod_refs(ipam)
-        ranges = AddressRanges.of(_ipam_cidrs(ipam))
+        wanted = _ipam_pod_refs(ipam, provider)
+        ranges = AddressRanges.of(_ipam_cidrs(ipam, provider))
         events = chain.from_iterable(api.iter_events(reason) for reason in EVENT_REASONS)
         section = section_from(
             groups,
@@ -94,50 +95,38 @@ def collect_with(api: KubeApi, *, provider: str) -> KubeSection:
         return KubeSection(available=False, reason=str(exc), context=api.context)
 
 
+def _collectors(provider: str) -> list[tuple[str, Any]]:
+    """(snapshot field, collector module) of every registered IPAM that is read for `provider`'s targets."""
+    return [
+        (i.field, importlib.import_module(i.collect))
+        for i in registry.ipams()
+        if not i.providers or provider in i.providers
+    ]
+
+
 def _collect_ipams(api: KubeApi, groups: set[str], provider: str) -> dict[str, Any]:
     found: dict[str, Any] = {}
-    if WHEREABOUTS_GROUP in groups:
-        from cidrx.ipam.whereabouts.collect import collect_whereabouts
-
-        found["whereabouts"] = collect_whereabouts(api)
-    from cidrx.ipam.calico.collect import calico_api  # crd.projectcalico.org/v1, or projectcalico.org/v3 alone
-
-    calico_version = calico_api(groups)
-    if calico_version is not None:
-        from cidrx.ipam.calico.collect import collect_calico
-
-        found["calico"] = collect_calico(api, calico_version)
-    if provider == "k8s":
-        from cidrx.kube.nodeipam import collect_node_ipam
-
-        found["node_ipam"] = collect_node_ipam(api)
+    for name, collector in _collectors(provider):
+        section = collector.collect_served(api, groups)
+        if section is not None:
+            found[name] = section
     return found
 
 
-def _ipam_pod_refs(ipam: Mapping[str, Any]) -> set[str]:
+def _ipam_pod_refs(ipam: Mapping[str, Any], provider: str = "") -> set[str]:
     refs: set[str] = set()
-    if ipam.get("whereabouts") is not None:
-        from cidrx.ipam.whereabouts.collect import pod_refs as whereabouts_refs
-
-        refs |= whereabouts_refs(ipam["whereabouts"])
-    if ipam.get("calico") is not None:
-        from cidrx.ipam.calico.collect import pod_refs as calico_refs
-
-        refs |= calico_refs(ipam["calico"])
+    for name, collector in _collectors(provider):
+        if ipam.get(name) is not None:
+            refs |= collector.pod_refs(ipam[name])
     return refs
 
 
-def _ipam_cidrs(ipam: Mapping[str, Any]) -> list[str]:
+def _ipam_cidrs(ipam: Mapping[str, Any], provider: str = "") -> list[str]:
     """Every range an in-cluster IPAM hands addresses out of (pools, blocks, configured ranges)."""
     cidrs: list[str] = []
-    if ipam.get("whereabouts") is not None:
-        section = ipam["whereabouts"]
-        cidrs += [p.range for p in section.pools] + [r.range for r in section.ranges if r.range]
-        # A reservation's address may lie outside every remaining pool and NAD range (both deleted).
-        cidrs += [ip for r in section.overlapping for ip in r.addresses]
-    if ipam.get("calico") is not None:
-        section = ipam["calico"]
-        cidrs += [p.cidr for p in section.pools] + [b.cidr for b in section.blocks]
+    for name, collector in _collectors(provider):
+        if ipam.get(name) is not None:
+            cidrs += collector.cidrs(ipam[name])
     return cidrs
 
 
