@@ -165,6 +165,27 @@ def step_permissions() -> dict[str, tuple[str, ...]]:
     return out
 
 
+# The kube section of a snapshot (its IPAM sections are the registered IPAMs' `section` types).
+KUBE_SECTION = "cidrx.kube.model:KubeSection"
+
+
+def bind_sections(snapshot_namespace: dict[str, Any]) -> None:
+    """Make the section types the snapshot model names only as strings resolvable, for decoding and
+    validation: the kube section and each provider's section into `snapshot_namespace` (the globals of
+    cidrx.model.snapshot), each IPAM's into the kube section's module. The model layer so imports no
+    provider or IPAM, and the JSON stays as it was."""
+    kube = load(KUBE_SECTION)
+    snapshot_namespace[kube.__name__] = kube
+    for p in _PROVIDERS.values():
+        if p.section:
+            section = load(p.section)
+            snapshot_namespace[section.__name__] = section
+    kube_namespace = vars(importlib.import_module(KUBE_SECTION.partition(":")[0]))
+    for i in _IPAMS.values():
+        section = load(i.section)
+        kube_namespace.setdefault(section.__name__, section)
+
+
 def load(path: str) -> Any:
     """The object a lazy "module:attr" path names (imports the module)."""
     module, _, attr = path.partition(":")

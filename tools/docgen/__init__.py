@@ -501,10 +501,10 @@ def plan_schema() -> dict[str, Any]:
 
 
 def snapshot_schema() -> dict[str, Any]:
-    from cidrx.model.snapshot import SNAPSHOT_SCHEMA, Snapshot
+    from cidrx.model.snapshot import SNAPSHOT_SCHEMA, snapshot_type
 
     return _document_schema(
-        Snapshot,
+        snapshot_type(),
         SNAPSHOT_SCHEMA,
         "cidrx snapshot (cidrx.snapshot/v1)",
         "Everything `cidrx diagnose` reads, written by `cidrx snapshot`; `fingerprint` is the sha256 of the "
