@@ -37,6 +37,7 @@ class ProviderSpec:
     context_hint: str
     provider: str  # "module:attr" of the object implementing `cidrx.dispatch.Provider`
     section: str = ""  # "module:attr" of its snapshot section's dataclass (stored under `name`)
+    terraform: str = ""  # "module:attr" of the Terraform emitter of its plans (`--emit terraform`)
     # A DaemonSet (namespace, name) the cluster collector reads for it (the VPC CNI's aws-node on EKS).
     kube_daemonset: tuple[str, str] | None = None
     step_permissions: str = ""  # "module:attr" of {step action: permissions} its plans' steps declare
@@ -65,6 +66,7 @@ class IpamSpec:
     section: str  # "module:attr" of the section's dataclass
     step_permissions: str = ""  # "module:attr" of {step action: permissions} its plans' steps declare
     providers: tuple[str, ...] = ()  # collected only for these providers' targets (empty: all)
+    terraform: str = ""  # "module:attr" of the Terraform emitter of its expand plans (`--emit terraform`)
 
 
 @dataclass(frozen=True)
@@ -208,6 +210,7 @@ register(
         context_hint="aws eks update-kubeconfig --name {cluster}",
         provider="cidrx.providers.eks.provider:PROVIDER",
         section="cidrx.providers.eks.model:EksSection",
+        terraform="cidrx.providers.eks.terraform:emit",
         kube_daemonset=("kube-system", "aws-node"),
         permissions_help="AWS IAM policy (JSON) for EKS targets.",
         step_permissions="cidrx.providers.eks.plan:STEP_PERMISSIONS",
@@ -247,6 +250,7 @@ register(
         context_hint="gcloud container clusters get-credentials {cluster} --location {location}",
         provider="cidrx.providers.gke.provider:PROVIDER",
         section="cidrx.providers.gke.model:GkeSection",
+        terraform="cidrx.providers.gke.terraform:emit",
         permissions_help="Google Cloud permissions and custom role for GKE.",
         step_permissions="cidrx.providers.gke.plan:STEP_PERMISSIONS",
     ),
@@ -310,6 +314,7 @@ register(
         collect="cidrx.ipam.calico.collect",
         field="calico",
         section="cidrx.ipam.calico.model:CalicoSection",
+        terraform="cidrx.ipam.calico.terraform:emit",
         step_permissions="cidrx.ipam.calico.plan:STEP_PERMISSIONS",
     ),
     Strategy(
