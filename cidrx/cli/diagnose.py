@@ -247,23 +247,6 @@ def collect_member(opts: TargetOptions, job: Job) -> Snapshot:
     return seal(module.collect(target, member, kube, dispatch.utc_now()))
 
 
-def preload(provider: str) -> None:
-    """Import what collecting and analysing a member needs, once, in this thread: first imports of the same
-    modules racing in several threads can deadlock on a cycle between them."""
-    import importlib
-    import importlib.util
-
-    for name in (
-        f"cidrx.providers.{provider}.provider",
-        f"cidrx.providers.{provider}.collect",
-        f"cidrx.providers.{provider}.analyze",
-    ):
-        if importlib.util.find_spec(name) is not None:
-            importlib.import_module(name)
-    for name in ("cidrx.kube.collect", "cidrx.ipam.dispatch", "cidrx.render.fleet"):
-        importlib.import_module(name)
-
-
 def diagnose_many(opts: TargetOptions, all_contexts: bool, parallel: int, output: str, fail_on: str) -> int:
     """Fleet mode: every cluster, `parallel` at a time; progress on stderr as each one finishes."""
     from cidrx import dispatch, fleet
@@ -272,7 +255,6 @@ def diagnose_many(opts: TargetOptions, all_contexts: bool, parallel: int, output
     from cidrx.render.term import stdout_term
 
     jobs, notes, floor = fleet_jobs(opts, all_contexts)
-    preload(jobs[0].target.provider if jobs else "k8s")
     progress = make_progress(sys.stderr)
     for note in notes:
         progress.note(f"note: {note}")

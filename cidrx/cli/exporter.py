@@ -19,7 +19,6 @@ from cidrx.cli.diagnose import (
     fleet_options,
     get_snapshot,
     is_fleet,
-    preload,
     read_snapshot,
 )
 from cidrx.cli.options import TargetOptions, fleet_target_options, resolve_target
@@ -127,7 +126,6 @@ def exporter(
     collect: Collect
     if is_fleet(target, all_clusters, all_contexts):
         check_fleet_flags(target, all_clusters, all_contexts, snapshot_path)
-        preload(target.provider or "k8s")
         collect = fleet_collect(target, all_contexts, parallel)
     elif snapshot_path:
         if snapshot_path == "-":
