@@ -132,53 +132,20 @@ _FLAGS = {
     "max_pods_per_node": "--max-pods-per-node",
     "allow_class_e": "--allow-class-e",
 }
-STRATEGY_OPTIONS: dict[str, frozenset[str]] = {
-    "custom-networking": frozenset({"cidr", "add_nodes", "pool_name", "template"}),
-    "prefix-delegation": frozenset({"template"}),
-    "node-pool": frozenset(_FLAGS),
-    "cluster-range": frozenset({"cidr", "add_nodes", "template", "max_pods_per_node", "allow_class_e"}),
-    "calico-pool": frozenset({"cidr", "add_nodes", "pool_name"}),
-}
-_WHY_NOT = {
-    "max_pods_per_node": "it sets the max pods of a new GKE node pool (EKS nodes' max pods follow the instance "
-    "type and the VPC CNI's settings)",
-    "allow_class_e": "it lets GKE use 240.0.0.0/4 (AWS does not accept class E as a VPC CIDR)",
-}
-# Name rules (docs/cloud-facts.md, "Names of what expand creates"): GKE node pools are RFC 1035 labels of at
-# most 40 characters; EKS node groups start with a letter or digit, then letters, digits, - and _, at most 63;
-# Calico IPPools are DNS-1123 subdomains (projectcalico/calico libcalico-go/lib/validator/v3/validator.go,
-# nameSubdomainFmt, at 87c15906f20c4ca1fda55af92295e7678b0cc0b2).
-_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-POOL_NAME_RULES: dict[str, tuple[str, int, str]] = {
-    "gke": (
-        r"[a-z]([-a-z0-9]*[a-z0-9])?",
-        40,
-        "lowercase letters, digits and hyphens, starting with a letter and "
-        "not ending with a hyphen, at most 40 characters (a GKE node pool name)",
-    ),
-    "eks": (
-        r"[A-Za-z0-9][A-Za-z0-9_-]*",
-        63,
-        "letters, digits, hyphens and underscores, starting with a letter or "
-        "digit, at most 63 characters (an EKS node group name)",
-    ),
-    "calico-pool": (
-        rf"{_LABEL}(\.{_LABEL})*",
-        253,
-        "lowercase letters, digits, '-' and '.', starting and ending "
-        "with a letter or digit, at most 253 characters (a Calico IPPool name, DNS-1123 subdomain)",
-    ),
-}
 
 
 def check_plan_options(provider_name: str, strategy: str, opts: PlanOptions) -> None:
     """Refuse (exit 2) flags `strategy` would ignore and a --pool-name the system would reject."""
     import re
 
+    declared = registry.strategy(strategy)
+    reads = declared.options if declared is not None and declared.options is not None else frozenset(_FLAGS)
+    spec = registry.provider_spec(provider_name)
+    why_not = dict(spec.why_not) if spec is not None else {}
     given = [f for f in _FLAGS if getattr(opts, f) not in (None, False)]
-    unused = [f for f in given if f not in STRATEGY_OPTIONS.get(strategy, frozenset(_FLAGS))]
+    unused = [f for f in given if f not in reads]
     if unused:
-        why = next((_WHY_NOT[f] for f in unused if f in _WHY_NOT and provider_name == "eks"), None)
+        why = next((why_not[f] for f in unused if f in why_not), None)
         flags = ", ".join(_FLAGS[f] for f in unused)
         raise InvalidInput(
             f"{flags} {'does' if len(unused) == 1 else 'do'} not apply to --strategy {strategy}"
@@ -186,7 +153,7 @@ def check_plan_options(provider_name: str, strategy: str, opts: PlanOptions) -> 
             hint="drop it" if len(unused) == 1 else "drop them",
         )
     if opts.pool_name is not None:
-        rule = POOL_NAME_RULES.get("calico-pool" if strategy == "calico-pool" else provider_name)
+        rule = declared.pool_name if declared is not None else None
         if rule is not None:
             pattern, limit, words = rule
             if not re.fullmatch(pattern, opts.pool_name) or len(opts.pool_name) > limit:

@@ -36,6 +36,10 @@ class ProviderSpec:
     finding_prefix: str
     context_hint: str
     provider: str  # "module:attr" of the object implementing `cidrx.dispatch.Provider`
+    # Why an `expand --plan` option its targets' plans do not read is refused (PlanOptions field, reason).
+    why_not: tuple[tuple[str, str], ...] = ()
+    # TARGET options taken from other variables when not given (e.g. the AWS region variables).
+    env_defaults: tuple[tuple[str, tuple[str, ...]], ...] = ()
     section: str = ""  # "module:attr" of its snapshot section's dataclass (stored under `name`)
     terraform: str = ""  # "module:attr" of the Terraform emitter of its plans (`--emit terraform`)
     # A DaemonSet (namespace, name) the cluster collector reads for it (the VPC CNI's aws-node on EKS).
@@ -79,6 +83,10 @@ class Strategy:
     help: str
     actions: tuple[str, ...]
     reclaim: bool = False
+    # The `expand --plan` options it reads (PlanOptions fields; None: all); others given are refused.
+    options: frozenset[str] | None = None
+    # (pattern, max length, words) a --pool-name must match: the name rule of what the plan creates.
+    pool_name: tuple[str, int, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -196,6 +204,30 @@ def load(path: str) -> Any:
 
 # -- what cidrx ships ------------------------------------------------------------------------------------
 
+# Name rules (docs/cloud-facts.md, "Names of what expand creates"): GKE node pools are RFC 1035 labels of at
+# most 40 characters; EKS node groups start with a letter or digit, then letters, digits, - and _, at most 63;
+# Calico IPPools are DNS-1123 subdomains (projectcalico/calico libcalico-go/lib/validator/v3/validator.go,
+# nameSubdomainFmt, at 87c15906f20c4ca1fda55af92295e7678b0cc0b2).
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_GKE_NODE_POOL = (
+    r"[a-z]([-a-z0-9]*[a-z0-9])?",
+    40,
+    "lowercase letters, digits and hyphens, starting with a letter and "
+    "not ending with a hyphen, at most 40 characters (a GKE node pool name)",
+)
+_EKS_NODEGROUP = (
+    r"[A-Za-z0-9][A-Za-z0-9_-]*",
+    63,
+    "letters, digits, hyphens and underscores, starting with a letter or "
+    "digit, at most 63 characters (an EKS node group name)",
+)
+_CALICO_IPPOOL = (
+    rf"{_LABEL}(\.{_LABEL})*",
+    253,
+    "lowercase letters, digits, '-' and '.', starting and ending "
+    "with a letter or digit, at most 253 characters (a Calico IPPool name, DNS-1123 subdomain)",
+)
+
 register(
     ProviderSpec(
         name="eks",
@@ -209,6 +241,18 @@ register(
         finding_prefix="EKS-",
         context_hint="aws eks update-kubeconfig --name {cluster}",
         provider="cidrx.providers.eks.provider:PROVIDER",
+        why_not=(
+            (
+                "max_pods_per_node",
+                "it sets the max pods of a new GKE node pool (EKS nodes' max pods follow the instance "
+                "type and the VPC CNI's settings)",
+            ),
+            ("allow_class_e", "it lets GKE use 240.0.0.0/4 (AWS does not accept class E as a VPC CIDR)"),
+        ),
+        # The region variables of the AWS tooling: AWS_REGION (AWS CLI v2 and the SDKs' shared config, taking
+        # precedence), then AWS_DEFAULT_REGION (botocore's session variable "region",
+        # botocore/configprovider.py BOTOCORE_DEFAULT_SESSION_VARIABLES, botocore 1.43).
+        env_defaults=(("region", ("AWS_REGION", "AWS_DEFAULT_REGION")),),
         section="cidrx.providers.eks.model:EksSection",
         terraform="cidrx.providers.eks.terraform:emit",
         kube_daemonset=("kube-system", "aws-node"),
@@ -228,12 +272,15 @@ register(
             "kube.set-daemonset-env",
             "eks.create-nodegroup",
         ),
+        options=frozenset({"cidr", "add_nodes", "pool_name", "template"}),
+        pool_name=_EKS_NODEGROUP,
     ),
     Strategy(
         "prefix-delegation",
         "eks",
         "turn on VPC CNI prefix delegation (a /28 per ENI slot)",
         ("eks.reserve-subnet-cidr", "eks.update-addon-env", "kube.set-daemonset-env"),
+        options=frozenset({"template"}),
     ),
 )
 register(
@@ -259,12 +306,15 @@ register(
         "gke",
         "a new pod range and a node pool that uses it",
         ("gke.add-secondary-range", "gke.create-node-pool"),
+        options=None,
+        pool_name=_GKE_NODE_POOL,
     ),
     Strategy(
         "cluster-range",
         "gke",
         "a new pod range added to the cluster (multi-pod CIDR)",
         ("gke.add-secondary-range", "gke.add-cluster-pod-ranges"),
+        options=frozenset({"cidr", "add_nodes", "template", "max_pods_per_node", "allow_class_e"}),
     ),
 )
 register(
@@ -324,7 +374,14 @@ register(
         ("calico.release-ips", "calico.release-empty-block"),
         reclaim=True,
     ),
-    Strategy("calico-pool", "calico", "a new Calico IPPool", ("calico.create-ippool",)),
+    Strategy(
+        "calico-pool",
+        "calico",
+        "a new Calico IPPool",
+        ("calico.create-ippool",),
+        options=frozenset({"cidr", "add_nodes", "pool_name"}),
+        pool_name=_CALICO_IPPOOL,
+    ),
 )
 register(
     IpamSpec(

@@ -79,9 +79,9 @@ def collect_live(opts: TargetOptions) -> Snapshot:
     from cidrx.errors import AccessDenied
 
     target = resolve_target(opts)
-    dispatch.require_supported(target)
+    spec = dispatch.require_supported(target)
     snap = dispatch.collect_snapshot(target, opts)
-    if target.provider == "k8s" and not snap.kube.available:
+    if spec.in_cluster and not snap.kube.available:
         raise AccessDenied(
             f"cannot read {target.label()}: {snap.kube.reason or 'the Kubernetes API is unreachable'}",
             hint="check --kubeconfig / --context and network access to the API server",
@@ -109,6 +109,14 @@ def reading_status(title: str) -> contextlib.AbstractContextManager[None]:
 
 
 # -- fleet mode ----------------------------------------------------------------------------------------
+
+
+def _in_cluster(provider: str | None) -> bool:
+    """Whether `provider`'s targets are reached through kubeconfig alone (`--k8s`): one per context."""
+    from cidrx import registry
+
+    spec = registry.provider_spec(provider) if provider else None
+    return spec is not None and spec.in_cluster
 
 
 def is_fleet(opts: TargetOptions, all_clusters: bool, all_contexts: bool) -> bool:
@@ -150,7 +158,7 @@ def check_fleet_flags(opts: TargetOptions, all_clusters: bool, all_contexts: boo
             )
         return
     what = "--all-contexts" if all_contexts else "--context more than once"
-    if opts.provider != "k8s":
+    if not _in_cluster(opts.provider):
         raise InvalidInput(f"{what} works with --k8s; for EKS or GKE clusters use --all-clusters")
     if all_contexts and opts.contexts:
         raise InvalidInput("--all-contexts reads every context of the kubeconfig; drop --context")
@@ -165,7 +173,7 @@ def fleet_jobs(opts: TargetOptions, all_contexts: bool) -> tuple[list[Job], list
     from cidrx.kube.api import KubeUnavailable, list_contexts
     from cidrx.model.target import Target
 
-    if opts.provider == "k8s":
+    if _in_cluster(opts.provider):
         names = list(opts.contexts) if not all_contexts else list_contexts(opts.kubeconfig)
         jobs = fleet.k8s_jobs(names)
         fleet.require_some(jobs, "no context in the kubeconfig: nothing to diagnose", "pass --kubeconfig PATH")
@@ -223,11 +231,11 @@ def member_options(opts: TargetOptions, job: Job) -> TargetOptions:
     context = job.kube_context
     return dataclasses.replace(
         opts,
-        cluster=t.cluster if t.provider != "k8s" else None,
+        cluster=t.cluster if not _in_cluster(t.provider) else None,
         location=t.location,
         context=context,
         contexts=(context,) if context else (),
-        no_kube=opts.no_kube or (t.provider != "k8s" and context is None),
+        no_kube=opts.no_kube or (not _in_cluster(t.provider) and context is None),
     )
 
 

@@ -99,19 +99,14 @@ def _add_target_options(f: Callable[..., Any], *, fleet: bool) -> Callable[..., 
                 f"--context was given {len(contexts)} times; this command reads one cluster "
                 "(only `cidrx diagnose --k8s` takes several)"
             )
-        region = kwargs.pop("region")
-        if region is None and chosen == ["eks"]:
-            # The region variables of the AWS tooling: AWS_REGION (AWS CLI v2 and the SDKs' shared config,
-            # taking precedence), then AWS_DEFAULT_REGION (botocore's session variable "region",
-            # botocore/configprovider.py BOTOCORE_DEFAULT_SESSION_VARIABLES, botocore 1.43).
-            region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None
+        given = {name: kwargs.pop(name) for name in ("region", "cluster", "profile", "project", "location")}
+        spec = registry.provider_spec(chosen[0]) if len(chosen) == 1 else None
+        for name, variables in spec.env_defaults if spec is not None else ():
+            if given[name] is None:
+                given[name] = next((os.environ[v] for v in variables if os.environ.get(v)), None)
         opts = TargetOptions(
             provider=cast("Provider", chosen[0]) if chosen else None,
-            region=region,
-            cluster=kwargs.pop("cluster"),
-            profile=kwargs.pop("profile"),
-            project=kwargs.pop("project"),
-            location=kwargs.pop("location"),
+            **given,
             kubeconfig=kwargs.pop("kubeconfig"),
             context=contexts[0] if len(contexts) == 1 else None,
             no_kube=kwargs.pop("no_kube"),
