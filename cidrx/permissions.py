@@ -35,6 +35,8 @@ AWS_VERSION = "2012-10-17"
 
 _AWS_ACTION = re.compile(r"^[a-z0-9-]+:[A-Za-z0-9]+$")
 _GCP_PERMISSION = re.compile(r"^[a-z]+(\.[A-Za-z]+){2,}$")
+# The cloud IAM systems a provider's permissions are written for (`ProviderSpec.iam`), by their notation.
+_NOTATIONS = {"aws": _AWS_ACTION, "gcp": _GCP_PERMISSION}
 _KUBE = re.compile(r"^kubernetes:\s*(?P<res>[a-z0-9.-]+)\s+(?P<verbs>[a-z]+(,[a-z]+)*)(\s+in\s+(?P<ns>[a-z0-9-]+))?$")
 
 
@@ -175,8 +177,9 @@ def _is_kube(permission: str) -> bool:
 
 
 def _check_cloud(provider: str, permission: str) -> None:
-    ok = _AWS_ACTION.match(permission) if provider == "eks" else _GCP_PERMISSION.match(permission)
-    if provider == "k8s" or not ok:
+    spec = registry.provider_spec(provider)
+    pattern = _NOTATIONS.get(spec.iam) if spec is not None and spec.iam else None
+    if pattern is None or not pattern.match(permission):
         raise PermissionNotation(f"{permission!r} is not a {provider.upper()} permission")
 
 
@@ -298,9 +301,11 @@ def allows_path(rules: Sequence[Mapping[str, Any]], verb: str, path: str) -> boo
 def document(n: Needs) -> dict[str, Any]:
     """Everything `cidrx permissions -o json` prints."""
     doc: dict[str, Any] = {"schema": "cidrx.permissions/v1", "provider": n.provider, "for": n.purpose}
-    if n.provider == "eks":
+    spec = registry.provider_spec(n.provider)
+    iam = spec.iam if spec is not None else ""
+    if iam == "aws":
         doc["iam_policy"] = iam_policy(n)
-    elif n.provider == "gke":
+    elif iam == "gcp":
         doc["gcp_permissions"] = gcp_permissions(n)
         doc["gcp_role"] = gcp_role(n)
     doc["cluster_role"] = cluster_role(n)

@@ -36,6 +36,9 @@ class ProviderSpec:
     finding_prefix: str
     context_hint: str
     provider: str  # "module:attr" of the object implementing `cidrx.dispatch.Provider`
+    # The cloud IAM its permissions are written for ("aws": IAM actions and a policy document; "gcp": IAM
+    # permissions and a custom role; "": Kubernetes RBAC only). `cidrx permissions` writes the documents.
+    iam: str = ""
     # Why an `expand --plan` option its targets' plans do not read is refused (PlanOptions field, reason).
     why_not: tuple[tuple[str, str], ...] = ()
     # TARGET options taken from other variables when not given (e.g. the AWS region variables).
@@ -241,6 +244,7 @@ register(
         finding_prefix="EKS-",
         context_hint="aws eks update-kubeconfig --name {cluster}",
         provider="cidrx.providers.eks.provider:PROVIDER",
+        iam="aws",
         why_not=(
             (
                 "max_pods_per_node",
@@ -296,6 +300,7 @@ register(
         finding_prefix="GKE-",
         context_hint="gcloud container clusters get-credentials {cluster} --location {location}",
         provider="cidrx.providers.gke.provider:PROVIDER",
+        iam="gcp",
         section="cidrx.providers.gke.model:GkeSection",
         terraform="cidrx.providers.gke.terraform:emit",
         permissions_help="Google Cloud permissions and custom role for GKE.",
