@@ -14,8 +14,25 @@ from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass(frozen=True)
-class ProviderSpec:
+@dataclass(frozen=True, kw_only=True)
+class _Spec:
+    """What providers and IPAMs both declare. Paths are "module:attr", imported when first needed."""
+
+    name: str
+    title: str
+    finding_prefix: str
+    section: str = ""  # its snapshot section's dataclass
+    terraform: str = ""  # the Terraform emitter of its plans (`--emit terraform`)
+    step_permissions: str = ""  # {step action: permissions} its plans' steps declare
+
+    @property
+    def strategies(self) -> tuple[str, ...]:
+        """The strategies it owns (declared with `register`), in declaration order."""
+        return tuple(s.name for s in _STRATEGIES.values() if s.owner == self.name)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderSpec(_Spec):
     """A cloud (or plain Kubernetes) that targets name with `--<flag>`.
 
     `requires` are the TARGET options that name a cluster, in the order `Target.flags()` writes them (the
@@ -25,15 +42,11 @@ class ProviderSpec:
     Target's), shown when the current context points at another cluster.
     """
 
-    name: str
-    title: str
     help: str
     requires: tuple[str, ...]
     refuses: tuple[str, ...]
     refuse_reason: str
     env_hint: str
-    strategies: tuple[str, ...]
-    finding_prefix: str
     context_hint: str
     provider: str  # "module:attr" of the object implementing `cidrx.dispatch.Provider`
     # The cloud IAM its permissions are written for ("aws": IAM actions and a policy document; "gcp": IAM
@@ -43,11 +56,8 @@ class ProviderSpec:
     why_not: tuple[tuple[str, str], ...] = ()
     # TARGET options taken from other variables when not given (e.g. the AWS region variables).
     env_defaults: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    section: str = ""  # "module:attr" of its snapshot section's dataclass (stored under `name`)
-    terraform: str = ""  # "module:attr" of the Terraform emitter of its plans (`--emit terraform`)
     # A DaemonSet (namespace, name) the cluster collector reads for it (the VPC CNI's aws-node on EKS).
     kube_daemonset: tuple[str, str] | None = None
-    step_permissions: str = ""  # "module:attr" of {step action: permissions} its plans' steps declare
     permissions_help: str = ""  # `cidrx permissions --<name>` help (default: `help`)
     in_cluster: bool = False
 
@@ -56,24 +66,17 @@ class ProviderSpec:
         return f"--{self.name}"
 
 
-@dataclass(frozen=True)
-class IpamSpec:
+@dataclass(frozen=True, kw_only=True)
+class IpamSpec(_Spec):
     """An in-cluster IPAM, found in any provider's clusters by the API groups it serves."""
 
-    name: str
-    title: str
     api_groups: tuple[str, ...]
-    strategies: tuple[str, ...]
-    finding_prefix: str
     # The module whose `collect_served(api, groups)` reads its section (None when the cluster does not run
     # it), `pod_refs(section)` names the pods its records point at and `cidrs(section)` the ranges it hands
     # out; the section is stored in the snapshot's kube section under `field`, typed `section`.
     collect: str
     field: str
-    section: str  # "module:attr" of the section's dataclass
-    step_permissions: str = ""  # "module:attr" of {step action: permissions} its plans' steps declare
     providers: tuple[str, ...] = ()  # collected only for these providers' targets (empty: all)
-    terraform: str = ""  # "module:attr" of the Terraform emitter of its expand plans (`--emit terraform`)
 
 
 @dataclass(frozen=True)
@@ -195,8 +198,9 @@ def bind_sections(snapshot_namespace: dict[str, Any]) -> None:
             snapshot_namespace[section.__name__] = section
     kube_namespace = vars(importlib.import_module(KUBE_SECTION.partition(":")[0]))
     for i in _IPAMS.values():
-        section = load(i.section)
-        kube_namespace.setdefault(section.__name__, section)
+        if i.section:
+            section = load(i.section)
+            kube_namespace.setdefault(section.__name__, section)
 
 
 def load(path: str) -> Any:
@@ -240,7 +244,6 @@ register(
         refuses=("project", "location"),
         refuse_reason="EKS clusters are named by --region and --cluster",
         env_hint="(or CIDRX_REGION / AWS_REGION, CIDRX_CLUSTER)",
-        strategies=("custom-networking", "prefix-delegation"),
         finding_prefix="EKS-",
         context_hint="aws eks update-kubeconfig --name {cluster}",
         provider="cidrx.providers.eks.provider:PROVIDER",
@@ -296,7 +299,6 @@ register(
         refuses=("region", "profile"),
         refuse_reason="GKE clusters are named by --project, --location and --cluster",
         env_hint="(or CIDRX_PROJECT / CIDRX_LOCATION / CIDRX_CLUSTER)",
-        strategies=("node-pool", "cluster-range"),
         finding_prefix="GKE-",
         context_hint="gcloud container clusters get-credentials {cluster} --location {location}",
         provider="cidrx.providers.gke.provider:PROVIDER",
@@ -331,7 +333,6 @@ register(
         refuses=("region", "profile", "project", "location"),
         refuse_reason="--k8s reads the cluster through kubeconfig",
         env_hint="",
-        strategies=(),
         finding_prefix="NODEIPAM-",
         context_hint="",
         provider="cidrx.providers.k8s.provider:PROVIDER",
@@ -344,7 +345,6 @@ register(
         name="whereabouts",
         title="Whereabouts",
         api_groups=("whereabouts.cni.cncf.io",),
-        strategies=("whereabouts-reclaim",),
         finding_prefix="WHEREABOUTS-",
         collect="cidrx.ipam.whereabouts.collect",
         field="whereabouts",
@@ -364,7 +364,6 @@ register(
         name="calico",
         title="Calico",
         api_groups=("crd.projectcalico.org",),
-        strategies=("calico-reclaim", "calico-pool"),
         finding_prefix="CALICO-",
         collect="cidrx.ipam.calico.collect",
         field="calico",
@@ -393,7 +392,6 @@ register(
         name="nodeipam",
         title="Kubernetes node IPAM",
         api_groups=(),
-        strategies=(),
         finding_prefix="NODE-IPAM-",
         collect="cidrx.kube.nodeipam",
         field="node_ipam",
