@@ -95,15 +95,6 @@ class Strategy:
     pool_name: tuple[str, int, str] | None = None
 
 
-@dataclass(frozen=True)
-class Action:
-    """A step action: the permissions every step of it declares and the executor that runs it."""
-
-    name: str
-    permissions: tuple[str, ...]
-    executor: str  # "module:attr"
-
-
 _PROVIDERS: dict[str, ProviderSpec] = {}
 _IPAMS: dict[str, IpamSpec] = {}
 _STRATEGIES: dict[str, Strategy] = {}
