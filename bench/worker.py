@@ -38,7 +38,7 @@ KUBE_MODULES = (
     "cidrx.ipam.whereabouts.analyze",
     "cidrx.ipam.whereabouts.collect",
     "cidrx.providers.k8s.provider",
-    "cidrx.kube.ipam",
+    "cidrx.ipam.dispatch",
     "cidrx.render.jsonout",
     "lightkube",
 )

@@ -1,59 +1,36 @@
 """Dispatch by provider: which collect/analyze/plan/apply functions serve a Target.
 
 The CLI knows flags, the providers know clouds; this thin layer is the only place that joins them. Each
-provider is a module `cidrx.<provider>.provider` with the same five entry points (see `ProviderModule`),
-so adding one means one module and one line in PROVIDERS. Plans for in-cluster IPAMs (strategies in
-IPAM_STRATEGIES) are served by `cidrx.kube.ipam` whatever the target's cloud, since they only touch the
-Kubernetes API. Provider modules are imported lazily: `cidrx --help` and `diagnose --snapshot` never pay
+provider package exports one object (see `Provider`) that `cidrx.registry` names by a lazy path, so adding
+one means one package and one `register()` line. Plans for in-cluster IPAMs (the registry's IPAM
+strategies) are served by `cidrx.ipam.dispatch` whatever the target's cloud, since they only touch the
+Kubernetes API. Provider objects are imported lazily: `cidrx --help` and `diagnose --snapshot` never pay
 for cloud SDKs.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from ipaddress import ip_address, ip_network
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from cidrx import registry
 from cidrx.errors import InvalidInput
 from cidrx.kube.model import KubeSection
+from cidrx.model.options import Access, PlanOptions
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target
 
 if TYPE_CHECKING:
-    from cidrx.cli.options import TargetOptions
-    from cidrx.engine.executor import Executor
+    from cidrx.engine.executor import Executor, Progress
     from cidrx.engine.verify import Verification
     from cidrx.kube.api import KubeApi
     from cidrx.model.findings import Diagnosis
     from cidrx.model.plan import Plan
-    from cidrx.render.progress import Progress
 
-PROVIDERS = ("eks", "gke", "k8s")
-_NOT_YET: dict[str, str] = {}
-# Plan strategies served by cidrx.kube.ipam, whichever cloud the cluster runs on (kept literal so the
-# CLI's choice lists import nothing; a test checks it against cidrx.kube.ipam.STRATEGIES).
-IPAM_STRATEGIES = ("whereabouts-reclaim", "calico-reclaim", "calico-pool")
-
-
-@dataclass(frozen=True)
-class PlanOptions:
-    """What `expand --plan` may choose; each provider maps it to its own options type.
-
-    `pool_name` / `template` name the new node group (EKS) or node pool (GKE) and the one it copies.
-    """
-
-    strategy: str | None = None
-    cidr: str | None = None
-    add_nodes: int | None = None
-    pool_name: str | None = None
-    template: str | None = None
-    max_pods_per_node: int | None = None
-    allow_class_e: bool = False
+__all__ = ["PlanOptions", "Provider", "StepOutcome"]
 
 
 @dataclass(frozen=True)
@@ -66,12 +43,11 @@ class StepOutcome:
     outputs: Mapping[str, Any]
 
 
-class ProviderModule(Protocol):
-    """What `cidrx.<provider>.provider` offers. analyze/make_plan/check_drift are pure."""
+class Provider(Protocol):
+    """The object a provider package exports (named in its registry entry). analyze/make_plan/check_drift
+    and address_maps are pure; `cloud_permissions` is what collect (and fleet listing) reads."""
 
-    STRATEGIES: tuple[str, ...]
-
-    def collect(self, target: Target, opts: TargetOptions, kube: KubeSection, taken_at: str) -> Snapshot: ...
+    def collect(self, target: Target, access: Access, kube: KubeSection, taken_at: str) -> Snapshot: ...
 
     def analyze(self, snapshot: Snapshot) -> Diagnosis: ...
 
@@ -81,7 +57,11 @@ class ProviderModule(Protocol):
 
     def executors(self) -> Mapping[str, Executor]: ...
 
-    def apis(self, plan: Plan, opts: TargetOptions, kube: KubeApi | None) -> Any: ...
+    def apis(self, plan: Plan, access: Access, kube: KubeApi | None) -> Any: ...
+
+    def address_maps(self, snapshot: Snapshot) -> Sequence[Any]: ...
+
+    def cloud_permissions(self) -> tuple[str, ...]: ...
 
 
 def utc_now() -> str:
@@ -89,31 +69,30 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def require_supported(target: Target) -> None:
-    if target.provider not in PROVIDERS:
-        raise InvalidInput(_NOT_YET.get(target.provider, f"unknown provider {target.provider!r}"))
+def require_supported(target: Target) -> registry.ProviderSpec:
+    spec = registry.provider_spec(target.provider)
+    if spec is None:
+        raise InvalidInput(f"unknown provider {target.provider!r}")
+    return spec
 
 
-def provider(target: Target) -> ProviderModule:
-    require_supported(target)
-    return cast("ProviderModule", importlib.import_module(f"cidrx.providers.{target.provider}.provider"))
+def provider(target: Target) -> Provider:
+    return cast("Provider", registry.load(require_supported(target).provider))
+
+
+def provider_named(name: str) -> Provider:
+    spec = registry.provider_spec(name)
+    if spec is None:
+        raise InvalidInput(f"unknown provider {name!r}")
+    return cast("Provider", registry.load(spec.provider))
 
 
 def strategies() -> tuple[str, ...]:
     """Every strategy `expand --plan` takes (any provider's, and the in-cluster calico-pool)."""
-    from cidrx.kube.ipam import EXPAND_STRATEGIES
-
-    names = [s for p in PROVIDERS for s in _strategies_of(p)] + list(EXPAND_STRATEGIES)
-    return tuple(dict.fromkeys(names))
+    return registry.expand_strategies()
 
 
-def _strategies_of(name: str) -> tuple[str, ...]:
-    # The strategy names are plain tuples in the provider modules, which import nothing heavy at the top.
-    module = importlib.import_module(f"cidrx.providers.{name}.provider")
-    return tuple(module.STRATEGIES)
-
-
-def _collect_kube(opts: TargetOptions, provider: str) -> KubeSection:
+def _collect_kube(opts: Access, provider: str) -> KubeSection:
     """The cluster side. Unreachable gives `available=False` with the reason (collect_kube decides that);
     access denied is an error, since a silently partial snapshot would mislead a plan."""
     if opts.no_kube:
@@ -123,28 +102,7 @@ def _collect_kube(opts: TargetOptions, provider: str) -> KubeSection:
     return collect_kube(opts.kubeconfig, opts.context, provider=provider)
 
 
-def check_same_cluster(kube: KubeSection, networks: Iterable[str], target: Target) -> None:
-    """Refuse a kubeconfig context that points at another cluster than the cloud target (the current
-    context is often a different cluster): its nodes' addresses must lie in the cluster's `networks`."""
-    if not kube.available or not kube.nodes:
-        return
-    nets = [ip_network(c, strict=False) for c in networks]
-    for node in kube.nodes:
-        with contextlib.suppress(ValueError):
-            if any(ip_address(node.internal_ip) in net for net in nets):
-                return
-    hint = {
-        "eks": f"aws eks update-kubeconfig --name {target.cluster}",
-        "gke": f"gcloud container clusters get-credentials {target.cluster} --location {target.location}",
-    }.get(target.provider, "")
-    raise InvalidInput(
-        f"Kubernetes context {kube.context or '(current)'} does not look like {target.label()}: none of its "
-        f"{len(kube.nodes)} node(s) has an address in the cluster's network",
-        hint=f"pass --context for this cluster ({hint}), or --no-kube" if hint else "pass --context, or --no-kube",
-    )
-
-
-def collect_snapshot(target: Target, opts: TargetOptions) -> Snapshot:
+def collect_snapshot(target: Target, opts: Access) -> Snapshot:
     """A fresh, sealed snapshot of `target` (cloud section, plus the cluster unless --no-kube)."""
     module = provider(target)
     taken_at = utc_now()
@@ -154,7 +112,7 @@ def collect_snapshot(target: Target, opts: TargetOptions) -> Snapshot:
 
 def analyze(snapshot: Snapshot) -> Diagnosis:
     """The provider's diagnosis plus the in-cluster IPAM checks for whatever IPAMs the cluster runs."""
-    from cidrx.kube import ipam
+    from cidrx.ipam import dispatch as ipam
     from cidrx.model.findings import make_diagnosis
 
     d = provider(snapshot.target).analyze(snapshot)
@@ -174,53 +132,20 @@ _FLAGS = {
     "max_pods_per_node": "--max-pods-per-node",
     "allow_class_e": "--allow-class-e",
 }
-STRATEGY_OPTIONS: dict[str, frozenset[str]] = {
-    "custom-networking": frozenset({"cidr", "add_nodes", "pool_name", "template"}),
-    "prefix-delegation": frozenset({"template"}),
-    "node-pool": frozenset(_FLAGS),
-    "cluster-range": frozenset({"cidr", "add_nodes", "template", "max_pods_per_node", "allow_class_e"}),
-    "calico-pool": frozenset({"cidr", "add_nodes", "pool_name"}),
-}
-_WHY_NOT = {
-    "max_pods_per_node": "it sets the max pods of a new GKE node pool (EKS nodes' max pods follow the instance "
-    "type and the VPC CNI's settings)",
-    "allow_class_e": "it lets GKE use 240.0.0.0/4 (AWS does not accept class E as a VPC CIDR)",
-}
-# Name rules (docs/cloud-facts.md, "Names of what expand creates"): GKE node pools are RFC 1035 labels of at
-# most 40 characters; EKS node groups start with a letter or digit, then letters, digits, - and _, at most 63;
-# Calico IPPools are DNS-1123 subdomains (projectcalico/calico libcalico-go/lib/validator/v3/validator.go,
-# nameSubdomainFmt, at 87c15906f20c4ca1fda55af92295e7678b0cc0b2).
-_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-POOL_NAME_RULES: dict[str, tuple[str, int, str]] = {
-    "gke": (
-        r"[a-z]([-a-z0-9]*[a-z0-9])?",
-        40,
-        "lowercase letters, digits and hyphens, starting with a letter and "
-        "not ending with a hyphen, at most 40 characters (a GKE node pool name)",
-    ),
-    "eks": (
-        r"[A-Za-z0-9][A-Za-z0-9_-]*",
-        63,
-        "letters, digits, hyphens and underscores, starting with a letter or "
-        "digit, at most 63 characters (an EKS node group name)",
-    ),
-    "calico-pool": (
-        rf"{_LABEL}(\.{_LABEL})*",
-        253,
-        "lowercase letters, digits, '-' and '.', starting and ending "
-        "with a letter or digit, at most 253 characters (a Calico IPPool name, DNS-1123 subdomain)",
-    ),
-}
 
 
 def check_plan_options(provider_name: str, strategy: str, opts: PlanOptions) -> None:
     """Refuse (exit 2) flags `strategy` would ignore and a --pool-name the system would reject."""
     import re
 
+    declared = registry.strategy(strategy)
+    reads = declared.options if declared is not None and declared.options is not None else frozenset(_FLAGS)
+    spec = registry.provider_spec(provider_name)
+    why_not = dict(spec.why_not) if spec is not None else {}
     given = [f for f in _FLAGS if getattr(opts, f) not in (None, False)]
-    unused = [f for f in given if f not in STRATEGY_OPTIONS.get(strategy, frozenset(_FLAGS))]
+    unused = [f for f in given if f not in reads]
     if unused:
-        why = next((_WHY_NOT[f] for f in unused if f in _WHY_NOT and provider_name == "eks"), None)
+        why = next((why_not[f] for f in unused if f in why_not), None)
         flags = ", ".join(_FLAGS[f] for f in unused)
         raise InvalidInput(
             f"{flags} {'does' if len(unused) == 1 else 'do'} not apply to --strategy {strategy}"
@@ -228,7 +153,7 @@ def check_plan_options(provider_name: str, strategy: str, opts: PlanOptions) -> 
             hint="drop it" if len(unused) == 1 else "drop them",
         )
     if opts.pool_name is not None:
-        rule = POOL_NAME_RULES.get("calico-pool" if strategy == "calico-pool" else provider_name)
+        rule = declared.pool_name if declared is not None else None
         if rule is not None:
             pattern, limit, words = rule
             if not re.fullmatch(pattern, opts.pool_name) or len(opts.pool_name) > limit:
@@ -238,36 +163,38 @@ def check_plan_options(provider_name: str, strategy: str, opts: PlanOptions) -> 
 def make_plan(snapshot: Snapshot, opts: PlanOptions) -> Plan:
     """An expand plan: the provider's, or an in-cluster one (calico-pool) for any target."""
     module = provider(snapshot.target)
-    if opts.strategy in IPAM_STRATEGIES:
-        from cidrx.kube import ipam
+    own = require_supported(snapshot.target).strategies
+    if opts.strategy in registry.ipam_strategies():
+        from cidrx.ipam import dispatch as ipam
 
-        if opts.strategy not in ipam.EXPAND_STRATEGIES:
+        if opts.strategy in registry.reclaim_strategies():
             raise InvalidInput(f"--strategy {opts.strategy} is a reclaim plan: use `cidrx reclaim --ipam ...`")
         check_plan_options(snapshot.target.provider, opts.strategy, opts)
         return ipam.make_expand_plan(snapshot, opts, utc_now())
-    if opts.strategy and opts.strategy not in module.STRATEGIES:
+    if opts.strategy and opts.strategy not in own:
+        in_cluster = [s for s in registry.expand_strategies() if s in registry.ipam_strategies()]
         raise InvalidInput(
             f"--strategy {opts.strategy} does not apply to {snapshot.target.provider} clusters; choose one of "
-            f"{', '.join([*module.STRATEGIES, 'calico-pool'])}"
+            f"{', '.join([*own, *in_cluster])}"
         )
-    if module.STRATEGIES:
-        check_plan_options(snapshot.target.provider, opts.strategy or module.STRATEGIES[0], opts)
+    if own:
+        check_plan_options(snapshot.target.provider, opts.strategy or own[0], opts)
     return module.make_plan(snapshot, opts, utc_now())
 
 
 def make_reclaim_plan(snapshot: Snapshot, ipam_name: str) -> Plan:
     """A plan that frees addresses an in-cluster IPAM holds for pods that no longer need them."""
-    from cidrx.kube import ipam
+    from cidrx.ipam import dispatch as ipam
 
     require_supported(snapshot.target)
     return ipam.make_reclaim_plan(snapshot, ipam_name, utc_now())
 
 
 def is_ipam_plan(plan: Plan) -> bool:
-    return plan.strategy in IPAM_STRATEGIES
+    return plan.strategy in registry.ipam_strategies()
 
 
-def collect_for_plan(plan: Plan, opts: TargetOptions) -> Snapshot:
+def collect_for_plan(plan: Plan, opts: Access) -> Snapshot:
     """The fresh snapshot apply checks `plan` against: in-cluster plans need only the cluster (no cloud
     credentials), cloud plans the whole target."""
     if not is_ipam_plan(plan):
@@ -284,7 +211,7 @@ def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> 
     an earlier apply started (per the journal); in-cluster reclaim plans cannot tell their own deletions
     from someone else's without it."""
     if is_ipam_plan(plan):
-        from cidrx.kube import ipam
+        from cidrx.ipam import dispatch as ipam
 
         ipam.check_drift(plan, snapshot, begun)
         return
@@ -296,7 +223,7 @@ def cluster_steps(plan: Plan) -> list[str]:
     return [s.id for s in plan.steps if is_ipam_plan(plan) or any(p.startswith("kubernetes:") for p in s.permissions)]
 
 
-def require_reach(plan: Plan, snapshot: Snapshot, opts: TargetOptions) -> None:
+def require_reach(plan: Plan, snapshot: Snapshot, opts: Access) -> None:
     """Refuse, before the first write, a plan whose steps need the cluster when the fresh snapshot could
     not read it: an apply must prove access to everything it touches first (a cloud that cannot be reached
     already failed the snapshot), and an unread cluster is an outage to report (exit 6), not drift (exit 4)."""
@@ -319,7 +246,7 @@ def require_reach(plan: Plan, snapshot: Snapshot, opts: TargetOptions) -> None:
         )
 
 
-def kube_api(opts: TargetOptions, snapshot: Snapshot) -> KubeApi | None:
+def kube_api(opts: Access, snapshot: Snapshot) -> KubeApi | None:
     """The Kubernetes client for steps that change in-cluster objects; None when the fresh snapshot could
     not reach the cluster (those steps then stop with a message saying so)."""
     if opts.no_kube or not snapshot.kube.available:
@@ -330,7 +257,7 @@ def kube_api(opts: TargetOptions, snapshot: Snapshot) -> KubeApi | None:
 
 
 def apply_plan(
-    plan: Plan, plan_path: str | Path, snapshot: Snapshot, opts: TargetOptions, progress: Progress
+    plan: Plan, plan_path: str | Path, snapshot: Snapshot, opts: Access, progress: Progress
 ) -> list[StepOutcome]:
     """Run `plan` through the engine: drift check (against `snapshot`, taken just now) before any write,
     then every step with the journal beside `plan_path`. Raises StalePlan / ApplyInterrupted / AccessDenied."""
@@ -338,7 +265,8 @@ def apply_plan(
     from cidrx.engine.executor import StepContext
     from cidrx.engine.journal import Journal
     from cidrx.engine.waiting import Waiter
-    from cidrx.kube import ipam
+    from cidrx.ipam import dispatch as ipam
+    from cidrx.kube.api import KubeApis
 
     module = provider(plan.target)
     journal = Journal.open(plan_path, plan)  # reads only: a journal of another plan is refused first
@@ -348,7 +276,7 @@ def apply_plan(
     try:
         ctx = StepContext(
             plan=plan,
-            apis=ipam.KubeApis(kube) if is_ipam_plan(plan) else module.apis(plan, opts, kube),
+            apis=KubeApis(kube) if is_ipam_plan(plan) else module.apis(plan, opts, kube),
             waiter=Waiter(report=progress.waiting, report_every=progress.report_every),
             progress=progress,
         )
@@ -363,13 +291,9 @@ def apply_plan(
 def address_maps(snapshot: Snapshot) -> tuple[Any, ...]:
     """The address maps of the snapshot (cidrx.model.netmap.NetworkMap): the provider's networks (an EKS
     VPC's blocks, a GKE network's spaces) and the in-cluster IPAM pools, for the HTML map."""
-    from cidrx.kube.netmap import address_maps as ipam_maps
+    from cidrx.ipam.netmap import address_maps as ipam_maps
 
-    own: tuple[Any, ...] = ()
-    if snapshot.target.provider in ("eks", "gke"):
-        module = importlib.import_module(f"cidrx.providers.{snapshot.target.provider}.netmap")
-        own = tuple(module.address_maps(snapshot))
-    return (*own, *ipam_maps(snapshot.kube))
+    return (*provider(snapshot.target).address_maps(snapshot), *ipam_maps(snapshot.kube))
 
 
 def plan_diagnosis(plan: Plan, snapshot: Snapshot) -> Diagnosis:
@@ -377,14 +301,14 @@ def plan_diagnosis(plan: Plan, snapshot: Snapshot) -> Diagnosis:
     snapshot holds only the cluster) the in-cluster IPAMs'."""
     if not is_ipam_plan(plan):
         return analyze(snapshot)
-    from cidrx.kube import ipam
+    from cidrx.ipam import dispatch as ipam
     from cidrx.model.findings import make_diagnosis
 
     capacity, findings = ipam.analyze(snapshot.kube)
     return make_diagnosis(snapshot.target, snapshot.fingerprint, capacity, findings)
 
 
-def verify_apply(plan: Plan, plan_path: str | Path, before: Snapshot, opts: TargetOptions) -> Verification:
+def verify_apply(plan: Plan, plan_path: str | Path, before: Snapshot, opts: Access) -> Verification:
     """After an apply: a fresh snapshot, compared with the one the apply started from; the comparison is
     recorded in the journal (event `verified`) and returned."""
     from cidrx.engine.journal import VERIFY_STEP, Journal

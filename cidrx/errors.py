@@ -6,20 +6,37 @@ Messages say what happened and what to do next.
 
 from __future__ import annotations
 
-EXIT_OK = 0
-EXIT_INTERNAL = 1
-EXIT_USAGE = 2
-EXIT_FINDINGS = 3
-EXIT_STALE = 4
-EXIT_PARTIAL = 5
-EXIT_ACCESS = 6
-EXIT_RETRY_LATER = 7
+from enum import IntEnum
+
+
+class ExitStatus(IntEnum):
+    """Every exit code cidrx gives (the `cidrx --help` epilog explains each)."""
+
+    OK = 0
+    INTERNAL = 1
+    USAGE = 2
+    FINDINGS = 3
+    STALE = 4
+    PARTIAL = 5
+    ACCESS = 6
+    RETRY_LATER = 7
+
+
+# The older names, which the tests still use.
+EXIT_OK = ExitStatus.OK
+EXIT_INTERNAL = ExitStatus.INTERNAL
+EXIT_USAGE = ExitStatus.USAGE
+EXIT_FINDINGS = ExitStatus.FINDINGS
+EXIT_STALE = ExitStatus.STALE
+EXIT_PARTIAL = ExitStatus.PARTIAL
+EXIT_ACCESS = ExitStatus.ACCESS
+EXIT_RETRY_LATER = ExitStatus.RETRY_LATER
 
 
 class CidrxError(Exception):
     """Base of every error the user should see as one line; `exit_code` picks the process exit code."""
 
-    exit_code = EXIT_INTERNAL
+    exit_code: int = ExitStatus.INTERNAL
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
@@ -33,25 +50,25 @@ class CidrxError(Exception):
 class InvalidInput(CidrxError):
     """Bad flags, a bad CIDR, an unreadable/corrupt/tampered plan or snapshot file."""
 
-    exit_code = EXIT_USAGE
+    exit_code: int = ExitStatus.USAGE
 
 
 class StalePlan(CidrxError):
     """The cloud or cluster changed since the plan was made; nothing was applied."""
 
-    exit_code = EXIT_STALE
+    exit_code: int = ExitStatus.STALE
 
 
 class ApplyInterrupted(CidrxError):
     """Apply stopped partway; the journal lets the same command resume."""
 
-    exit_code = EXIT_PARTIAL
+    exit_code: int = ExitStatus.PARTIAL
 
 
 class AccessDenied(CidrxError):
     """Credentials missing or expired, permission denied, or the target does not exist."""
 
-    exit_code = EXIT_ACCESS
+    exit_code: int = ExitStatus.ACCESS
 
 
 class Unreachable(AccessDenied):
@@ -61,7 +78,7 @@ class Unreachable(AccessDenied):
 class RetriesExhausted(CidrxError):
     """The cloud or cluster kept failing (5xx, throttling) after every retry; nothing is wrong with the input."""
 
-    exit_code = EXIT_RETRY_LATER
+    exit_code: int = ExitStatus.RETRY_LATER
 
 
 class CloudError(CidrxError):
@@ -70,4 +87,4 @@ class CloudError(CidrxError):
     Exit 1 outside apply (no exit code fits better); the apply loop turns it into exit 5.
     """
 
-    exit_code = EXIT_INTERNAL
+    exit_code: int = ExitStatus.INTERNAL

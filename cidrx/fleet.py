@@ -17,17 +17,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
-from cidrx.errors import (
-    EXIT_ACCESS,
-    EXIT_FINDINGS,
-    EXIT_INTERNAL,
-    EXIT_OK,
-    EXIT_PARTIAL,
-    EXIT_STALE,
-    EXIT_USAGE,
-    AccessDenied,
-    CidrxError,
-)
+from cidrx.errors import AccessDenied, CidrxError, ExitStatus
 from cidrx.model.findings import Diagnosis, Severity
 from cidrx.model.target import Target
 
@@ -37,14 +27,14 @@ MAX_PARALLEL = 32
 # Exit codes from least to most serious. A cluster that could not be diagnosed (usage, access, a bug)
 # outranks one with findings: the job's picture is incomplete, which a gate must not pass as "known".
 # 4 and 5 never come out of diagnose; they are ranked so that the order is total and deterministic.
-_RANK = {
-    EXIT_OK: 0,
-    EXIT_FINDINGS: 1,
-    EXIT_STALE: 2,
-    EXIT_PARTIAL: 3,
-    EXIT_USAGE: 4,
-    EXIT_ACCESS: 5,
-    EXIT_INTERNAL: 6,
+_RANK: dict[int, int] = {
+    ExitStatus.OK: 0,
+    ExitStatus.FINDINGS: 1,
+    ExitStatus.STALE: 2,
+    ExitStatus.PARTIAL: 3,
+    ExitStatus.USAGE: 4,
+    ExitStatus.ACCESS: 5,
+    ExitStatus.INTERNAL: 6,
 }
 NO_KUBE_REASON = "in-cluster checks skipped (--no-kube)"
 
@@ -96,10 +86,10 @@ class Fleet:
 
 def worst_exit(codes: Sequence[int]) -> int:
     """The most serious exit code (see _RANK); an unknown code outranks every known one."""
-    return max(codes, key=lambda c: (_RANK.get(c, len(_RANK)), c), default=EXIT_OK)
+    return max(codes, key=lambda c: (_RANK.get(c, len(_RANK)), c), default=ExitStatus.OK)
 
 
-def make_fleet(members: Sequence[Member], *, notes: Sequence[str] = (), floor: int = EXIT_OK) -> Fleet:
+def make_fleet(members: Sequence[Member], *, notes: Sequence[str] = (), floor: int = ExitStatus.OK) -> Fleet:
     """The fleet of `members`, counts filled; the exit code is at least as serious as `floor`."""
     read = [m.diagnosis for m in members if m.diagnosis is not None]
 
@@ -214,7 +204,7 @@ def diagnose_member(job: Job, diagnose: Callable[[Job], Diagnosis], fail_code: C
             job.target,
             job.kube_context,
             job.kube_skipped,
-            EXIT_INTERNAL,
+            ExitStatus.INTERNAL,
             f"internal error: {type(exc).__name__}: {detail}",
             "this is a bug; please report it with the output of `cidrx snapshot` for this cluster",
             None,
@@ -230,7 +220,7 @@ def diagnose_fleet(
     parallel: int = DEFAULT_PARALLEL,
     on_done: Callable[[Member], None] | None = None,
     notes: Sequence[str] = (),
-    floor: int = EXIT_OK,
+    floor: int = ExitStatus.OK,
 ) -> Fleet:
     """Diagnose every job with at most `parallel` running at a time.
 

@@ -19,9 +19,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cidrx import registry
 from cidrx.errors import CidrxError
 
-PROVIDERS = ("eks", "gke", "k8s")
 PURPOSES = ("diagnose", "apply", "all")
 KUBE_PREFIX = "kubernetes:"
 READ_VERBS = frozenset({"get", "list", "watch"})
@@ -35,6 +35,8 @@ AWS_VERSION = "2012-10-17"
 
 _AWS_ACTION = re.compile(r"^[a-z0-9-]+:[A-Za-z0-9]+$")
 _GCP_PERMISSION = re.compile(r"^[a-z]+(\.[A-Za-z]+){2,}$")
+# The cloud IAM systems a provider's permissions are written for (`ProviderSpec.iam`), by their notation.
+_NOTATIONS = {"aws": _AWS_ACTION, "gcp": _GCP_PERMISSION}
 _KUBE = re.compile(r"^kubernetes:\s*(?P<res>[a-z0-9.-]+)\s+(?P<verbs>[a-z]+(,[a-z]+)*)(\s+in\s+(?P<ns>[a-z0-9-]+))?$")
 
 
@@ -109,7 +111,7 @@ def collect_kube_grants(provider: str) -> tuple[KubeGrant, ...]:
     from cidrx.ipam.calico.collect import GROUP as CALICO
     from cidrx.ipam.whereabouts.model import GROUP as WHEREABOUTS
     from cidrx.ipam.whereabouts.model import NAD_GROUP, NADS, POOLS, RESERVATIONS
-    from cidrx.kube.collect import AWS_NODE, ENICONFIG_GROUP, ENICONFIG_PLURAL
+    from cidrx.kube.collect import ENICONFIG_GROUP, ENICONFIG_PLURAL
     from cidrx.kube.nodeipam import NAMESPACE
 
     grants = [
@@ -123,78 +125,44 @@ def collect_kube_grants(provider: str) -> tuple[KubeGrant, ...]:
     ]
     # ENIConfigs are listed whenever their API group is served, whatever the provider.
     grants.append(_kube(ENICONFIG_GROUP, ENICONFIG_PLURAL, "list"))
-    if provider == "eks":
-        grants.append(_kube("apps", "daemonsets", "get", namespace=AWS_NODE[0]))
-    if provider == "k8s":
+    spec = registry.provider_spec(provider)
+    if spec is not None and spec.kube_daemonset is not None:
+        grants.append(_kube("apps", "daemonsets", "get", namespace=spec.kube_daemonset[0]))
+    if any(provider in i.providers for i in registry.ipams()):  # node IPAM reads kubeadm-config
         grants.append(_kube("", "configmaps", "get", namespace=NAMESPACE))
     return tuple(grants)
 
 
 def collect_cloud_permissions(provider: str) -> tuple[str, ...]:
     """What collect reads, plus the listing of fleet mode (`diagnose --all-clusters`)."""
-    if provider == "eks":
-        from cidrx.providers.eks.api import COLLECT_PERMISSIONS as EKS
-        from cidrx.providers.eks.api import FLEET_PERMISSIONS as EKS_FLEET
+    from cidrx.dispatch import provider_named
 
-        return (*EKS, *EKS_FLEET)
-    if provider == "gke":
-        from cidrx.providers.gke.api import COLLECT_PERMISSIONS as GKE
-        from cidrx.providers.gke.api import FLEET_PERMISSIONS as GKE_FLEET
-
-        return (*GKE, *GKE_FLEET)
-    return ()
+    return provider_named(provider).cloud_permissions()
 
 
 # -- what the apply steps need ---------------------------------------------------------------------------
 
-# The step actions each plan kind can contain. Each action's permissions are declared by the plan module
-# that makes such steps (`STEP_PERMISSIONS` in cidrx/{eks,gke,whereabouts,calico}/plan.py); a test checks
-# this table and those against the steps real plans carry.
-STRATEGY_ACTIONS: dict[str, tuple[str, ...]] = {
-    "custom-networking": (
-        "eks.associate-vpc-cidr",
-        "eks.create-subnet",
-        "eks.associate-route-table",
-        "kube.apply-eniconfig",
-        "eks.update-addon-env",
-        "kube.set-daemonset-env",
-        "eks.create-nodegroup",
-    ),
-    "prefix-delegation": ("eks.reserve-subnet-cidr", "eks.update-addon-env", "kube.set-daemonset-env"),
-    "node-pool": ("gke.add-secondary-range", "gke.create-node-pool"),
-    "cluster-range": ("gke.add-secondary-range", "gke.add-cluster-pod-ranges"),
-    "whereabouts-reclaim": ("whereabouts.release-allocations", "whereabouts.delete-reservation"),
-    "calico-reclaim": ("calico.release-ips", "calico.release-empty-block"),
-    "calico-pool": ("calico.create-ippool",),
-}
-
 
 def strategy_provider(strategy: str) -> str | None:
     """The provider whose targets a plan kind runs on; None for the in-cluster plans, which run on all."""
-    from cidrx.providers.eks.plan import STRATEGIES as EKS
-    from cidrx.providers.gke.plan import STRATEGIES as GKE
-
-    return "eks" if strategy in EKS else "gke" if strategy in GKE else None
+    s = registry.strategy(strategy)
+    return s.owner if s is not None and registry.provider_spec(s.owner) is not None else None
 
 
 def step_permissions() -> dict[str, tuple[str, ...]]:
     """Every step action and the permissions its steps declare, from the plan modules."""
-    from cidrx.ipam.calico.plan import STEP_PERMISSIONS as CALICO
-    from cidrx.ipam.whereabouts.plan import STEP_PERMISSIONS as WHEREABOUTS
-    from cidrx.providers.eks.plan import STEP_PERMISSIONS as EKS
-    from cidrx.providers.gke.plan import STEP_PERMISSIONS as GKE
-
-    return {**EKS, **GKE, **WHEREABOUTS, **CALICO}
+    return registry.step_permissions()
 
 
 def step_needs(provider: str) -> list[StepNeed]:
     """What the steps of every plan kind that can run on `provider`'s targets declare."""
     declared = step_permissions()
     out = []
-    for strategy, actions in STRATEGY_ACTIONS.items():
+    for s in registry.strategies():
+        strategy = s.name
         if strategy_provider(strategy) not in (None, provider):
             continue
-        for action in actions:
+        for action in s.actions:
             if action not in declared:
                 raise PermissionNotation(f"step action {action!r} of {strategy} declares no permissions")
             out.append(StepNeed(strategy, action, declared[action]))
@@ -209,8 +177,9 @@ def _is_kube(permission: str) -> bool:
 
 
 def _check_cloud(provider: str, permission: str) -> None:
-    ok = _AWS_ACTION.match(permission) if provider == "eks" else _GCP_PERMISSION.match(permission)
-    if provider == "k8s" or not ok:
+    spec = registry.provider_spec(provider)
+    pattern = _NOTATIONS.get(spec.iam) if spec is not None and spec.iam else None
+    if pattern is None or not pattern.match(permission):
         raise PermissionNotation(f"{permission!r} is not a {provider.upper()} permission")
 
 
@@ -218,7 +187,7 @@ def needs(provider: str, purpose: str) -> Needs:
     """What `provider` needs for `purpose`: diagnose = what collect reads (also enough for snapshot and
     --plan); apply = that (apply collects again before it writes) plus what the steps of every plan kind
     that runs on `provider`'s targets declare. "all" is the same as apply."""
-    if provider not in PROVIDERS:
+    if registry.provider_spec(provider) is None:
         raise ValueError(f"unknown provider {provider!r}")
     if purpose not in PURPOSES:
         raise ValueError(f"unknown purpose {purpose!r}")
@@ -332,9 +301,11 @@ def allows_path(rules: Sequence[Mapping[str, Any]], verb: str, path: str) -> boo
 def document(n: Needs) -> dict[str, Any]:
     """Everything `cidrx permissions -o json` prints."""
     doc: dict[str, Any] = {"schema": "cidrx.permissions/v1", "provider": n.provider, "for": n.purpose}
-    if n.provider == "eks":
+    spec = registry.provider_spec(n.provider)
+    iam = spec.iam if spec is not None else ""
+    if iam == "aws":
         doc["iam_policy"] = iam_policy(n)
-    elif n.provider == "gke":
+    elif iam == "gcp":
         doc["gcp_permissions"] = gcp_permissions(n)
         doc["gcp_role"] = gcp_role(n)
     doc["cluster_role"] = cluster_role(n)

@@ -421,7 +421,10 @@ def test_provider_entry_points() -> None:
     kube = section([node("a", "10.244.0.0/24")])
     snap = k8s.collect(TARGET, None, kube, "2024-05-02T10:00:00Z")  # type: ignore[arg-type]
     assert (snap.target, snap.kube, snap.eks, snap.gke) == (TARGET, kube, None, None)
-    assert k8s.STRATEGIES == ()
+    from cidrx import registry
+
+    spec = registry.provider_spec("k8s")
+    assert spec is not None and spec.strategies == ()
     assert k8s.executors() == {}
     assert k8s.apis(None, None, None).kube is None  # type: ignore[arg-type]
     assert k8s.check_drift(None, snap) is None  # type: ignore[arg-type,func-returns-value]

@@ -288,8 +288,10 @@ def _unscoped(permission: str) -> object:
 def test_steps_carry_what_their_plan_module_declares_for_their_action() -> None:
     """`cidrx permissions` prints the declarations (cidrx/*/plan.py STEP_PERMISSIONS) without making plans:
     the steps real plans carry must be exactly those, and each plan kind's actions those it lists."""
-    from cidrx.permissions import STRATEGY_ACTIONS, step_permissions
+    from cidrx import registry
+    from cidrx.permissions import step_permissions
 
+    STRATEGY_ACTIONS = {s.name: s.actions for s in registry.strategies()}
     declared = step_permissions()
     actions: dict[str, set[str]] = {}
     for plan in _plans():
@@ -301,19 +303,20 @@ def test_steps_carry_what_their_plan_module_declares_for_their_action() -> None:
 
 
 def test_every_action_an_executor_runs_is_declared() -> None:
-    from cidrx import dispatch
+    from cidrx import registry
     from cidrx.ipam.calico.steps import EXECUTORS as CALICO
     from cidrx.ipam.whereabouts.steps import EXECUTORS as WHEREABOUTS
-    from cidrx.permissions import STRATEGY_ACTIONS, step_permissions
+    from cidrx.permissions import step_permissions
     from cidrx.providers.eks.plan import STRATEGIES as EKS
     from cidrx.providers.eks.steps import EXECUTORS as EKS_STEPS
     from cidrx.providers.gke.plan import STRATEGIES as GKE
     from cidrx.providers.gke.steps import EXECUTORS as GKE_STEPS
 
+    STRATEGY_ACTIONS = {s.name: s.actions for s in registry.strategies()}
     executable = {*CALICO, *EKS_STEPS, *GKE_STEPS, *WHEREABOUTS}
     assert set(step_permissions()) == executable
     assert {a for acts in STRATEGY_ACTIONS.values() for a in acts} == executable
-    assert set(STRATEGY_ACTIONS) == {*EKS, *GKE, *dispatch.IPAM_STRATEGIES} == PLAN_KINDS
+    assert set(STRATEGY_ACTIONS) == {*EKS, *GKE, *registry.ipam_strategies()} == PLAN_KINDS
 
 
 def _name(resource: str) -> str | None:

@@ -37,11 +37,11 @@ from cidrx.engine.apply import run_plan
 from cidrx.engine.executor import Executor, Outputs, StepContext
 from cidrx.engine.journal import Journal, journal_path
 from cidrx.engine.waiting import Waiter
+from cidrx.ipam import dispatch as ipam
 from cidrx.ipam.calico.plan import make_pool_plan
 from cidrx.ipam.calico.plan import make_reclaim_plan as calico_reclaim_plan
 from cidrx.ipam.whereabouts.plan import make_reclaim_plan as whereabouts_reclaim_plan
-from cidrx.kube import ipam
-from cidrx.kube.api import KubeApi
+from cidrx.kube.api import KubeApi, KubeApis
 from cidrx.model.plan import Plan, Step, load_plan, save_plan
 from cidrx.render.progress import NullProgress
 from tests.support import calico_cases
@@ -208,7 +208,7 @@ def engine_apply(
             kube = wrap(real)
             ctx = StepContext(
                 plan=plan,
-                apis=ipam.KubeApis(kube=kube),
+                apis=KubeApis(kube=kube),
                 waiter=Waiter(sleep=lambda _: None, monotonic=lambda: 0.0),
                 progress=NullProgress(),
             )

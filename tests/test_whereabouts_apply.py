@@ -20,8 +20,7 @@ from cidrx.ipam.whereabouts.collect import collect_whereabouts
 from cidrx.ipam.whereabouts.model import GROUP, POOLS, RESERVATIONS, VERSION
 from cidrx.ipam.whereabouts.plan import RELEASE, check_drift, make_reclaim_plan
 from cidrx.ipam.whereabouts.steps import EXECUTORS
-from cidrx.kube.api import KubeApi
-from cidrx.kube.ipam import KubeApis
+from cidrx.kube.api import KubeApi, KubeApis
 from cidrx.kube.model import KubeSection
 from cidrx.model.plan import Plan, load_plan, save_plan
 from cidrx.model.snapshot import Snapshot, seal

@@ -26,9 +26,8 @@ from cidrx.ipam.whereabouts.collect import collect_whereabouts
 from cidrx.ipam.whereabouts.model import name_addresses, pool_name
 from cidrx.ipam.whereabouts.plan import DELETE_RESERVATION, RELEASE, check_drift, make_reclaim_plan
 from cidrx.ipam.whereabouts.steps import EXECUTORS
-from cidrx.kube.api import KubeApi
+from cidrx.kube.api import KubeApi, KubeApis
 from cidrx.kube.collect import pod_state_from
-from cidrx.kube.ipam import KubeApis
 from cidrx.kube.model import KubeSection
 from cidrx.model.plan import Plan, save_plan
 from cidrx.model.snapshot import Snapshot, seal

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import click
 
-from cidrx.errors import EXIT_INTERNAL, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, CidrxError
+from cidrx.errors import CidrxError, ExitStatus
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C; used when nothing was being applied
 REPORT_HINT = "this is a bug; please report it with the output of `cidrx snapshot`"
@@ -68,7 +68,7 @@ def report_error(exc: CidrxError) -> int:
 def _interrupted() -> int:
     if state.applying:
         _err("cidrx: error: interrupted while applying; run the same command again to resume")
-        return EXIT_PARTIAL
+        return ExitStatus.PARTIAL
     _err("cidrx: interrupted")
     return EXIT_INTERRUPTED
 
@@ -104,7 +104,7 @@ def run(invoke: Callable[[], object]) -> int:
     except Exception as exc:
         return report_bug(exc)
     if isinstance(rv, bool) or not isinstance(rv, int):
-        return EXIT_OK
+        return ExitStatus.OK
     return rv
 
 
@@ -113,7 +113,7 @@ def _reader_gone() -> int:
     # /dev/null so the interpreter's final flush does not complain either.
     with contextlib.suppress(Exception):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return EXIT_OK
+    return ExitStatus.OK
 
 
 # A full disk, an exhausted quota or a read-only file system: the machine's trouble, not a bug.
@@ -126,9 +126,9 @@ def report_disk_error(exc: OSError) -> int:
     _err(f"cidrx: error: cannot write{where}: {exc.strerror or os.strerror(exc.errno or 0)}")
     if state.applying:
         _err("hint: free some space, then run the same command again to resume")
-        return EXIT_PARTIAL
+        return ExitStatus.PARTIAL
     _err("hint: free some space (or write elsewhere), then run the command again")
-    return EXIT_USAGE
+    return ExitStatus.USAGE
 
 
 def report_bug(exc: BaseException) -> int:
@@ -138,4 +138,4 @@ def report_bug(exc: BaseException) -> int:
         _err("".join(traceback.format_exception(exc)).rstrip())
     else:
         _err("hint: run again with -v to see the traceback")
-    return EXIT_INTERNAL
+    return ExitStatus.INTERNAL

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cidrx.cli.options import OutputFormat, TargetOptions, check_matches, fleet_target_options, resolve_target
-from cidrx.errors import EXIT_FINDINGS, EXIT_OK, InvalidInput
+from cidrx.errors import ExitStatus, InvalidInput
 from cidrx.render import FORMATS
 
 if TYPE_CHECKING:
@@ -38,9 +38,9 @@ def exit_code_for(d: Diagnosis, fail_on: str) -> int:
     from cidrx.model.findings import Severity
 
     if fail_on == "never":
-        return EXIT_OK
+        return ExitStatus.OK
     floor = Severity(fail_on).rank
-    return EXIT_FINDINGS if any(f.severity.rank >= floor for f in d.findings) else EXIT_OK
+    return ExitStatus.FINDINGS if any(f.severity.rank >= floor for f in d.findings) else ExitStatus.OK
 
 
 _FIX_COMMAND = re.compile(
@@ -79,9 +79,9 @@ def collect_live(opts: TargetOptions) -> Snapshot:
     from cidrx.errors import AccessDenied
 
     target = resolve_target(opts)
-    dispatch.require_supported(target)
+    spec = dispatch.require_supported(target)
     snap = dispatch.collect_snapshot(target, opts)
-    if target.provider == "k8s" and not snap.kube.available:
+    if spec.in_cluster and not snap.kube.available:
         raise AccessDenied(
             f"cannot read {target.label()}: {snap.kube.reason or 'the Kubernetes API is unreachable'}",
             hint="check --kubeconfig / --context and network access to the API server",
@@ -109,6 +109,14 @@ def reading_status(title: str) -> contextlib.AbstractContextManager[None]:
 
 
 # -- fleet mode ----------------------------------------------------------------------------------------
+
+
+def _in_cluster(provider: str | None) -> bool:
+    """Whether `provider`'s targets are reached through kubeconfig alone (`--k8s`): one per context."""
+    from cidrx import registry
+
+    spec = registry.provider_spec(provider) if provider else None
+    return spec is not None and spec.in_cluster
 
 
 def is_fleet(opts: TargetOptions, all_clusters: bool, all_contexts: bool) -> bool:
@@ -150,7 +158,7 @@ def check_fleet_flags(opts: TargetOptions, all_clusters: bool, all_contexts: boo
             )
         return
     what = "--all-contexts" if all_contexts else "--context more than once"
-    if opts.provider != "k8s":
+    if not _in_cluster(opts.provider):
         raise InvalidInput(f"{what} works with --k8s; for EKS or GKE clusters use --all-clusters")
     if all_contexts and opts.contexts:
         raise InvalidInput("--all-contexts reads every context of the kubeconfig; drop --context")
@@ -161,15 +169,15 @@ def fleet_jobs(opts: TargetOptions, all_contexts: bool) -> tuple[list[Job], list
     """The clusters to diagnose (listed from the cloud or the kubeconfig), fleet-wide notes, and the
     least exit code the fleet can have (an incomplete listing is an access problem in itself)."""
     from cidrx import fleet
-    from cidrx.errors import EXIT_ACCESS, EXIT_OK
+    from cidrx.errors import ExitStatus
     from cidrx.kube.api import KubeUnavailable, list_contexts
     from cidrx.model.target import Target
 
-    if opts.provider == "k8s":
+    if _in_cluster(opts.provider):
         names = list(opts.contexts) if not all_contexts else list_contexts(opts.kubeconfig)
         jobs = fleet.k8s_jobs(names)
         fleet.require_some(jobs, "no context in the kubeconfig: nothing to diagnose", "pass --kubeconfig PATH")
-        return jobs, [], EXIT_OK
+        return jobs, [], ExitStatus.OK
 
     contexts: list[str] | None = None
     why = ""
@@ -179,7 +187,7 @@ def fleet_jobs(opts: TargetOptions, all_contexts: bool) -> tuple[list[Job], list
         except KubeUnavailable as exc:
             why = exc.message
     notes: list[str] = []
-    floor = EXIT_OK
+    floor = ExitStatus.OK
     if opts.provider == "eks":
         from cidrx.providers.eks.api import EksApi
 
@@ -204,7 +212,7 @@ def fleet_jobs(opts: TargetOptions, all_contexts: bool) -> tuple[list[Job], list
     missing = [str(z) for z in listed.get("missingZones", [])]
     if missing:
         notes.append(f"GKE could not list clusters in {', '.join(missing)}: clusters there are not diagnosed")
-        floor = EXIT_ACCESS
+        floor = ExitStatus.ACCESS
     jobs = fleet.cloud_jobs(targets, contexts, no_kube=opts.no_kube, why_no_contexts=why)
     if not missing:
         fleet.require_some(
@@ -223,11 +231,11 @@ def member_options(opts: TargetOptions, job: Job) -> TargetOptions:
     context = job.kube_context
     return dataclasses.replace(
         opts,
-        cluster=t.cluster if t.provider != "k8s" else None,
+        cluster=t.cluster if not _in_cluster(t.provider) else None,
         location=t.location,
         context=context,
         contexts=(context,) if context else (),
-        no_kube=opts.no_kube or (t.provider != "k8s" and context is None),
+        no_kube=opts.no_kube or (not _in_cluster(t.provider) and context is None),
     )
 
 
@@ -247,23 +255,6 @@ def collect_member(opts: TargetOptions, job: Job) -> Snapshot:
     return seal(module.collect(target, member, kube, dispatch.utc_now()))
 
 
-def preload(provider: str) -> None:
-    """Import what collecting and analysing a member needs, once, in this thread: first imports of the same
-    modules racing in several threads can deadlock on a cycle between them."""
-    import importlib
-    import importlib.util
-
-    for name in (
-        f"cidrx.providers.{provider}.provider",
-        f"cidrx.providers.{provider}.collect",
-        f"cidrx.providers.{provider}.analyze",
-    ):
-        if importlib.util.find_spec(name) is not None:
-            importlib.import_module(name)
-    for name in ("cidrx.kube.collect", "cidrx.kube.ipam", "cidrx.render.fleet"):
-        importlib.import_module(name)
-
-
 def diagnose_many(opts: TargetOptions, all_contexts: bool, parallel: int, output: str, fail_on: str) -> int:
     """Fleet mode: every cluster, `parallel` at a time; progress on stderr as each one finishes."""
     from cidrx import dispatch, fleet
@@ -272,7 +263,6 @@ def diagnose_many(opts: TargetOptions, all_contexts: bool, parallel: int, output
     from cidrx.render.term import stdout_term
 
     jobs, notes, floor = fleet_jobs(opts, all_contexts)
-    preload(jobs[0].target.provider if jobs else "k8s")
     progress = make_progress(sys.stderr)
     for note in notes:
         progress.note(f"note: {note}")

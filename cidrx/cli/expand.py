@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from cidrx import registry
 from cidrx.cli import boundary
 from cidrx.cli.diagnose import get_snapshot, reading_status
 from cidrx.cli.options import OutputFormat, TargetOptions, check_matches, target_options
@@ -23,12 +24,12 @@ from cidrx.errors import CidrxError, InvalidInput
 from cidrx.render import PLAN_FORMATS, render_plan
 
 if TYPE_CHECKING:
-    from cidrx.dispatch import PlanOptions
+    from cidrx.model.options import PlanOptions
     from cidrx.model.plan import Plan
     from cidrx.model.snapshot import Snapshot
 
-# Kept literal so `--help` imports no provider; tests check it equals the providers' own lists.
-STRATEGIES = ("custom-networking", "prefix-delegation", "node-pool", "cluster-range", "calico-pool")
+# From the registry, which imports nothing heavy: `--help` loads no provider.
+STRATEGIES = registry.expand_strategies()
 
 
 def default_plan_path(plan: Plan) -> str:
@@ -180,7 +181,7 @@ def write_plan(plan: Plan, out: str | None, output: str, command: str, snapshot:
     return 0
 
 
-RECLAIM_STRATEGIES = ("whereabouts-reclaim", "calico-reclaim")
+RECLAIM_STRATEGIES = registry.reclaim_strategies()
 
 
 def load_for_apply(target: TargetOptions, plan_path: str, command: str) -> Plan:
@@ -383,7 +384,7 @@ def expand(
         return apply(target, apply_path, yes, output=output)
     if yes:
         raise InvalidInput("--yes only works with --apply; --plan never changes anything")
-    from cidrx.dispatch import PlanOptions
+    from cidrx.model.options import PlanOptions
 
     options = PlanOptions(
         strategy,

@@ -19,7 +19,6 @@ from cidrx.cli.diagnose import (
     fleet_options,
     get_snapshot,
     is_fleet,
-    preload,
     read_snapshot,
 )
 from cidrx.cli.options import TargetOptions, fleet_target_options, resolve_target
@@ -53,7 +52,7 @@ def fleet_collect(opts: TargetOptions, all_contexts: bool, parallel: int) -> Col
     """Every cluster of the fleet, listed again each time (clusters come and go); one that cannot be read
     is a failure of this collection but not of the others."""
     from cidrx import dispatch, fleet
-    from cidrx.errors import EXIT_OK
+    from cidrx.errors import ExitStatus
     from cidrx.exporter import Outcome
 
     def collect() -> Outcome:
@@ -61,13 +60,13 @@ def fleet_collect(opts: TargetOptions, all_contexts: bool, parallel: int) -> Col
         result = fleet.diagnose_fleet(
             jobs,
             lambda job: dispatch.analyze(collect_member(opts, job)),
-            lambda d: EXIT_OK,
+            lambda d: ExitStatus.OK,
             parallel=parallel,
             notes=notes,
             floor=floor,
         )
         failures = [(m.target.label(), m.error or "") for m in result.clusters if m.diagnosis is None]
-        if floor != EXIT_OK:
+        if floor != ExitStatus.OK:
             failures += [("", note) for note in notes]
         return Outcome(
             tuple(m.diagnosis for m in result.clusters if m.diagnosis is not None),
@@ -127,7 +126,6 @@ def exporter(
     collect: Collect
     if is_fleet(target, all_clusters, all_contexts):
         check_fleet_flags(target, all_clusters, all_contexts, snapshot_path)
-        preload(target.provider or "k8s")
         collect = fleet_collect(target, all_contexts, parallel)
     elif snapshot_path:
         if snapshot_path == "-":

@@ -12,29 +12,26 @@ import functools
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import click
 
+from cidrx import registry
 from cidrx.errors import InvalidInput
+from cidrx.model.options import Access
 from cidrx.model.target import Provider, Target
-
-PROVIDER_FLAGS: tuple[Provider, ...] = ("eks", "gke", "k8s")
 
 
 @dataclass(frozen=True)
-class TargetOptions:
-    """The TARGET flags as given (flag or CIDRX_<OPTION> env var), before validation."""
+class TargetOptions(Access):
+    """The TARGET flags as given (flag or CIDRX_<OPTION> env var), before validation. It is an `Access`
+    (kubeconfig, context, profile, no_kube), which is all the layers below the CLI receive."""
 
     provider: Provider | None = None
     region: str | None = None
     cluster: str | None = None
-    profile: str | None = None
     project: str | None = None
     location: str | None = None
-    kubeconfig: str | None = None
-    context: str | None = None
-    no_kube: bool = False
     # Every --context given, in order (fleet mode); `context` is the one context when there is one.
     contexts: tuple[str, ...] = ()
 
@@ -44,10 +41,14 @@ class TargetOptions:
         return [f"--{n}" for n in names if getattr(self, n)]
 
 
+def _provider_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
+    return [
+        click.option(p.flag, p.name, is_flag=True, envvar=f"CIDRX_{p.name.upper()}", help=p.help)
+        for p in registry.providers()
+    ]
+
+
 _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
-    click.option("--eks", "eks", is_flag=True, envvar="CIDRX_EKS", help="Target an EKS cluster (AWS VPC CNI)."),
-    click.option("--gke", "gke", is_flag=True, envvar="CIDRX_GKE", help="Target a GKE cluster."),
-    click.option("--k8s", "k8s", is_flag=True, envvar="CIDRX_K8S", help="Target a plain Kubernetes cluster."),
     click.option(
         "--region",
         envvar="CIDRX_REGION",
@@ -89,7 +90,7 @@ def _context_option(fleet: bool) -> Callable[[Callable[..., Any]], Callable[...,
 def _add_target_options(f: Callable[..., Any], *, fleet: bool) -> Callable[..., Any]:
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        chosen = [p for p in PROVIDER_FLAGS if kwargs.pop(p)]
+        chosen = [p for p in registry.provider_names() if kwargs.pop(p)]
         if len(chosen) > 1:
             raise InvalidInput(f"choose one provider, not {' and '.join('--' + p for p in chosen)}")
         contexts = tuple(kwargs.pop("context") or ())
@@ -98,19 +99,14 @@ def _add_target_options(f: Callable[..., Any], *, fleet: bool) -> Callable[..., 
                 f"--context was given {len(contexts)} times; this command reads one cluster "
                 "(only `cidrx diagnose --k8s` takes several)"
             )
-        region = kwargs.pop("region")
-        if region is None and chosen == ["eks"]:
-            # The region variables of the AWS tooling: AWS_REGION (AWS CLI v2 and the SDKs' shared config,
-            # taking precedence), then AWS_DEFAULT_REGION (botocore's session variable "region",
-            # botocore/configprovider.py BOTOCORE_DEFAULT_SESSION_VARIABLES, botocore 1.43).
-            region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None
+        given = {name: kwargs.pop(name) for name in ("region", "cluster", "profile", "project", "location")}
+        spec = registry.provider_spec(chosen[0]) if len(chosen) == 1 else None
+        for name, variables in spec.env_defaults if spec is not None else ():
+            if given[name] is None:
+                given[name] = next((os.environ[v] for v in variables if os.environ.get(v)), None)
         opts = TargetOptions(
-            provider=chosen[0] if chosen else None,
-            region=region,
-            cluster=kwargs.pop("cluster"),
-            profile=kwargs.pop("profile"),
-            project=kwargs.pop("project"),
-            location=kwargs.pop("location"),
+            provider=cast("Provider", chosen[0]) if chosen else None,
+            **given,
             kubeconfig=kwargs.pop("kubeconfig"),
             context=contexts[0] if len(contexts) == 1 else None,
             no_kube=kwargs.pop("no_kube"),
@@ -118,7 +114,7 @@ def _add_target_options(f: Callable[..., Any], *, fleet: bool) -> Callable[..., 
         )
         return f(*args, target=opts, **kwargs)
 
-    options = [*_OPTIONS[:-1], _context_option(fleet), _OPTIONS[-1]]
+    options = [*_provider_options(), *_OPTIONS[:-1], _context_option(fleet), _OPTIONS[-1]]
     for option in reversed(options):
         wrapper = option(wrapper)
     return wrapper
@@ -162,27 +158,21 @@ def resolve_target(opts: TargetOptions) -> Target:
             "no target: pass --eks --region R --cluster C (or --gke / --k8s), or --snapshot FILE",
             hint="every target option can also come from the environment, e.g. CIDRX_EKS=1 CIDRX_REGION=...",
         )
-    if opts.provider == "eks":
-        missing = _missing(opts, ("region", "cluster"))
+    spec = registry.provider_spec(opts.provider)
+    if spec is None:
+        raise InvalidInput(f"unknown provider {opts.provider!r}")
+    if not spec.in_cluster:
+        missing = _missing(opts, spec.requires)
         if missing:
-            raise InvalidInput(f"--eks needs {' and '.join(missing)} (or CIDRX_REGION / AWS_REGION, CIDRX_CLUSTER)")
-        _refuse(opts, "eks", ("project", "location"), "EKS clusters are named by --region and --cluster")
-        assert opts.region and opts.cluster
+            raise InvalidInput(f"{spec.flag} needs {' and '.join(missing)} {spec.env_hint}".rstrip())
+        _refuse(opts, spec.name, spec.refuses, spec.refuse_reason)
         # The kube context is how we reach the cluster, not which cluster it is: keep it out of the
         # Target so a plan made through one kubeconfig applies through another.
-        return Target("eks", opts.cluster, region=opts.region)
-    if opts.provider == "gke":
-        missing = _missing(opts, ("project", "location", "cluster"))
-        if missing:
-            raise InvalidInput(
-                f"--gke needs {' and '.join(missing)} (or CIDRX_PROJECT / CIDRX_LOCATION / CIDRX_CLUSTER)"
-            )
-        _refuse(opts, "gke", ("region", "profile"), "GKE clusters are named by --project, --location and --cluster")
-        assert opts.project and opts.location and opts.cluster
-        return Target("gke", opts.cluster, project=opts.project, location=opts.location)
-    _refuse(opts, "k8s", ("region", "profile", "project", "location"), "--k8s reads the cluster through kubeconfig")
+        fields = {name: getattr(opts, name) for name in spec.requires if name != "cluster"}
+        return Target(cast("Provider", spec.name), opts.cluster or "", **fields)
+    _refuse(opts, spec.name, spec.refuses, spec.refuse_reason)
     if opts.no_kube:
-        raise InvalidInput("--k8s works only through the Kubernetes API; drop --no-kube")
+        raise InvalidInput(f"{spec.flag} works only through the Kubernetes API; drop --no-kube")
     name = opts.cluster or opts.context
     if not name:
         from cidrx.kube.api import current_context
@@ -190,7 +180,7 @@ def resolve_target(opts: TargetOptions) -> Target:
         # Named after the context kubeconfig resolution picks, never a placeholder: the name is in the
         # header, the plan file's name and the Prometheus `target` label of every cluster.
         name = current_context(opts.kubeconfig) or "no-kubeconfig"
-    return Target("k8s", name, context=opts.context)
+    return Target(cast("Provider", spec.name), name, context=opts.context)
 
 
 def check_matches(opts: TargetOptions, target: Target, what: str) -> None:

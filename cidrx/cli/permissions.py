@@ -7,10 +7,14 @@ the command works wherever cidrx is installed and follows the steps as they chan
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from typing import Any
 
 import click
+
+from cidrx import registry
 
 
 def iam_policy_json(doc: dict[str, Any]) -> str:
@@ -32,14 +36,14 @@ def cluster_role_yaml(doc: dict[str, Any]) -> str:
 def render_text(doc: dict[str, Any]) -> str:
     """A YAML stream: the cloud document (IAM policy as JSON, which YAML reads too; or the GCP role), then
     the ClusterRole. Comments say what each is for."""
-    provider, purpose = doc["provider"], doc["for"]
+    purpose = doc["for"]
     parts: list[str] = []
-    if provider == "eks":
+    if "iam_policy" in doc:
         parts.append(
             f"# AWS IAM policy for `cidrx` ({purpose}) on EKS: attach it to the role or user cidrx runs as.\n"
             + iam_policy_json(doc)
         )
-    elif provider == "gke":
+    elif "gcp_role" in doc:
         parts.append(
             f"# Google Cloud custom role for `cidrx` ({purpose}) on GKE:\n"
             "#   gcloud iam roles create cidrx --project PROJECT --file THIS_PART.yaml\n" + gcp_role_yaml(doc)
@@ -52,10 +56,21 @@ def render_text(doc: dict[str, Any]) -> str:
     return "---\n".join(parts)
 
 
+def _provider_flags(f: Callable[..., Any]) -> Callable[..., Any]:
+    """One flag per registered provider (`--eks`, `--gke`, `--k8s`, ...), handed on as `chosen`."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        chosen = [p.name for p in registry.providers() if kwargs.pop(p.name)]
+        return f(*args, chosen=chosen, **kwargs)
+
+    for p in reversed(registry.providers()):
+        wrapper = click.option(p.flag, p.name, is_flag=True, help=p.permissions_help or p.help)(wrapper)
+    return wrapper
+
+
 @click.command(short_help="Print the least-privilege IAM policy / GCP role and RBAC ClusterRole.")
-@click.option("--eks", is_flag=True, help="AWS IAM policy (JSON) for EKS targets.")
-@click.option("--gke", is_flag=True, help="Google Cloud permissions and custom role for GKE.")
-@click.option("--k8s", is_flag=True, help="Only the Kubernetes ClusterRole (plain clusters).")
+@_provider_flags
 @click.option(
     "--for",
     "purpose",
@@ -65,7 +80,7 @@ def render_text(doc: dict[str, Any]) -> str:
     help="diagnose: read-only (diagnose, snapshot, --plan). apply/all: also every write the apply steps make.",
 )
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def permissions(eks: bool, gke: bool, k8s: bool, purpose: str, output: str) -> int:
+def permissions(chosen: list[str], purpose: str, output: str) -> int:
     """Print what cidrx needs: an AWS IAM policy (--eks) or Google Cloud permissions and a custom role
     (--gke), and always a Kubernetes ClusterRole.
 
@@ -77,11 +92,11 @@ def permissions(eks: bool, gke: bool, k8s: bool, purpose: str, output: str) -> i
     from cidrx.errors import InvalidInput
     from cidrx.permissions import document, needs
 
-    chosen = [name for name, given in (("eks", eks), ("gke", gke), ("k8s", k8s)) if given]
     if len(chosen) > 1:  # the words of every other command's target options (cli/options.py)
         raise InvalidInput(f"choose one provider, not {' and '.join('--' + p for p in chosen)}")
     if not chosen:
-        raise InvalidInput("say which provider: --eks, --gke or --k8s")
+        flags = [p.flag for p in registry.providers()]
+        raise InvalidInput(f"say which provider: {', '.join(flags[:-1])} or {flags[-1]}")
     provider = chosen[0]
     doc = document(needs(provider, purpose))
     if output == "json":

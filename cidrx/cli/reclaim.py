@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import click
 
+from cidrx import registry
 from cidrx.cli.diagnose import get_snapshot
 from cidrx.cli.expand import apply, write_plan
 from cidrx.cli.options import OutputFormat, TargetOptions, target_options
 from cidrx.errors import InvalidInput
 from cidrx.render import PLAN_FORMATS
 
-IPAMS = ("whereabouts", "calico")
+IPAMS = tuple(dict.fromkeys(s.owner for s in registry.strategies() if s.reclaim))
 
 
 @click.command(short_help="Plan (--plan) or apply (--apply) the release of stale in-cluster IPAM addresses.")

@@ -19,7 +19,6 @@ from typing import Any, Protocol, TypeVar
 from cidrx.engine.waiting import Waiter
 from cidrx.errors import CloudError
 from cidrx.model.plan import Plan, Step
-from cidrx.render.progress import Progress
 
 T = TypeVar("T")
 
@@ -27,6 +26,21 @@ Outputs = dict[str, Any]
 """Ids of what a step created or found (JSON-able); recorded in the journal, referenced by later steps."""
 
 _REF = re.compile(r"\$\{([^.{}]+)\.([^{}]+)\}")
+
+
+class Progress(Protocol):
+    """What the apply engine tells the user (cidrx.render.progress shows it). `report_every` is how often
+    (s) waits are worth a line."""
+
+    report_every: float
+
+    def step_started(self, step: Step, index: int, total: int) -> None: ...
+
+    def step_finished(self, step: Step, status: str, outputs: dict[str, Any]) -> None: ...
+
+    def note(self, text: str) -> None: ...
+
+    def waiting(self, what: str, elapsed: float) -> None: ...
 
 
 @dataclass

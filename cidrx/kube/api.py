@@ -839,3 +839,11 @@ def _fields(selector: str | None) -> dict[str, Any] | None:
             raise ValueError(f"unsupported field selector {selector!r}: {key} has both = and !=")
         out[key] = operators.not_equal(values[0]) if len(values) == 1 else operators.not_in(values)
     return out
+
+
+@dataclass(frozen=True)
+class KubeApis:
+    """What steps that touch only the cluster (in-cluster IPAM plans, plain-Kubernetes targets) reach
+    through `ctx.apis`: the cluster, or None when it was not reachable."""
+
+    kube: KubeApi | None

@@ -10,6 +10,9 @@ on a list cidrx needs is an error (exit 6), because a silently partial snapshot 
 from __future__ import annotations
 
 import bisect
+import contextlib
+import dataclasses
+import importlib
 import ipaddress
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -17,8 +20,11 @@ from dataclasses import replace
 from itertools import chain
 from typing import Any
 
+from cidrx import registry
+from cidrx.errors import InvalidInput
 from cidrx.kube.api import NETWORK_STATUS, NETWORKS_STATUS, KubeApi, KubeUnavailable
 from cidrx.kube.model import EniConfig, EnvVar, KubeEvent, KubeNode, KubePod, KubeSection, PodState, WorkloadEnv
+from cidrx.model.target import Target
 from cidrx.model.validation import is_ip_address
 
 JSON = Mapping[str, Any]
@@ -32,8 +38,6 @@ EVENT_REASONS = (
     "CIDRNotAvailable",
 )
 ENICONFIG_GROUP, ENICONFIG_VERSION, ENICONFIG_PLURAL = "crd.k8s.amazonaws.com", "v1alpha1", "eniconfigs"
-WHEREABOUTS_GROUP = "whereabouts.cni.cncf.io"
-CALICO_GROUP = "crd.projectcalico.org"
 AWS_NODE = ("kube-system", "aws-node", "aws-node")  # namespace, DaemonSet, container
 # Finished pods hold no address; leaving them out server-side keeps Job-heavy clusters' lists short.
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
@@ -65,13 +69,15 @@ def collect_with(api: KubeApi, *, provider: str) -> KubeSection:
     """
     try:
         groups = api.api_groups()
-        aws_node = api.get_daemonset(*AWS_NODE[:2]) if provider == "eks" else None
+        spec = registry.provider_spec(provider)
+        daemonset = spec.kube_daemonset if spec is not None else None
+        aws_node = api.get_daemonset(*daemonset) if daemonset is not None else None
         eniconfigs: Iterable[JSON] = ()
         if ENICONFIG_GROUP in groups:
             eniconfigs = api.iter_custom(ENICONFIG_GROUP, ENICONFIG_VERSION, ENICONFIG_PLURAL)
         ipam = _collect_ipams(api, groups, provider)
-        wanted = _ipam_pod_refs(ipam)
-        ranges = AddressRanges.of(_ipam_cidrs(ipam))
+        wanted = _ipam_pod_refs(ipam, provider)
+        ranges = AddressRanges.of(_ipam_cidrs(ipam, provider))
         events = chain.from_iterable(api.iter_events(reason) for reason in EVENT_REASONS)
         section = section_from(
             groups,
@@ -89,50 +95,38 @@ def collect_with(api: KubeApi, *, provider: str) -> KubeSection:
         return KubeSection(available=False, reason=str(exc), context=api.context)
 
 
+def _collectors(provider: str) -> list[tuple[str, Any]]:
+    """(snapshot field, collector module) of every registered IPAM that is read for `provider`'s targets."""
+    return [
+        (i.field, importlib.import_module(i.collect))
+        for i in registry.ipams()
+        if not i.providers or provider in i.providers
+    ]
+
+
 def _collect_ipams(api: KubeApi, groups: set[str], provider: str) -> dict[str, Any]:
     found: dict[str, Any] = {}
-    if WHEREABOUTS_GROUP in groups:
-        from cidrx.ipam.whereabouts.collect import collect_whereabouts
-
-        found["whereabouts"] = collect_whereabouts(api)
-    from cidrx.ipam.calico.collect import calico_api  # crd.projectcalico.org/v1, or projectcalico.org/v3 alone
-
-    calico_version = calico_api(groups)
-    if calico_version is not None:
-        from cidrx.ipam.calico.collect import collect_calico
-
-        found["calico"] = collect_calico(api, calico_version)
-    if provider == "k8s":
-        from cidrx.kube.nodeipam import collect_node_ipam
-
-        found["node_ipam"] = collect_node_ipam(api)
+    for name, collector in _collectors(provider):
+        section = collector.collect_served(api, groups)
+        if section is not None:
+            found[name] = section
     return found
 
 
-def _ipam_pod_refs(ipam: Mapping[str, Any]) -> set[str]:
+def _ipam_pod_refs(ipam: Mapping[str, Any], provider: str = "") -> set[str]:
     refs: set[str] = set()
-    if ipam.get("whereabouts") is not None:
-        from cidrx.ipam.whereabouts.collect import pod_refs as whereabouts_refs
-
-        refs |= whereabouts_refs(ipam["whereabouts"])
-    if ipam.get("calico") is not None:
-        from cidrx.ipam.calico.collect import pod_refs as calico_refs
-
-        refs |= calico_refs(ipam["calico"])
+    for name, collector in _collectors(provider):
+        if ipam.get(name) is not None:
+            refs |= collector.pod_refs(ipam[name])
     return refs
 
 
-def _ipam_cidrs(ipam: Mapping[str, Any]) -> list[str]:
+def _ipam_cidrs(ipam: Mapping[str, Any], provider: str = "") -> list[str]:
     """Every range an in-cluster IPAM hands addresses out of (pools, blocks, configured ranges)."""
     cidrs: list[str] = []
-    if ipam.get("whereabouts") is not None:
-        section = ipam["whereabouts"]
-        cidrs += [p.range for p in section.pools] + [r.range for r in section.ranges if r.range]
-        # A reservation's address may lie outside every remaining pool and NAD range (both deleted).
-        cidrs += [ip for r in section.overlapping for ip in r.addresses]
-    if ipam.get("calico") is not None:
-        section = ipam["calico"]
-        cidrs += [p.cidr for p in section.pools] + [b.cidr for b in section.blocks]
+    for name, collector in _collectors(provider):
+        if ipam.get(name) is not None:
+            cidrs += collector.cidrs(ipam[name])
     return cidrs
 
 
@@ -410,4 +404,23 @@ def eniconfig_from(obj: JSON) -> EniConfig:
         security_groups=tuple(str(g) for g in spec.get("securityGroups") or []),
         created=str(_get(obj, "metadata", "creationTimestamp") or ""),
         labels={str(k): str(v) for k, v in (_get(obj, "metadata", "labels") or {}).items()},
+    )
+
+
+def check_same_cluster(kube: KubeSection, networks: Iterable[str], target: Target) -> None:
+    """Refuse a kubeconfig context that points at another cluster than the cloud target (the current
+    context is often a different cluster): its nodes' addresses must lie in the cluster's `networks`."""
+    if not kube.available or not kube.nodes:
+        return
+    nets = [ipaddress.ip_network(c, strict=False) for c in networks]
+    for node in kube.nodes:
+        with contextlib.suppress(ValueError):
+            if any(ipaddress.ip_address(node.internal_ip) in net for net in nets):
+                return
+    spec = registry.provider_spec(target.provider)
+    hint = spec.context_hint.format(**dataclasses.asdict(target)) if spec and spec.context_hint else ""
+    raise InvalidInput(
+        f"Kubernetes context {kube.context or '(current)'} does not look like {target.label()}: none of its "
+        f"{len(kube.nodes)} node(s) has an address in the cluster's network",
+        hint=f"pass --context for this cluster ({hint}), or --no-kube" if hint else "pass --context, or --no-kube",
     )

@@ -6,10 +6,15 @@ Only the fields analysis reads are kept, so a 2,000-node, 60,000-pod cluster sta
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from cidrx.ipam.calico.model import CalicoSection
-from cidrx.ipam.whereabouts.model import WhereaboutsSection
 from cidrx.model.validation import IpAddr, IpAddrOrEmpty, IpCidr, first_problem, repeated
+
+if TYPE_CHECKING:
+    # Named as strings only; cidrx.registry.bind_sections resolves them from the registered IPAMs when a
+    # snapshot is decoded, so the client layer imports no IPAM.
+    from cidrx.ipam.calico.model import CalicoSection
+    from cidrx.ipam.whereabouts.model import WhereaboutsSection
 
 
 @dataclass(frozen=True)

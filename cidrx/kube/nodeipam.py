@@ -287,6 +287,20 @@ def collect_node_ipam(api: KubeApi) -> NodeIpamConfig | None:
 # ---- analysis --------------------------------------------------------------------------------------
 
 
+def collect_served(api: KubeApi, groups: set[str]) -> NodeIpamConfig | None:
+    """Node IPAM is part of Kubernetes itself (no API group to look for): always read."""
+    return collect_node_ipam(api)
+
+
+def pod_refs(section: NodeIpamConfig) -> set[str]:
+    return set()
+
+
+def cidrs(section: NodeIpamConfig) -> list[str]:
+    """Node IPAM's ranges are the nodes' podCIDRs, which the collector keeps with the nodes anyway."""
+    return []
+
+
 def _v4_pod_cidrs(node: KubeNode) -> list[ipaddress.IPv4Network]:
     return [n for n in _networks(",".join(node.pod_cidrs)) if isinstance(n, ipaddress.IPv4Network)]
 

@@ -10,14 +10,20 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from cidrx import registry
 from cidrx.errors import InvalidInput
-from cidrx.kube.model import KubeSection
 from cidrx.model import codec
 from cidrx.model.target import Target
 from cidrx.model.validation import check_values
-from cidrx.providers.eks.model import EksSection
-from cidrx.providers.gke.model import GkeSection
+
+if TYPE_CHECKING:
+    # Named as strings only: decoding resolves them through the registry (`snapshot_type`), so this
+    # layer imports no provider, IPAM or client module.
+    from cidrx.kube.model import KubeSection
+    from cidrx.providers.eks.model import EksSection
+    from cidrx.providers.gke.model import GkeSection
 
 SNAPSHOT_SCHEMA = "cidrx.snapshot/v1"
 
@@ -31,6 +37,12 @@ class Snapshot:
     gke: GkeSection | None = None
     fingerprint: str = ""
     schema: str = SNAPSHOT_SCHEMA
+
+
+def snapshot_type() -> type[Snapshot]:
+    """`Snapshot`, with the section types its fields name resolvable (for decoding, validation, schemas)."""
+    registry.bind_sections(globals())
+    return Snapshot
 
 
 def fingerprint_of(snap: Snapshot) -> str:
@@ -63,7 +75,7 @@ def parse_snapshot(data: bytes, what: str) -> Snapshot:
             codec.loads(data, dict[str, object], what=what)
         raise InvalidInput(f"{what} has no schema field: it is not a cidrx snapshot; make one with `cidrx snapshot`")
     codec.check_schema(data, SNAPSHOT_SCHEMA, "snapshot", what)
-    snap = codec.loads(data, Snapshot, what=what)
+    snap = codec.loads(data, snapshot_type(), what=what)
     if snap.schema != SNAPSHOT_SCHEMA:
         raise InvalidInput(f"{what} has schema {snap.schema!r}; this cidrx reads {SNAPSHOT_SCHEMA}")
     if not snap.fingerprint:

@@ -6,6 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from cidrx import registry
+
+# The published JSON schemas list the provider names (docs/schemas); a test checks this against the registry.
 Provider = Literal["eks", "gke", "k8s"]
 
 
@@ -25,11 +28,10 @@ class Target:
 
     def flags(self) -> str:
         """The TARGET options that point cidrx back at this cluster, for fix commands in findings."""
-        if self.provider == "eks":
-            return f"--eks --region {self.region} --cluster {self.cluster}"
-        if self.provider == "gke":
-            return f"--gke --project {self.project} --location {self.location} --cluster {self.cluster}"
-        return in_cluster_flags(self.context)
+        spec = registry.provider_spec(self.provider)
+        if spec is None or spec.in_cluster:
+            return in_cluster_flags(self.context)
+        return " ".join([spec.flag, *(f"--{name} {getattr(self, name)}" for name in spec.requires)])
 
 
 def in_cluster_flags(context: str | None) -> str:

@@ -15,25 +15,14 @@ import shutil
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
 
+from cidrx.engine.executor import Progress
 from cidrx.model.plan import Step
 
+__all__ = ["LiveProgress", "NullProgress", "PlainProgress", "Progress", "make_progress"]
+
 _OUTPUTS_WIDTH = 100
-
-
-class Progress(Protocol):
-    """What the apply engine tells the user. `report_every` is how often (s) waits are worth a line."""
-
-    report_every: float
-
-    def step_started(self, step: Step, index: int, total: int) -> None: ...
-
-    def step_finished(self, step: Step, status: str, outputs: dict[str, Any]) -> None: ...
-
-    def note(self, text: str) -> None: ...
-
-    def waiting(self, what: str, elapsed: float) -> None: ...
 
 
 def format_outputs(outputs: dict[str, Any], width: int = _OUTPUTS_WIDTH) -> str:

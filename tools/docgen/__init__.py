@@ -336,10 +336,10 @@ def plan_schema() -> dict[str, Any]:
 
 
 def snapshot_schema() -> dict[str, Any]:
-    from cidrx.model.snapshot import SNAPSHOT_SCHEMA, Snapshot
+    from cidrx.model.snapshot import SNAPSHOT_SCHEMA, snapshot_type
 
     return _document_schema(
-        Snapshot,
+        snapshot_type(),
         SNAPSHOT_SCHEMA,
         "cidrx snapshot (cidrx.snapshot/v1)",
         "Everything `cidrx diagnose` reads, written by `cidrx snapshot`; `fingerprint` is the sha256 of the "
@@ -412,10 +412,11 @@ def _cluster_role_difference(base: dict[str, Any], other: dict[str, Any]) -> str
 
 def permissions_blocks() -> dict[str, str]:
     """Each generated block of docs/permissions.md by name, as `cidrx permissions` prints it now."""
+    from cidrx import registry
     from cidrx.cli.permissions import cluster_role_yaml, gcp_role_yaml, iam_policy_json
-    from cidrx.permissions import PROVIDERS, document, needs
+    from cidrx.permissions import document, needs
 
-    full = {p: document(needs(p, "all")) for p in PROVIDERS}
+    full = {p: document(needs(p, "all")) for p in registry.provider_names()}
     gke_read = document(needs("gke", "diagnose"))["gcp_permissions"]
     rows = sorted(
         {(s["strategy"], s["action"], tuple(s["permissions"])) for doc in full.values() for s in doc["steps"]}

@@ -240,3 +240,15 @@ def pod_refs(section: CalicoSection) -> set[str]:
             if 0 <= index < len(block.attributes):
                 refs.update(block.attributes[index].pod_refs)
     return refs
+
+
+def collect_served(api: KubeApi, groups: set[str]) -> CalicoSection | None:
+    """The section, when the cluster serves Calico's IPAM (crd.projectcalico.org/v1, or projectcalico.org/v3
+    alone); otherwise None."""
+    version = calico_api(groups)
+    return collect_calico(api, version) if version is not None else None
+
+
+def cidrs(section: CalicoSection) -> list[str]:
+    """Every range Calico hands addresses out of: its pools and its blocks."""
+    return [p.cidr for p in section.pools] + [b.cidr for b in section.blocks]

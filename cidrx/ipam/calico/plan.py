@@ -34,7 +34,7 @@ from cidrx.model.plan import DIGEST_TAG, Plan, Step, seal_plan
 from cidrx.model.snapshot import Snapshot
 
 if TYPE_CHECKING:
-    from cidrx.dispatch import PlanOptions
+    from cidrx.model.options import PlanOptions
 
 RECLAIM, POOL = "calico-reclaim", "calico-pool"
 STRATEGIES = (RECLAIM, POOL)

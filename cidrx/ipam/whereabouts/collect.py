@@ -295,3 +295,15 @@ def range_from(nad: str, network_name: str, entry: JSON) -> NetworkRange:
         written=written,
         problem="; ".join(problems),
     )
+
+
+def collect_served(api: KubeApi, groups: set[str]) -> WhereaboutsSection | None:
+    """The section, when the cluster serves Whereabouts' API group (otherwise None)."""
+    return collect_whereabouts(api) if GROUP in groups else None
+
+
+def cidrs(section: WhereaboutsSection) -> list[str]:
+    """Every range Whereabouts hands addresses out of: pools and configured ranges, and the addresses of
+    overlapping reservations (which may lie outside every remaining pool and NAD range, both deleted)."""
+    out = [p.range for p in section.pools] + [r.range for r in section.ranges if r.range]
+    return out + [ip for r in section.overlapping for ip in r.addresses]

@@ -6,33 +6,31 @@ the functions so that `diagnose --snapshot` and `--help` never load boto3.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
 
 if TYPE_CHECKING:
-    from cidrx.cli.options import TargetOptions
-    from cidrx.dispatch import PlanOptions
     from cidrx.engine.executor import Executor
     from cidrx.kube.api import KubeApi
     from cidrx.kube.model import KubeSection
     from cidrx.model.findings import Diagnosis
+    from cidrx.model.options import Access, PlanOptions
     from cidrx.model.plan import Plan
 
-STRATEGIES = ("custom-networking", "prefix-delegation")
 
-
-def collect(target: Target, opts: TargetOptions, kube: KubeSection, taken_at: str) -> Snapshot:
-    from cidrx.dispatch import check_same_cluster
+def collect(target: Target, access: Access, kube: KubeSection, taken_at: str) -> Snapshot:
+    from cidrx.kube.collect import check_same_cluster
     from cidrx.providers.eks.api import EksApi
     from cidrx.providers.eks.collect import collect_eks
 
     assert target.region is not None  # resolve_target guarantees it for EKS
     # Nodes may run instance types no node group names (self-managed groups, Karpenter).
     node_types = sorted({n.instance_type for n in kube.nodes if "." in n.instance_type})
-    eks = collect_eks(EksApi(target.region, opts.profile), target.cluster, extra_instance_types=node_types)
+    eks = collect_eks(EksApi(target.region, access.profile), target.cluster, extra_instance_types=node_types)
     check_same_cluster(kube, [c.cidr for c in eks.vpc.cidrs if c.state in ("associated", "associating")], target)
     return Snapshot(target=target, taken_at=taken_at, kube=kube, eks=eks)
 
@@ -44,7 +42,7 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
 
 
 def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
-    from cidrx.providers.eks.plan import EksPlanOptions
+    from cidrx.providers.eks.plan import STRATEGIES, EksPlanOptions
     from cidrx.providers.eks.plan import make_plan as make_eks_plan
 
     eks_opts = EksPlanOptions(
@@ -70,9 +68,26 @@ def executors() -> Mapping[str, Executor]:
     return EXECUTORS
 
 
-def apis(plan: Plan, opts: TargetOptions, kube: KubeApi | None) -> Any:
+def apis(plan: Plan, access: Access, kube: KubeApi | None) -> Any:
     from cidrx.providers.eks.api import EksApi
     from cidrx.providers.eks.steps import EksApis
 
     assert plan.target.region is not None  # every EKS target has one (resolve_target, load_plan)
-    return EksApis(eks=EksApi(plan.target.region, opts.profile), kube=kube)
+    return EksApis(eks=EksApi(plan.target.region, access.profile), kube=kube)
+
+
+def address_maps(snapshot: Snapshot) -> Sequence[Any]:
+    from cidrx.providers.eks.netmap import address_maps as maps
+
+    return maps(snapshot)
+
+
+def cloud_permissions() -> tuple[str, ...]:
+    """What collect reads, plus the listing of fleet mode (`diagnose --all-clusters`)."""
+    from cidrx.providers.eks.api import COLLECT_PERMISSIONS, FLEET_PERMISSIONS
+
+    return (*COLLECT_PERMISSIONS, *FLEET_PERMISSIONS)
+
+
+PROVIDER = sys.modules[__name__]
+"""This module is the provider object `cidrx.registry` names (`cidrx.dispatch.Provider`)."""

@@ -1,7 +1,7 @@
 """The one door to Google Cloud for the GKE target: a thin adapter over the container v1 and compute v1
 clients, the client factory, and the single Google-error translator.
 
-Why it exists: collect/steps code must run against the loopback fake (tests/fakes/gcp_server.py) with
+Why it exists: collect/steps code must run against the loopback fake (tests/support/fakes/gcp_server.py) with
 the real clients, must not pay for the google-cloud imports at import time (`cidrx --help` budget:
 compute_v1 alone costs ~1.3 s), and every Google failure must reach the user as one actionable line with
 the right exit code. So:

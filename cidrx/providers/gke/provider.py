@@ -6,26 +6,24 @@ imported inside the functions so that `diagnose --snapshot` and `--help` never l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
 
 if TYPE_CHECKING:
-    from cidrx.cli.options import TargetOptions
-    from cidrx.dispatch import PlanOptions
     from cidrx.engine.executor import Executor
     from cidrx.kube.api import KubeApi
     from cidrx.kube.model import KubeSection
     from cidrx.model.findings import Diagnosis
+    from cidrx.model.options import Access, PlanOptions
     from cidrx.model.plan import Plan
 
-STRATEGIES = ("node-pool", "cluster-range")
 
-
-def collect(target: Target, opts: TargetOptions, kube: KubeSection, taken_at: str) -> Snapshot:
-    from cidrx.dispatch import check_same_cluster
+def collect(target: Target, access: Access, kube: KubeSection, taken_at: str) -> Snapshot:
+    from cidrx.kube.collect import check_same_cluster
     from cidrx.providers.gke.api import GkeApi
     from cidrx.providers.gke.collect import collect_gke
 
@@ -42,7 +40,7 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
 
 
 def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
-    from cidrx.providers.gke.plan import GkePlanOptions
+    from cidrx.providers.gke.plan import STRATEGIES, GkePlanOptions
     from cidrx.providers.gke.plan import make_plan as make_gke_plan
 
     gke_opts = GkePlanOptions(
@@ -70,9 +68,26 @@ def executors() -> Mapping[str, Executor]:
     return EXECUTORS
 
 
-def apis(plan: Plan, opts: TargetOptions, kube: KubeApi | None) -> Any:
+def apis(plan: Plan, access: Access, kube: KubeApi | None) -> Any:
     from cidrx.providers.gke.api import GkeApi
     from cidrx.providers.gke.steps import GkeApis
 
     assert plan.target.project is not None and plan.target.location is not None
     return GkeApis(gke=GkeApi(plan.target.project, plan.target.location), kube=kube)
+
+
+def address_maps(snapshot: Snapshot) -> Sequence[Any]:
+    from cidrx.providers.gke.netmap import address_maps as maps
+
+    return maps(snapshot)
+
+
+def cloud_permissions() -> tuple[str, ...]:
+    """What collect reads, plus the listing of fleet mode (`diagnose --all-clusters`)."""
+    from cidrx.providers.gke.api import COLLECT_PERMISSIONS, FLEET_PERMISSIONS
+
+    return (*COLLECT_PERMISSIONS, *FLEET_PERMISSIONS)
+
+
+PROVIDER = sys.modules[__name__]
+"""This module is the provider object `cidrx.registry` names (`cidrx.dispatch.Provider`)."""

@@ -8,34 +8,25 @@ this module covers only what is specific to a cluster without a cloud: node IPAM
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import sys
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
 
 if TYPE_CHECKING:
-    from cidrx.cli.options import TargetOptions
-    from cidrx.dispatch import PlanOptions
     from cidrx.engine.executor import Executor
     from cidrx.kube.api import KubeApi
     from cidrx.kube.model import KubeSection
     from cidrx.model.findings import Diagnosis
+    from cidrx.model.options import Access, PlanOptions
     from cidrx.model.plan import Plan
 
-# No expand strategy of its own yet; `calico-pool` and the reclaim plans come from cidrx.kube.ipam.
-STRATEGIES: tuple[str, ...] = ()
+# No expand strategy of its own yet; `calico-pool` and the reclaim plans come from cidrx.ipam.dispatch.
 
 
-@dataclass(frozen=True)
-class K8sApis:
-    """What step executors of a plain-Kubernetes plan reach: the cluster, when it was reachable."""
-
-    kube: KubeApi | None
-
-
-def collect(target: Target, opts: TargetOptions, kube: KubeSection, taken_at: str) -> Snapshot:
+def collect(target: Target, access: Access, kube: KubeSection, taken_at: str) -> Snapshot:
     return Snapshot(target=target, taken_at=taken_at, kube=kube)
 
 
@@ -75,5 +66,19 @@ def executors() -> Mapping[str, Executor]:
     return {}
 
 
-def apis(plan: Plan, opts: TargetOptions, kube: KubeApi | None) -> Any:
-    return K8sApis(kube=kube)
+def apis(plan: Plan, access: Access, kube: KubeApi | None) -> Any:
+    from cidrx.kube.api import KubeApis
+
+    return KubeApis(kube=kube)
+
+
+def address_maps(snapshot: Snapshot) -> Sequence[Any]:
+    return ()
+
+
+def cloud_permissions() -> tuple[str, ...]:
+    return ()
+
+
+PROVIDER = sys.modules[__name__]
+"""This module is the provider object `cidrx.registry` names (`cidrx.dispatch.Provider`)."""

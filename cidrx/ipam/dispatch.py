@@ -8,32 +8,20 @@ the Kubernetes API, so they are planned, drift-checked and applied here rather t
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from cidrx import registry
 from cidrx.errors import InvalidInput
 from cidrx.model.target import in_cluster_flags
 
 if TYPE_CHECKING:
-    from cidrx.dispatch import PlanOptions
     from cidrx.engine.executor import Executor
-    from cidrx.kube.api import KubeApi
     from cidrx.kube.model import KubeSection
     from cidrx.model.findings import Capacity, Finding
+    from cidrx.model.options import PlanOptions
     from cidrx.model.plan import Plan
     from cidrx.model.snapshot import Snapshot
-
-IPAMS = ("whereabouts", "calico")
-RECLAIM_STRATEGIES = {"whereabouts": "whereabouts-reclaim", "calico": "calico-reclaim"}
-EXPAND_STRATEGIES = ("calico-pool",)
-STRATEGIES = (*RECLAIM_STRATEGIES.values(), *EXPAND_STRATEGIES)
-
-
-@dataclass(frozen=True)
-class KubeApis:
-    """What IPAM steps reach through `ctx.apis`: the cluster only."""
-
-    kube: KubeApi | None
 
 
 def analyze(kube: KubeSection) -> tuple[list[Capacity], list[Finding]]:
@@ -87,7 +75,7 @@ def make_reclaim_plan(snapshot: Snapshot, ipam: str, created_at: str) -> Plan:
         from cidrx.ipam.calico.plan import make_reclaim_plan as calico_plan
 
         return calico_plan(snapshot, created_at)
-    raise InvalidInput(f"unknown IPAM {ipam!r}; choose one of {', '.join(IPAMS)}")
+    raise InvalidInput(f"unknown IPAM {ipam!r}; choose one of {', '.join(i.name for i in registry.ipams())}")
 
 
 def make_expand_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
@@ -98,11 +86,10 @@ def make_expand_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> 
 
 
 def _module(plan: Plan) -> str:
-    if plan.strategy.startswith("whereabouts-"):
-        return "whereabouts"
-    if plan.strategy.startswith("calico-"):
-        return "calico"
-    raise InvalidInput(f"plan strategy {plan.strategy!r} is not an in-cluster IPAM plan")
+    strategy = registry.strategy(plan.strategy)
+    if strategy is None or registry.ipam_spec(strategy.owner) is None:
+        raise InvalidInput(f"plan strategy {plan.strategy!r} is not an in-cluster IPAM plan")
+    return strategy.owner
 
 
 def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> None:

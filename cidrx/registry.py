@@ -1,0 +1,392 @@
+"""The registry: every provider, in-cluster IPAM and plan strategy cidrx knows, declared once.
+
+Why it exists: the CLI's flags, `cidrx permissions`, dispatch, fleet mode and the docs all need the same
+lists (which providers, which flags name their targets, which strategies run where, which step actions a
+plan kind can hold). They read them here instead of keeping their own copies. Only the standard library is
+imported, so `cidrx --help` loads no SDK: each provider or IPAM object is named by a lazy "module:attr"
+path and imported when a command first needs it. A new provider is one package plus one `register()` line.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Spec:
+    """What providers and IPAMs both declare. Paths are "module:attr", imported when first needed."""
+
+    name: str
+    title: str
+    finding_prefix: str
+    section: str = ""  # its snapshot section's dataclass
+    terraform: str = ""  # the Terraform emitter of its plans (`--emit terraform`)
+    step_permissions: str = ""  # {step action: permissions} its plans' steps declare
+
+    @property
+    def strategies(self) -> tuple[str, ...]:
+        """The strategies it owns (declared with `register`), in declaration order."""
+        return tuple(s.name for s in _STRATEGIES.values() if s.owner == self.name)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderSpec(_Spec):
+    """A cloud (or plain Kubernetes) that targets name with `--<flag>`.
+
+    `requires` are the TARGET options that name a cluster, in the order `Target.flags()` writes them (the
+    last is always `cluster`); `refuses` are options that make no sense for it, refused with `refuse_reason`.
+    `in_cluster`: the target is reached through kubeconfig alone (its name defaults to the context).
+    `context_hint` is the command that writes a kubeconfig context for the cluster (format fields are the
+    Target's), shown when the current context points at another cluster.
+    """
+
+    help: str
+    requires: tuple[str, ...]
+    refuses: tuple[str, ...]
+    refuse_reason: str
+    env_hint: str
+    context_hint: str
+    provider: str  # "module:attr" of the object implementing `cidrx.dispatch.Provider`
+    # The cloud IAM its permissions are written for ("aws": IAM actions and a policy document; "gcp": IAM
+    # permissions and a custom role; "": Kubernetes RBAC only). `cidrx permissions` writes the documents.
+    iam: str = ""
+    # Why an `expand --plan` option its targets' plans do not read is refused (PlanOptions field, reason).
+    why_not: tuple[tuple[str, str], ...] = ()
+    # TARGET options taken from other variables when not given (e.g. the AWS region variables).
+    env_defaults: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # A DaemonSet (namespace, name) the cluster collector reads for it (the VPC CNI's aws-node on EKS).
+    kube_daemonset: tuple[str, str] | None = None
+    permissions_help: str = ""  # `cidrx permissions --<name>` help (default: `help`)
+    in_cluster: bool = False
+
+    @property
+    def flag(self) -> str:
+        return f"--{self.name}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class IpamSpec(_Spec):
+    """An in-cluster IPAM, found in any provider's clusters by the API groups it serves."""
+
+    api_groups: tuple[str, ...]
+    # The module whose `collect_served(api, groups)` reads its section (None when the cluster does not run
+    # it), `pod_refs(section)` names the pods its records point at and `cidrs(section)` the ranges it hands
+    # out; the section is stored in the snapshot's kube section under `field`, typed `section`.
+    collect: str
+    field: str
+    providers: tuple[str, ...] = ()  # collected only for these providers' targets (empty: all)
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A plan kind: `owner` is the provider or IPAM whose plans they are; `reclaim` plans are made by
+    `cidrx reclaim`, the others by `cidrx expand --plan`; `actions` are the step actions its plans use."""
+
+    name: str
+    owner: str
+    help: str
+    actions: tuple[str, ...]
+    reclaim: bool = False
+    # The `expand --plan` options it reads (PlanOptions fields; None: all); others given are refused.
+    options: frozenset[str] | None = None
+    # (pattern, max length, words) a --pool-name must match: the name rule of what the plan creates.
+    pool_name: tuple[str, int, str] | None = None
+
+
+_PROVIDERS: dict[str, ProviderSpec] = {}
+_IPAMS: dict[str, IpamSpec] = {}
+_STRATEGIES: dict[str, Strategy] = {}
+
+
+def register(spec: ProviderSpec | IpamSpec, *strategies: Strategy) -> None:
+    """Add a provider or IPAM and the strategies it owns (tests register throw-away ones)."""
+    if isinstance(spec, ProviderSpec):
+        _PROVIDERS[spec.name] = spec
+    else:
+        _IPAMS[spec.name] = spec
+    for s in strategies:
+        _STRATEGIES[s.name] = s
+
+
+def unregister(name: str) -> None:
+    """Remove a provider or IPAM and its strategies (for tests that registered one)."""
+    _PROVIDERS.pop(name, None)
+    _IPAMS.pop(name, None)
+    for s in [s for s in _STRATEGIES.values() if s.owner == name]:
+        del _STRATEGIES[s.name]
+
+
+def providers() -> tuple[ProviderSpec, ...]:
+    return tuple(_PROVIDERS.values())
+
+
+def provider_names() -> tuple[str, ...]:
+    return tuple(_PROVIDERS)
+
+
+def provider_spec(name: str) -> ProviderSpec | None:
+    return _PROVIDERS.get(name)
+
+
+def ipams() -> tuple[IpamSpec, ...]:
+    return tuple(_IPAMS.values())
+
+
+def ipam_spec(name: str) -> IpamSpec | None:
+    return _IPAMS.get(name)
+
+
+def strategies() -> tuple[Strategy, ...]:
+    return tuple(_STRATEGIES.values())
+
+
+def strategy(name: str) -> Strategy | None:
+    return _STRATEGIES.get(name)
+
+
+def ipam_strategies() -> tuple[str, ...]:
+    """Strategies served by an in-cluster IPAM, whichever cloud the cluster runs on."""
+    return tuple(s.name for s in _STRATEGIES.values() if s.owner in _IPAMS)
+
+
+def expand_strategies() -> tuple[str, ...]:
+    """Every strategy `cidrx expand --plan` takes: the providers', then the in-cluster ones."""
+    own = [s for p in _PROVIDERS.values() for s in p.strategies]
+    ipam = [s.name for s in _STRATEGIES.values() if s.owner in _IPAMS and not s.reclaim]
+    return tuple(dict.fromkeys([*own, *ipam]))
+
+
+def reclaim_strategies() -> tuple[str, ...]:
+    return tuple(s.name for s in _STRATEGIES.values() if s.reclaim)
+
+
+def step_permissions() -> dict[str, tuple[str, ...]]:
+    """Every step action and the permissions its steps declare, from the plan modules the specs name."""
+    out: dict[str, tuple[str, ...]] = {}
+    paths = [p.step_permissions for p in _PROVIDERS.values()] + [i.step_permissions for i in _IPAMS.values()]
+    for path in paths:
+        if path:
+            out.update(load(path))
+    return out
+
+
+# The kube section of a snapshot (its IPAM sections are the registered IPAMs' `section` types).
+KUBE_SECTION = "cidrx.kube.model:KubeSection"
+
+
+def bind_sections(snapshot_namespace: dict[str, Any]) -> None:
+    """Make the section types the snapshot model names only as strings resolvable, for decoding and
+    validation: the kube section and each provider's section into `snapshot_namespace` (the globals of
+    cidrx.model.snapshot), each IPAM's into the kube section's module. The model layer so imports no
+    provider or IPAM, and the JSON stays as it was."""
+    kube = load(KUBE_SECTION)
+    snapshot_namespace[kube.__name__] = kube
+    for p in _PROVIDERS.values():
+        if p.section:
+            section = load(p.section)
+            snapshot_namespace[section.__name__] = section
+    kube_namespace = vars(importlib.import_module(KUBE_SECTION.partition(":")[0]))
+    for i in _IPAMS.values():
+        if i.section:
+            section = load(i.section)
+            kube_namespace.setdefault(section.__name__, section)
+
+
+def load(path: str) -> Any:
+    """The object a lazy "module:attr" path names (imports the module)."""
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+# -- what cidrx ships ------------------------------------------------------------------------------------
+
+# Name rules (docs/cloud-facts.md, "Names of what expand creates"): GKE node pools are RFC 1035 labels of at
+# most 40 characters; EKS node groups start with a letter or digit, then letters, digits, - and _, at most 63;
+# Calico IPPools are DNS-1123 subdomains (projectcalico/calico libcalico-go/lib/validator/v3/validator.go,
+# nameSubdomainFmt, at 87c15906f20c4ca1fda55af92295e7678b0cc0b2).
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_GKE_NODE_POOL = (
+    r"[a-z]([-a-z0-9]*[a-z0-9])?",
+    40,
+    "lowercase letters, digits and hyphens, starting with a letter and "
+    "not ending with a hyphen, at most 40 characters (a GKE node pool name)",
+)
+_EKS_NODEGROUP = (
+    r"[A-Za-z0-9][A-Za-z0-9_-]*",
+    63,
+    "letters, digits, hyphens and underscores, starting with a letter or "
+    "digit, at most 63 characters (an EKS node group name)",
+)
+_CALICO_IPPOOL = (
+    rf"{_LABEL}(\.{_LABEL})*",
+    253,
+    "lowercase letters, digits, '-' and '.', starting and ending "
+    "with a letter or digit, at most 253 characters (a Calico IPPool name, DNS-1123 subdomain)",
+)
+
+register(
+    ProviderSpec(
+        name="eks",
+        title="EKS",
+        help="Target an EKS cluster (AWS VPC CNI).",
+        requires=("region", "cluster"),
+        refuses=("project", "location"),
+        refuse_reason="EKS clusters are named by --region and --cluster",
+        env_hint="(or CIDRX_REGION / AWS_REGION, CIDRX_CLUSTER)",
+        finding_prefix="EKS-",
+        context_hint="aws eks update-kubeconfig --name {cluster}",
+        provider="cidrx.providers.eks.provider:PROVIDER",
+        iam="aws",
+        why_not=(
+            (
+                "max_pods_per_node",
+                "it sets the max pods of a new GKE node pool (EKS nodes' max pods follow the instance "
+                "type and the VPC CNI's settings)",
+            ),
+            ("allow_class_e", "it lets GKE use 240.0.0.0/4 (AWS does not accept class E as a VPC CIDR)"),
+        ),
+        # The region variables of the AWS tooling: AWS_REGION (AWS CLI v2 and the SDKs' shared config, taking
+        # precedence), then AWS_DEFAULT_REGION (botocore's session variable "region",
+        # botocore/configprovider.py BOTOCORE_DEFAULT_SESSION_VARIABLES, botocore 1.43).
+        env_defaults=(("region", ("AWS_REGION", "AWS_DEFAULT_REGION")),),
+        section="cidrx.providers.eks.model:EksSection",
+        terraform="cidrx.providers.eks.terraform:emit",
+        kube_daemonset=("kube-system", "aws-node"),
+        permissions_help="AWS IAM policy (JSON) for EKS targets.",
+        step_permissions="cidrx.providers.eks.plan:STEP_PERMISSIONS",
+    ),
+    Strategy(
+        "custom-networking",
+        "eks",
+        "add a VPC CIDR and pod subnets (ENIConfigs) and a node group that uses them",
+        (
+            "eks.associate-vpc-cidr",
+            "eks.create-subnet",
+            "eks.associate-route-table",
+            "kube.apply-eniconfig",
+            "eks.update-addon-env",
+            "kube.set-daemonset-env",
+            "eks.create-nodegroup",
+        ),
+        options=frozenset({"cidr", "add_nodes", "pool_name", "template"}),
+        pool_name=_EKS_NODEGROUP,
+    ),
+    Strategy(
+        "prefix-delegation",
+        "eks",
+        "turn on VPC CNI prefix delegation (a /28 per ENI slot)",
+        ("eks.reserve-subnet-cidr", "eks.update-addon-env", "kube.set-daemonset-env"),
+        options=frozenset({"template"}),
+    ),
+)
+register(
+    ProviderSpec(
+        name="gke",
+        title="GKE",
+        help="Target a GKE cluster.",
+        requires=("project", "location", "cluster"),
+        refuses=("region", "profile"),
+        refuse_reason="GKE clusters are named by --project, --location and --cluster",
+        env_hint="(or CIDRX_PROJECT / CIDRX_LOCATION / CIDRX_CLUSTER)",
+        finding_prefix="GKE-",
+        context_hint="gcloud container clusters get-credentials {cluster} --location {location}",
+        provider="cidrx.providers.gke.provider:PROVIDER",
+        iam="gcp",
+        section="cidrx.providers.gke.model:GkeSection",
+        terraform="cidrx.providers.gke.terraform:emit",
+        permissions_help="Google Cloud permissions and custom role for GKE.",
+        step_permissions="cidrx.providers.gke.plan:STEP_PERMISSIONS",
+    ),
+    Strategy(
+        "node-pool",
+        "gke",
+        "a new pod range and a node pool that uses it",
+        ("gke.add-secondary-range", "gke.create-node-pool"),
+        options=None,
+        pool_name=_GKE_NODE_POOL,
+    ),
+    Strategy(
+        "cluster-range",
+        "gke",
+        "a new pod range added to the cluster (multi-pod CIDR)",
+        ("gke.add-secondary-range", "gke.add-cluster-pod-ranges"),
+        options=frozenset({"cidr", "add_nodes", "template", "max_pods_per_node", "allow_class_e"}),
+    ),
+)
+register(
+    ProviderSpec(
+        name="k8s",
+        title="Kubernetes",
+        help="Target a plain Kubernetes cluster.",
+        requires=(),
+        refuses=("region", "profile", "project", "location"),
+        refuse_reason="--k8s reads the cluster through kubeconfig",
+        env_hint="",
+        finding_prefix="NODEIPAM-",
+        context_hint="",
+        provider="cidrx.providers.k8s.provider:PROVIDER",
+        permissions_help="Only the Kubernetes ClusterRole (plain clusters).",
+        in_cluster=True,
+    )
+)
+register(
+    IpamSpec(
+        name="whereabouts",
+        title="Whereabouts",
+        api_groups=("whereabouts.cni.cncf.io",),
+        finding_prefix="WHEREABOUTS-",
+        collect="cidrx.ipam.whereabouts.collect",
+        field="whereabouts",
+        section="cidrx.ipam.whereabouts.model:WhereaboutsSection",
+        step_permissions="cidrx.ipam.whereabouts.plan:STEP_PERMISSIONS",
+    ),
+    Strategy(
+        "whereabouts-reclaim",
+        "whereabouts",
+        "release Whereabouts allocations of pods that are gone",
+        ("whereabouts.release-allocations", "whereabouts.delete-reservation"),
+        reclaim=True,
+    ),
+)
+register(
+    IpamSpec(
+        name="calico",
+        title="Calico",
+        api_groups=("crd.projectcalico.org",),
+        finding_prefix="CALICO-",
+        collect="cidrx.ipam.calico.collect",
+        field="calico",
+        section="cidrx.ipam.calico.model:CalicoSection",
+        terraform="cidrx.ipam.calico.terraform:emit",
+        step_permissions="cidrx.ipam.calico.plan:STEP_PERMISSIONS",
+    ),
+    Strategy(
+        "calico-reclaim",
+        "calico",
+        "release Calico IPs of pods that are gone and empty blocks",
+        ("calico.release-ips", "calico.release-empty-block"),
+        reclaim=True,
+    ),
+    Strategy(
+        "calico-pool",
+        "calico",
+        "a new Calico IPPool",
+        ("calico.create-ippool",),
+        options=frozenset({"cidr", "add_nodes", "pool_name"}),
+        pool_name=_CALICO_IPPOOL,
+    ),
+)
+register(
+    IpamSpec(
+        name="nodeipam",
+        title="Kubernetes node IPAM",
+        api_groups=(),
+        finding_prefix="NODE-IPAM-",
+        collect="cidrx.kube.nodeipam",
+        field="node_ipam",
+        section="cidrx.kube.model:NodeIpamConfig",
+        providers=("k8s",),
+    )
+)
