@@ -3,10 +3,11 @@
 Why it exists: cidrx runs from CI with credentials someone has to grant, and a grant wider than needed is a
 risk while a narrower one fails mid-incident. So the lists are not kept by hand here: reads come from the
 collectors' own constants (`COLLECT_PERMISSIONS` of `cidrx.providers.eks.api` and `cidrx.providers.gke.api`,
-the Kubernetes collector's groups and plurals), and writes from the `STEP_PERMISSIONS` each plan module
-declares per step action and attaches to its Steps. No plan is made, so the command works wherever cidrx
-is installed (no example snapshots needed); tests check that every step real plans carry is covered, and
-that the calls a real diagnose and apply make are granted. Pure: documents (plain dicts) out.
+the Kubernetes collector's groups and plurals), and writes from the `Action`s each plan module declares (a
+step action's name, permissions and executor) and attaches to its Steps. No plan is made, so the command
+works wherever cidrx is installed (no example snapshots needed); tests check that every step real plans
+carry is covered, and that the calls a real diagnose and apply make are granted. Pure: documents (plain
+dicts) out.
 
 Step notation: cloud permissions are given as the cloud names them ("ec2:CreateSubnet",
 "compute.subnetworks.update"); Kubernetes ones as "kubernetes: <plural>[.<group>] <verb>,<verb> [in <ns>]".
@@ -156,16 +157,11 @@ def step_permissions() -> dict[str, tuple[str, ...]]:
 
 def step_needs(provider: str) -> list[StepNeed]:
     """What the steps of every plan kind that can run on `provider`'s targets declare."""
-    declared = step_permissions()
     out = []
     for s in registry.strategies():
-        strategy = s.name
-        if strategy_provider(strategy) not in (None, provider):
+        if strategy_provider(s.name) not in (None, provider):
             continue
-        for action in s.actions:
-            if action not in declared:
-                raise PermissionNotation(f"step action {action!r} of {strategy} declares no permissions")
-            out.append(StepNeed(strategy, action, declared[action]))
+        out += [StepNeed(s.name, a.name, a.permissions) for a in registry.strategy_actions(s)]
     return sorted(out, key=lambda n: (n.strategy, n.action))
 
 

@@ -10,6 +10,7 @@ path and imported when a command first needs it. A new provider is one package p
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ class _Spec:
     finding_prefix: str
     section: str = ""  # its snapshot section's dataclass
     terraform: str = ""  # the Terraform emitter of its plans (`--emit terraform`)
-    step_permissions: str = ""  # {step action: permissions} its plans' steps declare
+    actions: str = ""  # the tuple of every `Action` its plans' steps use
 
     @property
     def strategies(self) -> tuple[str, ...]:
@@ -80,14 +81,27 @@ class IpamSpec(_Spec):
 
 
 @dataclass(frozen=True)
+class Action:
+    """A step action, declared once in its owner's plan module: the `name` its steps carry, the
+    `permissions` each of them declares (what `cidrx permissions` and the docs print without making a plan)
+    and `executor`, the "module:attr" path of its `Executor` class in the owner's steps module (imported
+    when a plan is applied: the steps modules import the plan modules, so these cannot import them)."""
+
+    name: str
+    permissions: tuple[str, ...]
+    executor: str
+
+
+@dataclass(frozen=True)
 class Strategy:
     """A plan kind: `owner` is the provider or IPAM whose plans they are; `reclaim` plans are made by
-    `cidrx reclaim`, the others by `cidrx expand --plan`; `actions` are the step actions its plans use."""
+    `cidrx reclaim`, the others by `cidrx expand --plan`; `actions` is the "module:attr" path of the tuple
+    of `Action`s its plans use."""
 
     name: str
     owner: str
     help: str
-    actions: tuple[str, ...]
+    actions: str
     reclaim: bool = False
     # The `expand --plan` options it reads (PlanOptions fields; None: all); others given are refused.
     options: frozenset[str] | None = None
@@ -162,14 +176,26 @@ def reclaim_strategies() -> tuple[str, ...]:
     return tuple(s.name for s in _STRATEGIES.values() if s.reclaim)
 
 
+def actions() -> tuple[Action, ...]:
+    """Every step action, from the plan modules the specs name."""
+    paths = [p.actions for p in _PROVIDERS.values()] + [i.actions for i in _IPAMS.values()]
+    return tuple(a for path in paths if path for a in load(path))
+
+
+def strategy_actions(s: Strategy) -> tuple[Action, ...]:
+    """The step actions `s`'s plans use."""
+    return tuple(load(s.actions))
+
+
 def step_permissions() -> dict[str, tuple[str, ...]]:
-    """Every step action and the permissions its steps declare, from the plan modules the specs name."""
-    out: dict[str, tuple[str, ...]] = {}
-    paths = [p.step_permissions for p in _PROVIDERS.values()] + [i.step_permissions for i in _IPAMS.values()]
-    for path in paths:
-        if path:
-            out.update(load(path))
-    return out
+    """Every step action and the permissions its steps declare."""
+    return {a.name: a.permissions for a in actions()}
+
+
+def executors(declared: Iterable[Action]) -> dict[str, Any]:
+    """{action name: a new instance of its Executor}: the table the apply engine runs (imports the steps
+    modules)."""
+    return {a.name: load(a.executor)() for a in declared}
 
 
 # The kube section of a snapshot (its IPAM sections are the registered IPAMs' `section` types).
@@ -255,21 +281,13 @@ register(
         terraform="cidrx.providers.eks.terraform:emit",
         kube_daemonset=("kube-system", "aws-node"),
         permissions_help="AWS IAM policy (JSON) for EKS targets.",
-        step_permissions="cidrx.providers.eks.plan:STEP_PERMISSIONS",
+        actions="cidrx.providers.eks.plan:ACTIONS",
     ),
     Strategy(
         "custom-networking",
         "eks",
         "add a VPC CIDR and pod subnets (ENIConfigs) and a node group that uses them",
-        (
-            "eks.associate-vpc-cidr",
-            "eks.create-subnet",
-            "eks.associate-route-table",
-            "kube.apply-eniconfig",
-            "eks.update-addon-env",
-            "kube.set-daemonset-env",
-            "eks.create-nodegroup",
-        ),
+        "cidrx.providers.eks.plan:CUSTOM_NETWORKING_ACTIONS",
         options=frozenset({"cidr", "add_nodes", "pool_name", "template"}),
         pool_name=_EKS_NODEGROUP,
     ),
@@ -277,7 +295,7 @@ register(
         "prefix-delegation",
         "eks",
         "turn on VPC CNI prefix delegation (a /28 per ENI slot)",
-        ("eks.reserve-subnet-cidr", "eks.update-addon-env", "kube.set-daemonset-env"),
+        "cidrx.providers.eks.plan:PREFIX_DELEGATION_ACTIONS",
         options=frozenset({"template"}),
     ),
 )
@@ -297,13 +315,13 @@ register(
         section="cidrx.providers.gke.model:GkeSection",
         terraform="cidrx.providers.gke.terraform:emit",
         permissions_help="Google Cloud permissions and custom role for GKE.",
-        step_permissions="cidrx.providers.gke.plan:STEP_PERMISSIONS",
+        actions="cidrx.providers.gke.plan:ACTIONS",
     ),
     Strategy(
         "node-pool",
         "gke",
         "a new pod range and a node pool that uses it",
-        ("gke.add-secondary-range", "gke.create-node-pool"),
+        "cidrx.providers.gke.plan:NODE_POOL_ACTIONS",
         options=None,
         pool_name=_GKE_NODE_POOL,
     ),
@@ -311,7 +329,7 @@ register(
         "cluster-range",
         "gke",
         "a new pod range added to the cluster (multi-pod CIDR)",
-        ("gke.add-secondary-range", "gke.add-cluster-pod-ranges"),
+        "cidrx.providers.gke.plan:CLUSTER_RANGE_ACTIONS",
         options=frozenset({"cidr", "add_nodes", "template", "max_pods_per_node", "allow_class_e"}),
     ),
 )
@@ -340,13 +358,13 @@ register(
         collect="cidrx.ipam.whereabouts.collect",
         field="whereabouts",
         section="cidrx.ipam.whereabouts.model:WhereaboutsSection",
-        step_permissions="cidrx.ipam.whereabouts.plan:STEP_PERMISSIONS",
+        actions="cidrx.ipam.whereabouts.plan:ACTIONS",
     ),
     Strategy(
         "whereabouts-reclaim",
         "whereabouts",
         "release Whereabouts allocations of pods that are gone",
-        ("whereabouts.release-allocations", "whereabouts.delete-reservation"),
+        "cidrx.ipam.whereabouts.plan:ACTIONS",
         reclaim=True,
     ),
 )
@@ -360,20 +378,20 @@ register(
         field="calico",
         section="cidrx.ipam.calico.model:CalicoSection",
         terraform="cidrx.ipam.calico.terraform:emit",
-        step_permissions="cidrx.ipam.calico.plan:STEP_PERMISSIONS",
+        actions="cidrx.ipam.calico.plan:ACTIONS",
     ),
     Strategy(
         "calico-reclaim",
         "calico",
         "release Calico IPs of pods that are gone and empty blocks",
-        ("calico.release-ips", "calico.release-empty-block"),
+        "cidrx.ipam.calico.plan:RECLAIM_ACTIONS",
         reclaim=True,
     ),
     Strategy(
         "calico-pool",
         "calico",
         "a new Calico IPPool",
-        ("calico.create-ippool",),
+        "cidrx.ipam.calico.plan:POOL_ACTIONS",
         options=frozenset({"cidr", "add_nodes", "pool_name"}),
         pool_name=_CALICO_IPPOOL,
     ),

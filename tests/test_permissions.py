@@ -286,37 +286,37 @@ def _unscoped(permission: str) -> object:
 
 
 def test_steps_carry_what_their_plan_module_declares_for_their_action() -> None:
-    """`cidrx permissions` prints the declarations (cidrx/*/plan.py STEP_PERMISSIONS) without making plans:
+    """`cidrx permissions` prints the declarations (the `Action`s of cidrx/*/plan.py) without making plans:
     the steps real plans carry must be exactly those, and each plan kind's actions those it lists."""
     from cidrx import registry
     from cidrx.permissions import step_permissions
 
-    STRATEGY_ACTIONS = {s.name: s.actions for s in registry.strategies()}
+    STRATEGY_ACTIONS = {s.name: tuple(a.name for a in registry.strategy_actions(s)) for s in registry.strategies()}
     declared = step_permissions()
     actions: dict[str, set[str]] = {}
     for plan in _plans():
         for step in plan.steps:
             actions.setdefault(plan.strategy, set()).add(step.action)
-            assert step.action in declared, f"{step.action} of {plan.strategy} is not in a STEP_PERMISSIONS"
+            assert step.action in declared, f"{step.action} of {plan.strategy} is not a declared Action"
             assert [_unscoped(p) for p in step.permissions] == [_unscoped(p) for p in declared[step.action]], step.id
     assert actions == {k: set(v) for k, v in STRATEGY_ACTIONS.items()}
 
 
 def test_every_action_an_executor_runs_is_declared() -> None:
+    """Each package's EXECUTORS derive from its ACTIONS, so they cannot drift apart; what can: a strategy
+    naming an Action its package does not declare (or one no strategy uses), and an executor path that
+    names nothing or no executor."""
     from cidrx import registry
-    from cidrx.ipam.calico.steps import EXECUTORS as CALICO
-    from cidrx.ipam.whereabouts.steps import EXECUTORS as WHEREABOUTS
-    from cidrx.permissions import step_permissions
     from cidrx.providers.eks.plan import STRATEGIES as EKS
-    from cidrx.providers.eks.steps import EXECUTORS as EKS_STEPS
     from cidrx.providers.gke.plan import STRATEGIES as GKE
-    from cidrx.providers.gke.steps import EXECUTORS as GKE_STEPS
 
-    STRATEGY_ACTIONS = {s.name: s.actions for s in registry.strategies()}
-    executable = {*CALICO, *EKS_STEPS, *GKE_STEPS, *WHEREABOUTS}
-    assert set(step_permissions()) == executable
-    assert {a for acts in STRATEGY_ACTIONS.values() for a in acts} == executable
-    assert set(STRATEGY_ACTIONS) == {*EKS, *GKE, *registry.ipam_strategies()} == PLAN_KINDS
+    declared = registry.actions()
+    assert len({a.name for a in declared}) == len(declared)
+    used = {a for s in registry.strategies() for a in registry.strategy_actions(s)}
+    assert used == set(declared)
+    for action, executor in registry.executors(declared).items():
+        assert all(callable(getattr(executor, phase, None)) for phase in ("check", "act", "wait", "verify")), action
+    assert {s.name for s in registry.strategies()} == {*EKS, *GKE, *registry.ipam_strategies()} == PLAN_KINDS
 
 
 def _name(resource: str) -> str | None:

@@ -4,7 +4,7 @@ apply send must be granted by what `cidrx permissions --for diagnose` (diagnose,
 applied plan's steps declare must be needed by some call, or be named here as used only elsewhere.
 
 Why it exists: the read lists (`COLLECT_PERMISSIONS` in cidrx/providers/eks/api.py and
-cidrx/providers/gke/api.py) and the step declarations (`STEP_PERMISSIONS` in the plan modules) are written
+cidrx/providers/gke/api.py) and the step declarations (the `Action`s in the plan modules) are written
 by hand; a collector or executor that starts calling something new would fail in production under the
 printed policy and nowhere else.
 

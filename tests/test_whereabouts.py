@@ -224,7 +224,7 @@ def test_orphan_reservations() -> None:
         in (orphan.evidence[0])
     )
     plan = make_reclaim_plan(wc.snapshot_of(objs), NOW)
-    unreserve = {s.params["name"]: s for s in plan.steps if s.action == DELETE_RESERVATION}
+    unreserve = {s.params["name"]: s for s in plan.steps if s.action == DELETE_RESERVATION.name}
     assert "10.10.0.200" in unreserve and "10.10.0.201" not in unreserve
     assert unreserve["10.10.0.200"].depends_on == ()
 
@@ -236,7 +236,7 @@ def test_plan_lists_exactly_the_stale_entries() -> None:
     snap = wc.example_snapshot()
     plan = make_reclaim_plan(snap, NOW)
     assert plan.strategy == "whereabouts-reclaim" and plan.target == wc.TARGET
-    release = [s for s in plan.steps if s.action == RELEASE]
+    release = [s for s in plan.steps if s.action == RELEASE.name]
     [step] = release
     assert step.id == "release-kube-system-10-10-0-0-28"
     assert step.params["namespace"] == wc.POOL_NS and step.params["pool"] == wc.POOL
@@ -244,7 +244,7 @@ def test_plan_lists_exactly_the_stale_entries() -> None:
         (str(i), wc.ip_of(i), wc.db(i)) for i in wc.STALE_OFFSETS
     ]
     assert all(e["why"].endswith("no longer exists") for e in step.params["allocations"])
-    unreserve = [s for s in plan.steps if s.action == DELETE_RESERVATION]
+    unreserve = [s for s in plan.steps if s.action == DELETE_RESERVATION.name]
     assert [s.params["name"] for s in unreserve] == [wc.ip_of(i) for i in wc.STALE_OFFSETS]
     assert all(s.depends_on == (step.id,) for s in unreserve)
     pool_basis = plan.basis["pools"][f"{wc.POOL_NS}/{wc.POOL}"]
@@ -283,7 +283,7 @@ def test_drift_on_a_changed_range_or_a_reused_allocation() -> None:
     pool["spec"]["allocations"]["10"]["podref"] = f"{wc.APP_NS}/new"  # re-used by a new pod: the plan is stale
     with pytest.raises(StalePlan, match=rf"10\.10\.0\.10 \(offset 10\).* is now held by {wc.APP_NS}/new"):
         check_drift(plan, wc.snapshot_of(objs))
-    step = next(s.id for s in plan.steps if s.action == RELEASE)
+    step = next(s.id for s in plan.steps if s.action == RELEASE.name)
     check_drift(plan, wc.snapshot_of(objs), begun={step})  # unless this plan's own apply began releasing
     pool["spec"]["range"] = "10.10.0.0/27"
     with pytest.raises(StalePlan, match=r"now has range 10\.10\.0\.0/27"):

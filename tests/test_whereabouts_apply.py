@@ -82,7 +82,7 @@ def reservations(server: FakeKubeServer) -> set[str]:
 
 
 def release_outputs(result: ApplyResult) -> dict[str, Any]:
-    return result.outputs(next(s.step_id for s in result.steps if s.action == RELEASE))
+    return result.outputs(next(s.step_id for s in result.steps if s.action == RELEASE.name))
 
 
 def test_crashed_node_reclaimed_then_idempotent(api: KubeApi, kube_server: FakeKubeServer, tmp_path: Path) -> None:

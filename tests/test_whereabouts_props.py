@@ -78,9 +78,9 @@ def live_addresses(objects: list[JSON]) -> set[str]:
 def planned_addresses(plan: Plan) -> set[str]:
     found: set[str] = set()
     for step in plan.steps:
-        if step.action == RELEASE:
+        if step.action == RELEASE.name:
             found |= {canonical_ip(a["ip"]) for a in step.params["allocations"]}
-        elif step.action == DELETE_RESERVATION:
+        elif step.action == DELETE_RESERVATION.name:
             found |= {canonical_ip(ip) for ip in name_addresses(step.params["name"])}
     return found
 

@@ -168,9 +168,11 @@ def test_bundled_named_network_example() -> None:
 
 def _assert_named_plan(steps: Any) -> None:
     world = uc.named_network()
-    released = {(s.params["pool"], a["offset"]) for s in steps if s.action == RELEASE for a in s.params["allocations"]}
-    planned_ips = {a["ip"] for s in steps if s.action == RELEASE for a in s.params["allocations"]}
-    deleted = {s.params["name"] for s in steps if s.action == DELETE_RESERVATION}
+    released = {
+        (s.params["pool"], a["offset"]) for s in steps if s.action == RELEASE.name for a in s.params["allocations"]
+    }
+    planned_ips = {a["ip"] for s in steps if s.action == RELEASE.name for a in s.params["allocations"]}
+    deleted = {s.params["name"] for s in steps if s.action == DELETE_RESERVATION.name}
     assert released == set(world.stale_keys)
     assert deleted == set(world.stale_reservations)
     assert not planned_ips & world.live

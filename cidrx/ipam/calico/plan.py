@@ -32,6 +32,7 @@ from cidrx.ipam.liveness import AddressHolders
 from cidrx.kube.model import PodState
 from cidrx.model.plan import DIGEST_TAG, Plan, Step, seal_plan
 from cidrx.model.snapshot import Snapshot
+from cidrx.registry import Action
 
 if TYPE_CHECKING:
     from cidrx.model.options import PlanOptions
@@ -51,24 +52,35 @@ EMPTY_BLOCK_MIN_RECLAIM_AGE = 60.0
 
 BLOCK_PERMS = "kubernetes: ipamblocks.crd.projectcalico.org get,update"
 HANDLE_PERMS = "kubernetes: ipamhandles.crd.projectcalico.org get,update,delete"
-# Per step action, declared once: the step builders attach them, `cidrx permissions` prints them without
-# making a plan (cidrx.permissions). On a projectcalico.org/v3-only cluster the same resources of that group.
-RELEASE_IPS_PERMISSIONS = (
-    BLOCK_PERMS,
-    HANDLE_PERMS,
-    "kubernetes: ipamconfigs.crd.projectcalico.org get",
-    "kubernetes: pods list",
+# Each step action, declared once: the step builders attach its name and permissions to their Steps, `cidrx
+# permissions` prints them without making a plan (cidrx.permissions), apply runs its executor (steps.py).
+# On a projectcalico.org/v3-only cluster the same resources of that group.
+RELEASE_IPS = Action(
+    "calico.release-ips",
+    (
+        BLOCK_PERMS,
+        HANDLE_PERMS,
+        "kubernetes: ipamconfigs.crd.projectcalico.org get",
+        "kubernetes: pods list",
+    ),
+    "cidrx.ipam.calico.steps:ReleaseIps",
 )
-RELEASE_EMPTY_BLOCK_PERMISSIONS = (
-    "kubernetes: ipamblocks.crd.projectcalico.org get,update,delete",
-    "kubernetes: blockaffinities.crd.projectcalico.org get,list,update,delete",
+RELEASE_EMPTY_BLOCK = Action(
+    "calico.release-empty-block",
+    (
+        "kubernetes: ipamblocks.crd.projectcalico.org get,update,delete",
+        "kubernetes: blockaffinities.crd.projectcalico.org get,list,update,delete",
+    ),
+    "cidrx.ipam.calico.steps:ReleaseEmptyBlock",
 )
-CREATE_IPPOOL_PERMISSIONS = ("kubernetes: ippools.crd.projectcalico.org get,create",)
-STEP_PERMISSIONS: dict[str, tuple[str, ...]] = {
-    "calico.release-ips": RELEASE_IPS_PERMISSIONS,
-    "calico.release-empty-block": RELEASE_EMPTY_BLOCK_PERMISSIONS,
-    "calico.create-ippool": CREATE_IPPOOL_PERMISSIONS,
-}
+CREATE_IPPOOL = Action(
+    "calico.create-ippool",
+    ("kubernetes: ippools.crd.projectcalico.org get,create",),
+    "cidrx.ipam.calico.steps:CreateIpPool",
+)
+RECLAIM_ACTIONS = (RELEASE_IPS, RELEASE_EMPTY_BLOCK)
+POOL_ACTIONS = (CREATE_IPPOOL,)
+ACTIONS = (*RECLAIM_ACTIONS, *POOL_ACTIONS)
 
 
 def _calico(snapshot: Snapshot) -> CalicoSection:
@@ -177,12 +189,12 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
         steps.append(
             Step(
                 id=f"release-ips-{name}",
-                action="calico.release-ips",
+                action=RELEASE_IPS.name,
                 params={"block": name, "cidr": cidrs[name], "ips": ips, **api_param},
                 description=f"release {len(ips)} leaked address(es) of block {cidrs[name]}: "
                 + ", ".join(i["ip"] for i in ips[:8])
                 + (" ..." if len(ips) > 8 else ""),
-                permissions=RELEASE_IPS_PERMISSIONS,
+                permissions=RELEASE_IPS.permissions,
             )
         )
     affinities = {(a.node, a.cidr): a.name for a in calico.affinities}
@@ -192,7 +204,7 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
         steps.append(
             Step(
                 id=f"release-empty-block-{block.name}",
-                action="calico.release-empty-block",
+                action=RELEASE_EMPTY_BLOCK.name,
                 params={
                     "block": block.name,
                     "cidr": block.cidr,
@@ -201,7 +213,7 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
                     **api_param,
                 },
                 description=f"release empty block {block.cidr} of node {node} (it keeps another block)",
-                permissions=RELEASE_EMPTY_BLOCK_PERMISSIONS,
+                permissions=RELEASE_EMPTY_BLOCK.permissions,
             )
         )
     released = sum(len(v) for v in by_block.values())
@@ -334,10 +346,10 @@ def make_pool_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Pl
     blocks = 1 << (block_size - net.prefixlen)
     step = Step(
         id="create-ippool",
-        action="calico.create-ippool",
+        action=CREATE_IPPOOL.name,
         params=params,
         description=f"create IPPool {name} {net} with /{block_size} blocks ({blocks} blocks for {nodes} nodes)",
-        permissions=CREATE_IPPOOL_PERMISSIONS,
+        permissions=CREATE_IPPOOL.permissions,
     )
     notes = [
         f"nodes claim blocks of {net} when they need a new block; existing blocks are kept",
@@ -416,7 +428,7 @@ def _reclaim_step_drift(
             "(released and claimed again)"
         )
         return problems
-    if step.action == "calico.release-empty-block":
+    if step.action == RELEASE_EMPTY_BLOCK.name:
         if block.used:
             problems.append(
                 f"IPAMBlock {name} ({block.cidr}), planned for release as empty, now holds {block.used} address(es)"

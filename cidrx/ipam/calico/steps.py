@@ -33,10 +33,11 @@ from cidrx.errors import CloudError, StalePlan
 from cidrx.ipam.calico.analyze import block_ip, leak_reason, live_reason
 from cidrx.ipam.calico.collect import affinity_from, api_parts, attribute_from, block_from, config_from, config_plural
 from cidrx.ipam.calico.model import V1_API
-from cidrx.ipam.calico.plan import empty_block_keep_reason, ippool_object, parse_time
+from cidrx.ipam.calico.plan import ACTIONS, empty_block_keep_reason, ippool_object, parse_time
 from cidrx.ipam.liveness import AddressHolders
 from cidrx.kube.model import PodState
 from cidrx.model.plan import DIGEST_TAG, Step
+from cidrx.registry import executors
 
 if TYPE_CHECKING:
     from cidrx.kube.api import KubeApi
@@ -512,8 +513,5 @@ class CreateIpPool:
             raise CloudError(f"IPPool {params['name']} is not {params['cidr']} with /{params['block_size']} blocks")
 
 
-EXECUTORS: dict[str, Executor] = {
-    "calico.release-ips": ReleaseIps(),
-    "calico.release-empty-block": ReleaseEmptyBlock(),
-    "calico.create-ippool": CreateIpPool(),
-}
+# Derived from the plan module's declarations: the executor each step action names.
+EXECUTORS: dict[str, Executor] = executors(ACTIONS)

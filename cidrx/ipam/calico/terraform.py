@@ -8,7 +8,7 @@ writes the HCL.
 from __future__ import annotations
 
 from cidrx.errors import InvalidInput
-from cidrx.ipam.calico.plan import ippool_object
+from cidrx.ipam.calico.plan import CREATE_IPPOOL, ippool_object
 from cidrx.render.hcl import Block, import_block, tf_name
 from cidrx.render.terraform import Emitter
 
@@ -17,7 +17,7 @@ CALICO_API = "crd.projectcalico.org/v1"
 
 def emit(e: Emitter) -> None:
     for step in e.plan.steps:
-        if step.action != "calico.create-ippool":
+        if step.action != CREATE_IPPOOL.name:
             raise InvalidInput(f"plan step {step.id} ({step.action}) has no Terraform equivalent in cidrx")
         p = step.params
         api = str(p.get("api") or CALICO_API)  # the API the cluster's Calico objects were read from

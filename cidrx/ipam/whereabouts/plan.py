@@ -30,24 +30,29 @@ from cidrx.ipam.whereabouts.model import Allocation, WhereaboutsSection
 from cidrx.kube.model import PodState
 from cidrx.model.plan import Plan, Step, seal_plan
 from cidrx.model.snapshot import Snapshot
+from cidrx.registry import Action
 
 STRATEGY = "whereabouts-reclaim"
-RELEASE = "whereabouts.release-allocations"
-DELETE_RESERVATION = "whereabouts.delete-reservation"
-# Per step action, for `cidrx permissions` (cidrx.permissions), which prints them without making a plan.
+# Each step action, declared once: the builders attach its name and permissions to their Steps, `cidrx
+# permissions` prints them without making a plan (cidrx.permissions), apply runs its executor (steps.py).
 # Each step narrows the first grant to the namespace of the object it writes.
 # Apply lists the pods (every unfinished pod reporting the address makes it live) and, before deleting a
 # reservation, the pools (an allocation of its address that is not stale keeps it).
-RELEASE_PERMISSIONS = ("kubernetes: ippools.whereabouts.cni.cncf.io get,patch", "kubernetes: pods get,list")
-DELETE_RESERVATION_PERMISSIONS = (
-    "kubernetes: overlappingrangeipreservations.whereabouts.cni.cncf.io get,delete",
-    "kubernetes: pods get,list",
-    "kubernetes: ippools.whereabouts.cni.cncf.io list",
+RELEASE = Action(
+    "whereabouts.release-allocations",
+    ("kubernetes: ippools.whereabouts.cni.cncf.io get,patch", "kubernetes: pods get,list"),
+    "cidrx.ipam.whereabouts.steps:ReleaseAllocations",
 )
-STEP_PERMISSIONS: dict[str, tuple[str, ...]] = {
-    RELEASE: RELEASE_PERMISSIONS,
-    DELETE_RESERVATION: DELETE_RESERVATION_PERMISSIONS,
-}
+DELETE_RESERVATION = Action(
+    "whereabouts.delete-reservation",
+    (
+        "kubernetes: overlappingrangeipreservations.whereabouts.cni.cncf.io get,delete",
+        "kubernetes: pods get,list",
+        "kubernetes: ippools.whereabouts.cni.cncf.io list",
+    ),
+    "cidrx.ipam.whereabouts.steps:DeleteReservation",
+)
+ACTIONS = (RELEASE, DELETE_RESERVATION)
 
 
 def _section(snapshot: Snapshot) -> WhereaboutsSection:
@@ -111,7 +116,7 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
         steps.append(
             Step(
                 id=step_id,
-                action=RELEASE,
+                action=RELEASE.name,
                 params={
                     "namespace": pool.namespace,
                     "pool": pool.name,
@@ -122,7 +127,7 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
                     f"release {len(mine)} stale allocation(s) from IPPool {pool.key} ({pool.range}): "
                     + ", ".join(f"{s.allocation.ip} ({s.allocation.podref})" for s in mine)
                 ),
-                permissions=(f"{RELEASE_PERMISSIONS[0]} in {pool.namespace}", *RELEASE_PERMISSIONS[1:]),
+                permissions=(f"{RELEASE.permissions[0]} in {pool.namespace}", *RELEASE.permissions[1:]),
             )
         )
     reservations_basis: dict[str, Any] = {}
@@ -138,7 +143,7 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
         steps.append(
             Step(
                 id=_slug("unreserve", r.namespace, r.name),
-                action=DELETE_RESERVATION,
+                action=DELETE_RESERVATION.name,
                 params={
                     "namespace": r.namespace,
                     "name": r.name,
@@ -152,8 +157,8 @@ def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
                 ),
                 depends_on=tuple(dict.fromkeys(step_of_pool[s.pool.key] for s in verdict.after)),
                 permissions=(
-                    f"{DELETE_RESERVATION_PERMISSIONS[0]} in {r.namespace}",
-                    *DELETE_RESERVATION_PERMISSIONS[1:],
+                    f"{DELETE_RESERVATION.permissions[0]} in {r.namespace}",
+                    *DELETE_RESERVATION.permissions[1:],
                 ),
             )
         )
@@ -268,9 +273,9 @@ def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> 
     for step in plan.steps:
         if step.id in begun or any(d in begun for d in step.depends_on):
             continue
-        if step.action == RELEASE:
+        if step.action == RELEASE.name:
             problems += _allocation_drift(plan, section, pods, holders, step)
-        elif step.action == DELETE_RESERVATION:
+        elif step.action == DELETE_RESERVATION.name:
             problems += _reservation_drift(plan, section, pods, holders, step)
     if problems:
         done = "Nothing more was applied" if begun else "Nothing was applied"

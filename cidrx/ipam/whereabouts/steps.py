@@ -22,9 +22,10 @@ from cidrx.ipam.liveness import AddressHolders, canonical_ip
 from cidrx.ipam.whereabouts.analyze import kept_reason, stale_reason
 from cidrx.ipam.whereabouts.collect import pool_from
 from cidrx.ipam.whereabouts.model import GROUP, POOLS, RESERVATIONS, VERSION, name_addresses
-from cidrx.ipam.whereabouts.plan import DELETE_RESERVATION, RELEASE
+from cidrx.ipam.whereabouts.plan import ACTIONS
 from cidrx.kube.model import PodState
 from cidrx.model.plan import Step
+from cidrx.registry import executors
 
 if TYPE_CHECKING:
     from cidrx.kube.api import KubeApi
@@ -228,4 +229,5 @@ class DeleteReservation:
             raise CloudError(f"OverlappingRangeIPReservation {params['namespace']}/{params['name']} is still there")
 
 
-EXECUTORS: dict[str, Executor] = {RELEASE: ReleaseAllocations(), DELETE_RESERVATION: DeleteReservation()}
+# Derived from the plan module's declarations: the executor each step action names.
+EXECUTORS: dict[str, Executor] = executors(ACTIONS)

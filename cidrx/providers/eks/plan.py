@@ -30,33 +30,60 @@ from cidrx.providers.eks.cni import (
     max_pods,
 )
 from cidrx.providers.eks.model import EksSection, Nodegroup, Subnet
+from cidrx.registry import Action
 
 STRATEGIES = ("custom-networking", "prefix-delegation")
 DEFAULT_CIDR_PREFIX = 20  # the incident's 100.64.0.0/20: room to grow, cheap in 100.64/10
 ACTIVE_STATES = ("associated", "associating")
 SUBNET_MAX_PREFIX = 28  # CreateSubnet accepts /16 to /28
 
-# What each step action needs, declared once: the step builders attach it to their Steps, and `cidrx
-# permissions` prints it from STEP_PERMISSIONS without making a plan (cidrx.permissions).
-ASSOCIATE_VPC_CIDR_PERMISSIONS = ("ec2:AssociateVpcCidrBlock", "ec2:DescribeVpcs")
-CREATE_SUBNET_PERMISSIONS = ("ec2:CreateSubnet", "ec2:CreateTags", "ec2:DescribeSubnets")
-ROUTE_TABLE_PERMISSIONS = ("ec2:AssociateRouteTable", "ec2:DescribeRouteTables")
-ENICONFIG_PERMISSIONS = ("kubernetes: eniconfigs.crd.k8s.amazonaws.com get,create,update",)
-ADDON_ENV_PERMISSIONS = ("eks:UpdateAddon", "eks:DescribeAddon", "eks:DescribeUpdate")
-DAEMONSET_ENV_PERMISSIONS = ("kubernetes: daemonsets get,update in kube-system",)
+# Each step action, declared once: the step builders attach its name and permissions to their Steps, `cidrx
+# permissions` prints them without making a plan (cidrx.permissions), apply runs its executor (steps.py).
+_STEPS = "cidrx.providers.eks.steps"
+ASSOCIATE_VPC_CIDR = Action(
+    "eks.associate-vpc-cidr", ("ec2:AssociateVpcCidrBlock", "ec2:DescribeVpcs"), f"{_STEPS}:AssociateVpcCidr"
+)
+CREATE_SUBNET = Action(
+    "eks.create-subnet", ("ec2:CreateSubnet", "ec2:CreateTags", "ec2:DescribeSubnets"), f"{_STEPS}:CreateSubnet"
+)
+ASSOCIATE_ROUTE_TABLE = Action(
+    "eks.associate-route-table",
+    ("ec2:AssociateRouteTable", "ec2:DescribeRouteTables"),
+    f"{_STEPS}:AssociateRouteTable",
+)
+APPLY_ENICONFIG = Action(
+    "kube.apply-eniconfig",
+    ("kubernetes: eniconfigs.crd.k8s.amazonaws.com get,create,update",),
+    f"{_STEPS}:ApplyEniConfig",
+)
+UPDATE_ADDON_ENV = Action(
+    "eks.update-addon-env", ("eks:UpdateAddon", "eks:DescribeAddon", "eks:DescribeUpdate"), f"{_STEPS}:UpdateAddonEnv"
+)
+SET_DAEMONSET_ENV = Action(
+    "kube.set-daemonset-env", ("kubernetes: daemonsets get,update in kube-system",), f"{_STEPS}:SetDaemonSetEnv"
+)
 # iam:PassRole: CreateNodegroup passes the node role to EKS.
-NODEGROUP_PERMISSIONS = ("eks:CreateNodegroup", "eks:ListNodegroups", "eks:DescribeNodegroup", "iam:PassRole")
-RESERVE_PERMISSIONS = ("ec2:CreateSubnetCidrReservation", "ec2:CreateTags", "ec2:GetSubnetCidrReservations")
-STEP_PERMISSIONS: dict[str, tuple[str, ...]] = {
-    "eks.associate-vpc-cidr": ASSOCIATE_VPC_CIDR_PERMISSIONS,
-    "eks.create-subnet": CREATE_SUBNET_PERMISSIONS,
-    "eks.associate-route-table": ROUTE_TABLE_PERMISSIONS,
-    "kube.apply-eniconfig": ENICONFIG_PERMISSIONS,
-    "eks.update-addon-env": ADDON_ENV_PERMISSIONS,
-    "kube.set-daemonset-env": DAEMONSET_ENV_PERMISSIONS,
-    "eks.create-nodegroup": NODEGROUP_PERMISSIONS,
-    "eks.reserve-subnet-cidr": RESERVE_PERMISSIONS,
-}
+CREATE_NODEGROUP = Action(
+    "eks.create-nodegroup",
+    ("eks:CreateNodegroup", "eks:ListNodegroups", "eks:DescribeNodegroup", "iam:PassRole"),
+    f"{_STEPS}:CreateNodegroup",
+)
+RESERVE_SUBNET_CIDR = Action(
+    "eks.reserve-subnet-cidr",
+    ("ec2:CreateSubnetCidrReservation", "ec2:CreateTags", "ec2:GetSubnetCidrReservations"),
+    f"{_STEPS}:ReserveSubnetCidr",
+)
+CUSTOM_NETWORKING_ACTIONS = (
+    ASSOCIATE_VPC_CIDR,
+    CREATE_SUBNET,
+    ASSOCIATE_ROUTE_TABLE,
+    APPLY_ENICONFIG,
+    UPDATE_ADDON_ENV,
+    SET_DAEMONSET_ENV,
+    CREATE_NODEGROUP,
+)
+PREFIX_DELEGATION_ACTIONS = (RESERVE_SUBNET_CIDR, UPDATE_ADDON_ENV, SET_DAEMONSET_ENV)
+ACTIONS = (*CUSTOM_NETWORKING_ACTIONS, RESERVE_SUBNET_CIDR)
 
 
 @dataclass(frozen=True)
@@ -236,17 +263,17 @@ def _env_step(eks: EksSection, cni: CniConfig, env: dict[str, str], step_id: str
     if eks.vpc_cni_addon is not None:
         return Step(
             id=step_id,
-            action="eks.update-addon-env",
+            action=UPDATE_ADDON_ENV.name,
             params={"cluster": eks.cluster.name, "addon": eks.vpc_cni_addon.name, "env": env},
             description=f"set {what} on the vpc-cni managed add-on ({', '.join(f'{k}={v}' for k, v in env.items())})",
-            permissions=ADDON_ENV_PERMISSIONS,
+            permissions=UPDATE_ADDON_ENV.permissions,
         )
     return Step(
         id=step_id,
-        action="kube.set-daemonset-env",
+        action=SET_DAEMONSET_ENV.name,
         params={"namespace": "kube-system", "name": "aws-node", "container": "aws-node", "env": env},
         description=f"set {what} on DaemonSet kube-system/aws-node ({', '.join(f'{k}={v}' for k, v in env.items())})",
-        permissions=DAEMONSET_ENV_PERMISSIONS,
+        permissions=SET_DAEMONSET_ENV.permissions,
     )
 
 
@@ -323,10 +350,10 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
     steps: list[Step] = [
         Step(
             id="associate-vpc-cidr",
-            action="eks.associate-vpc-cidr",
+            action=ASSOCIATE_VPC_CIDR.name,
             params={"vpc_id": eks.vpc.vpc_id, "cidr": str(cidr)},
             description=f"associate secondary CIDR {cidr} with {eks.vpc.vpc_id} and wait until associated",
-            permissions=ASSOCIATE_VPC_CIDR_PERMISSIONS,
+            permissions=ASSOCIATE_VPC_CIDR.permissions,
         )
     ]
     route_tables: dict[str, str] = {}
@@ -336,7 +363,7 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
         steps.append(
             Step(
                 id=f"create-subnet-{az}",
-                action="eks.create-subnet",
+                action=CREATE_SUBNET.name,
                 params={
                     "vpc_id": eks.vpc.vpc_id,
                     "az": az,
@@ -345,23 +372,23 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
                 },
                 description=f"create pod subnet {piece} in {az}",
                 depends_on=("associate-vpc-cidr",),
-                permissions=CREATE_SUBNET_PERMISSIONS,
+                permissions=CREATE_SUBNET.permissions,
             )
         )
         steps.append(
             Step(
                 id=f"route-subnet-{az}",
-                action="eks.associate-route-table",
+                action=ASSOCIATE_ROUTE_TABLE.name,
                 params={"route_table_id": rt, "subnet_id": f"${{create-subnet-{az}.subnet_id}}"},
                 description=f"associate the {az} pod subnet with {rt} (routed like {via}, where the new nodes live)",
                 depends_on=(f"create-subnet-{az}",),
-                permissions=ROUTE_TABLE_PERMISSIONS,
+                permissions=ASSOCIATE_ROUTE_TABLE.permissions,
             )
         )
         steps.append(
             Step(
                 id=f"eniconfig-{az}",
-                action="kube.apply-eniconfig",
+                action=APPLY_ENICONFIG.name,
                 params={
                     "name": az,
                     "subnet": f"${{create-subnet-{az}.subnet_id}}",
@@ -369,7 +396,7 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
                 },
                 description=f"create ENIConfig {az} (pod subnet in {az}, cluster security group)",
                 depends_on=(f"create-subnet-{az}",),
-                permissions=ENICONFIG_PERMISSIONS,
+                permissions=APPLY_ENICONFIG.permissions,
             )
         )
     env = {CUSTOM_NETWORK: "true", LABEL_DEF: ZONE_LABEL}
@@ -382,12 +409,12 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
     steps.append(
         Step(
             id="create-nodegroup",
-            action="eks.create-nodegroup",
+            action=CREATE_NODEGROUP.name,
             params=_nodegroup_params(eks, template, ng_name, ng_subnets, desired, max_size),
             description=f"create node group {ng_name} like {template.name} ({desired}..{max_size} nodes); "
             "its nodes use the ENIConfigs",
             depends_on=("enable-custom-networking", *(f"route-subnet-{az}" for az in zones)),
-            permissions=NODEGROUP_PERMISSIONS,
+            permissions=CREATE_NODEGROUP.permissions,
         )
     )
     notes = [
@@ -454,11 +481,11 @@ def _prefix_delegation(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
         steps.append(
             Step(
                 id=f"reserve-prefixes-{u.subnet.subnet_id}",
-                action="eks.reserve-subnet-cidr",
+                action=RESERVE_SUBNET_CIDR.name,
                 params={"subnet_id": u.subnet.subnet_id, "cidr": str(block), "type": "prefix"},
                 description=f"reserve {block} in {subnet_label(u.subnet)} for /28 prefixes so single addresses "
                 "do not fragment it",
-                permissions=RESERVE_PERMISSIONS,
+                permissions=RESERVE_SUBNET_CIDR.permissions,
             )
         )
     env = {PREFIX_DELEGATION: "true", "WARM_PREFIX_TARGET": "1"}
@@ -531,11 +558,11 @@ def _cni_management_drift(plan: Plan, eks: EksSection) -> list[str]:
     from one to the other since the plan was made, the planned change would land where it is ignored
     (EKS overwrites DaemonSet edits of a managed add-on) or fail halfway through the apply."""
     for step in plan.steps:
-        if step.action == "eks.update-addon-env" and eks.vpc_cni_addon is None:
+        if step.action == UPDATE_ADDON_ENV.name and eks.vpc_cni_addon is None:
             return [
                 f"the VPC CNI is no longer the EKS add-on {step.params['addon']} (the plan would update the add-on)"
             ]
-        if step.action == "kube.set-daemonset-env" and eks.vpc_cni_addon is not None:
+        if step.action == SET_DAEMONSET_ENV.name and eks.vpc_cni_addon is not None:
             return [
                 f"the VPC CNI is now the managed EKS add-on {eks.vpc_cni_addon.name} "
                 "(the plan would edit the aws-node DaemonSet)"
@@ -588,7 +615,7 @@ def _prefix_drift(plan: Plan, eks: EksSection) -> list[str]:
         if s is None or s.cidr != cidr:
             problems.append(f"subnet {sid} ({cidr}) is gone or changed")
     for step in plan.steps:
-        if step.action != "eks.reserve-subnet-cidr":
+        if step.action != RESERVE_SUBNET_CIDR.name:
             continue
         s = subnets.get(step.params["subnet_id"])
         if s is None:

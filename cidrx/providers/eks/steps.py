@@ -15,6 +15,8 @@ from cidrx.engine.executor import Executor, Outputs, StepContext
 from cidrx.errors import CloudError, StalePlan
 from cidrx.model.plan import DIGEST_TAG, Step
 from cidrx.providers.eks.cni import addon_env
+from cidrx.providers.eks.plan import ACTIONS
+from cidrx.registry import executors
 
 if TYPE_CHECKING:
     from cidrx.kube.api import KubeApi
@@ -415,13 +417,5 @@ class ReserveSubnetCidr:
             raise CloudError(f"reservation {params['cidr']} in {params['subnet_id']} is not there")
 
 
-EXECUTORS: dict[str, Executor] = {
-    "eks.associate-vpc-cidr": AssociateVpcCidr(),
-    "eks.create-subnet": CreateSubnet(),
-    "eks.associate-route-table": AssociateRouteTable(),
-    "kube.apply-eniconfig": ApplyEniConfig(),
-    "kube.set-daemonset-env": SetDaemonSetEnv(),
-    "eks.update-addon-env": UpdateAddonEnv(),
-    "eks.create-nodegroup": CreateNodegroup(),
-    "eks.reserve-subnet-cidr": ReserveSubnetCidr(),
-}
+# Derived from the plan module's declarations: the executor each step action names.
+EXECUTORS: dict[str, Executor] = executors(ACTIONS)

@@ -9,6 +9,16 @@ from __future__ import annotations
 
 from cidrx.errors import InvalidInput
 from cidrx.model.plan import DIGEST_TAG, Step
+from cidrx.providers.eks.plan import (
+    APPLY_ENICONFIG,
+    ASSOCIATE_ROUTE_TABLE,
+    ASSOCIATE_VPC_CIDR,
+    CREATE_NODEGROUP,
+    CREATE_SUBNET,
+    RESERVE_SUBNET_CIDR,
+    SET_DAEMONSET_ENV,
+    UPDATE_ADDON_ENV,
+)
 from cidrx.render.hcl import Block, Expr, hcl_object, import_block, tf_name
 from cidrx.render.terraform import REF, Emitter
 
@@ -18,7 +28,7 @@ ENICONFIG_API = "crd.k8s.amazonaws.com/v1alpha1"
 def _env_blocks(e: Emitter, step: Step) -> None:
     p = step.params
     env = dict(p["env"])
-    if step.action == "eks.update-addon-env":
+    if step.action == UPDATE_ADDON_ENV.name:
         b = Block("resource", ("aws_eks_addon", tf_name(p["addon"])))
         b.attr("cluster_name", p["cluster"]).attr("addon_name", p["addon"])
         b.attr("configuration_values", Expr(f"jsonencode({hcl_object({'env': env})})"))
@@ -53,13 +63,13 @@ def _env_blocks(e: Emitter, step: Step) -> None:
 def emit(e: Emitter) -> None:
     for step in e.plan.steps:
         p = step.params
-        if step.action == "eks.associate-vpc-cidr":
+        if step.action == ASSOCIATE_VPC_CIDR.name:
             b = Block("resource", ("aws_vpc_ipv4_cidr_block_association", "pods"))
             b.attr("vpc_id", p["vpc_id"]).attr("cidr_block", p["cidr"])
             address = e.add(step, b)
             if assoc := e.out(step.id, "association_id"):
                 e.imports.append(import_block(address, assoc))
-        elif step.action == "eks.create-subnet":
+        elif step.action == CREATE_SUBNET.name:
             b = Block("resource", ("aws_subnet", f"pods_{tf_name(p['az'])}"))
             assoc = next((e.addresses[d] for d in step.depends_on if d in e.addresses), None)
             # Referencing the association orders the subnet after it (its CIDR must be associated first).
@@ -69,7 +79,7 @@ def emit(e: Emitter) -> None:
             address = e.add(step, b)
             if sid := e.out(step.id, "subnet_id"):
                 e.imports.append(import_block(address, sid))
-        elif step.action == "eks.associate-route-table":
+        elif step.action == ASSOCIATE_ROUTE_TABLE.name:
             subnet_step = _ref_step(p["subnet_id"])
             b = Block("resource", ("aws_route_table_association", f"pods_{_suffix(subnet_step or step.id)}"))
             b.attr("subnet_id", e.ref(p["subnet_id"])).attr("route_table_id", p["route_table_id"])
@@ -77,7 +87,7 @@ def emit(e: Emitter) -> None:
             sid = e.out(subnet_step, "subnet_id") if subnet_step else p["subnet_id"]
             if sid and e.out(step.id, "association_id"):
                 e.imports.append(import_block(address, f"{sid}/{p['route_table_id']}"))
-        elif step.action == "kube.apply-eniconfig":
+        elif step.action == APPLY_ENICONFIG.name:
             manifest = {
                 "apiVersion": ENICONFIG_API,
                 "kind": "ENIConfig",
@@ -89,11 +99,11 @@ def emit(e: Emitter) -> None:
             address = e.add(step, b)
             if e.out(step.id, "name"):
                 e.imports.append(import_block(address, f"apiVersion={ENICONFIG_API},kind=ENIConfig,name={p['name']}"))
-        elif step.action in ("eks.update-addon-env", "kube.set-daemonset-env"):
+        elif step.action in (UPDATE_ADDON_ENV.name, SET_DAEMONSET_ENV.name):
             _env_blocks(e, step)
-        elif step.action == "eks.create-nodegroup":
+        elif step.action == CREATE_NODEGROUP.name:
             _nodegroup(e, step)
-        elif step.action == "eks.reserve-subnet-cidr":
+        elif step.action == RESERVE_SUBNET_CIDR.name:
             b = Block("resource", ("aws_ec2_subnet_cidr_reservation", f"prefixes_{tf_name(p['subnet_id'])}"))
             b.attr("subnet_id", p["subnet_id"]).attr("cidr_block", p["cidr"])
             b.attr("reservation_type", p.get("type", "prefix"))

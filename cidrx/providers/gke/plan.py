@@ -24,6 +24,7 @@ from cidrx.model.plan import Plan, Step, seal_plan
 from cidrx.model.snapshot import Snapshot
 from cidrx.providers.gke.analyze import RangeUse, pod_ranges, pool_max_nodes, pool_node_prefix, pool_range_key
 from cidrx.providers.gke.model import GkeSection, NodePool, Subnetwork
+from cidrx.registry import Action
 
 STRATEGIES = ("node-pool", "cluster-range")
 # GCE label keys allow only [a-z0-9_-], so the plan id label is not DIGEST_TAG ("cidrx.io/plan").
@@ -31,22 +32,29 @@ PLAN_LABEL = "cidrx-plan"
 POOL_NAME_MAX = 40  # GKE node pool names: at most 40 characters
 RANGE_NAME_MAX = 63  # RFC 1035 label, as for every compute resource name
 
-SUBNET_PERMISSIONS = ("compute.subnetworks.get", "compute.subnetworks.update", "compute.regionOperations.get")
+# Each step action, declared once: the step builders attach its name and permissions to their Steps, `cidrx
+# permissions` prints them without making a plan (cidrx.permissions), apply runs its executor (steps.py).
+_STEPS = "cidrx.providers.gke.steps"
+ADD_SECONDARY_RANGE = Action(
+    "gke.add-secondary-range",
+    ("compute.subnetworks.get", "compute.subnetworks.update", "compute.regionOperations.get"),
+    f"{_STEPS}:AddSecondaryRange",
+)
 # nodePools.create is authorised by container.clusters.update, nodePools.get/list by container.clusters.get
 # (GKE "API permissions" reference); actAs is for the node service account the pool runs as.
-POOL_PERMISSIONS = (
-    "container.clusters.get",
-    "container.clusters.update",
-    "container.operations.get",
-    "iam.serviceAccounts.actAs",
+CREATE_NODE_POOL = Action(
+    "gke.create-node-pool",
+    ("container.clusters.get", "container.clusters.update", "container.operations.get", "iam.serviceAccounts.actAs"),
+    f"{_STEPS}:CreateNodePool",
 )
-CLUSTER_PERMISSIONS = ("container.clusters.get", "container.clusters.update", "container.operations.get")
-# Per step action, for `cidrx permissions` (cidrx.permissions), which prints them without making a plan.
-STEP_PERMISSIONS: dict[str, tuple[str, ...]] = {
-    "gke.add-secondary-range": SUBNET_PERMISSIONS,
-    "gke.create-node-pool": POOL_PERMISSIONS,
-    "gke.add-cluster-pod-ranges": CLUSTER_PERMISSIONS,
-}
+ADD_CLUSTER_POD_RANGES = Action(
+    "gke.add-cluster-pod-ranges",
+    ("container.clusters.get", "container.clusters.update", "container.operations.get"),
+    f"{_STEPS}:AddClusterPodRanges",
+)
+NODE_POOL_ACTIONS = (ADD_SECONDARY_RANGE, CREATE_NODE_POOL)
+CLUSTER_RANGE_ACTIONS = (ADD_SECONDARY_RANGE, ADD_CLUSTER_POD_RANGES)
+ACTIONS = (ADD_SECONDARY_RANGE, CREATE_NODE_POOL, ADD_CLUSTER_POD_RANGES)
 
 
 @dataclass(frozen=True)
@@ -334,7 +342,7 @@ def make_plan(snapshot: Snapshot, opts: GkePlanOptions) -> Plan:
     steps = [
         Step(
             id="add-secondary-range",
-            action="gke.add-secondary-range",
+            action=ADD_SECONDARY_RANGE.name,
             params={
                 "project": gke.project,
                 "region": region,
@@ -344,7 +352,7 @@ def make_plan(snapshot: Snapshot, opts: GkePlanOptions) -> Plan:
             },
             description=f"add secondary range {range_name} {cidr} to subnet {region}/{subnet.name} "
             f"(room for {new_max} nodes of /{node_prefix})",
-            permissions=SUBNET_PERMISSIONS,
+            permissions=ADD_SECONDARY_RANGE.permissions,
         )
     ]
     basis: dict[str, Any] = {
@@ -372,12 +380,12 @@ def make_plan(snapshot: Snapshot, opts: GkePlanOptions) -> Plan:
         steps.append(
             Step(
                 id="create-node-pool",
-                action="gke.create-node-pool",
+                action=CREATE_NODE_POOL.name,
                 params={"project": gke.project, "location": c.location, "cluster": c.name, "node_pool": node_pool},
                 description=f"create node pool {pool_name} like {template.name} ({template.machine_type}, "
                 f"max pods {max_pods}) taking pod blocks from {range_name}",
                 depends_on=("add-secondary-range",),
-                permissions=POOL_PERMISSIONS,
+                permissions=CREATE_NODE_POOL.permissions,
             )
         )
         basis["node_pool_name"] = pool_name
@@ -385,11 +393,11 @@ def make_plan(snapshot: Snapshot, opts: GkePlanOptions) -> Plan:
         steps.append(
             Step(
                 id="add-cluster-pod-ranges",
-                action="gke.add-cluster-pod-ranges",
+                action=ADD_CLUSTER_POD_RANGES.name,
                 params={"project": gke.project, "location": c.location, "cluster": c.name, "range_names": [range_name]},
                 description=f"add {range_name} to cluster {c.name}'s additional pod ranges",
                 depends_on=("add-secondary-range",),
-                permissions=CLUSTER_PERMISSIONS,
+                permissions=ADD_CLUSTER_POD_RANGES.permissions,
             )
         )
     before = sum(r.max_nodes for r in ranges)

@@ -20,7 +20,8 @@ from cidrx import netmath
 from cidrx.engine.executor import Executor, Outputs, StepContext
 from cidrx.errors import CloudError, StalePlan
 from cidrx.model.plan import Step
-from cidrx.providers.gke.plan import PLAN_LABEL
+from cidrx.providers.gke.plan import ACTIONS, PLAN_LABEL
+from cidrx.registry import executors
 
 if TYPE_CHECKING:
     from cidrx.kube.api import KubeApi
@@ -344,8 +345,5 @@ class AddClusterPodRanges:
             raise CloudError(f"cluster {params['cluster']} does not list pod range(s) {', '.join(missing)}")
 
 
-EXECUTORS: dict[str, Executor] = {
-    "gke.add-secondary-range": AddSecondaryRange(),
-    "gke.create-node-pool": CreateNodePool(),
-    "gke.add-cluster-pod-ranges": AddClusterPodRanges(),
-}
+# Derived from the plan module's declarations: the executor each step action names.
+EXECUTORS: dict[str, Executor] = executors(ACTIONS)

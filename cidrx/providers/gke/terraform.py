@@ -13,6 +13,7 @@ from typing import Any
 
 from cidrx.errors import InvalidInput
 from cidrx.model.plan import Step
+from cidrx.providers.gke.plan import ADD_CLUSTER_POD_RANGES, ADD_SECONDARY_RANGE, CREATE_NODE_POOL
 from cidrx.render.hcl import Block, Comment, Expr, import_block, snippet, tf_name
 from cidrx.render.terraform import Emitter
 
@@ -104,7 +105,7 @@ def _node_pool(e: Emitter, step: Step) -> None:
 def emit(e: Emitter) -> None:
     for step in e.plan.steps:
         p = step.params
-        if step.action == "gke.add-secondary-range":
+        if step.action == ADD_SECONDARY_RANGE.name:
             block = Block("secondary_ip_range").attr("range_name", p["range_name"]).attr("ip_cidr_range", p["cidr"])
             existing = e.plan.basis.get("subnet_ranges") or {}
             listed = ", ".join(f"{n} {c}" for n, c in existing.items()) or "none"
@@ -121,9 +122,9 @@ def emit(e: Emitter) -> None:
                 )
             )
             e.items.append(snippet(f'secondary_ip_range for google_compute_subnetwork "{p["subnet"]}"', [block]))
-        elif step.action == "gke.create-node-pool":
+        elif step.action == CREATE_NODE_POOL.name:
             _node_pool(e, step)
-        elif step.action == "gke.add-cluster-pod-ranges":
+        elif step.action == ADD_CLUSTER_POD_RANGES.name:
             names = list(p["range_names"])
             existing = list(e.plan.basis.get("cluster_pod_ranges") or [])
             policy = Block("ip_allocation_policy")
