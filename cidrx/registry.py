@@ -77,6 +77,9 @@ class IpamSpec(_Spec):
     collect: str
     field: str
     providers: tuple[str, ...] = ()  # collected only for these providers' targets (empty: all)
+    # "module:attr" of the object implementing `cidrx.ipam.dispatch.Ipam` (analysis, plans, drift, executors)
+    # that `diagnose` runs for every target whose cluster has its section; empty: a provider analyses it.
+    ipam: str = ""
 
 
 @dataclass(frozen=True)
@@ -338,6 +341,7 @@ register(
         api_groups=("whereabouts.cni.cncf.io",),
         finding_prefix="WHEREABOUTS-",
         collect="cidrx.ipam.whereabouts.collect",
+        ipam="cidrx.ipam.whereabouts.ipam:IPAM",
         field="whereabouts",
         section="cidrx.ipam.whereabouts.model:WhereaboutsSection",
         step_permissions="cidrx.ipam.whereabouts.plan:STEP_PERMISSIONS",
@@ -357,6 +361,7 @@ register(
         api_groups=("crd.projectcalico.org",),
         finding_prefix="CALICO-",
         collect="cidrx.ipam.calico.collect",
+        ipam="cidrx.ipam.calico.ipam:IPAM",
         field="calico",
         section="cidrx.ipam.calico.model:CalicoSection",
         terraform="cidrx.ipam.calico.terraform:emit",
