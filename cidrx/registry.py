@@ -76,9 +76,11 @@ class IpamSpec(_Spec):
     # out; the section is stored in the snapshot's kube section under `field`, typed `section`.
     collect: str
     field: str
-    providers: tuple[str, ...] = ()  # collected only for these providers' targets (empty: all)
-    # "module:attr" of the object implementing `cidrx.ipam.dispatch.Ipam` (analysis, plans, drift, executors)
-    # that `diagnose` runs for every target whose cluster has its section; empty: a provider analyses it.
+    # Collected only for these providers' targets (empty: all); such an IPAM is analysed as part of those
+    # providers' diagnosis (their provider object asks the registry for it), not by cidrx.ipam.dispatch.
+    providers: tuple[str, ...] = ()
+    # "module:attr" of its object: for every IPAM `analyze(section, kube)`; for those of all providers the
+    # whole `cidrx.ipam.dispatch.Ipam` (analysis, plans, drift, executors).
     ipam: str = ""
 
 
@@ -389,9 +391,10 @@ register(
         title="Kubernetes node IPAM",
         api_groups=(),
         finding_prefix="NODE-IPAM-",
-        collect="cidrx.kube.nodeipam",
+        collect="cidrx.ipam.nodeipam.collect",
         field="node_ipam",
-        section="cidrx.kube.model:NodeIpamConfig",
+        section="cidrx.ipam.nodeipam.model:NodeIpamConfig",
+        ipam="cidrx.ipam.nodeipam.ipam:IPAM",
         providers=("k8s",),
     )
 )

@@ -44,8 +44,9 @@ class Ipam(Protocol):
 
 
 def _objects() -> list[tuple[registry.IpamSpec, Ipam]]:
-    """The registered IPAMs that have an object, in registration order (their findings' order)."""
-    return [(spec, registry.load(spec.ipam)) for spec in registry.ipams() if spec.ipam]
+    """The IPAMs of every provider's clusters, in registration order (their findings' order); those
+    collected for some providers only are analysed by those providers."""
+    return [(spec, registry.load(spec.ipam)) for spec in registry.ipams() if spec.ipam and not spec.providers]
 
 
 def analyze(kube: KubeSection) -> tuple[list[Capacity], list[Finding]]:
@@ -86,11 +87,11 @@ def _require(snapshot: Snapshot, spec: registry.IpamSpec) -> Ipam:
 
 
 def make_reclaim_plan(snapshot: Snapshot, ipam: str, created_at: str) -> Plan:
+    owners = {s.owner for s in registry.strategies() if s.reclaim}
+    reclaiming = [i.name for i in registry.ipams() if i.name in owners]
     spec = registry.ipam_spec(ipam)
-    if spec is None or not spec.ipam:
-        raise InvalidInput(
-            f"unknown IPAM {ipam!r}; choose one of {', '.join(i.name for i in registry.ipams() if i.ipam)}"
-        )
+    if spec is None or ipam not in reclaiming:
+        raise InvalidInput(f"unknown IPAM {ipam!r}; choose one of {', '.join(reclaiming)}")
     return _require(snapshot, spec).make_reclaim_plan(snapshot, created_at)
 
 
@@ -106,7 +107,7 @@ def make_expand_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> 
 def _owner(strategy_name: str) -> registry.IpamSpec:
     strategy = registry.strategy(strategy_name)
     spec = registry.ipam_spec(strategy.owner) if strategy is not None else None
-    if spec is None or not spec.ipam:
+    if spec is None or not spec.ipam or spec.providers:
         raise InvalidInput(f"plan strategy {strategy_name!r} is not an in-cluster IPAM plan")
     return spec
 
