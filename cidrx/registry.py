@@ -59,6 +59,13 @@ class ProviderSpec(_Spec):
     # A DaemonSet (namespace, name) the cluster collector reads for it (the VPC CNI's aws-node on EKS).
     kube_daemonset: tuple[str, str] | None = None
     permissions_help: str = ""  # `cidrx permissions --<name>` help (default: `help`)
+    # Fleet mode (`diagnose --all-clusters`): the TARGET option naming where its clusters are listed
+    # (`--region`, `--project`); "module:attr" of `list_clusters(*, region, project, profile)` returning a
+    # `cidrx.fleet.Listing`, and of `kube_context(target, contexts, account)` returning (the kubeconfig context
+    # its tooling names for a cluster or None, the name a missing one would have). Empty: no fleet listing.
+    fleet_scope: str = ""
+    list_clusters: str = ""
+    kube_context: str = ""
     in_cluster: bool = False
 
     @property
@@ -260,6 +267,9 @@ register(
         terraform="cidrx.providers.eks.terraform:emit",
         kube_daemonset=("kube-system", "aws-node"),
         permissions_help="AWS IAM policy (JSON) for EKS targets.",
+        fleet_scope="region",
+        list_clusters="cidrx.providers.eks.fleet:list_clusters",
+        kube_context="cidrx.providers.eks.fleet:kube_context",
         step_permissions="cidrx.providers.eks.plan:STEP_PERMISSIONS",
     ),
     Strategy(
@@ -302,6 +312,9 @@ register(
         section="cidrx.providers.gke.model:GkeSection",
         terraform="cidrx.providers.gke.terraform:emit",
         permissions_help="Google Cloud permissions and custom role for GKE.",
+        fleet_scope="project",
+        list_clusters="cidrx.providers.gke.fleet:list_clusters",
+        kube_context="cidrx.providers.gke.fleet:kube_context",
         step_permissions="cidrx.providers.gke.plan:STEP_PERMISSIONS",
     ),
     Strategy(
