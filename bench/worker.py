@@ -34,7 +34,8 @@ from urllib.parse import urlencode, urlsplit
 KUBE_MODULES = (
     "cidrx.ipam.calico.analyze",
     "cidrx.ipam.calico.collect",
-    "cidrx.kube.nodeipam",
+    "cidrx.ipam.nodeipam.analyze",
+    "cidrx.ipam.nodeipam.collect",
     "cidrx.ipam.whereabouts.analyze",
     "cidrx.ipam.whereabouts.collect",
     "cidrx.providers.k8s.provider",

@@ -12,12 +12,12 @@ often share the same VPC ranges, so nothing downstream would notice the mix-up.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from typing import Any
 
-from cidrx.errors import AccessDenied, CidrxError, ExitStatus
+from cidrx.errors import AccessDenied, CidrxError, ExitStatus, InvalidInput
 from cidrx.model.findings import Diagnosis, Severity
 from cidrx.model.target import Target
 
@@ -110,33 +110,28 @@ def make_fleet(members: Sequence[Member], *, notes: Sequence[str] = (), floor: i
 # -- which kubeconfig context is which cloud cluster ------------------------------------------------------
 
 
-def eks_arn(target: Target, account: str, partition: str = "aws") -> str:
-    """The context name `aws eks update-kubeconfig` writes: the cluster's ARN."""
-    return f"arn:{partition}:eks:{target.region}:{account}:cluster/{target.cluster}"
+@dataclass(frozen=True)
+class Listing:
+    """The clusters a provider's `list_clusters` hook found. `notes`: what it could not list (the fleet is
+    then incomplete: exit 3 at least, and an empty listing is not an error of its own); `account`: asked
+    by its `kube_context` hook when a context needs it; `empty` / `empty_hint`: the error when none."""
+
+    targets: tuple[Target, ...]
+    notes: tuple[str, ...] = ()
+    account: Callable[[], Any] | None = None
+    empty: str = ""
+    empty_hint: str = ""
 
 
-def eks_context(target: Target, contexts: Sequence[str], account: tuple[str, str] | None) -> str | None:
-    """The context of an EKS cluster: its exact ARN when the account is known (`account` is
-    (partition, account id)); else the one context that is an ARN of this region and name in any
-    account, or eksctl's `USER@CLUSTER.REGION.eksctl.io`. None when there is none, or several."""
-    region, name = re.escape(target.region or ""), re.escape(target.cluster)
-    if account is not None:
-        arn = eks_arn(target, account[1], account[0])
-        if arn in contexts:
-            return arn
-        pattern = re.compile(rf"^[^@]+@{name}\.{region}\.eksctl\.io$")
-    else:
-        pattern = re.compile(
-            rf"^(arn:aws[a-z-]*:eks:{region}:\d{{12}}:cluster/{name}|[^@]+@{name}\.{region}\.eksctl\.io)$"
-        )
-    found = [c for c in contexts if pattern.match(c)]
-    return found[0] if len(found) == 1 else None
+def _context_hook(provider: str) -> Callable[[Target, Sequence[str], Callable[[], Any] | None], tuple[str | None, str]]:
+    from cidrx import registry
 
-
-def gke_context(target: Target, contexts: Sequence[str]) -> str | None:
-    """The context `gcloud container clusters get-credentials` writes: `gke_PROJECT_LOCATION_CLUSTER`."""
-    name = f"gke_{target.project}_{target.location}_{target.cluster}"
-    return name if name in contexts else None
+    spec = registry.provider_spec(provider)
+    if spec is None or not spec.kube_context:
+        raise InvalidInput(f"{provider} clusters cannot be listed in fleet mode")
+    hook: Callable[[Target, Sequence[str], Callable[[], Any] | None], tuple[str | None, str]]
+    hook = registry.load(spec.kube_context)
+    return hook
 
 
 def cloud_jobs(
@@ -144,29 +139,28 @@ def cloud_jobs(
     contexts: Sequence[str] | None,
     *,
     no_kube: bool,
-    account: Callable[[], tuple[str, str] | None] | None = None,
+    account: Callable[[], Any] | None = None,
     why_no_contexts: str = "",
 ) -> list[Job]:
-    """A job per cloud cluster, each with its kubeconfig context, or cloud-only with the reason.
+    """A job per cloud cluster, each with its kubeconfig context (named by its provider's `kube_context`
+    hook), or cloud-only with the reason.
 
     `contexts` is None when there is no kubeconfig at all (`why_no_contexts` says why). `account` is
-    asked at most once, and only when some context is an EKS ARN (it costs a request).
+    asked at most once, and only when a hook needs it (it costs a request).
     """
     if no_kube:
         return [Job(t, None, NO_KUBE_REASON) for t in targets]
     names = list(contexts or ())
-    known: tuple[str, str] | None = None
-    asked = False
+    asked: list[Any] = []
+
+    def once() -> Any:
+        if not asked and account is not None:
+            asked.append(account())
+        return asked[0] if asked else None
+
     jobs = []
     for t in targets:
-        if t.provider == "eks":
-            if not asked and account is not None and any(c.startswith("arn:") for c in names):
-                known, asked = account(), True
-            ctx = eks_context(t, names, known)
-            wanted = eks_arn(t, known[1], known[0]) if known else f"arn:aws:eks:{t.region}:ACCOUNT:cluster/{t.cluster}"
-        else:
-            ctx = gke_context(t, names)
-            wanted = f"gke_{t.project}_{t.location}_{t.cluster}"
+        ctx, wanted = _context_hook(t.provider)(t, names, once if account is not None else None)
         if ctx is not None:
             jobs.append(Job(t, ctx))
         elif contexts is None:

@@ -100,8 +100,8 @@ def _kube(group: str, resource: str, *verbs: str, namespace: str | None = None) 
 
 def resource_names() -> dict[tuple[str, str], tuple[str, ...]]:
     """The only objects of these resources cidrx touches; rules for them name the objects."""
+    from cidrx.ipam.nodeipam.collect import KUBEADM_CONFIG
     from cidrx.kube.collect import AWS_NODE
-    from cidrx.kube.nodeipam import KUBEADM_CONFIG
 
     return {("apps", "daemonsets"): (AWS_NODE[1],), ("", "configmaps"): (KUBEADM_CONFIG,)}
 
@@ -110,10 +110,10 @@ def collect_kube_grants(provider: str) -> tuple[KubeGrant, ...]:
     """What the Kubernetes collector reads for `provider` (cidrx.kube.collect.collect_with and the IPAM
     collectors it calls): one list per resource, plus aws-node (EKS) and kubeadm-config (node IPAM)."""
     from cidrx.ipam.calico.collect import GROUP as CALICO
+    from cidrx.ipam.nodeipam.collect import NAMESPACE
     from cidrx.ipam.whereabouts.model import GROUP as WHEREABOUTS
     from cidrx.ipam.whereabouts.model import NAD_GROUP, NADS, POOLS, RESERVATIONS
     from cidrx.kube.collect import ENICONFIG_GROUP, ENICONFIG_PLURAL
-    from cidrx.kube.nodeipam import NAMESPACE
 
     grants = [
         _kube("", "nodes", "list"),

@@ -60,6 +60,13 @@ class ProviderSpec(_Spec):
     # A DaemonSet (namespace, name) the cluster collector reads for it (the VPC CNI's aws-node on EKS).
     kube_daemonset: tuple[str, str] | None = None
     permissions_help: str = ""  # `cidrx permissions --<name>` help (default: `help`)
+    # Fleet mode (`diagnose --all-clusters`): the TARGET option naming where its clusters are listed
+    # (`--region`, `--project`); "module:attr" of `list_clusters(*, region, project, profile)` returning a
+    # `cidrx.fleet.Listing`, and of `kube_context(target, contexts, account)` returning (the kubeconfig context
+    # its tooling names for a cluster or None, the name a missing one would have). Empty: no fleet listing.
+    fleet_scope: str = ""
+    list_clusters: str = ""
+    kube_context: str = ""
     in_cluster: bool = False
 
     @property
@@ -77,7 +84,12 @@ class IpamSpec(_Spec):
     # out; the section is stored in the snapshot's kube section under `field`, typed `section`.
     collect: str
     field: str
-    providers: tuple[str, ...] = ()  # collected only for these providers' targets (empty: all)
+    # Collected only for these providers' targets (empty: all); such an IPAM is analysed as part of those
+    # providers' diagnosis (their provider object asks the registry for it), not by cidrx.ipam.dispatch.
+    providers: tuple[str, ...] = ()
+    # "module:attr" of its object: for every IPAM `analyze(section, kube)`; for those of all providers the
+    # whole `cidrx.ipam.dispatch.Ipam` (analysis, plans, drift, executors).
+    ipam: str = ""
 
 
 @dataclass(frozen=True)
@@ -281,6 +293,9 @@ register(
         terraform="cidrx.providers.eks.terraform:emit",
         kube_daemonset=("kube-system", "aws-node"),
         permissions_help="AWS IAM policy (JSON) for EKS targets.",
+        fleet_scope="region",
+        list_clusters="cidrx.providers.eks.fleet:list_clusters",
+        kube_context="cidrx.providers.eks.fleet:kube_context",
         actions="cidrx.providers.eks.plan:ACTIONS",
     ),
     Strategy(
@@ -315,6 +330,9 @@ register(
         section="cidrx.providers.gke.model:GkeSection",
         terraform="cidrx.providers.gke.terraform:emit",
         permissions_help="Google Cloud permissions and custom role for GKE.",
+        fleet_scope="project",
+        list_clusters="cidrx.providers.gke.fleet:list_clusters",
+        kube_context="cidrx.providers.gke.fleet:kube_context",
         actions="cidrx.providers.gke.plan:ACTIONS",
     ),
     Strategy(
@@ -356,6 +374,7 @@ register(
         api_groups=("whereabouts.cni.cncf.io",),
         finding_prefix="WHEREABOUTS-",
         collect="cidrx.ipam.whereabouts.collect",
+        ipam="cidrx.ipam.whereabouts.ipam:IPAM",
         field="whereabouts",
         section="cidrx.ipam.whereabouts.model:WhereaboutsSection",
         actions="cidrx.ipam.whereabouts.plan:ACTIONS",
@@ -375,6 +394,7 @@ register(
         api_groups=("crd.projectcalico.org",),
         finding_prefix="CALICO-",
         collect="cidrx.ipam.calico.collect",
+        ipam="cidrx.ipam.calico.ipam:IPAM",
         field="calico",
         section="cidrx.ipam.calico.model:CalicoSection",
         terraform="cidrx.ipam.calico.terraform:emit",
@@ -402,9 +422,10 @@ register(
         title="Kubernetes node IPAM",
         api_groups=(),
         finding_prefix="NODE-IPAM-",
-        collect="cidrx.kube.nodeipam",
+        collect="cidrx.ipam.nodeipam.collect",
         field="node_ipam",
-        section="cidrx.kube.model:NodeIpamConfig",
+        section="cidrx.ipam.nodeipam.model:NodeIpamConfig",
+        ipam="cidrx.ipam.nodeipam.ipam:IPAM",
         providers=("k8s",),
     )
 )

@@ -31,6 +31,8 @@ from cidrx.cli.diagnose import DEFAULT_PARALLEL, MAX_PARALLEL
 from cidrx.errors import EXIT_ACCESS, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, AccessDenied
 from cidrx.model.findings import Diagnosis, make_diagnosis
 from cidrx.model.target import Target
+from cidrx.providers.eks.fleet import eks_context
+from cidrx.providers.gke.fleet import gke_context
 from tests.support import gke_world
 from tests.support import whereabouts_cases as wc
 from tests.support.cli import run as cli_run
@@ -131,32 +133,30 @@ ARN = f"arn:aws:eks:ap-southeast-2:{ACCOUNT}:cluster/demo"
 def test_eks_context_by_exact_arn_when_the_account_is_known() -> None:
     other_account = "arn:aws:eks:ap-southeast-2:999999999999:cluster/demo"
     contexts = [other_account, ARN, "demo"]
-    assert fleet.eks_context(EKS, contexts, ("aws", ACCOUNT)) == ARN
+    assert eks_context(EKS, contexts, ("aws", ACCOUNT)) == ARN
     # Another account's cluster of the same name is another cluster.
-    assert fleet.eks_context(EKS, [other_account, "demo"], ("aws", ACCOUNT)) is None
+    assert eks_context(EKS, [other_account, "demo"], ("aws", ACCOUNT)) is None
     cn = Target("eks", "demo", region="cn-north-1")
     cn_arn = f"arn:aws-cn:eks:cn-north-1:{ACCOUNT}:cluster/demo"
-    assert fleet.eks_context(cn, [cn_arn], ("aws-cn", ACCOUNT)) == cn_arn
+    assert eks_context(cn, [cn_arn], ("aws-cn", ACCOUNT)) == cn_arn
 
 
 def test_eks_context_without_the_account_takes_the_only_arn_of_that_region_and_name() -> None:
-    assert fleet.eks_context(EKS, ["demo", ARN, ARN.replace("demo", "demo-2")], None) == ARN
-    assert fleet.eks_context(EKS, [ARN.replace("ap-southeast-2", "us-east-1")], None) is None
+    assert eks_context(EKS, ["demo", ARN, ARN.replace("demo", "demo-2")], None) == ARN
+    assert eks_context(EKS, [ARN.replace("ap-southeast-2", "us-east-1")], None) is None
     # Two accounts hold a "demo" there: which one is meant cannot be told.
-    assert fleet.eks_context(EKS, [ARN, ARN.replace(ACCOUNT, "999999999999")], None) is None
+    assert eks_context(EKS, [ARN, ARN.replace(ACCOUNT, "999999999999")], None) is None
     eksctl = "ci@demo.ap-southeast-2.eksctl.io"
-    assert fleet.eks_context(EKS, [eksctl, "demo"], None) == eksctl
-    assert fleet.eks_context(EKS, [eksctl], ("aws", ACCOUNT)) == eksctl
+    assert eks_context(EKS, [eksctl, "demo"], None) == eksctl
+    assert eks_context(EKS, [eksctl], ("aws", ACCOUNT)) == eksctl
     # A bare name is never matched: same-named clusters in other regions often share VPC ranges.
-    assert fleet.eks_context(EKS, ["demo"], None) is None
+    assert eks_context(EKS, ["demo"], None) is None
 
 
 def test_gke_context_is_the_gcloud_name() -> None:
     t = Target("gke", "demo-ip", project="p1", location="australia-southeast1")
-    assert fleet.gke_context(t, ["demo-ip", "gke_p1_australia-southeast1_demo-ip"]) == (
-        "gke_p1_australia-southeast1_demo-ip"
-    )
-    assert fleet.gke_context(t, ["demo-ip", "gke_p1_us-central1_demo-ip"]) is None
+    assert gke_context(t, ["demo-ip", "gke_p1_australia-southeast1_demo-ip"]) == ("gke_p1_australia-southeast1_demo-ip")
+    assert gke_context(t, ["demo-ip", "gke_p1_us-central1_demo-ip"]) is None
 
 
 def test_the_account_is_asked_once_and_only_when_a_context_is_an_arn() -> None:

@@ -16,19 +16,18 @@ import pytest
 
 from cidrx.errors import InvalidInput
 from cidrx.ipam.calico.model import CalicoSection
-from cidrx.kube.api import KubeApi
-from cidrx.kube.collect import collect_with
-from cidrx.kube.model import KubeEvent, KubeNode, KubeSection, NodeIpamConfig
-from cidrx.kube.nodeipam import (
+from cidrx.ipam.nodeipam.analyze import (
     CIDR_NOT_AVAILABLE,
     EXHAUSTED_ID,
     NEARLY_EXHAUSTED_ID,
     NODES_WITHOUT_PODCIDR,
     analyze_node_ipam,
-    collect_node_ipam,
-    node_ipam_config_from,
-    parse_flags,
 )
+from cidrx.ipam.nodeipam.collect import collect_node_ipam, node_ipam_config_from, parse_flags
+from cidrx.ipam.nodeipam.model import NodeIpamConfig
+from cidrx.kube.api import KubeApi
+from cidrx.kube.collect import collect_with
+from cidrx.kube.model import KubeEvent, KubeNode, KubeSection
 from cidrx.model.findings import Severity
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target

@@ -139,18 +139,18 @@ def check_fleet_flags(opts: TargetOptions, all_clusters: bool, all_contexts: boo
     if all_clusters and all_contexts:
         raise InvalidInput("choose --all-clusters (with --eks or --gke) or --all-contexts (with --k8s), not both")
     if all_clusters:
-        if opts.provider == "eks":
-            if not opts.region:
-                raise InvalidInput("--eks --all-clusters needs --region (or CIDRX_REGION)")
-            _refuse_given(opts, ("cluster", "project", "location"), "with --eks --all-clusters")
-        elif opts.provider == "gke":
-            if not opts.project:
-                raise InvalidInput("--gke --all-clusters needs --project (or CIDRX_PROJECT)")
-            _refuse_given(opts, ("cluster", "location", "region", "profile"), "with --gke --all-clusters")
-        else:
-            raise InvalidInput(
-                "--all-clusters needs --eks --region R or --gke --project P (for --k8s, use --all-contexts)"
-            )
+        from cidrx import registry
+
+        listed = [p for p in registry.providers() if p.list_clusters]
+        spec = registry.provider_spec(opts.provider or "")
+        if spec is None or not spec.list_clusters:
+            ways = " or ".join(f"{p.flag} --{p.fleet_scope} {p.fleet_scope[0].upper()}" for p in listed)
+            raise InvalidInput(f"--all-clusters needs {ways} (for --k8s, use --all-contexts)")
+        scope = spec.fleet_scope
+        if not getattr(opts, scope):
+            raise InvalidInput(f"{spec.flag} --all-clusters needs --{scope} (or CIDRX_{scope.upper()})")
+        others = [o for o in spec.requires if o not in (scope, "cluster")]
+        _refuse_given(opts, ("cluster", *others, *spec.refuses), f"with {spec.flag} --all-clusters")
         if opts.contexts:
             raise InvalidInput(
                 "--context cannot be used with --all-clusters: each cluster's context is found in the "
@@ -168,10 +168,9 @@ def check_fleet_flags(opts: TargetOptions, all_clusters: bool, all_contexts: boo
 def fleet_jobs(opts: TargetOptions, all_contexts: bool) -> tuple[list[Job], list[str], int]:
     """The clusters to diagnose (listed from the cloud or the kubeconfig), fleet-wide notes, and the
     least exit code the fleet can have (an incomplete listing is an access problem in itself)."""
-    from cidrx import fleet
+    from cidrx import fleet, registry
     from cidrx.errors import ExitStatus
     from cidrx.kube.api import KubeUnavailable, list_contexts
-    from cidrx.model.target import Target
 
     if _in_cluster(opts.provider):
         names = list(opts.contexts) if not all_contexts else list_contexts(opts.kubeconfig)
@@ -186,41 +185,18 @@ def fleet_jobs(opts: TargetOptions, all_contexts: bool) -> tuple[list[Job], list
             contexts = list_contexts(opts.kubeconfig)
         except KubeUnavailable as exc:
             why = exc.message
-    notes: list[str] = []
-    floor = ExitStatus.OK
-    if opts.provider == "eks":
-        from cidrx.providers.eks.api import EksApi
-
-        assert opts.region is not None  # check_fleet_flags
-        api = EksApi(opts.region, opts.profile)
-        targets = [Target("eks", name, region=opts.region) for name in sorted(api.list_clusters())]
-        jobs = fleet.cloud_jobs(
-            targets, contexts, no_kube=opts.no_kube, account=api.caller_account, why_no_contexts=why
-        )
-        fleet.require_some(
-            jobs,
-            f"no EKS cluster in {opts.region}: nothing to diagnose",
-            "check --region and --profile (the account the credentials use)",
-        )
-        return jobs, notes, floor
-    from cidrx.providers.gke.api import ALL_LOCATIONS, GkeApi
-
-    assert opts.project is not None  # check_fleet_flags
-    listed = GkeApi(opts.project, ALL_LOCATIONS).list_clusters()
-    found = sorted((str(c.get("location", "")), str(c.get("name", ""))) for c in listed.get("clusters", []))
-    targets = [Target("gke", name, project=opts.project, location=loc) for loc, name in found]
-    missing = [str(z) for z in listed.get("missingZones", [])]
-    if missing:
-        notes.append(f"GKE could not list clusters in {', '.join(missing)}: clusters there are not diagnosed")
-        floor = ExitStatus.ACCESS
-    jobs = fleet.cloud_jobs(targets, contexts, no_kube=opts.no_kube, why_no_contexts=why)
-    if not missing:
-        fleet.require_some(
-            jobs,
-            f"no GKE cluster in project {opts.project}: nothing to diagnose",
-            "check --project and the credentials",
-        )
-    return jobs, notes, floor
+    spec = registry.provider_spec(opts.provider or "")
+    assert spec is not None and spec.list_clusters  # check_fleet_flags
+    listing: fleet.Listing = registry.load(spec.list_clusters)(
+        region=opts.region, project=opts.project, profile=opts.profile
+    )
+    notes = list(listing.notes)
+    jobs = fleet.cloud_jobs(
+        listing.targets, contexts, no_kube=opts.no_kube, account=listing.account, why_no_contexts=why
+    )
+    if not notes:
+        fleet.require_some(jobs, listing.empty, listing.empty_hint)
+    return jobs, notes, ExitStatus.ACCESS if notes else ExitStatus.OK
 
 
 def member_options(opts: TargetOptions, job: Job) -> TargetOptions:

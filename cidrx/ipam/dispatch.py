@@ -1,15 +1,16 @@
-"""The in-cluster IPAMs (Whereabouts, Calico) as one piece every provider shares.
+"""The in-cluster IPAMs as one piece every provider shares.
 
 Whatever cloud a cluster runs on, its in-cluster IPAM pools can run dry on their own: `diagnose` adds
 these checks for every target whose cluster has the CRDs, and the reclaim / calico-pool plans only touch
 the Kubernetes API, so they are planned, drift-checked and applied here rather than by a cloud provider.
+Each IPAM is an object (the `Ipam` protocol) its registry entry names; nothing here names an IPAM.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cidrx import registry
 from cidrx.errors import InvalidInput
@@ -24,23 +25,40 @@ if TYPE_CHECKING:
     from cidrx.model.snapshot import Snapshot
 
 
+class Ipam(Protocol):
+    """What an in-cluster IPAM package exports as `IPAM` (its registry entry names it with `ipam`)."""
+
+    def analyze(self, section: Any, kube: KubeSection) -> tuple[list[Capacity], list[Finding]]:
+        """Capacity and findings of its `section` of the snapshot's kube section (never None here)."""
+        ...
+
+    def make_reclaim_plan(self, snapshot: Snapshot, created_at: str) -> Plan: ...
+
+    def make_pool_plan(self, snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan | None:
+        """A plan adding address space (None: it has no such strategy)."""
+        ...
+
+    def check_drift(self, plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> None: ...
+
+    def executors(self) -> Mapping[str, Executor]: ...
+
+
+def _objects() -> list[tuple[registry.IpamSpec, Ipam]]:
+    """The IPAMs of every provider's clusters, in registration order (their findings' order); those
+    collected for some providers only are analysed by those providers."""
+    return [(spec, registry.load(spec.ipam)) for spec in registry.ipams() if spec.ipam and not spec.providers]
+
+
 def analyze(kube: KubeSection) -> tuple[list[Capacity], list[Finding]]:
     """Capacity and findings of every IPAM the snapshot found in the cluster (none: nothing)."""
     capacity: list[Capacity] = []
     findings: list[Finding] = []
-    pods = {p.key: p for p in kube.ipam_pods}
-    if kube.whereabouts is not None:
-        from cidrx.ipam.whereabouts.analyze import analyze_whereabouts
-
-        c, f = analyze_whereabouts(kube.whereabouts, pods, available=kube.available)
-        capacity += c
-        findings += f
-    if kube.calico is not None:
-        from cidrx.ipam.calico.analyze import analyze_calico
-
-        c, f = analyze_calico(kube.calico, pods, kube.nodes, available=kube.available)
-        capacity += c
-        findings += f
+    for spec, ipam in _objects():
+        section = getattr(kube, spec.field)
+        if section is not None:
+            c, f = ipam.analyze(section, kube)
+            capacity += c
+            findings += f
     return capacity, [_through_context(f, kube.context) for f in findings]
 
 
@@ -56,59 +74,53 @@ def _through_context(finding: Finding, context: str) -> Finding:
     return replace(finding, remediation=text)
 
 
-def _require(snapshot: Snapshot, ipam: str) -> None:
+def _require(snapshot: Snapshot, spec: registry.IpamSpec) -> Ipam:
+    """The IPAM's object, when the snapshot read the cluster and found its pools."""
     kube = snapshot.kube
     if not kube.available:
-        raise InvalidInput(f"{ipam} plans need the Kubernetes API, which was not reachable: {kube.reason}")
-    section = getattr(kube, ipam)
+        raise InvalidInput(f"{spec.name} plans need the Kubernetes API, which was not reachable: {kube.reason}")
+    section = getattr(kube, spec.field)
     if section is None or not section.pools:
-        raise InvalidInput(f"no {ipam} IP pools found in {snapshot.target.label()}: nothing to reclaim or extend")
+        raise InvalidInput(f"no {spec.name} IP pools found in {snapshot.target.label()}: nothing to reclaim or extend")
+    ipam: Ipam = registry.load(spec.ipam)
+    return ipam
 
 
 def make_reclaim_plan(snapshot: Snapshot, ipam: str, created_at: str) -> Plan:
-    _require(snapshot, ipam)
-    if ipam == "whereabouts":
-        from cidrx.ipam.whereabouts.plan import make_reclaim_plan as whereabouts_plan
-
-        return whereabouts_plan(snapshot, created_at)
-    if ipam == "calico":
-        from cidrx.ipam.calico.plan import make_reclaim_plan as calico_plan
-
-        return calico_plan(snapshot, created_at)
-    raise InvalidInput(f"unknown IPAM {ipam!r}; choose one of {', '.join(i.name for i in registry.ipams())}")
+    owners = {s.owner for s in registry.strategies() if s.reclaim}
+    reclaiming = [i.name for i in registry.ipams() if i.name in owners]
+    spec = registry.ipam_spec(ipam)
+    if spec is None or ipam not in reclaiming:
+        raise InvalidInput(f"unknown IPAM {ipam!r}; choose one of {', '.join(reclaiming)}")
+    return _require(snapshot, spec).make_reclaim_plan(snapshot, created_at)
 
 
 def make_expand_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
-    _require(snapshot, "calico")
-    from cidrx.ipam.calico.plan import make_pool_plan
+    """The plan of an in-cluster expand strategy (`opts.strategy`), made by the IPAM that owns it."""
+    spec = _owner(opts.strategy or "")
+    plan = _require(snapshot, spec).make_pool_plan(snapshot, opts, created_at)
+    if plan is None:
+        raise InvalidInput(f"--strategy {opts.strategy} is not an expand plan {spec.title} can make")
+    return plan
 
-    return make_pool_plan(snapshot, opts, created_at)
+
+def _owner(strategy_name: str) -> registry.IpamSpec:
+    strategy = registry.strategy(strategy_name)
+    spec = registry.ipam_spec(strategy.owner) if strategy is not None else None
+    if spec is None or not spec.ipam or spec.providers:
+        raise InvalidInput(f"plan strategy {strategy_name!r} is not an in-cluster IPAM plan")
+    return spec
 
 
-def _module(plan: Plan) -> str:
-    strategy = registry.strategy(plan.strategy)
-    if strategy is None or registry.ipam_spec(strategy.owner) is None:
-        raise InvalidInput(f"plan strategy {plan.strategy!r} is not an in-cluster IPAM plan")
-    return strategy.owner
+def _object(plan: Plan) -> Ipam:
+    ipam: Ipam = registry.load(_owner(plan.strategy).ipam)
+    return ipam
 
 
 def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> None:
     """`begun`: steps an earlier apply of `plan` started (their entries are re-decided per entry instead)."""
-    if _module(plan) == "whereabouts":
-        from cidrx.ipam.whereabouts.plan import check_drift as whereabouts_drift
-
-        whereabouts_drift(plan, snapshot, begun)
-    else:
-        from cidrx.ipam.calico.plan import check_drift as calico_drift
-
-        calico_drift(plan, snapshot, begun)
+    _object(plan).check_drift(plan, snapshot, begun)
 
 
 def executors(plan: Plan) -> Mapping[str, Executor]:
-    if _module(plan) == "whereabouts":
-        from cidrx.ipam.whereabouts.steps import EXECUTORS as WHEREABOUTS
-
-        return WHEREABOUTS
-    from cidrx.ipam.calico.steps import EXECUTORS as CALICO
-
-    return CALICO
+    return _object(plan).executors()

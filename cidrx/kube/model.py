@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     # Named as strings only; cidrx.registry.bind_sections resolves them from the registered IPAMs when a
     # snapshot is decoded, so the client layer imports no IPAM.
     from cidrx.ipam.calico.model import CalicoSection
+    from cidrx.ipam.nodeipam.model import NodeIpamConfig
     from cidrx.ipam.whereabouts.model import WhereaboutsSection
 
 
@@ -106,20 +107,6 @@ class PodState:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
-
-
-@dataclass(frozen=True)
-class NodeIpamConfig:
-    """How kube-controller-manager hands out node podCIDRs (`--allocate-node-cidrs`), where known.
-
-    `cluster_cidrs`: `--cluster-cidr`, one per IP family; `node_mask_v4`: the IPv4 per-node prefix length;
-    `source`: where cidrx read it (the static pod or the kubeadm-config ConfigMap).
-    """
-
-    cluster_cidrs: tuple[IpCidr, ...]
-    node_mask_v4: int | None
-    source: str
-    allocate_node_cidrs: bool = True
 
 
 @dataclass(frozen=True)

@@ -42,15 +42,13 @@ class DocgenError(Exception):
 
 # --- findings ----------------------------------------------------------------------------------------------
 
-# Provider and IPAM folders in the order the catalogue lists them, with their headings (`kube` holds node
-# IPAM until it moves to cidrx/ipam/nodeipam).
+# Provider and IPAM folders in the order the catalogue lists them, with their headings.
 GROUPS: dict[str, str] = {
     "eks": "EKS (AWS VPC CNI)",
     "gke": "GKE",
     "whereabouts": "Whereabouts",
     "calico": "Calico",
     "nodeipam": "Kubernetes node IPAM",
-    "kube": "Kubernetes node IPAM",
     "k8s": "Kubernetes (plain clusters)",
 }
 ANY_TARGET = "Any target"

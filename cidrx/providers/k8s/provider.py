@@ -3,7 +3,8 @@
 Why it exists: clusters outside GKE/EKS (kubeadm, on-premises, kind) run out of pod addresses too, through
 node IPAM (`--allocate-node-cidrs`) or an in-cluster IPAM. There is no cloud section: the snapshot is the
 cluster alone. The Whereabouts/Calico checks and plans are added by `cidrx.dispatch` for every provider, so
-this module covers only what is specific to a cluster without a cloud: node IPAM and reachability.
+this module covers only what is specific to a cluster without a cloud: node IPAM (the registered IPAMs
+collected for `k8s` targets only) and reachability.
 """
 
 from __future__ import annotations
@@ -31,11 +32,18 @@ def collect(target: Target, access: Access, kube: KubeSection, taken_at: str) ->
 
 
 def analyze(snapshot: Snapshot) -> Diagnosis:
-    from cidrx.kube.nodeipam import analyze_node_ipam
-    from cidrx.model.findings import kube_unreachable, make_diagnosis
+    from cidrx import registry
+    from cidrx.model.findings import Capacity, Finding, kube_unreachable, make_diagnosis
 
     kube = snapshot.kube
-    capacity, findings = analyze_node_ipam(kube)
+    capacity: list[Capacity] = []
+    findings: list[Finding] = []
+    # The IPAMs collected only for this provider's targets (node IPAM) are part of its diagnosis.
+    for spec in registry.ipams():
+        if snapshot.target.provider in spec.providers and spec.ipam:
+            c, f = registry.load(spec.ipam).analyze(getattr(kube, spec.field), kube)
+            capacity += c
+            findings += f
     if not kube.available:
         findings.append(
             kube_unreachable(

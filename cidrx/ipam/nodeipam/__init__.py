@@ -1,0 +1,1 @@
+"""Kubernetes node IPAM (kube-controller-manager --allocate-node-cidrs): node podCIDR capacity."""
