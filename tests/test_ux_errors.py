@@ -701,7 +701,7 @@ def test_no_doc_or_docstring_cites_a_path_outside_the_repository() -> None:
             "grep",
             "-n",
             "-E",
-            r"DESIGN\.md|shared/incidents|/work/shared",
+            r"DESIGN\.md|shared[/]incidents|/work[/]shared",
             "--",
             ".",
             ":!tests/test_ux_errors.py",
