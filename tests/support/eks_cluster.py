@@ -32,6 +32,7 @@ from tests.support.eks_world import (
     VPC_CIDR,
     VPC_NAME,
     World,
+    world_of,
 )
 from tests.support.fakes.kube_server import FakeKubeServer, RequestRecord
 
@@ -460,25 +461,14 @@ def build_prefix_world(ec2: Any, eks: Any, *, region: str = REGION, cluster: str
         scattered = scattered_addresses(PREFIX_SUBNETS[name][0], ip)
         ec2.assign_private_ip_addresses(NetworkInterfaceId=eni, PrivateIpAddresses=scattered)
         node_ids.append(str(inst["InstanceId"]))
-    return World(
-        region=region,
-        cluster=cluster,
-        cluster_arn=arn,
-        vpc_id=vpc_id,
-        public_subnet_a=subnet["PublicSubnet01"],
-        public_subnet_b=subnet["PublicSubnet02"],
-        private_subnet_a=subnet["PrivateSubnet01"],
-        private_subnet_b=subnet["PrivateSubnet02"],
-        main_route_table_id=main_rt,
-        public_route_table_id=public_rt,
-        private_route_table_id=private_rt,
-        igw_id=igw,
-        cluster_security_group_id=cluster_sg,
-        control_plane_security_group_id=control_plane_sg,
-        nodegroup=NODEGROUP,
-        node_instance_ids=tuple(node_ids),
-        node_ips=(NODE_IPS["PublicSubnet01"], NODE_IPS["PublicSubnet02"]),
-        peer_vpc_id="",
-        peering_id="",
-        tgw_id="",
+    return world_of(
+        region,
+        cluster,
+        arn,
+        vpc_id,
+        subnet,
+        (main_rt, public_rt, private_rt),
+        igw,
+        (cluster_sg, control_plane_sg),
+        node_ids,
     )

@@ -13,7 +13,7 @@ derives AvailableIpAddressCount from the ENI addresses it holds, so the world as
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from ipaddress import ip_network
@@ -145,6 +145,48 @@ def _fill_node(ec2: Any, subnet_id: str, cidr: str, node_ip: str, image_id: str,
     return instance_id
 
 
+def world_of(
+    region: str,
+    cluster: str,
+    arn: str,
+    vpc_id: str,
+    subnet: Mapping[str, str],
+    route_tables: tuple[str, str, str],
+    igw: str,
+    security_groups: tuple[str, str],
+    node_ids: Sequence[str],
+    *,
+    peering: tuple[str, str, str] = ("", "", ""),
+) -> World:
+    """The World of an incident-shaped VPC: `route_tables` is (main, public, private), `security_groups`
+    (cluster, control plane), `peering` (peer VPC, peering connection, transit gateway) or empty."""
+    main_rt, public_rt, private_rt = route_tables
+    cluster_sg, control_plane_sg = security_groups
+    peer_vpc, pcx, tgw = peering
+    return World(
+        region=region,
+        cluster=cluster,
+        cluster_arn=arn,
+        vpc_id=vpc_id,
+        public_subnet_a=subnet["PublicSubnet01"],
+        public_subnet_b=subnet["PublicSubnet02"],
+        private_subnet_a=subnet["PrivateSubnet01"],
+        private_subnet_b=subnet["PrivateSubnet02"],
+        main_route_table_id=main_rt,
+        public_route_table_id=public_rt,
+        private_route_table_id=private_rt,
+        igw_id=igw,
+        cluster_security_group_id=cluster_sg,
+        control_plane_security_group_id=control_plane_sg,
+        nodegroup=NODEGROUP,
+        node_instance_ids=tuple(node_ids),
+        node_ips=(NODE_IPS["PublicSubnet01"], NODE_IPS["PublicSubnet02"]),
+        peer_vpc_id=peer_vpc,
+        peering_id=pcx,
+        tgw_id=tgw,
+    )
+
+
 def build_incident(ec2: Any, eks: Any, *, region: str = "ap-southeast-2", cluster: str = "demo") -> World:
     """Create the incident in moto through `ec2`/`eks` clients of `region`; return the ids."""
     vpc_id = ec2.create_vpc(CidrBlock=VPC_CIDR, TagSpecifications=_tags("vpc", {"Name": VPC_NAME}))["Vpc"]["VpcId"]
@@ -236,27 +278,17 @@ def build_incident(ec2: Any, eks: Any, *, region: str = "ap-southeast-2", cluste
             PrivateIpAddresses=[{"PrivateIpAddress": ip, "Primary": True}],
         )
 
-    return World(
-        region=region,
-        cluster=cluster,
-        cluster_arn=arn,
-        vpc_id=vpc_id,
-        public_subnet_a=subnet["PublicSubnet01"],
-        public_subnet_b=subnet["PublicSubnet02"],
-        private_subnet_a=subnet["PrivateSubnet01"],
-        private_subnet_b=subnet["PrivateSubnet02"],
-        main_route_table_id=main_rt,
-        public_route_table_id=public_rt,
-        private_route_table_id=private_rt,
-        igw_id=igw,
-        cluster_security_group_id=cluster_sg,
-        control_plane_security_group_id=control_plane_sg,
-        nodegroup=NODEGROUP,
-        node_instance_ids=tuple(node_ids),
-        node_ips=(NODE_IPS["PublicSubnet01"], NODE_IPS["PublicSubnet02"]),
-        peer_vpc_id=peer_vpc,
-        peering_id=pcx,
-        tgw_id=tgw,
+    return world_of(
+        region,
+        cluster,
+        arn,
+        vpc_id,
+        subnet,
+        (main_rt, public_rt, private_rt),
+        igw,
+        (cluster_sg, control_plane_sg),
+        node_ids,
+        peering=(peer_vpc, pcx, tgw),
     )
 
 
