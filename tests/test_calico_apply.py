@@ -5,7 +5,6 @@ and tunnel addresses never touched, a second apply changes nothing, the new IPPo
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -33,10 +32,8 @@ BLOCK_A = "10-0-0-0-26"
 
 
 @pytest.fixture
-def api(kube_server: FakeKubeServer, kubeconfig_path: Path) -> Iterator[KubeApi]:
-    kube_server.put_many(cases.incident().objects())
-    with KubeApi.connect(str(kubeconfig_path), None) as connected:
-        yield connected
+def api(calico_incident_api: KubeApi) -> KubeApi:
+    return calico_incident_api
 
 
 def snapshot_from(api: KubeApi) -> Snapshot:

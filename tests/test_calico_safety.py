@@ -7,7 +7,6 @@ use, the fake refuses the shapes upstream's CRDs refuse, and the v1/v3 API choic
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -36,10 +35,8 @@ EMPTY_AFFINITY = "node-2-10-0-0-192-26"
 
 
 @pytest.fixture
-def api(kube_server: FakeKubeServer, kubeconfig_path: Path) -> Iterator[KubeApi]:
-    kube_server.put_many(cases.incident().objects())
-    with KubeApi.connect(str(kubeconfig_path), None) as connected:
-        yield connected
+def api(calico_incident_api: KubeApi) -> KubeApi:
+    return calico_incident_api
 
 
 def plan_from(api: KubeApi, taken_at: str = cases.TAKEN_AT) -> Plan:

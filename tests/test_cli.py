@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -419,11 +420,25 @@ def test_live_snapshot_to_stdout(moto_world: Any) -> None:
     assert snap.eks is not None and snap.eks.vpc.vpc_id == moto_world.vpc_id
 
 
-def _live_plan(world: Any, path: Path) -> Plan:
+@dataclass(frozen=True)
+class LivePlan:
+    session: Any
+    world: Any
+    path: Path
+    plan: Plan
+    kubeconfig: str
+
+
+@pytest.fixture
+def live_plan(moto_session: tuple[Any, Any], kube_server: Any, tmp_path: Path) -> LivePlan:
+    """A custom-networking plan of the moto world, and a kubeconfig for a fake cluster showing its nodes."""
+    session, world = moto_session
+    path = tmp_path / "plan.json"
     target = ["--eks", "--region", world.region, "--cluster", world.cluster, "--no-kube"]
     result = run("expand", *target, "--plan", "--out", str(path), "--cidr", "100.64.0.0/20")
     assert result.exit_code == 0, result.output
-    return load_plan(path)
+    kubeconfig = _reachable_cluster(kube_server, world, tmp_path)
+    return LivePlan(session, world, path, load_plan(path), kubeconfig)
 
 
 def _vpc_cidrs(session: Any, vpc_id: str) -> set[str]:
@@ -438,13 +453,8 @@ def _reachable_cluster(server: Any, world: Any, tmp_path: Path) -> str:
     return str(server.kubeconfig(tmp_path / "kubeconfig"))
 
 
-def test_live_apply_refuses_a_stale_plan_with_4_and_changes_nothing(
-    moto_session: tuple[Any, Any], kube_server: Any, tmp_path: Path
-) -> None:
-    session, world = moto_session
-    plan_path = tmp_path / "plan.json"
-    _live_plan(world, plan_path)
-    kubeconfig = _reachable_cluster(kube_server, world, tmp_path)
+def test_live_apply_refuses_a_stale_plan_with_4_and_changes_nothing(live_plan: LivePlan, kube_server: Any) -> None:
+    session, world, plan_path, kubeconfig = live_plan.session, live_plan.world, live_plan.path, live_plan.kubeconfig
     # Someone else takes overlapping space between plan and apply.
     session.client("ec2").associate_vpc_cidr_block(VpcId=world.vpc_id, CidrBlock="100.64.0.0/16")
     result = run("expand", "--apply", str(plan_path), "--yes", "--kubeconfig", kubeconfig)
@@ -454,13 +464,9 @@ def test_live_apply_refuses_a_stale_plan_with_4_and_changes_nothing(
     assert result.stdout == ""
 
 
-def test_live_apply_stops_partway_with_5_and_a_journal(
-    moto_session: tuple[Any, Any], kube_server: Any, tmp_path: Path
-) -> None:
-    session, world = moto_session
-    plan_path = tmp_path / "plan.json"
-    plan = _live_plan(world, plan_path)
-    kubeconfig = _reachable_cluster(kube_server, world, tmp_path)
+def test_live_apply_stops_partway_with_5_and_a_journal(live_plan: LivePlan, kube_server: Any) -> None:
+    session, world, plan_path, kubeconfig = live_plan.session, live_plan.world, live_plan.path, live_plan.kubeconfig
+    plan = live_plan.plan
     # The cloud steps run; the first in-cluster write (an ENIConfig) fails on the server's side.
     kube_server.inject(500, method="POST", path_contains="eniconfigs", times=None)
     result = run("expand", "--apply", str(plan_path), "--yes", "--kubeconfig", kubeconfig)
@@ -473,13 +479,8 @@ def test_live_apply_stops_partway_with_5_and_a_journal(
     assert "[1/" in result.stderr  # progress went to stderr
 
 
-def test_live_apply_resumes_after_stopping_partway(
-    moto_session: tuple[Any, Any], kube_server: Any, tmp_path: Path
-) -> None:
-    session, world = moto_session
-    plan_path = tmp_path / "plan.json"
-    _live_plan(world, plan_path)
-    kubeconfig = _reachable_cluster(kube_server, world, tmp_path)
+def test_live_apply_resumes_after_stopping_partway(live_plan: LivePlan, kube_server: Any) -> None:
+    session, world, plan_path, kubeconfig = live_plan.session, live_plan.world, live_plan.path, live_plan.kubeconfig
     kube_server.inject(500, method="POST", path_contains="eniconfigs", times=1)
     apply = ("expand", "--apply", str(plan_path), "--yes", "--kubeconfig", kubeconfig)
     assert run(*apply).exit_code == 5

@@ -23,10 +23,9 @@ from cidrx.engine.executor import Executor, Outputs, StepContext, parse_ref, res
 from cidrx.engine.journal import Journal, journal_path
 from cidrx.engine.waiting import Waiter
 from cidrx.errors import AccessDenied, ApplyInterrupted, CidrxError, CloudError, InvalidInput, StalePlan
-from cidrx.model.plan import DIGEST_TAG, Plan, Step, load_plan, save_plan, seal
-from cidrx.model.target import Target
+from cidrx.model.plan import DIGEST_TAG, Plan, Step, load_plan, save_plan
 from cidrx.render.progress import LiveProgress, NullProgress, PlainProgress, Progress, make_progress
-from tests.support.engine import FakeClock
+from tests.support.engine import FakeClock, sealed_eks_plan
 
 STEP_TAG = "cidrx.io/step"
 
@@ -225,16 +224,7 @@ STEP_IDS = [s.id for s in eks_steps()]
 
 
 def make_plan(steps: tuple[Step, ...] | None = None) -> Plan:
-    return seal(
-        Plan(
-            target=Target("eks", "demo", region="ap-southeast-2"),
-            created_at="2024-05-01T10:00:00Z",
-            snapshot_fingerprint="f" * 64,
-            strategy="custom-networking",
-            basis={"vpc_cidrs": ["10.0.0.0/16"]},
-            steps=steps if steps is not None else eks_steps(),
-        )
-    )
+    return sealed_eks_plan(steps if steps is not None else eks_steps())
 
 
 @dataclass

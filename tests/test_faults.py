@@ -45,7 +45,6 @@ from typing import Any
 import pytest
 from click.testing import Result
 
-from cidrx.engine import retry
 from cidrx.ipam.calico.collect import GROUP as CALICO_GROUP
 from cidrx.model.plan import load_plan
 from cidrx.providers.gke.api import GkeApi
@@ -417,16 +416,8 @@ def test_eks_permanent_errors_are_sent_once_and_map_to_their_exit_code(
 
 
 def test_eks_retry_after_is_honoured_and_the_budget_ends_retries(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, retry_sleeps: list[float]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, retry_sleeps: list[float], retry_clock: list[float]
 ) -> None:
-    clock = [0.0]
-
-    def sleep(seconds: float) -> None:
-        retry_sleeps.append(seconds)
-        clock[0] += seconds
-
-    monkeypatch.setattr(retry, "sleep", sleep)
-    monkeypatch.setattr(retry, "monotonic", lambda: clock[0])
     with eks_env(tmp_path, monkeypatch) as (_session, _world, _kube, _hooks, kubeconfig, aws):
         target = [*eks_target(kubeconfig), "-o", "json"]
         clean = run("diagnose", *target)
@@ -797,16 +788,8 @@ def test_k8s_apply_converges_under_faults(tmp_path: Path, runs: Runs, seed: int,
 
 
 def test_k8s_permanent_errors_retry_after_and_budget(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, retry_sleeps: list[float]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, retry_sleeps: list[float], retry_clock: list[float]
 ) -> None:
-    clock = [0.0]
-
-    def sleep(seconds: float) -> None:
-        retry_sleeps.append(seconds)
-        clock[0] += seconds
-
-    monkeypatch.setattr(retry, "sleep", sleep)
-    monkeypatch.setattr(retry, "monotonic", lambda: clock[0])
     with whereabouts_cluster(tmp_path) as (server, target):
         clean = run("diagnose", *target, "-o", "json")
 
@@ -815,23 +798,20 @@ def test_k8s_permanent_errors_retry_after_and_budget(
         assert (throttled.exit_code, throttled.stdout) == (clean.exit_code, clean.stdout)
         assert retry_sleeps == [7.0]
 
-        retry_sleeps.clear()
-        server.reset_log()
-        server.inject(403, method="GET", path_contains="/ippools", times=None)
-        denied = run("diagnose", *target, "-o", "json")
-        server.clear_faults()
-        assert denied.exit_code == 6, denied.output
-        assert "forbidden: cannot list ippools.whereabouts.cni.cncf.io" in error_line(denied)
-        assert server.count("GET", "ippools") == 1 and retry_sleeps == []
-
-        # 422 Invalid on a read: a permanent error too, sent once, exit 1 with the server's message.
-        server.reset_log()
-        server.inject(422, method="GET", path_contains="/ippools", reason="Invalid", message="bad", times=None)
-        invalid = run("diagnose", *target, "-o", "json")
-        server.clear_faults()
-        assert invalid.exit_code == 1, invalid.output
-        assert "failed to list ippools.whereabouts.cni.cncf.io" in error_line(invalid)
-        assert server.count("GET", "ippools") == 1 and retry_sleeps == []
+        # 403, and 422 Invalid on a read: permanent errors, sent once, exiting with the server's message.
+        permanent: list[tuple[int, str | None, int, str]] = [
+            (403, None, 6, "forbidden: cannot list ippools.whereabouts.cni.cncf.io"),
+            (422, "Invalid", 1, "failed to list ippools.whereabouts.cni.cncf.io"),
+        ]
+        for status, reason, code, message in permanent:
+            retry_sleeps.clear()
+            server.reset_log()
+            server.inject(status, method="GET", path_contains="/ippools", times=None, reason=reason, message="bad")
+            refused = run("diagnose", *target, "-o", "json")
+            server.clear_faults()
+            assert refused.exit_code == code, refused.output
+            assert message in error_line(refused)
+            assert server.count("GET", "ippools") == 1 and retry_sleeps == []
 
         server.reset_log()
         server.inject(503, method="GET", path_contains="/ippools", retry_after=20, times=None)

@@ -9,22 +9,15 @@ import pytest
 
 from cidrx.engine.journal import Journal, journal_path
 from cidrx.errors import InvalidInput
-from cidrx.model.plan import Plan, Step, save_plan, seal
-from cidrx.model.target import Target
+from cidrx.model.plan import Plan, Step, save_plan
+from tests.support.engine import sealed_eks_plan
 
 
 def make_plan(cidr: str = "100.64.0.0/20") -> Plan:
-    return seal(
-        Plan(
-            target=Target("eks", "demo", region="ap-southeast-2"),
-            created_at="2024-05-01T10:00:00Z",
-            snapshot_fingerprint="f" * 64,
-            strategy="custom-networking",
-            basis={"vpc_cidrs": ["10.0.0.0/16"]},
-            steps=(
-                Step("vpc-cidr", "associate-cidr", {"vpc_id": "vpc-0a1b2c", "cidr": cidr}, f"Associate {cidr}"),
-                Step("subnet-a", "create-subnet", {"az": "ap-southeast-2a"}, "Subnet in ap-southeast-2a"),
-            ),
+    return sealed_eks_plan(
+        (
+            Step("vpc-cidr", "associate-cidr", {"vpc_id": "vpc-0a1b2c", "cidr": cidr}, f"Associate {cidr}"),
+            Step("subnet-a", "create-subnet", {"az": "ap-southeast-2a"}, "Subnet in ap-southeast-2a"),
         )
     )
 

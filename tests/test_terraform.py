@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import Result
 
 from cidrx import dispatch
 from cidrx.engine.journal import Journal
@@ -315,18 +316,15 @@ def test_strings_are_escaped() -> None:
 # --- CLI -------------------------------------------------------------------------------------------------
 
 
+def _plan_with_terraform(out: Path) -> Result:
+    """`expand --plan --emit terraform` of the bundled GKE example, the plan written to `out`."""
+    snapshot = str(EXAMPLES / "gke-demo-ip.snapshot.json")
+    return run("expand", "--snapshot", snapshot, "--plan", "--out", str(out), "--emit", "terraform")
+
+
 def test_cli_writes_the_plan_and_the_tf_beside_it(tmp_path: Path) -> None:
     out = tmp_path / "plan.json"
-    result = run(
-        "expand",
-        "--snapshot",
-        str(EXAMPLES / "gke-demo-ip.snapshot.json"),
-        "--plan",
-        "--out",
-        str(out),
-        "--emit",
-        "terraform",
-    )
+    result = _plan_with_terraform(out)
     assert result.exit_code == 0, result.output
     assert json.loads(out.read_text())["strategy"] == "node-pool"
     tf = tmp_path / "plan.tf"
@@ -357,16 +355,7 @@ def test_cli_ignores_an_orphaned_journal_of_another_plan(tmp_path: Path) -> None
     out = tmp_path / "plan.json"
     other = plan_from("gke-demo-ip.snapshot.json", "cluster-range")
     Journal.open(out, other).record("add-secondary-range", "done", {"range_name": "pods-2"})
-    result = run(
-        "expand",
-        "--snapshot",
-        str(EXAMPLES / "gke-demo-ip.snapshot.json"),
-        "--plan",
-        "--out",
-        str(out),
-        "--emit",
-        "terraform",
-    )
+    result = _plan_with_terraform(out)
     assert result.exit_code == 0, result.output
     assert "belongs to another plan" in result.stderr and "apply will refuse until it is moved" in result.stderr
     assert "import" not in parse((tmp_path / "plan.tf").read_text())

@@ -63,11 +63,17 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any, AwsCalls]]:
         yield session, world, calls
 
 
-def _eks_plan(world: Any, path: Path) -> None:
+@pytest.fixture
+def eks_plan(aws: tuple[Any, Any, AwsCalls], tmp_path: Path) -> tuple[Path, AwsCalls]:
+    """A custom-networking plan of the moto incident, and the AWS calls made after it was written."""
+    _, world, calls = aws
+    path = tmp_path / "plan.json"
     target = ["--eks", "--region", world.region, "--cluster", world.cluster, "--no-kube"]
     made = run("expand", *target, "--plan", "--out", str(path), "--cidr", "100.64.0.0/20")
     assert made.exit_code == 0, made.output
     assert "eniconfig" in path.read_text().lower()  # the plan changes in-cluster objects too
+    calls.calls.clear()
+    return path, calls
 
 
 def _closed_port_kubeconfig(tmp_path: Path) -> str:
@@ -77,12 +83,9 @@ def _closed_port_kubeconfig(tmp_path: Path) -> str:
 
 
 def test_eks_apply_with_an_unreachable_cluster_is_6_and_writes_nothing(
-    aws: tuple[Any, Any, AwsCalls], tmp_path: Path
+    eks_plan: tuple[Path, AwsCalls], tmp_path: Path
 ) -> None:
-    _, world, calls = aws
-    plan = tmp_path / "plan.json"
-    _eks_plan(world, plan)
-    calls.calls.clear()
+    plan, calls = eks_plan
     result = run("expand", "--apply", str(plan), "--yes", "--kubeconfig", _closed_port_kubeconfig(tmp_path))
     assert result.exit_code == 6, result.output
     line = error_line(result)
@@ -92,12 +95,9 @@ def test_eks_apply_with_an_unreachable_cluster_is_6_and_writes_nothing(
 
 
 def test_eks_apply_without_any_kubeconfig_is_6_and_writes_nothing(
-    aws: tuple[Any, Any, AwsCalls], tmp_path: Path
+    eks_plan: tuple[Path, AwsCalls], tmp_path: Path
 ) -> None:
-    _, world, calls = aws
-    plan = tmp_path / "plan.json"
-    _eks_plan(world, plan)
-    calls.calls.clear()
+    plan, calls = eks_plan
     result = run("expand", "--apply", str(plan), "--yes", env={"HOME": str(tmp_path), "KUBECONFIG": None})
     assert result.exit_code == 6, result.output
     assert "cannot reach the cluster" in error_line(result)
@@ -105,12 +105,9 @@ def test_eks_apply_without_any_kubeconfig_is_6_and_writes_nothing(
 
 
 def test_eks_apply_of_a_plan_that_changes_the_cluster_refuses_no_kube_before_writing(
-    aws: tuple[Any, Any, AwsCalls], tmp_path: Path
+    eks_plan: tuple[Path, AwsCalls], tmp_path: Path
 ) -> None:
-    _, world, calls = aws
-    plan = tmp_path / "plan.json"
-    _eks_plan(world, plan)
-    calls.calls.clear()
+    plan, calls = eks_plan
     result = run("expand", "--apply", str(plan), "--yes", "--no-kube")
     assert result.exit_code == 2, result.output
     assert "drop --no-kube" in error_line(result)
@@ -118,11 +115,9 @@ def test_eks_apply_of_a_plan_that_changes_the_cluster_refuses_no_kube_before_wri
 
 
 def test_eks_apply_with_an_unreachable_cloud_is_6_and_writes_nothing(
-    aws: tuple[Any, Any, AwsCalls], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    eks_plan: tuple[Path, AwsCalls], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _, world, _calls = aws
-    plan = tmp_path / "plan.json"
-    _eks_plan(world, plan)
+    plan, _calls = eks_plan
     with FakeKubeServer() as server:
         kubeconfig = str(server.kubeconfig(tmp_path / "kubeconfig"))
         monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")

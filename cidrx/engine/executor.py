@@ -62,24 +62,9 @@ class StepContext:
     def plan_id(self) -> str:
         return self.plan.plan_id
 
-    def wait_until(
-        self,
-        what: str,
-        probe: Callable[[], T | None],
-        *,
-        timeout: float,
-        interval: float = 2.0,
-        max_interval: float = 30.0,
-    ) -> T:
-        """`Waiter.wait_until`, reporting through this apply's progress display."""
-        return self.waiter.wait_until(
-            what,
-            probe,
-            timeout=timeout,
-            interval=interval,
-            max_interval=max_interval,
-            report=self.progress.waiting,
-        )
+    def wait_until(self, what: str, probe: Callable[[], T | None], *, timeout: float, **pacing: float) -> T:
+        """`Waiter.wait_until` (`interval`, `max_interval`), reporting through this apply's progress display."""
+        return self.waiter.wait_until(what, probe, timeout=timeout, report=self.progress.waiting, **pacing)
 
 
 class Executor(Protocol):

@@ -13,6 +13,7 @@ lightkube is imported inside functions only, so `import cidrx.kube.api` (and `ci
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -806,12 +807,8 @@ def classify(exc: BaseException, *, write: bool) -> Retryable | None:
     return None
 
 
-def _classify_read(exc: BaseException) -> Retryable | None:
-    return classify(exc, write=False)
-
-
-def _classify_write(exc: BaseException) -> Retryable | None:
-    return classify(exc, write=True)
+_classify_read = functools.partial(classify, write=False)
+_classify_write = functools.partial(classify, write=True)
 
 
 def _fields(selector: str | None) -> dict[str, Any] | None:

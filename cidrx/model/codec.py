@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
@@ -45,6 +46,14 @@ def canonical_json(obj: Any) -> str:
 
 def sha256_of(obj: Any) -> str:
     return hashlib.sha256(canonical_bytes(obj)).hexdigest()
+
+
+def read_document(path: Path, what: str) -> bytes:
+    """The bytes of a document the user named; an unreadable file is their input error, not a bug."""
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {what} {path}: {exc.strerror or exc}") from None
 
 
 def dumps(obj: Any) -> str:

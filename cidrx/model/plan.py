@@ -104,10 +104,7 @@ def seal_plan(
 
 def load_plan(path: str | Path) -> Plan:
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise InvalidInput(f"cannot read plan {p}: {exc.strerror or exc}") from None
+    data = codec.read_document(p, "plan")
     codec.check_schema(data, PLAN_SCHEMA, "plan", f"plan {p}")
     plan = codec.loads(data, Plan, what=f"plan {p}")
     if plan.schema != PLAN_SCHEMA:

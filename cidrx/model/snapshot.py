@@ -57,10 +57,7 @@ def seal(snap: Snapshot) -> Snapshot:
 
 def load_snapshot(path: str | Path) -> Snapshot:
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise InvalidInput(f"cannot read snapshot {p}: {exc.strerror or exc}") from None
+    data = codec.read_document(p, "snapshot")
     return parse_snapshot(data, f"snapshot {p}")
 
 

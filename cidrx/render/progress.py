@@ -57,47 +57,60 @@ class NullProgress:
         pass
 
 
-class PlainProgress:
-    """One timestamped line per event, never rewritten: readable in CI logs and when piped to a file."""
+class _StepLines:
+    """What both step displays share: where the run is (`[i/n] step-id`) and the words for each event.
+    `_show` puts up a line that the next may replace; `_final` one that stays."""
 
-    report_every = 30.0
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self._where = ""
-
-    def _line(self, text: str) -> None:
-        ts = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        self.stream.write(f"{ts} {text}\n")
-        self.stream.flush()
-
-    def step_started(self, step: Step, index: int, total: int) -> None:
-        self._where = f"[{index}/{total}] {step.id}"
-        self._line(f"{self._where}: started: {step.description}")
-
-    def step_finished(self, step: Step, status: str, outputs: dict[str, Any]) -> None:
-        detail = format_outputs(outputs)
-        self._line(f"{self._where or step.id}: {_status_text(status)}" + (f" ({detail})" if detail else ""))
-        self._where = ""
-
-    def note(self, text: str) -> None:
-        self._line(text)
-
-    def waiting(self, what: str, elapsed: float) -> None:
-        prefix = f"{self._where}: " if self._where else ""
-        self._line(f"{prefix}waiting for {what} ({elapsed:.0f}s)")
-
-
-class LiveProgress:
-    """A terminal: the running step is one line redrawn in place (`\\r`), with a final line per step."""
-
-    report_every = 1.0
-    _CLEAR = "\r\x1b[K"
+    _STARTED = ""  # what a step's first line says before its description
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self._where = ""
         self._current = ""
+
+    def _show(self, text: str) -> None:
+        raise NotImplementedError
+
+    def _final(self, text: str) -> None:
+        raise NotImplementedError
+
+    def step_started(self, step: Step, index: int, total: int) -> None:
+        self._where = f"[{index}/{total}] {step.id}"
+        self._show(f"{self._where}: {self._STARTED}{step.description}")
+
+    def step_finished(self, step: Step, status: str, outputs: dict[str, Any]) -> None:
+        detail = format_outputs(outputs)
+        self._final(f"{self._where or step.id}: {_status_text(status)}" + (f" ({detail})" if detail else ""))
+        self._where = ""
+
+    def waiting(self, what: str, elapsed: float) -> None:
+        prefix = f"{self._where}: " if self._where else ""
+        self._show(f"{prefix}waiting for {what} ({elapsed:.0f}s)")
+
+
+class PlainProgress(_StepLines):
+    """One timestamped line per event, never rewritten: readable in CI logs and when piped to a file."""
+
+    report_every = 30.0
+    _STARTED = "started: "
+
+    def _final(self, text: str) -> None:
+        ts = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.stream.write(f"{ts} {text}\n")
+        self.stream.flush()
+
+    def _show(self, text: str) -> None:
+        self._final(text)  # a log line is never redrawn
+
+    def note(self, text: str) -> None:
+        self._final(text)
+
+
+class LiveProgress(_StepLines):
+    """A terminal: the running step is one line redrawn in place (`\\r`), with a final line per step."""
+
+    report_every = 1.0
+    _CLEAR = "\r\x1b[K"
 
     def _width(self) -> int:
         try:
@@ -106,7 +119,7 @@ class LiveProgress:
             columns = shutil.get_terminal_size().columns
         return max(20, columns - 1)
 
-    def _draw(self, text: str) -> None:
+    def _show(self, text: str) -> None:
         self._current = text
         width = self._width()
         shown = text if len(text) <= width else text[: width - 1] + "…"
@@ -116,25 +129,13 @@ class LiveProgress:
     def _final(self, text: str) -> None:
         self.stream.write(self._CLEAR + text + "\n")
         self.stream.flush()
-
-    def step_started(self, step: Step, index: int, total: int) -> None:
-        self._where = f"[{index}/{total}] {step.id}"
-        self._draw(f"{self._where}: {step.description}")
-
-    def step_finished(self, step: Step, status: str, outputs: dict[str, Any]) -> None:
-        detail = format_outputs(outputs)
-        self._final(f"{self._where or step.id}: {_status_text(status)}" + (f" ({detail})" if detail else ""))
-        self._where = ""
         self._current = ""
 
     def note(self, text: str) -> None:
+        current = self._current
         self._final(text)
-        if self._current:
-            self._draw(self._current)
-
-    def waiting(self, what: str, elapsed: float) -> None:
-        prefix = f"{self._where}: " if self._where else ""
-        self._draw(f"{prefix}waiting for {what} ({elapsed:.0f}s)")
+        if current:
+            self._show(current)
 
 
 def make_progress(stream: TextIO) -> Progress:

@@ -10,6 +10,8 @@ Fixtures
         @pytest.mark.parametrize("kube_server", [{"crds": False}], indirect=True)
 
   * ``kubeconfig_path``: a kubeconfig for ``kube_server`` under ``tmp_path``, exported as ``KUBECONFIG``.
+  * ``calico_incident_api``: ``kube_server`` serving the Calico incident (``calico_cases.incident()``), and
+    a connected ``KubeApi`` for it.
 """
 
 from __future__ import annotations
@@ -37,3 +39,13 @@ def kubeconfig_path(kube_server: FakeKubeServer, tmp_path: Path, monkeypatch: py
     path = kube_server.kubeconfig(tmp_path / "kubeconfig.yaml")
     monkeypatch.setenv("KUBECONFIG", str(path))
     return path
+
+
+@pytest.fixture
+def calico_incident_api(kube_server: FakeKubeServer, kubeconfig_path: Path) -> Iterator[Any]:
+    from cidrx.kube.api import KubeApi
+    from tests.support import calico_cases
+
+    kube_server.put_many(calico_cases.incident().objects())
+    with KubeApi.connect(str(kubeconfig_path), None) as connected:
+        yield connected

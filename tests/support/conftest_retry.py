@@ -17,3 +17,20 @@ def retry_sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     slept: list[float] = []
     monkeypatch.setattr(retry, "sleep", slept.append)
     return slept
+
+
+@pytest.fixture
+def retry_clock(monkeypatch: pytest.MonkeyPatch, retry_sleeps: list[float]) -> list[float]:
+    """The retry policy's clock as a one-item list: each recorded sleep moves it on, so retry budgets
+    (`CIDRX_RETRY_BUDGET`) run out without real waiting. Delays still land in ``retry_sleeps``."""
+    from cidrx.engine import retry
+
+    clock = [0.0]
+
+    def sleep(seconds: float) -> None:
+        retry_sleeps.append(seconds)
+        clock[0] += seconds
+
+    monkeypatch.setattr(retry, "sleep", sleep)
+    monkeypatch.setattr(retry, "monotonic", lambda: clock[0])
+    return clock

@@ -17,7 +17,8 @@ from cidrx.engine.apply import run_plan
 from cidrx.engine.executor import Executor, Outputs, StepContext
 from cidrx.engine.journal import Journal
 from cidrx.engine.waiting import Waiter
-from cidrx.model.plan import Plan, Step
+from cidrx.model.plan import Plan, Step, seal
+from cidrx.model.target import Target
 from cidrx.render.progress import NullProgress
 
 
@@ -99,3 +100,17 @@ def apply_in_boundary(
                 run_plan(plan, executors, ctx, Journal.open(plan_path, plan))
 
     return boundary.run(apply)
+
+
+def sealed_eks_plan(steps: tuple[Step, ...]) -> Plan:
+    """A sealed custom-networking plan for the EKS cluster `demo` with these steps (engine and journal tests)."""
+    return seal(
+        Plan(
+            target=Target("eks", "demo", region="ap-southeast-2"),
+            created_at="2024-05-01T10:00:00Z",
+            snapshot_fingerprint="f" * 64,
+            strategy="custom-networking",
+            basis={"vpc_cidrs": ["10.0.0.0/16"]},
+            steps=steps,
+        )
+    )

@@ -214,29 +214,26 @@ def analyze_node_ipam(kube: KubeSection) -> tuple[list[Capacity], list[Finding]]
     for cidr, c in capacity_rows:
         assert c.max_nodes is not None and c.nodes is not None
         if c.nodes >= c.max_nodes:
-            findings.append(
-                NODE_IPAM_EXHAUSTED.finding(
-                    severity=Severity.CRITICAL,
-                    subject=str(cidr),
-                    summary=(
-                        f"cluster CIDR {cidr} is full: all {c.max_nodes} /{config.node_mask_v4 if config else '?'} "
-                        "node blocks are taken, the next node will join without a podCIDR"
-                    ),
-                    evidence=(f"{c.nodes} node(s) hold a podCIDR in {cidr}; room for {c.max_nodes}",),
-                    remediation=_remediation(config, cidr),
-                )
+            kind, severity = NODE_IPAM_EXHAUSTED, Severity.CRITICAL
+            summary = (
+                f"cluster CIDR {cidr} is full: all {c.max_nodes} /{config.node_mask_v4 if config else '?'} "
+                "node blocks are taken, the next node will join without a podCIDR"
             )
         elif c.utilization >= NEARLY_EXHAUSTED:
-            findings.append(
-                NODE_IPAM_NEARLY_EXHAUSTED.finding(
-                    severity=Severity.WARNING,
-                    subject=str(cidr),
-                    summary=(
-                        f"cluster CIDR {cidr} is {c.utilization * 100:.1f}% used: {c.max_nodes - c.nodes} of "
-                        f"{c.max_nodes} node blocks left"
-                    ),
-                    evidence=(f"{c.nodes} node(s) hold a podCIDR in {cidr}; room for {c.max_nodes}",),
-                    remediation=_remediation(config, cidr),
-                )
+            kind, severity = NODE_IPAM_NEARLY_EXHAUSTED, Severity.WARNING
+            summary = (
+                f"cluster CIDR {cidr} is {c.utilization * 100:.1f}% used: {c.max_nodes - c.nodes} of "
+                f"{c.max_nodes} node blocks left"
             )
+        else:
+            continue
+        findings.append(
+            kind.finding(
+                severity=severity,
+                subject=str(cidr),
+                summary=summary,
+                evidence=(f"{c.nodes} node(s) hold a podCIDR in {cidr}; room for {c.max_nodes}",),
+                remediation=_remediation(config, cidr),
+            )
+        )
     return capacity, findings

@@ -256,12 +256,8 @@ def classify(exc: BaseException, *, write: bool) -> Retryable | None:
     return None
 
 
-def _classify_read(exc: BaseException) -> Retryable | None:
-    return classify(exc, write=False)
-
-
-def _classify_write(exc: BaseException) -> Retryable | None:
-    return classify(exc, write=True)
+_classify_read = functools.partial(classify, write=False)
+_classify_write = functools.partial(classify, write=True)
 
 
 @functools.cache

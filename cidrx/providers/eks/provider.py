@@ -1,23 +1,21 @@
-"""EKS as a provider: the five entry points `cidrx.dispatch` dispatches to for `--eks` targets.
+"""EKS as a provider: what differs from cloud to cloud in the provider object `cidrx.dispatch` uses for `--eks` targets.
 
-Joins the EKS adapter, collector, analysis, planner and step executors; cloud SDKs are imported inside
+Collect, plan options and the step APIs; the rest (analysis, drift, executors, address maps, permissions)
+comes from the package's usual modules through `PackageProvider`; cloud SDKs are imported inside
 the functions so that `diagnose --snapshot` and `--help` never load boto3.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
+from cidrx.providers.package import PackageProvider
 
 if TYPE_CHECKING:
-    from cidrx.engine.executor import Executor
     from cidrx.kube.api import KubeApi
     from cidrx.kube.model import KubeSection
-    from cidrx.model.findings import Diagnosis
     from cidrx.model.options import Access, PlanOptions
     from cidrx.model.plan import Plan
 
@@ -35,12 +33,6 @@ def collect(target: Target, access: Access, kube: KubeSection, taken_at: str) ->
     return Snapshot(target=target, taken_at=taken_at, kube=kube, eks=eks)
 
 
-def analyze(snapshot: Snapshot) -> Diagnosis:
-    from cidrx.providers.eks.analyze import analyze as analyze_eks
-
-    return analyze_eks(snapshot)
-
-
 def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
     from cidrx.providers.eks.plan import STRATEGIES, EksPlanOptions
     from cidrx.providers.eks.plan import make_plan as make_eks_plan
@@ -56,18 +48,6 @@ def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
     return make_eks_plan(snapshot, eks_opts)
 
 
-def check_drift(plan: Plan, snapshot: Snapshot) -> None:
-    from cidrx.providers.eks.plan import check_drift as check_eks_drift
-
-    check_eks_drift(plan, snapshot)
-
-
-def executors() -> Mapping[str, Executor]:
-    from cidrx.providers.eks.steps import EXECUTORS
-
-    return EXECUTORS
-
-
 def apis(plan: Plan, access: Access, kube: KubeApi | None) -> Any:
     from cidrx.providers.eks.api import EksApi
     from cidrx.providers.eks.steps import EksApis
@@ -76,18 +56,5 @@ def apis(plan: Plan, access: Access, kube: KubeApi | None) -> Any:
     return EksApis(eks=EksApi(plan.target.region, access.profile), kube=kube)
 
 
-def address_maps(snapshot: Snapshot) -> Sequence[Any]:
-    from cidrx.providers.eks.netmap import address_maps as maps
-
-    return maps(snapshot)
-
-
-def cloud_permissions() -> tuple[str, ...]:
-    """What collect reads, plus the listing of fleet mode (`diagnose --all-clusters`)."""
-    from cidrx.providers.eks.api import COLLECT_PERMISSIONS, FLEET_PERMISSIONS
-
-    return (*COLLECT_PERMISSIONS, *FLEET_PERMISSIONS)
-
-
-PROVIDER = sys.modules[__name__]
-"""This module is the provider object `cidrx.registry` names (`cidrx.dispatch.Provider`)."""
+PROVIDER = PackageProvider("cidrx.providers.eks", collect=collect, make_plan=make_plan, apis=apis)
+"""The provider object `cidrx.registry` names (`cidrx.dispatch.Provider`)."""

@@ -21,6 +21,7 @@ used for has an override. Otherwise credentials are Application Default Credenti
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -553,12 +554,8 @@ def classify(exc: BaseException, *, write: bool) -> Retryable | None:
     return None
 
 
-def _classify_read(exc: BaseException) -> Retryable | None:
-    return classify(exc, write=False)
-
-
-def _classify_write(exc: BaseException) -> Retryable | None:
-    return classify(exc, write=True)
+_classify_read = functools.partial(classify, write=False)
+_classify_write = functools.partial(classify, write=True)
 
 
 class _translating:
