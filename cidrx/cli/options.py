@@ -12,7 +12,7 @@ import functools
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import click
 
@@ -105,7 +105,7 @@ def _add_target_options(f: Callable[..., Any], *, fleet: bool) -> Callable[..., 
             if given[name] is None:
                 given[name] = next((os.environ[v] for v in variables if os.environ.get(v)), None)
         opts = TargetOptions(
-            provider=cast("Provider", chosen[0]) if chosen else None,
+            provider=chosen[0] if chosen else None,
             **given,
             kubeconfig=kwargs.pop("kubeconfig"),
             context=contexts[0] if len(contexts) == 1 else None,
@@ -169,7 +169,7 @@ def resolve_target(opts: TargetOptions) -> Target:
         # The kube context is how we reach the cluster, not which cluster it is: keep it out of the
         # Target so a plan made through one kubeconfig applies through another.
         fields = {name: getattr(opts, name) for name in spec.requires if name != "cluster"}
-        return Target(cast("Provider", spec.name), opts.cluster or "", **fields)
+        return Target(spec.name, opts.cluster or "", **fields)
     _refuse(opts, spec.name, spec.refuses, spec.refuse_reason)
     if opts.no_kube:
         raise InvalidInput(f"{spec.flag} works only through the Kubernetes API; drop --no-kube")
@@ -180,7 +180,7 @@ def resolve_target(opts: TargetOptions) -> Target:
         # Named after the context kubeconfig resolution picks, never a placeholder: the name is in the
         # header, the plan file's name and the Prometheus `target` label of every cluster.
         name = current_context(opts.kubeconfig) or "no-kubeconfig"
-    return Target(cast("Provider", spec.name), name, context=opts.context)
+    return Target(spec.name, name, context=opts.context)
 
 
 def check_matches(opts: TargetOptions, target: Target, what: str) -> None:

@@ -294,6 +294,10 @@ def _document_schema(model: type, tag: str, title: str, description: str) -> dic
     root = defs[model.__name__]
     root["properties"]["schema"] = {"const": tag, "default": tag}
     root["required"] = sorted({*root.get("required", []), "schema"}, key=list(root["properties"]).index)
+    if "Target" in defs:  # a provider name is a string in the model; the documents admit the registered ones
+        from cidrx import registry
+
+        defs["Target"]["properties"]["provider"] = {"enum": list(registry.provider_names())}
     return {"$schema": DRAFT, "title": title, "description": description, "$ref": generated["$ref"], "$defs": defs}
 
 
