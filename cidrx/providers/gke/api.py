@@ -55,6 +55,20 @@ COLLECT_PERMISSIONS = (
     "compute.subnetworks.get",
     "compute.globalAddresses.list",
 )
+# What collect reads besides, for every route and routes-based cluster of the network: in the project that
+# owns the network (the Shared VPC host) and, for clusters, in the cluster's own project too.
+ROUTE_PERMISSIONS = ("compute.routes.list", "container.clusters.list")
+# Of the reads, those made in the project that owns the network (the host project under Shared VPC); the
+# rest (the cluster, its node pools) are made in the cluster's project.
+NETWORK_PROJECT_READS = (
+    "compute.networks.get",
+    "compute.networks.listPeeringRoutes",
+    "compute.subnetworks.list",
+    "compute.subnetworks.get",
+    "compute.globalAddresses.list",
+    "compute.routes.list",
+    "container.clusters.list",
+)
 # What fleet mode (`diagnose --gke --project P --all-clusters`) adds: listing the project's clusters.
 FLEET_PERMISSIONS = ("container.clusters.list",)
 # The location wildcard of container v1 lists: every region and zone of the project.
@@ -344,38 +358,64 @@ class GkeApi:
         )
         return [to_json(p) for p in resp.node_pools]
 
-    def get_network(self, network: str) -> Json:
+    def list_clusters_of(self, project: str) -> list[Json]:
+        """Every cluster of `project` in every location (clusters.list with location `-`), as REST JSON."""
+        gke = self._client("container")
+        resp = self._call(
+            "container.clusters.list",
+            f"GKE clusters of project {project} in every location",
+            gke.list_clusters,
+            parent=f"projects/{project}/locations/{ALL_LOCATIONS}",
+        )
+        return list(to_json(resp).get("clusters") or [])
+
+    def get_network(self, network: str, project: str | None = None) -> Json:
+        project = project or self.project
         client = self._client("NetworksClient")
-        subject = f"VPC network {network!r} in project {self.project}"
-        msg = self._call("compute.networks.get", subject, client.get, project=self.project, network=network)
+        subject = f"VPC network {network!r} in project {project}"
+        msg = self._call("compute.networks.get", subject, client.get, project=project, network=network)
         return to_json(msg)
 
-    def get_subnetwork(self, region: str, subnet: str) -> Json:
+    def get_subnetwork(self, region: str, subnet: str, project: str | None = None) -> Json:
+        project = project or self.project
         client = self._client("SubnetworksClient")
-        subject = f"subnetwork {subnet!r} in {self.project}/{region}"
+        subject = f"subnetwork {subnet!r} in {project}/{region}"
         msg = self._call(
-            "compute.subnetworks.get", subject, client.get, project=self.project, region=region, subnetwork=subnet
+            "compute.subnetworks.get", subject, client.get, project=project, region=region, subnetwork=subnet
         )
         return to_json(msg)
 
-    def iter_subnetworks(self) -> Iterator[Json]:
+    def iter_routes(self, network_url: str, project: str | None = None) -> Iterator[Json]:
+        """Every route of the network (routes.list filtered by network, paged), as REST JSON."""
+        project = project or self.project
+        client = self._client("RoutesClient")
+        subject = f"routes of {short_name(network_url)!r} in project {project}"
+        request: Json = {"project": project, "filter": f'network="{network_url}"', "max_results": self.page_size}
+        for page in self._pages("compute.routes.list", subject, client.list, request):
+            for route in page.items:
+                yield to_json(route)
+
+    def iter_subnetworks(self, project: str | None = None) -> Iterator[Json]:
         """Every subnet of the project, all regions (subnetworks.aggregatedList, paged); warning-only
         scopes (regions without subnets on a page: NO_RESULTS_ON_PAGE) are skipped."""
+        project = project or self.project
         client = self._client("SubnetworksClient")
-        subject = f"project {self.project}"
+        subject = f"project {project}"
 
-        request: Json = {"project": self.project, "max_results": self.page_size}
+        request: Json = {"project": project, "max_results": self.page_size}
         for page in self._pages("compute.subnetworks.list", subject, client.aggregated_list, request):
             for _scope, scoped in page.items.items():
                 for subnet in scoped.subnetworks:
                     yield to_json(subnet)
 
-    def iter_peering_routes(self, network: str, peering: str, region: str) -> Iterator[Json]:
+    def iter_peering_routes(
+        self, network: str, peering: str, region: str, project: str | None = None
+    ) -> Iterator[Json]:
         """Routes imported over `peering` into `network` (networks.listPeeringRoutes, direction INCOMING)."""
         client = self._client("NetworksClient")
         subject = f"peering {peering!r} of VPC network {network!r}"
         request = {
-            "project": self.project,
+            "project": project or self.project,
             "network": network,
             "peering_name": peering,
             "direction": "INCOMING",
@@ -387,11 +427,12 @@ class GkeApi:
             for route in page.items:
                 yield to_json(route)
 
-    def iter_global_addresses(self) -> Iterator[Json]:
+    def iter_global_addresses(self, project: str | None = None) -> Iterator[Json]:
         """Global addresses with purpose VPC_PEERING (private services access allocations)."""
+        project = project or self.project
         client = self._client("GlobalAddressesClient")
-        subject = f"project {self.project}"
-        request = {"project": self.project, "filter": 'purpose="VPC_PEERING"', "max_results": self.page_size}
+        subject = f"project {project}"
+        request = {"project": project, "filter": 'purpose="VPC_PEERING"', "max_results": self.page_size}
 
         for page in self._pages("compute.globalAddresses.list", subject, client.list, request):
             for address in page.items:
@@ -401,9 +442,13 @@ class GkeApi:
 
     # -- writes: each returns an operation handle and does not wait ---------------------------------
 
-    def patch_subnetwork_secondary_ranges(self, region: str, subnet: str, fingerprint: str, ranges: list[Json]) -> Json:
+    def patch_subnetwork_secondary_ranges(
+        self, region: str, subnet: str, fingerprint: str, ranges: list[Json], project: str | None = None
+    ) -> Json:
         """Set the subnet's secondary ranges to `ranges` (the FULL list: existing + new, REST JSON
-        {"rangeName", "ipCidrRange"}). Raises StaleFingerprint when GCE answers 412."""
+        {"rangeName", "ipCidrRange"}). Raises StaleFingerprint when GCE answers 412. `project` is the
+        subnet's (the Shared VPC host project's) when it is not this adapter's."""
+        project = project or self.project
         _, compute_v1 = _import_sdk()
         client = self._client("SubnetworksClient")
         body = compute_v1.Subnetwork(
@@ -415,15 +460,16 @@ class GkeApi:
         )
         op = self._call(
             "compute.subnetworks.update",
-            f"subnetwork {subnet!r} in {self.project}/{region}",
+            f"subnetwork {subnet!r} in {project}/{region}",
             client.patch_unary,
             write=True,
-            project=self.project,
+            project=project,
             region=region,
             subnetwork=subnet,
             subnetwork_resource=body,
         )
-        return {"api": "compute", "name": str(op.name), "region": region}
+        handle = {"api": "compute", "name": str(op.name), "region": region}
+        return handle if project == self.project else {**handle, "project": project}
 
     def create_node_pool(self, cluster: str, node_pool: Json) -> Json:
         """Create a node pool from its REST JSON (name, config, initialNodeCount, networkConfig, ...)."""
@@ -474,13 +520,14 @@ class GkeApi:
             )
             return container_operation_state(to_json(msg))
         region = op.get("region")
+        project = str(op.get("project") or self.project)  # a Shared VPC host's subnet operation runs there
         if region:
             client = self._client("RegionOperationsClient")
             msg = self._call(
                 "compute.regionOperations.get",
-                f"operation {name} in {self.project}/{region}",
+                f"operation {name} in {project}/{region}",
                 client.get,
-                project=self.project,
+                project=project,
                 region=str(region),
                 operation=name,
             )

@@ -84,9 +84,25 @@ def address_maps(snapshot: Snapshot) -> Sequence[Any]:
 
 def cloud_permissions() -> tuple[str, ...]:
     """What collect reads, plus the listing of fleet mode (`diagnose --all-clusters`)."""
-    from cidrx.providers.gke.api import COLLECT_PERMISSIONS, FLEET_PERMISSIONS
+    from cidrx.providers.gke.api import COLLECT_PERMISSIONS, FLEET_PERMISSIONS, ROUTE_PERMISSIONS
 
-    return (*COLLECT_PERMISSIONS, *FLEET_PERMISSIONS)
+    return tuple(dict.fromkeys((*COLLECT_PERMISSIONS, *ROUTE_PERMISSIONS, *FLEET_PERMISSIONS)))
+
+
+def permissions_by_project(permissions: Sequence[str]) -> dict[str, list[str]]:
+    """`permissions` split by the project they are needed in, for Shared VPC: the host project owns the
+    network (its subnets, routes, peerings, allocations and the subnet patch), the service project the
+    cluster (clusters, node pools, their operations). Without Shared VPC both are the cluster's project.
+    container.clusters.list is needed in both (routes-based clusters of either project)."""
+    from cidrx.providers.gke.api import NETWORK_PROJECT_READS
+    from cidrx.providers.gke.plan import ADD_SECONDARY_RANGE
+
+    host = {*NETWORK_PROJECT_READS, *ADD_SECONDARY_RANGE.permissions}
+    both = {"container.clusters.list"}
+    return {
+        "host_project": sorted(p for p in set(permissions) if p in host),
+        "service_project": sorted(p for p in set(permissions) if p not in host or p in both),
+    }
 
 
 PROVIDER = sys.modules[__name__]
