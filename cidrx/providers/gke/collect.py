@@ -348,9 +348,9 @@ def collect_gke(api: GkeApi, cluster: str) -> GkeSection:
     ]
     network_url = str(network.get("selfLink") or f"projects/{host}/global/networks/{gke_cluster.network}")
     net_routes = {
-        (route.dest_range, route.name): route
+        (nr.dest_range, nr.name): nr
         for r in api.iter_routes(network_url, host)
-        if (route := route_from(r)) is not None
+        if (nr := route_from(r)) is not None
     }
 
     return GkeSection(

@@ -134,8 +134,8 @@ def occupied_space(gke: GkeSection) -> list[tuple[IPv4Network, str]]:
     add(c.master_ipv4_cidr_block, f"control plane range of cluster {c.name}")
     for rc in gke.routes_clusters or ():
         add(rc.cluster_ipv4_cidr, f"pod range of routes-based cluster {rc.project}/{rc.location}/{rc.name}")
-    for route in gke.routes or ():
-        add(route.dest_range, route_where(route.name, route.dest_range, route.next_hop))
+    for nr in gke.routes or ():
+        add(nr.dest_range, route_where(nr.name, nr.dest_range, nr.next_hop))
     return out
 
 
