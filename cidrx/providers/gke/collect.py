@@ -348,9 +348,7 @@ def collect_gke(api: GkeApi, cluster: str) -> GkeSection:
     ]
     network_url = str(network.get("selfLink") or f"projects/{host}/global/networks/{gke_cluster.network}")
     net_routes = {
-        (nr.dest_range, nr.name): nr
-        for r in api.iter_routes(network_url, host)
-        if (nr := route_from(r)) is not None
+        (nr.dest_range, nr.name): nr for r in api.iter_routes(network_url, host) if (nr := route_from(r)) is not None
     }
 
     return GkeSection(
