@@ -628,9 +628,9 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
         from cidrx.model.findings import kube_unreachable
 
         findings.append(kube_unreachable(UNREACHABLE, UNREACHABLE_FIX, reason=kube.reason or "no Kubernetes access"))
-    from cidrx.model.netmap import unallocated_capacity
-    from cidrx.providers.gke.netmap import address_maps
+    from cidrx.providers.gke.space import network_space_capacity
 
     capacity = _range_capacity(ranges) + _pool_capacity(gke, kube, ranges)
-    capacity += [unallocated_capacity(m) for m in address_maps(snapshot)]
+    # The address maps' unallocated rows, from integer intervals: the maps themselves are for HTML only.
+    capacity += network_space_capacity(snapshot)
     return make_diagnosis(snapshot.target, snapshot.fingerprint, capacity, findings)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 from typing import Any
@@ -107,35 +108,38 @@ def route_where(name: str, dest: str, hop: str) -> str:
     return f"{ROUTE_WHERE}{name} to {dest}" + (f" (next hop: {hop})" if hop else "")
 
 
-def occupied_space(gke: GkeSection) -> list[tuple[IPv4Network, str]]:
-    """Everything a new range must not overlap in the cluster's network, each with where it comes from:
-    every subnet's primary and secondary ranges (all regions), routes imported over peerings, private
-    services access allocations, the cluster's own pod, services and control-plane ranges, every route of
-    the network (GKE node routes, static routes, VPN/interconnect routes) and the whole clusterIpv4Cidr of
-    routes-based clusters on the network."""
-    out: list[tuple[IPv4Network, str]] = []
-
-    def add(text: str, where: str) -> None:
-        net = _net(text)
-        if net is not None and net.prefixlen > 0:  # a default route imported over peering blocks nothing
-            out.append((net, where))
-
+def occupied_entries(gke: GkeSection) -> Iterator[tuple[str, str]]:
+    """(CIDR text as the snapshot has it, where it comes from) of everything a new range must not overlap in
+    the cluster's network: every subnet's primary and secondary ranges (all regions), routes imported over
+    peerings, private services access allocations, the cluster's own pod, services and control-plane ranges,
+    every route of the network (GKE node routes, static routes, VPN/interconnect routes) and the whole
+    clusterIpv4Cidr of routes-based clusters on the network. Unparsed: see occupied_space."""
     for s in _all_subnets(gke):
-        add(s.ip_cidr_range, f"subnet {_short(s.region)}/{s.name}")
+        yield s.ip_cidr_range, f"subnet {_short(s.region)}/{s.name}"
         for r in s.secondary_ranges:
-            add(r.ip_cidr_range, range_label(s, r.range_name))
+            yield r.ip_cidr_range, range_label(s, r.range_name)
     for route in gke.peering_routes:
-        add(route.dest_range, f"route {route.dest_range} imported over peering {route.peering}")
+        yield route.dest_range, f"route {route.dest_range} imported over peering {route.peering}"
     for rr in gke.reserved_ranges:
-        add(rr.cidr, f"private services access range {rr.name}")
+        yield rr.cidr, f"private services access range {rr.name}"
     c = gke.cluster
-    add(c.pod_cidr, f"pod range of cluster {c.name}")
-    add(c.services_cidr, f"services range of cluster {c.name}")
-    add(c.master_ipv4_cidr_block, f"control plane range of cluster {c.name}")
+    yield c.pod_cidr, f"pod range of cluster {c.name}"
+    yield c.services_cidr, f"services range of cluster {c.name}"
+    yield c.master_ipv4_cidr_block, f"control plane range of cluster {c.name}"
     for rc in gke.routes_clusters or ():
-        add(rc.cluster_ipv4_cidr, f"pod range of routes-based cluster {rc.project}/{rc.location}/{rc.name}")
+        yield rc.cluster_ipv4_cidr, f"pod range of routes-based cluster {rc.project}/{rc.location}/{rc.name}"
     for nr in gke.routes or ():
-        add(nr.dest_range, route_where(nr.name, nr.dest_range, nr.next_hop))
+        yield nr.dest_range, route_where(nr.name, nr.dest_range, nr.next_hop)
+
+
+def occupied_space(gke: GkeSection) -> list[tuple[IPv4Network, str]]:
+    """occupied_entries as IPv4 networks; IPv6 and unparsable entries left out, and /0 (a default route
+    imported over peering blocks nothing)."""
+    out: list[tuple[IPv4Network, str]] = []
+    for text, where in occupied_entries(gke):
+        net = _net(text)
+        if net is not None and net.prefixlen > 0:
+            out.append((net, where))
     return out
 
 

@@ -83,6 +83,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import hashlib
 import http
 import ipaddress
@@ -344,9 +345,9 @@ def _page(items: list[tuple[Any, T]], query: dict[str, str]) -> tuple[list[T], s
     start = 0
     token = query.get("pageToken")
     if token:
+        # items are ordered by key: binary search (a linear scan made listing N items O(N^2 / page)).
         after = _dec_token(token)
-        while start < len(items) and json.loads(json.dumps(items[start][0])) <= after:
-            start += 1
+        start = bisect.bisect_right(items, after, key=lambda item: json.loads(json.dumps(item[0])))
     chunk = items[start : start + limit]
     more = start + limit < len(items)
     return [item for _, item in chunk], (_enc_token(chunk[-1][0]) if more and chunk else None)
@@ -400,6 +401,8 @@ class FakeGcp(LoopbackServer):
         self._routes: list[tuple[str, str, str, str, JSON]] = []  # project, network, peering, direction, route
         self._addresses: dict[tuple[str, str], JSON] = {}
         self._net_routes: dict[tuple[str, str], JSON] = {}  # (project, name) -> compute#route (routes.list)
+        self._routes_version = 0  # bumped by add_route; with the subnets' ranges, keys the routes.list cache
+        self._routes_cache: dict[Any, list[tuple[Any, JSON]]] = {}
         self._region_ops: dict[tuple[str, str, str], _Operation] = {}
         self._global_ops: dict[tuple[str, str], _Operation] = {}
         self._current = ("", "")  # (method, path) of the request being handled, for inject_operation_error
@@ -641,6 +644,7 @@ class FakeGcp(LoopbackServer):
         data.setdefault("selfLink", f"{COMPUTE_LINK}projects/{project}/global/routes/{name}")
         with self._lock:
             self._net_routes[(project, name)] = data
+            self._routes_version += 1
         return clone(data)
 
     def add_routes(self, project: str, routes: Iterable[JSON]) -> None:
@@ -1410,9 +1414,21 @@ class FakeGcp(LoopbackServer):
 
     def _routes_list(self, params: dict[str, str], query: dict[str, str], body: Any) -> JSON:
         project = params["project"]
-        objs = [r for k, r in self._net_routes.items() if k[0] == project] + self._subnet_routes(project)
-        objs.sort(key=lambda r: str(r["name"]))
-        items, token = _page([(o["name"], o) for o in self._filtered(objs, query)], query)
+        # Listing tens of thousands of routes page by page would rebuild, sort and filter them on every page:
+        # keep the filtered, ordered list while neither the routes nor the subnets' ranges changed.
+        ranges = tuple(
+            (s["selfLink"], s.get("ipCidrRange"), tuple(r.get("ipCidrRange") for r in s.get("secondaryIpRanges", [])))
+            for k, s in self._subnets.items()
+            if k[0] == project
+        )
+        key = (project, query.get("filter", ""), query.get("orderBy", ""), self._routes_version, ranges)
+        keyed = self._routes_cache.get(key)
+        if keyed is None:
+            objs = [r for k, r in self._net_routes.items() if k[0] == project] + self._subnet_routes(project)
+            objs.sort(key=lambda r: str(r["name"]))
+            keyed = [(o["name"], o) for o in self._filtered(objs, query)]
+            self._routes_cache = {key: keyed}
+        items, token = _page(keyed, query)
         return self._list_body("compute#routeList", f"projects/{project}/global/routes", items, token)
 
     def _route_get(self, params: dict[str, str], query: dict[str, str], body: Any) -> JSON:
