@@ -6,6 +6,7 @@ clients): a cluster in a service project on a Shared VPC network of a host proje
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from ipaddress import ip_network
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 from cidrx.errors import CloudError
 from cidrx.model.plan import load_plan
+from cidrx.model.snapshot import load_snapshot, save_snapshot
 from cidrx.providers.gke.api import GkeApi
 from cidrx.providers.gke.collect import collect_gke
 from cidrx.providers.gke.model import Route, RoutesCluster
@@ -22,6 +24,7 @@ from tests.support.cli import one_line_error, run
 from tests.support.fakes.gcp_server import FakeGcp
 
 TARGET = ["--gke", "--project", se.SERVICE, "--location", se.LOCATION, "--cluster", se.CLUSTER, "--no-kube"]
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "gke-shared-vpc.snapshot.json"
 LEGACY_TARGET = ["--gke", "--project", se.HOST, "--location", se.LEGACY_LOCATION, "--cluster", se.LEGACY, "--no-kube"]
 
 
@@ -148,3 +151,19 @@ def test_a_routes_based_cluster_reports_capacity_and_expand_refuses(estate: Fake
     assert "routes-based" in line and se.LEGACY_CIDR in line
     assert "VPC-native" in refused.stderr and "migrate" in refused.stderr
     assert not (tmp_path / "p.json").exists()
+
+
+def test_example_snapshot_is_the_collected_shared_vpc(estate: FakeGcp, tmp_path: Path) -> None:
+    """examples/gke-shared-vpc.snapshot.json is this estate as collected (CIDRX_UPDATE_EXAMPLES=1 rewrites
+    it), and works offline: diagnose exits 3, the plan patches the host project and creates the pool in
+    the service project."""
+    snap = se.shared_vpc_snapshot(collect_gke(GkeApi(se.SERVICE, se.LOCATION), se.CLUSTER))
+    if os.environ.get("CIDRX_UPDATE_EXAMPLES") == "1":
+        save_snapshot(snap, EXAMPLE)
+    assert load_snapshot(EXAMPLE) == snap
+    diagnosed = run("diagnose", "--snapshot", str(EXAMPLE), "-o", "json")
+    assert diagnosed.exit_code == 3, diagnosed.output
+    out = tmp_path / "plan.json"
+    assert run("expand", "--snapshot", str(EXAMPLE), "--plan", "--out", str(out)).exit_code == 0
+    steps = load_plan(out).steps
+    assert [s.params["project"] for s in steps] == [se.HOST, se.SERVICE]

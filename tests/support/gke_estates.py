@@ -26,6 +26,10 @@ from typing import Any
 
 import pytest
 
+from cidrx.kube.model import KubeNode, KubeSection
+from cidrx.model.snapshot import Snapshot, seal
+from cidrx.model.target import Target
+from cidrx.providers.gke.model import GkeSection
 from tests.support.fakes.gcp_server import COMPUTE_LINK, FakeGcp
 from tests.support.gke_world import gcp_env
 
@@ -190,3 +194,36 @@ def shared_vpc_estate(mp: pytest.MonkeyPatch) -> Iterator[FakeGcp]:
             mp.setenv(key, value)
         yield server
     server.check()
+
+
+EXAMPLE_TAKEN_AT = "2026-11-20T09:30:00Z"
+SHOP_NODE_BLOCKS = ("10.4.0.0/24", "10.4.1.0/24", "10.4.2.0/24", "10.4.3.0/24")
+
+
+def shop_kube() -> KubeSection:
+    """The service cluster's nodes: four, one /24 of the full pod range each, 100 pods on every node."""
+    nodes = tuple(
+        KubeNode(
+            name=f"gke-{CLUSTER}-{POOL}-1a2b3c4d-{i:04d}",
+            zone=ZONES[i % len(ZONES)],
+            instance_type="n2-standard-8",
+            created="2026-11-01T08:00:00Z",
+            pod_cidrs=(block,),
+            internal_ip=f"10.0.0.{10 + i}",
+            allocatable_pods=110,
+            pool=POOL,
+        )
+        for i, block in enumerate(SHOP_NODE_BLOCKS)
+    )
+    return KubeSection(
+        available=True,
+        context=f"gke_{SERVICE}_{LOCATION}_{CLUSTER}",
+        nodes=nodes,
+        pods_per_node={n.name: 100 for n in nodes},
+    )
+
+
+def shared_vpc_snapshot(gke: GkeSection) -> Snapshot:
+    """The sealed snapshot bundled as examples/gke-shared-vpc.snapshot.json, from a collected GKE section."""
+    target = Target("gke", CLUSTER, project=SERVICE, location=LOCATION)
+    return seal(Snapshot(target=target, taken_at=EXAMPLE_TAKEN_AT, kube=shop_kube(), gke=gke))
