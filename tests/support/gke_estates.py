@@ -21,7 +21,6 @@ Service project ``shop-svc``: regional cluster ``shop`` whose networkConfig name
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -31,7 +30,7 @@ from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target
 from cidrx.providers.gke.model import GkeSection
 from tests.support.fakes.gcp_server import COMPUTE_LINK, FakeGcp
-from tests.support.gke_world import gcp_env
+from tests.support.gke_world import full_alias_policy, gke_estate
 
 JSON = dict[str, Any]
 
@@ -131,14 +130,7 @@ def build_shared_vpc(fake: FakeGcp) -> JSON:
             },
             "locations": list(ZONES),
             "defaultMaxPodsConstraint": {"maxPodsPerNode": "110"},
-            "ipAllocationPolicy": {
-                "useIpAliases": True,
-                "clusterSecondaryRangeName": POD_RANGE,
-                "servicesSecondaryRangeName": SERVICES_RANGE,
-                "clusterIpv4CidrBlock": POD_CIDR,
-                "servicesIpv4CidrBlock": SERVICES_CIDR,
-                "defaultPodIpv4RangeUtilization": 1.0,
-            },
+            "ipAllocationPolicy": full_alias_policy(POD_RANGE, POD_CIDR, SERVICES_RANGE, SERVICES_CIDR),
             "nodePools": [pool],
         },
     )
@@ -185,15 +177,9 @@ def _add_legacy(fake: FakeGcp) -> None:
         )
 
 
-@contextlib.contextmanager
-def shared_vpc_estate(mp: pytest.MonkeyPatch) -> Iterator[FakeGcp]:
+def shared_vpc_estate(mp: pytest.MonkeyPatch) -> contextlib.AbstractContextManager[FakeGcp]:
     """A started FakeGcp holding the estate, CIDRX_* variables pointing at it; checked at exit."""
-    with FakeGcp() as server:
-        build_shared_vpc(server)
-        for key, value in gcp_env(server).items():
-            mp.setenv(key, value)
-        yield server
-    server.check()
+    return gke_estate(mp, build_shared_vpc)
 
 
 EXAMPLE_TAKEN_AT = "2026-11-20T09:30:00Z"

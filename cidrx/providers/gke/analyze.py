@@ -435,17 +435,21 @@ def _routes_findings(r: RangeUse, evidence: list[str]) -> list[Finding]:
             )
         )
     if r.autoscaling and r.autoscaler_max > r.max_nodes:
-        findings.append(
-            GKE_AUTOSCALER_MAX_EXCEEDS_RANGE.finding(
-                Severity.WARNING,
-                subject,
-                f"node pools on {r.label} may autoscale to {r.autoscaler_max} nodes but the range holds "
-                f"only {r.max_nodes}: scale-ups past that fail",
-                (*evidence, f"autoscaler max across {', '.join(r.pools)}: {r.autoscaler_max} node(s)"),
-                f"Lower the pools' autoscaling limits to {r.max_nodes} in total. {ROUTES_WAY_OUT}",
-            )
-        )
+        fix = f"Lower the pools' autoscaling limits to {r.max_nodes} in total. {ROUTES_WAY_OUT}"
+        findings.append(_autoscaler_over_range(r, evidence, "", fix))
     return findings
+
+
+def _autoscaler_over_range(r: RangeUse, evidence: list[str], failure: str, remediation: str) -> Finding:
+    """GKE-AUTOSCALER-MAX-EXCEEDS-RANGE for range `r` (`failure`: how scale-ups past it fail, "" unsaid)."""
+    return GKE_AUTOSCALER_MAX_EXCEEDS_RANGE.finding(
+        Severity.WARNING,
+        f"pod range {r.label}",
+        f"node pools on {r.label} may autoscale to {r.autoscaler_max} nodes but the range holds "
+        f"only {r.max_nodes}: scale-ups past that fail{failure}",
+        (*evidence, f"autoscaler max across {', '.join(r.pools)}: {r.autoscaler_max} node(s)"),
+        remediation,
+    )
 
 
 def _range_findings(ranges: list[RangeUse], flags: str, autopilot: bool) -> list[Finding]:
@@ -499,17 +503,11 @@ def _range_findings(ranges: list[RangeUse], flags: str, autopilot: bool) -> list
                 )
             )
         if r.autoscaling and r.autoscaler_max > r.max_nodes:
-            findings.append(
-                GKE_AUTOSCALER_MAX_EXCEEDS_RANGE.finding(
-                    Severity.WARNING,
-                    subject,
-                    f"node pools on {r.label} may autoscale to {r.autoscaler_max} nodes but the range holds "
-                    f"only {r.max_nodes}: scale-ups past that fail with IP space exhausted",
-                    (*evidence, f"autoscaler max across {', '.join(r.pools)}: {r.autoscaler_max} node(s)"),
-                    f"Add room for at least {r.autoscaler_max} nodes with {expand} (the default size covers the "
-                    "autoscaler max), or lower the pools' autoscaling limits.",
-                )
+            fix = (
+                f"Add room for at least {r.autoscaler_max} nodes with {expand} (the default size covers the "
+                "autoscaler max), or lower the pools' autoscaling limits."
             )
+            findings.append(_autoscaler_over_range(r, evidence, " with IP space exhausted", fix))
     return findings
 
 

@@ -362,13 +362,16 @@ class GkeApi:
         """ListClusters in this adapter's location (ALL_LOCATIONS for the whole project), as REST JSON:
         `clusters` (each with `name` and `location`) and `missingZones`, the zones GKE could not reach,
         whose clusters are left out of the answer. Not paginated by the API."""
+        return self._list_clusters(self.project, self.location)
+
+    def _list_clusters(self, project: str, location: str) -> Json:
         gke = self._client("container")
-        where = "every location" if self.location == ALL_LOCATIONS else self.location
+        where = "every location" if location == ALL_LOCATIONS else location
         resp = self._call(
             "container.clusters.list",
-            f"GKE clusters of project {self.project} in {where}",
+            f"GKE clusters of project {project} in {where}",
             gke.list_clusters,
-            parent=f"projects/{self.project}/locations/{self.location}",
+            parent=f"projects/{project}/locations/{location}",
         )
         return to_json(resp)
 
@@ -391,14 +394,7 @@ class GkeApi:
 
     def list_clusters_of(self, project: str) -> list[Json]:
         """Every cluster of `project` in every location (clusters.list with location `-`), as REST JSON."""
-        gke = self._client("container")
-        resp = self._call(
-            "container.clusters.list",
-            f"GKE clusters of project {project} in every location",
-            gke.list_clusters,
-            parent=f"projects/{project}/locations/{ALL_LOCATIONS}",
-        )
-        return list(to_json(resp).get("clusters") or [])
+        return list(self._list_clusters(project, ALL_LOCATIONS).get("clusters") or [])
 
     def get_network(self, network: str, project: str | None = None) -> Json:
         project = project or self.project
