@@ -61,6 +61,19 @@ Decisions
   * aggregatedList pages over all subnets ordered by (region, name); every known region (``regions`` plus
     regions with subnets) appears on every page, as ``{"subnetworks": [...]}`` or as a warning-only scope
     ``{"warning": {"code": "NO_RESULTS_ON_PAGE", ...}}`` like the real API.
+  * Several projects are modelled (every store is keyed by project), so a Shared VPC is a host project
+    holding the network and subnets and a service project holding a cluster whose ``networkConfig`` names
+    the host's (``projects/HOST/global/networks/N``); clusters.list with location ``-`` lists a project's
+    clusters in every location.  ``routes.list``/``get`` serve a project's routes: the stored ones
+    (``add_route``), a default route to the internet per network, and one local route per subnet range
+    derived from the subnets, shaped as gcpdiag's real dumps (GoogleCloudPlatform/gcpdiag commit
+    06ec8584ec5919df53a4e6841ad2ad74a5f045b2, test-data/gke1/json-dumps/compute-network-routes.json,
+    test-data/gce1/json-dumps/compute-network-routes.json); paged by name, ``filter`` applied.  A new
+    secondary range that equals or contains a stored route's destination is 400, a range inside a broader
+    route is accepted (``Subnetwork.allowSubnetCidrRoutesOverlap`` in the discovery document).  A
+    routes-based cluster (``ipAllocationPolicy.useRoutes``) gets ``servicesIpv4Cidr`` from the last /20 of
+    its ``clusterIpv4Cidr`` and ``nodeIpv4CidrSize`` 24, as test-data/gke1/json-dumps/container-clusters.json
+    shows for ``gke2``.
   * Responses use enum names.  When the client asks ``$alt=json;enum-encoding=int`` (the container client
     always does) names are turned into numbers, as Google does.
   * A discovery method the fake does not implement, or an unsupported UpdateCluster field, is a fake gap:
