@@ -41,6 +41,7 @@ FULL = {
     "whereabouts_pools": 600,
     "calico_blocks": 4096,
     "subnets": 5000,
+    "routes": 20000,
 }
 PODS_PER_DEPLOYMENT = 30
 NAMESPACES = 60
@@ -74,6 +75,7 @@ class Sizes:
     whereabouts_pools: int
     calico_blocks: int
     subnets: int
+    routes: int
 
     @classmethod
     def at(cls, scale: float) -> Sizes:
@@ -530,10 +532,32 @@ GCP_NETWORK = "shared-vpc"
 GKE_CLUSTER = "big"
 
 
+def bench_routes(count: int) -> Iterator[JSON]:
+    """`count` routes of the bench network in 172.16.0.0/12: mostly GKE node routes (/28 here, next hop an
+    instance), every 10th a static route to an IP, every 50th one over a VPN tunnel."""
+    base = int(IPv4Address("172.16.0.0"))
+    link = "https://www.googleapis.com/compute/v1/projects"
+    for i in range(count):
+        route: JSON = {
+            "name": f"route-{i:05d}",
+            "network": GCP_NETWORK,
+            "destRange": str(IPv4Network((base + (i << 4), 28))),
+        }
+        if i % 50 == 0:
+            route["nextHopVpnTunnel"] = f"{link}/{GCP_PROJECT}/regions/{GCP_LOCATION}/vpnTunnels/dc-{i % 7}"
+        elif i % 10 == 0:
+            route["nextHopIp"] = "10.0.0.250"
+        else:
+            route["description"] = "k8s-node-route"
+            route["nextHopInstance"] = f"{link}/{GCP_PROJECT}/zones/{GCP_LOCATION}-a/instances/gke-node-{i:05d}"
+        yield route
+
+
 def seed_gcp(fake: FakeGcp, sizes: Sizes) -> None:
     """A Shared-VPC-style network with `sizes.subnets` subnets (/24 primary, two secondary ranges each)
-    over five regions, and a GKE cluster on the first one."""
+    over five regions, `sizes.routes` routes besides the subnets' own, and a GKE cluster on the first one."""
     fake.add_network(GCP_PROJECT, {"name": GCP_NETWORK})
+    fake.add_routes(GCP_PROJECT, bench_routes(sizes.routes))
     for i in range(sizes.subnets):
         region = GCP_REGIONS[i % len(GCP_REGIONS)]
         fake.add_subnet(

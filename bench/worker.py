@@ -151,7 +151,7 @@ def _gcp_cidrx(project: str, location: str, cluster: str) -> dict[str, Any]:
     collected = time.perf_counter()
     target = Target("gke", cluster, project=project, location=location)
     snap = Snapshot(target=target, taken_at=TAKEN_AT, kube=KubeSection(available=False), gke=section)
-    return {**_diagnosed(snap, start, collected), "subnets": len(section.subnets)}
+    return {**_diagnosed(snap, start, collected), "subnets": len(section.subnets), "routes": len(section.routes or ())}
 
 
 def _aws_floor(url: str, requests: list[dict[str, Any]]) -> dict[str, Any]:

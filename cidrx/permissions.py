@@ -231,6 +231,15 @@ def gcp_permissions(n: Needs) -> list[str]:
     return sorted({*n.read, *n.write})
 
 
+def by_project(n: Needs) -> dict[str, list[str]]:
+    """The provider's permissions split by project (GKE under Shared VPC: host and service project), when the
+    provider says how (`permissions_by_project`); else {}."""
+    from cidrx.dispatch import provider_named
+
+    split = getattr(provider_named(n.provider), "permissions_by_project", None)
+    return dict(split(gcp_permissions(n))) if split is not None else {}
+
+
 def gcp_role(n: Needs) -> dict[str, Any]:
     """A custom role in the format `gcloud iam roles create ROLE --project P --file FILE` reads."""
     what = "diagnose GKE pod IP exhaustion" if n.purpose == "diagnose" else "diagnose and expand GKE pod ranges"
@@ -304,6 +313,9 @@ def document(n: Needs) -> dict[str, Any]:
     elif iam == "gcp":
         doc["gcp_permissions"] = gcp_permissions(n)
         doc["gcp_role"] = gcp_role(n)
+        split = by_project(n)
+        if split:
+            doc["gcp_projects"] = split
     doc["cluster_role"] = cluster_role(n)
     doc["steps"] = [{"strategy": s.strategy, "action": s.action, "permissions": list(s.permissions)} for s in n.steps]
     return doc

@@ -677,3 +677,30 @@ def test_compute_filter_subset() -> None:
     assert compile_filter("(labels.team = net) AND (enabled = true)")(obj)
     assert compile_filter("labels.team:*")(obj)
     assert not compile_filter("labels.owner:*")(obj)
+
+
+def test_routes_list_pages_filters_and_derives_subnet_routes(gcp: FakeGcp) -> None:
+    """routes.list through the real RoutesClient: the network's default route, one local route per subnet
+    range (as GCE lists them), stored routes; filtered by network, paged by name, every page validated."""
+    gcp.add_network(P, {"name": "other"})
+    for i in range(4):
+        gcp.add_route(
+            P, {"name": f"static-{i}", "network": "demo-ip", "destRange": f"10.50.{i}.0/24", "nextHopIp": "10.1.0.9"}
+        )
+    gcp.add_route(P, {"name": "elsewhere", "network": "other", "destRange": "10.60.0.0/16", "nextHopIp": "10.9.0.9"})
+    routes = compute_client(compute_v1.RoutesClient, gcp)
+    url = f"https://www.googleapis.com/compute/v1/projects/{P}/global/networks/demo-ip"
+    listed = list(routes.list(request={"project": P, "filter": f'network="{url}"', "max_results": 2}, retry=None))
+    by_dest = {r.dest_range: r for r in listed}
+    # 3 subnet ranges of `cluster` + the default route + 4 static routes; `other`'s route and default left out.
+    assert len(listed) == 8 and "10.60.0.0/16" not in by_dest
+    assert by_dest["0.0.0.0/0"].next_hop_gateway.endswith("/global/gateways/default-internet-gateway")
+    local = by_dest["10.0.0.0/26"]
+    assert local.next_hop_network == url and local.priority == 0
+    assert local.description == "Default local route to the subnetwork 10.0.0.0/26."
+    assert by_dest["10.50.3.0/24"].next_hop_ip == "10.1.0.9"
+    assert [r.name for r in listed] == sorted(r.name for r in listed)
+    assert gcp.count("GET", "/global/routes") == 4  # ceil(8 / 2)
+    assert routes.get(project=P, route="static-0", retry=None).dest_range == "10.50.0.0/24"
+    with pytest.raises(gexc.NotFound):
+        routes.get(project=P, route="nope", retry=None)

@@ -680,7 +680,8 @@ def test_gke_all_clusters_lists_every_location(
     assert roomy["note"] == f"cloud side only: no kubeconfig context named gke_p1_{ROOMY_LOCATION}_roomy"
     pod_range = next(c for c in roomy["diagnosis"]["capacity"] if c["kind"] == "pod-range")
     assert (pod_range["cidr"], pod_range["max_nodes"]) == ("10.5.0.0/16", 256)
-    assert gcp.count("GET", "/locations/-/clusters") == 1
+    # One fleet listing, plus one per member's collect (routes-based clusters on its network).
+    assert gcp.count("GET", "/locations/-/clusters") == 1 + len(doc["clusters"])
 
 
 def test_gke_zones_it_could_not_list_make_the_fleet_incomplete(gcp: FakeGcp) -> None:

@@ -418,6 +418,7 @@ def test_every_seed_has_plans_to_fuzz() -> None:
         "eks-demo-ip": {"expand", "expand custom-networking"},
         "eks-roomy": {"expand", "expand custom-networking", "expand prefix-delegation"},
         "gke-demo-ip": {"expand", "expand node-pool", "expand cluster-range"},
+        "gke-shared-vpc": {"expand", "expand node-pool", "expand cluster-range"},
         "whereabouts-named-network": {"reclaim whereabouts"},
         "whereabouts-stale": {"reclaim whereabouts"},
     }

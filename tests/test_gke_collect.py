@@ -154,6 +154,8 @@ def test_collect_costs_one_request_per_list_page(gcp: FakeGcp, gke_api: GkeApi) 
         "compute.subnetworks.aggregatedList",
         "compute.networks.listPeeringRoutes",
         "compute.globalAddresses.list",
+        "compute.routes.list",
+        f"{C}.list",  # routes-based clusters of the project (location "-")
     ]
 
     gcp.reset_log()
@@ -162,7 +164,9 @@ def test_collect_costs_one_request_per_list_page(gcp: FakeGcp, gke_api: GkeApi) 
     assert len(gke.subnets) == 9
     assert gcp.count("GET", "/aggregated/subnetworks") == 4  # ceil(10 subnets in the project / 3)
     assert gcp.count("GET", "/subnetworks/") == 0  # no per-subnet GET: the list carries fingerprints
-    assert gcp.count("GET") == 9
+    # routes.list: 12 local subnet routes of demo-vpc (13 ranges minus other-vpc's) + its default route.
+    assert gcp.count("GET", "/global/routes") == 5  # ceil(13 / 3)
+    assert gcp.count("GET") == 15
 
 
 def test_collect_is_stable_and_sorted(gcp: FakeGcp, gke_api: GkeApi) -> None:

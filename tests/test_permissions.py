@@ -122,6 +122,20 @@ def test_apply_adds_the_writes() -> None:
     assert allows(rules, "create", "crd.k8s.amazonaws.com", "eniconfigs")
 
 
+def test_gke_permissions_are_split_by_project_for_shared_vpc() -> None:
+    doc = printed("gke", "apply")
+    host, service = doc["gcp_projects"]["host_project"], doc["gcp_projects"]["service_project"]
+    # The subnet patch and every network read happen in the host project; the cluster's in the service one.
+    assert {"compute.subnetworks.update", "compute.regionOperations.get", "compute.routes.list"} <= set(host)
+    assert {"container.clusters.update", "container.operations.get", "iam.serviceAccounts.actAs"} <= set(service)
+    assert not {p for p in service if p.startswith("compute.")}
+    assert "container.clusters.list" in host and "container.clusters.list" in service  # routes-based clusters
+    assert set(host) | set(service) == set(doc["gcp_permissions"])
+    text = run("--gke", "--for", "apply").stdout
+    assert "grant these in the HOST project" in text and "in the SERVICE project" in text
+    assert "  compute.subnetworks.update" in text.split("in the SERVICE project")[0]
+
+
 def test_without_provider_is_usage_error() -> None:
     result = run()
     assert result.exit_code == 2 and "--eks, --gke or --k8s" in result.output

@@ -103,6 +103,8 @@ GCP_PERMISSION = {
     "compute.networks.get": "compute.networks.get",
     "compute.networks.listPeeringRoutes": "compute.networks.listPeeringRoutes",
     "compute.globalAddresses.list": "compute.globalAddresses.list",
+    "compute.routes.list": "compute.routes.list",
+    "container.projects.locations.clusters.list": "container.clusters.list",
     "compute.regionOperations.get": "compute.regionOperations.get",
     "compute.regionOperations.wait": "compute.regionOperations.get",
     "container.projects.locations.clusters.get": "container.clusters.get",

@@ -27,6 +27,19 @@ def gcp_role_yaml(doc: dict[str, Any]) -> str:
     return str(yaml.safe_dump(doc["gcp_role"], sort_keys=False, width=1000))
 
 
+def gcp_projects_comment(doc: dict[str, Any]) -> str:
+    """Under Shared VPC the role is split: what the host project (the network's) and the service project (the
+    cluster's) must grant; without Shared VPC both are the cluster's project and the role above is all."""
+    split = doc.get("gcp_projects") or {}
+    if not split:
+        return ""
+    lines = ["# Shared VPC: grant these in the HOST project (the network's; a network admin there):"]
+    lines += [f"#   {p}" for p in split.get("host_project", [])]
+    lines.append("# and these in the SERVICE project (the cluster's):")
+    lines += [f"#   {p}" for p in split.get("service_project", [])]
+    return "\n".join(lines) + "\n"
+
+
 def cluster_role_yaml(doc: dict[str, Any]) -> str:
     import yaml
 
@@ -46,7 +59,9 @@ def render_text(doc: dict[str, Any]) -> str:
     elif "gcp_role" in doc:
         parts.append(
             f"# Google Cloud custom role for `cidrx` ({purpose}) on GKE:\n"
-            "#   gcloud iam roles create cidrx --project PROJECT --file THIS_PART.yaml\n" + gcp_role_yaml(doc)
+            "#   gcloud iam roles create cidrx --project PROJECT --file THIS_PART.yaml\n"
+            + gcp_role_yaml(doc)
+            + gcp_projects_comment(doc)
         )
     parts.append(
         f"# Kubernetes RBAC for `cidrx` ({purpose}): bind it to the identity cidrx uses in the cluster\n"

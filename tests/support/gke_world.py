@@ -26,7 +26,7 @@ at teardown on any discovery-document violation. For a subprocess, pass ``gcp_en
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -174,17 +174,22 @@ def build_incident(fake: FakeGcp, project: str = PROJECT) -> JSON:
             "currentMasterVersion": VERSION,
             "defaultMaxPodsConstraint": {"maxPodsPerNode": str(MAX_PODS)},
             "privateClusterConfig": {"enablePrivateNodes": True, "masterIpv4CidrBlock": MASTER_CIDR},
-            "ipAllocationPolicy": {
-                "useIpAliases": True,
-                "clusterSecondaryRangeName": POD_RANGE,
-                "servicesSecondaryRangeName": SERVICES_RANGE,
-                "clusterIpv4CidrBlock": POD_CIDR,
-                "servicesIpv4CidrBlock": SERVICES_CIDR,
-                "defaultPodIpv4RangeUtilization": 1.0,
-            },
+            "ipAllocationPolicy": full_alias_policy(POD_RANGE, POD_CIDR, SERVICES_RANGE, SERVICES_CIDR),
             "nodePools": [pool],
         },
     )
+
+
+def full_alias_policy(pod_range: str, pod_cidr: str, services_range: str, services_cidr: str) -> JSON:
+    """A VPC-native cluster's ipAllocationPolicy whose default pod range GKE reports fully allocated."""
+    return {
+        "useIpAliases": True,
+        "clusterSecondaryRangeName": pod_range,
+        "servicesSecondaryRangeName": services_range,
+        "clusterIpv4CidrBlock": pod_cidr,
+        "servicesIpv4CidrBlock": services_cidr,
+        "defaultPodIpv4RangeUtilization": 1.0,
+    }
 
 
 def gcp_env(fake: FakeGcp) -> dict[str, str]:
@@ -193,11 +198,11 @@ def gcp_env(fake: FakeGcp) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def gke_estate(mp: pytest.MonkeyPatch) -> Iterator[FakeGcp]:
-    """A started FakeGcp holding the incident, with the CIDRX_* variables (through `mp`) pointing at it;
-    fails at exit on any discovery-document violation or fake error."""
+def gke_estate(mp: pytest.MonkeyPatch, build: Callable[[FakeGcp], object] = build_incident) -> Iterator[FakeGcp]:
+    """A started FakeGcp holding the incident (or what `build` seeds), with the CIDRX_* variables (through
+    `mp`) pointing at it; fails at exit on any discovery-document violation or fake error."""
     with FakeGcp() as server:
-        build_incident(server)
+        build(server)
         for key, value in gcp_env(server).items():
             mp.setenv(key, value)
         yield server

@@ -56,6 +56,22 @@ GKE_AUTOPILOT = FindingKind.parse(
     cluster pod ranges (`--strategy cluster-range`)."""
 )
 
+GKE_ROUTES_CIDR_EXHAUSTED = FindingKind.parse(
+    """GKE-ROUTES-CIDR-EXHAUSTED (critical): A routes-based cluster's clusterIpv4Cidr has no free per-node block
+    left (after the services /20 GKE takes from its end): no node can be added, and GKE cannot add pod ranges
+    to a routes-based cluster."""
+)
+
+GKE_ROUTES_CIDR_NEARLY_EXHAUSTED = FindingKind.parse(
+    """GKE-ROUTES-CIDR-NEARLY-EXHAUSTED (warning): A routes-based cluster's clusterIpv4Cidr has few per-node
+    blocks left; plan the move to a VPC-native cluster before scale-up stops."""
+)
+
+GKE_ROUTES_BASED = FindingKind.parse(
+    """GKE-ROUTES-BASED (info): Routes-based cluster (ipAllocationPolicy.useRoutes): pods come from
+    clusterIpv4Cidr through one route per node, and there is no in-place expansion; `cidrx expand` refuses."""
+)
+
 # What this module raises, for the findings catalogue (python -m tools.docgen).
 KINDS = FindingKind.all_in(globals())
 
@@ -69,6 +85,16 @@ MAX_EVIDENCE = 6
 UNREACHABLE = "in-cluster checks were skipped; node counts come from GKE's utilisation fields"
 UNREACHABLE_FIX = "Pass --kubeconfig/--context to include nodes' podCIDRs, Pending pods and autoscaler events."
 DEFAULT_NODE_PREFIX = 24  # 110 max pods, GKE's default (docs/cloud-facts.md, "GKE / Compute Engine")
+ROUTES_ROLE = "routes-based cluster"
+# GKE takes the cluster's services range from the end of a routes-based cluster's clusterIpv4Cidr: a /20
+# (gcpdiag test-data/gke1/json-dumps/container-clusters.json, commit 06ec8584: 10.4.0.0/14 -> services
+# 10.7.240.0/20; 10.1.0.0/19 -> 10.1.16.0/20). gcloud's "can accommodate at most N node(s)" note counts
+# the per-node blocks left after it (a /14 with /24 per node: 1008). docs/cloud-facts.md, GKE section.
+ROUTES_SERVICES_PREFIX = 20
+ROUTES_WAY_OUT = (
+    "A routes-based cluster cannot get more pod address space in place: create a new VPC-native cluster "
+    "(alias IPs) with room to grow and migrate the workloads to it, or move workloads to a cluster with room."
+)
 
 
 @dataclass(frozen=True)
@@ -173,13 +199,86 @@ def _range_sources(gke: GkeSection) -> list[tuple[str, str, str, float | None]]:
     return out
 
 
+def routes_services_block(gke: GkeSection) -> IPv4Network | None:
+    """The services range GKE carved out of a routes-based cluster's clusterIpv4Cidr: servicesIpv4Cidr when
+    it lies inside, else the last /20 (None when the range is smaller than that)."""
+    c = gke.cluster
+    net = _ipv4(c.pod_cidr)
+    if net is None:
+        return None
+    services = _ipv4(c.services_cidr)
+    if services is not None and services.subnet_of(net):
+        return services
+    if net.prefixlen > ROUTES_SERVICES_PREFIX:
+        return None
+    size = 1 << (32 - ROUTES_SERVICES_PREFIX)
+    return IPv4Network((int(net.broadcast_address) + 1 - size, ROUTES_SERVICES_PREFIX))
+
+
+def _routes_range(gke: GkeSection, kube: KubeSection) -> RangeUse | None:
+    """A routes-based cluster's clusterIpv4Cidr as one range of per-node blocks: its node count from the
+    nodes' podCIDRs when the cluster was reachable, else from the GKE node routes of the network (one per
+    node, next hop its instance): never from initialNodeCount, which says nothing about today."""
+    c = gke.cluster
+    net = _ipv4(c.pod_cidr)
+    if net is None:
+        return None
+    node_prefix = c.node_ipv4_cidr_size or min(
+        (pool_node_prefix(p) for p in gke.node_pools if pool_range_key(gke, p) == c.pod_cidr), default=0
+    )
+    node_prefix = max(node_prefix or DEFAULT_NODE_PREFIX, net.prefixlen)
+    services = routes_services_block(gke)
+    blocks: list[IPv4Network] = []
+    names: set[str] = set()
+    exact = kube.available and any(n.pod_cidrs for n in kube.nodes)
+    if exact:
+        for n in kube.nodes:
+            for text in n.pod_cidrs:
+                b = _ipv4(text)
+                if b is not None and b.subnet_of(net):
+                    blocks.append(b)
+                    names.add(n.name)
+    else:
+        for r in gke.routes or ():
+            b = _ipv4(r.dest_range)
+            if r.next_hop == "instance" and b is not None and b.subnet_of(net) and b.prefixlen >= node_prefix:
+                blocks.append(b)
+                names.add(r.name)
+    taken = [*blocks, *([services] if services is not None else [])]
+    free = netmath.count_free_blocks(node_prefix, [net], taken)
+    pools = [p for p in gke.node_pools if pool_range_key(gke, p) == c.pod_cidr]
+    nodes = len(names)
+    return RangeUse(
+        name="",
+        cidr=str(net),
+        role=ROUTES_ROLE,
+        size=net.num_addresses - (services.num_addresses if services is not None else 0),
+        node_prefix=node_prefix,
+        prefixes=(node_prefix,),
+        pools=tuple(p.name for p in pools),
+        nodes=nodes,
+        used=sum(b.num_addresses for b in set(blocks)),
+        free_blocks=((node_prefix, free),),
+        max_nodes=nodes + free,
+        autoscaler_max=sum(pool_max_nodes(p) for p in pools),
+        autoscaling=any(p.autoscaling.enabled for p in pools),
+        exact=bool(exact),
+        utilization_known=True,
+    )
+
+
 def pod_ranges(gke: GkeSection, kube: KubeSection) -> list[RangeUse]:
     """Every pod range of the cluster with its node capacity, exact from the nodes' podCIDRs when the
     cluster was reachable, else estimated from GKE's own utilisation fields."""
     c = gke.cluster
     out: list[RangeUse] = []
     node_blocks = [(n.name, net) for n in kube.nodes for text in n.pod_cidrs if (net := _ipv4(text)) is not None]
+    routes_range = _routes_range(gke, kube) if c.use_routes else None
+    if routes_range is not None:
+        out.append(routes_range)
     for key, cidr, role, api_util in _range_sources(gke):
+        if routes_range is not None and key == c.pod_cidr:
+            continue
         net = IPv4Network(cidr, strict=False)
         pools = [p for p in gke.node_pools if pool_range_key(gke, p) == key]
         prefixes = sorted({pool_node_prefix(p) for p in pools}) or [_prefix_for_max_pods(c.default_max_pods_per_node)]
@@ -244,6 +343,8 @@ def _range_note(r: RangeUse) -> str:
     pools = ", ".join(r.pools) if r.pools else "no node pool yet"
     free = ", ".join(f"{n} x /{p}" for p, n in r.free_blocks)
     how = "from node podCIDRs" if r.exact else ("from GKE utilisation" if r.utilization_known else "usage unknown")
+    if r.role == ROUTES_ROLE and not r.exact:
+        how = "from the network's GKE node routes"
     return f"{r.role}; {per_node}; pools: {pools}; autoscaler max {r.autoscaler_max}; free blocks {free}; {how}"
 
 
@@ -308,10 +409,63 @@ def _pool_capacity(gke: GkeSection, kube: KubeSection, ranges: list[RangeUse]) -
     return out
 
 
+def _routes_findings(r: RangeUse, evidence: list[str]) -> list[Finding]:
+    subject = f"pod range {r.label}"
+    findings: list[Finding] = []
+    if r.free_for(r.node_prefix) == 0:
+        findings.append(
+            GKE_ROUTES_CIDR_EXHAUSTED.finding(
+                Severity.CRITICAL,
+                subject,
+                f"routes-based cluster range {r.cidr} is full: {r.nodes} of {r.max_nodes} node(s); no new node "
+                f"can get a /{r.node_prefix}",
+                tuple(evidence),
+                ROUTES_WAY_OUT,
+            )
+        )
+    elif r.node_utilization >= NEARLY_FULL:
+        findings.append(
+            GKE_ROUTES_CIDR_NEARLY_EXHAUSTED.finding(
+                Severity.WARNING,
+                subject,
+                f"routes-based cluster range {r.cidr} is {r.node_utilization:.0%} allocated "
+                f"({r.nodes} of {r.max_nodes} nodes)",
+                tuple(evidence),
+                ROUTES_WAY_OUT,
+            )
+        )
+    if r.autoscaling and r.autoscaler_max > r.max_nodes:
+        fix = f"Lower the pools' autoscaling limits to {r.max_nodes} in total. {ROUTES_WAY_OUT}"
+        findings.append(_autoscaler_over_range(r, evidence, "", fix))
+    return findings
+
+
+def _autoscaler_over_range(r: RangeUse, evidence: list[str], failure: str, remediation: str) -> Finding:
+    """GKE-AUTOSCALER-MAX-EXCEEDS-RANGE for range `r` (`failure`: how scale-ups past it fail, "" unsaid)."""
+    return GKE_AUTOSCALER_MAX_EXCEEDS_RANGE.finding(
+        Severity.WARNING,
+        f"pod range {r.label}",
+        f"node pools on {r.label} may autoscale to {r.autoscaler_max} nodes but the range holds "
+        f"only {r.max_nodes}: scale-ups past that fail{failure}",
+        (*evidence, f"autoscaler max across {', '.join(r.pools)}: {r.autoscaler_max} node(s)"),
+        remediation,
+    )
+
+
 def _range_findings(ranges: list[RangeUse], flags: str, autopilot: bool) -> list[Finding]:
     findings: list[Finding] = []
     expand = f"`cidrx expand {flags} --plan{' --strategy cluster-range' if autopilot else ''}`"
     for r in ranges:
+        if r.role == ROUTES_ROLE:
+            blocks = r.size >> (32 - r.node_prefix)
+            how = "counted from node podCIDRs" if r.exact else "counted from the network's GKE node routes"
+            evidence = [
+                f"{r.cidr} holds {blocks} per-node /{r.node_prefix} block(s) after the services range GKE takes "
+                f"from its end",
+                f"{r.nodes} node(s) hold blocks now; room for {r.free_for(r.node_prefix)} more ({how})",
+            ]
+            findings += _routes_findings(r, evidence)
+            continue
         subject = f"pod range {r.label}"
         blocks = 1 << (r.node_prefix - netmath.parse_cidr(r.cidr).prefixlen)
         evidence = [
@@ -349,17 +503,11 @@ def _range_findings(ranges: list[RangeUse], flags: str, autopilot: bool) -> list
                 )
             )
         if r.autoscaling and r.autoscaler_max > r.max_nodes:
-            findings.append(
-                GKE_AUTOSCALER_MAX_EXCEEDS_RANGE.finding(
-                    Severity.WARNING,
-                    subject,
-                    f"node pools on {r.label} may autoscale to {r.autoscaler_max} nodes but the range holds "
-                    f"only {r.max_nodes}: scale-ups past that fail with IP space exhausted",
-                    (*evidence, f"autoscaler max across {', '.join(r.pools)}: {r.autoscaler_max} node(s)"),
-                    f"Add room for at least {r.autoscaler_max} nodes with {expand} (the default size covers the "
-                    "autoscaler max), or lower the pools' autoscaling limits.",
-                )
+            fix = (
+                f"Add room for at least {r.autoscaler_max} nodes with {expand} (the default size covers the "
+                "autoscaler max), or lower the pools' autoscaling limits."
             )
+            findings.append(_autoscaler_over_range(r, evidence, " with IP space exhausted", fix))
     return findings
 
 
@@ -382,7 +530,9 @@ def _scale_up_findings(gke: GkeSection, kube: KubeSection, flags: str) -> list[F
             f"cluster-autoscaler could not add nodes: IP space exhausted ({total} event(s), "
             f"{len(pending)} pod(s) Pending)",
             tuple(evidence),
-            f"New nodes need a free pod block; add a pod range with `cidrx expand {flags} --plan` and apply it.",
+            ROUTES_WAY_OUT
+            if gke.cluster.use_routes
+            else f"New nodes need a free pod block; add a pod range with `cidrx expand {flags} --plan` and apply it.",
         )
     ]
 
@@ -440,7 +590,7 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     findings += _max_pods_findings(gke, kube, tight)
     c = gke.cluster
     own_ranges = {pool_range_key(gke, p) for p in gke.node_pools} - {c.pod_range_name or c.pod_cidr}
-    if tight and not c.additional_pod_ranges and not own_ranges:
+    if tight and not c.additional_pod_ranges and not own_ranges and not c.use_routes:
         findings.append(
             GKE_NO_ADDITIONAL_POD_RANGES.finding(
                 Severity.INFO,
@@ -449,6 +599,17 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
                 "with its own range",
                 (f"default pod range {c.pod_range_name or '(unnamed)'} {c.pod_cidr}",),
                 f"GKE can take pods from more ranges (discontiguous multi-pod CIDR): `cidrx expand {flags} --plan`.",
+            )
+        )
+    if c.use_routes:
+        findings.append(
+            GKE_ROUTES_BASED.finding(
+                Severity.INFO,
+                f"cluster {c.name}",
+                f"routes-based cluster: pods come from clusterIpv4Cidr {c.pod_cidr} through one route per node; "
+                "cidrx cannot expand it",
+                ("ipAllocationPolicy.useRoutes is true",),
+                ROUTES_WAY_OUT,
             )
         )
     if c.autopilot:
@@ -465,9 +626,9 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
         from cidrx.model.findings import kube_unreachable
 
         findings.append(kube_unreachable(UNREACHABLE, UNREACHABLE_FIX, reason=kube.reason or "no Kubernetes access"))
-    from cidrx.model.netmap import unallocated_capacity
-    from cidrx.providers.gke.netmap import address_maps
+    from cidrx.providers.gke.space import network_space_capacity
 
     capacity = _range_capacity(ranges) + _pool_capacity(gke, kube, ranges)
-    capacity += [unallocated_capacity(m) for m in address_maps(snapshot)]
+    # The address maps' unallocated rows, from integer intervals: the maps themselves are for HTML only.
+    capacity += network_space_capacity(snapshot)
     return make_diagnosis(snapshot.target, snapshot.fingerprint, capacity, findings)

@@ -56,6 +56,20 @@ COLLECT_PERMISSIONS = (
     "compute.subnetworks.get",
     "compute.globalAddresses.list",
 )
+# What collect reads besides, for every route and routes-based cluster of the network: in the project that
+# owns the network (the Shared VPC host) and, for clusters, in the cluster's own project too.
+ROUTE_PERMISSIONS = ("compute.routes.list", "container.clusters.list")
+# Of the reads, those made in the project that owns the network (the host project under Shared VPC); the
+# rest (the cluster, its node pools) are made in the cluster's project.
+NETWORK_PROJECT_READS = (
+    "compute.networks.get",
+    "compute.networks.listPeeringRoutes",
+    "compute.subnetworks.list",
+    "compute.subnetworks.get",
+    "compute.globalAddresses.list",
+    "compute.routes.list",
+    "container.clusters.list",
+)
 # What fleet mode (`diagnose --gke --project P --all-clusters`) adds: listing the project's clusters.
 FLEET_PERMISSIONS = ("container.clusters.list",)
 # The location wildcard of container v1 lists: every region and zone of the project.
@@ -306,6 +320,37 @@ class GkeApi:
             if not token:
                 return
 
+    def _json_pages(self, action: str, subject: str, kind: str, uri: str, params: Json) -> Iterator[Json]:
+        """The pages of a compute list as REST JSON, fetched through the client's own authorized session
+        and endpoint, each page its own retried request resuming at its page token.
+
+        Why not the client method: it parses every page into protobuf messages (json_format.Parse) and
+        `to_json` turns them back into dicts; for a network with tens of thousands of routes and subnets
+        that round trip cost more than fetching the pages (bench/bench_diagnose.py). Errors are raised as
+        the client raises them (google.api_core.exceptions.from_http_response), so `translate` applies."""
+        from google.api_core import exceptions as gx
+
+        transport = self._client(kind)._transport
+        session, host = transport._session, transport._host
+        token = ""
+        while True:
+            query = {**params, **({"pageToken": token} if token else {})}
+
+            def fetch(retry: object = None, timeout: float = CALL_TIMEOUT, q: Json = query) -> Json:
+                response = session.get(
+                    f"{host}{uri}", params=q, timeout=timeout, headers={"Content-Type": "application/json"}
+                )
+                if response.status_code >= 400:
+                    raise gx.from_http_response(response)  # type: ignore[no-untyped-call]
+                page: Json = response.json()
+                return page
+
+            page = self._call(action, subject, fetch)
+            yield page
+            token = str(page.get("nextPageToken") or "")
+            if not token:
+                return
+
     def _cluster_name(self, cluster: str) -> str:
         return f"projects/{self.project}/locations/{self.location}/clusters/{cluster}"
 
@@ -318,13 +363,16 @@ class GkeApi:
         """ListClusters in this adapter's location (ALL_LOCATIONS for the whole project), as REST JSON:
         `clusters` (each with `name` and `location`) and `missingZones`, the zones GKE could not reach,
         whose clusters are left out of the answer. Not paginated by the API."""
+        return self._list_clusters(self.project, self.location)
+
+    def _list_clusters(self, project: str, location: str) -> Json:
         gke = self._client("container")
-        where = "every location" if self.location == ALL_LOCATIONS else self.location
+        where = "every location" if location == ALL_LOCATIONS else location
         resp = self._call(
             "container.clusters.list",
-            f"GKE clusters of project {self.project} in {where}",
+            f"GKE clusters of project {project} in {where}",
             gke.list_clusters,
-            parent=f"projects/{self.project}/locations/{self.location}",
+            parent=f"projects/{project}/locations/{location}",
         )
         return to_json(resp)
 
@@ -345,38 +393,54 @@ class GkeApi:
         )
         return [to_json(p) for p in resp.node_pools]
 
-    def get_network(self, network: str) -> Json:
+    def list_clusters_of(self, project: str) -> list[Json]:
+        """Every cluster of `project` in every location (clusters.list with location `-`), as REST JSON."""
+        return list(self._list_clusters(project, ALL_LOCATIONS).get("clusters") or [])
+
+    def get_network(self, network: str, project: str | None = None) -> Json:
+        project = project or self.project
         client = self._client("NetworksClient")
-        subject = f"VPC network {network!r} in project {self.project}"
-        msg = self._call("compute.networks.get", subject, client.get, project=self.project, network=network)
+        subject = f"VPC network {network!r} in project {project}"
+        msg = self._call("compute.networks.get", subject, client.get, project=project, network=network)
         return to_json(msg)
 
-    def get_subnetwork(self, region: str, subnet: str) -> Json:
+    def get_subnetwork(self, region: str, subnet: str, project: str | None = None) -> Json:
+        project = project or self.project
         client = self._client("SubnetworksClient")
-        subject = f"subnetwork {subnet!r} in {self.project}/{region}"
+        subject = f"subnetwork {subnet!r} in {project}/{region}"
         msg = self._call(
-            "compute.subnetworks.get", subject, client.get, project=self.project, region=region, subnetwork=subnet
+            "compute.subnetworks.get", subject, client.get, project=project, region=region, subnetwork=subnet
         )
         return to_json(msg)
 
-    def iter_subnetworks(self) -> Iterator[Json]:
+    def iter_routes(self, network_url: str, project: str | None = None) -> Iterator[Json]:
+        """Every route of the network (routes.list filtered by network, paged), as REST JSON."""
+        project = project or self.project
+        subject = f"routes of {short_name(network_url)!r} in project {project}"
+        uri = f"/compute/v1/projects/{project}/global/routes"
+        params: Json = {"filter": f'network="{network_url}"', "maxResults": self.page_size}
+        for page in self._json_pages("compute.routes.list", subject, "RoutesClient", uri, params):
+            yield from page.get("items") or ()
+
+    def iter_subnetworks(self, project: str | None = None) -> Iterator[Json]:
         """Every subnet of the project, all regions (subnetworks.aggregatedList, paged); warning-only
         scopes (regions without subnets on a page: NO_RESULTS_ON_PAGE) are skipped."""
-        client = self._client("SubnetworksClient")
-        subject = f"project {self.project}"
+        project = project or self.project
+        subject = f"project {project}"
+        uri = f"/compute/v1/projects/{project}/aggregated/subnetworks"
+        params: Json = {"maxResults": self.page_size}
+        for page in self._json_pages("compute.subnetworks.list", subject, "SubnetworksClient", uri, params):
+            for scoped in (page.get("items") or {}).values():
+                yield from scoped.get("subnetworks") or ()
 
-        request: Json = {"project": self.project, "max_results": self.page_size}
-        for page in self._pages("compute.subnetworks.list", subject, client.aggregated_list, request):
-            for _scope, scoped in page.items.items():
-                for subnet in scoped.subnetworks:
-                    yield to_json(subnet)
-
-    def iter_peering_routes(self, network: str, peering: str, region: str) -> Iterator[Json]:
+    def iter_peering_routes(
+        self, network: str, peering: str, region: str, project: str | None = None
+    ) -> Iterator[Json]:
         """Routes imported over `peering` into `network` (networks.listPeeringRoutes, direction INCOMING)."""
         client = self._client("NetworksClient")
         subject = f"peering {peering!r} of VPC network {network!r}"
         request = {
-            "project": self.project,
+            "project": project or self.project,
             "network": network,
             "peering_name": peering,
             "direction": "INCOMING",
@@ -388,11 +452,12 @@ class GkeApi:
             for route in page.items:
                 yield to_json(route)
 
-    def iter_global_addresses(self) -> Iterator[Json]:
+    def iter_global_addresses(self, project: str | None = None) -> Iterator[Json]:
         """Global addresses with purpose VPC_PEERING (private services access allocations)."""
+        project = project or self.project
         client = self._client("GlobalAddressesClient")
-        subject = f"project {self.project}"
-        request = {"project": self.project, "filter": 'purpose="VPC_PEERING"', "max_results": self.page_size}
+        subject = f"project {project}"
+        request = {"project": project, "filter": 'purpose="VPC_PEERING"', "max_results": self.page_size}
 
         for page in self._pages("compute.globalAddresses.list", subject, client.list, request):
             for address in page.items:
@@ -402,9 +467,13 @@ class GkeApi:
 
     # -- writes: each returns an operation handle and does not wait ---------------------------------
 
-    def patch_subnetwork_secondary_ranges(self, region: str, subnet: str, fingerprint: str, ranges: list[Json]) -> Json:
+    def patch_subnetwork_secondary_ranges(
+        self, region: str, subnet: str, fingerprint: str, ranges: list[Json], project: str | None = None
+    ) -> Json:
         """Set the subnet's secondary ranges to `ranges` (the FULL list: existing + new, REST JSON
-        {"rangeName", "ipCidrRange"}). Raises StaleFingerprint when GCE answers 412."""
+        {"rangeName", "ipCidrRange"}). Raises StaleFingerprint when GCE answers 412. `project` is the
+        subnet's (the Shared VPC host project's) when it is not this adapter's."""
+        project = project or self.project
         _, compute_v1 = _import_sdk()
         client = self._client("SubnetworksClient")
         body = compute_v1.Subnetwork(
@@ -416,15 +485,16 @@ class GkeApi:
         )
         op = self._call(
             "compute.subnetworks.update",
-            f"subnetwork {subnet!r} in {self.project}/{region}",
+            f"subnetwork {subnet!r} in {project}/{region}",
             client.patch_unary,
             write=True,
-            project=self.project,
+            project=project,
             region=region,
             subnetwork=subnet,
             subnetwork_resource=body,
         )
-        return {"api": "compute", "name": str(op.name), "region": region}
+        handle = {"api": "compute", "name": str(op.name), "region": region}
+        return handle if project == self.project else {**handle, "project": project}
 
     def create_node_pool(self, cluster: str, node_pool: Json) -> Json:
         """Create a node pool from its REST JSON (name, config, initialNodeCount, networkConfig, ...)."""
@@ -475,13 +545,14 @@ class GkeApi:
             )
             return container_operation_state(to_json(msg))
         region = op.get("region")
+        project = str(op.get("project") or self.project)  # a Shared VPC host's subnet operation runs there
         if region:
             client = self._client("RegionOperationsClient")
             msg = self._call(
                 "compute.regionOperations.get",
-                f"operation {name} in {self.project}/{region}",
+                f"operation {name} in {project}/{region}",
                 client.get,
-                project=self.project,
+                project=project,
                 region=str(region),
                 operation=name,
             )

@@ -25,6 +25,8 @@ from cidrx.providers.gke.model import (
     PeeringRoute,
     PodRangeInfo,
     ReservedRange,
+    Route,
+    RoutesCluster,
     SecondaryRange,
     Subnetwork,
 )
@@ -122,15 +124,45 @@ def cluster_from(d: Json) -> GkeCluster:
         )
         or DEFAULT_MAX_PODS_PER_NODE,
         pod_range_name=str(policy.get("clusterSecondaryRangeName", "")),
-        pod_cidr=str(policy.get("clusterIpv4CidrBlock") or policy.get("clusterIpv4Cidr") or ""),
+        pod_cidr=str(
+            policy.get("clusterIpv4CidrBlock")
+            or policy.get("clusterIpv4Cidr")
+            or (d.get("clusterIpv4Cidr") if uses_routes(d) else "")
+            or ""
+        ),
         services_range_name=str(policy.get("servicesSecondaryRangeName", "")),
-        services_cidr=str(policy.get("servicesIpv4CidrBlock") or policy.get("servicesIpv4Cidr") or ""),
+        services_cidr=str(
+            policy.get("servicesIpv4CidrBlock")
+            or policy.get("servicesIpv4Cidr")
+            or (d.get("servicesIpv4Cidr") if uses_routes(d) else "")
+            or ""
+        ),
         default_pod_range_utilization=_float(policy.get("defaultPodIpv4RangeUtilization")),
         additional_pod_ranges=tuple(PodRangeInfo(range_name=n, utilization=info.get(n)) for n in sorted(names)),
         self_link=str(d.get("selfLink", "")),
         version=str(d.get("currentMasterVersion", "")),
         master_ipv4_cidr_block=str((d.get("privateClusterConfig") or {}).get("masterIpv4CidrBlock", "")),
+        use_routes=True if uses_routes(d) else None,
+        node_ipv4_cidr_size=(_int(d.get("nodeIpv4CidrSize")) or None) if uses_routes(d) else None,
     )
+
+
+def uses_routes(d: Json) -> bool:
+    """A routes-based cluster: ipAllocationPolicy.useRoutes.
+
+    gcpdiag test-data/gke1/json-dumps/container-clusters.json (commit 06ec8584) shows both kinds side by
+    side: routes-based `gke2` has `{"useRoutes": true}` and only `clusterIpv4Cidr`, VPC-native `gke1`
+    `useIpAliases` with secondary range names."""
+    policy = d.get("ipAllocationPolicy") or {}
+    return bool(policy.get("useRoutes"))
+
+
+def network_project_of(d: Json) -> str:
+    """The project named by the cluster's `networkConfig.network` (projects/HOST/global/networks/N): under
+    Shared VPC the host project, not the cluster's (gcpdiag gcpdiag/queries/gke.py `Cluster.network` reads
+    it the same way)."""
+    net_cfg = d.get("networkConfig") or {}
+    return _project_in(str(net_cfg.get("network") or "")) or _project_in(str(net_cfg.get("subnetwork") or ""))
 
 
 def autoscaling_from(d: Json | None) -> Autoscaling:
@@ -190,6 +222,44 @@ def subnet_from(d: Json) -> Subnetwork:
     )
 
 
+# The next-hop fields of a compute v1 Route (discovery document `Route`), in the order they are checked.
+_NEXT_HOPS = (
+    "nextHopInstance",
+    "nextHopIp",
+    "nextHopVpnTunnel",
+    "nextHopInterconnectAttachment",
+    "nextHopIlb",
+    "nextHopPeering",
+    "nextHopHub",
+    "nextHopGateway",
+    "nextHopNetwork",
+)
+
+
+def route_from(d: Json) -> Route | None:
+    """compute v1 `Route` (routes.list); None for what occupies nothing new: a default route (0.0.0.0/0,
+    ::/0) and a subnet's local route (nextHopNetwork, "Default local route to the subnetwork ...": the
+    subnet's own range, listed with the subnets). gcpdiag test-data/gke1/json-dumps/compute-network-routes.json
+    and gce1/json-dumps/compute-network-routes.json (commit 06ec8584) show these shapes."""
+    dest = str(d.get("destRange") or "")
+    if not dest or dest.endswith("/0"):
+        return None
+    hop = next((k for k in _NEXT_HOPS if d.get(k)), "")
+    if hop == "nextHopNetwork":
+        return None
+    return Route(dest_range=dest, name=str(d.get("name", "")), next_hop=hop[len("nextHop") :].lower() if hop else "")
+
+
+def routes_cluster_from(d: Json, project: str) -> RoutesCluster:
+    """A routes-based cluster of clusters.list: where it is and its whole clusterIpv4Cidr."""
+    return RoutesCluster(
+        project=project,
+        location=str(d.get("location") or d.get("zone") or ""),
+        name=str(d.get("name", "")),
+        cluster_ipv4_cidr=str(d.get("clusterIpv4Cidr") or ""),
+    )
+
+
 def peering_route_from(d: Json, peering: str) -> PeeringRoute:
     """compute v1 `ExchangedPeeringRoute` (networks.listPeeringRoutes)."""
     return PeeringRoute(dest_range=str(d.get("destRange", "")), peering=peering, region=str(d.get("nextHopRegion", "")))
@@ -242,37 +312,44 @@ def collect_gke(api: GkeApi, cluster: str) -> GkeSection:
 
     Autopilot clusters are collected like any other (analysis says what applies to them).
     """
-    gke_cluster = cluster_from(api.get_cluster(cluster))
+    raw_cluster = api.get_cluster(cluster)
+    gke_cluster = cluster_from(raw_cluster)
+    # Shared VPC: the network, its subnets, routes and allocations live in the host project.
+    host = network_project_of(raw_cluster) or api.project
     pools = [node_pool_from(p, gke_cluster.default_max_pods_per_node) for p in api.list_node_pools(cluster)]
-    network = api.get_network(gke_cluster.network)
+    network = api.get_network(gke_cluster.network, host)
 
     subnets = sorted(
         (
             subnet_from(s)
-            for s in api.iter_subnetworks()
-            if in_network(str(s.get("network", "")), gke_cluster.network, api.project)
+            for s in api.iter_subnetworks(host)
+            if in_network(str(s.get("network", "")), gke_cluster.network, host)
         ),
         key=_subnet_key,
     )
     own_key = (gke_cluster.subnet_region, gke_cluster.subnetwork)
     own = next((s for s in subnets if _subnet_key(s) == own_key), None)
     if own is None or not own.fingerprint:
-        # Not in the aggregated list (e.g. a Shared VPC subnet of another project): read it directly.
-        own = subnet_from(api.get_subnetwork(gke_cluster.subnet_region, gke_cluster.subnetwork))
+        # Not in the aggregated list (a subnet the caller can use but not list): read it directly.
+        own = subnet_from(api.get_subnetwork(gke_cluster.subnet_region, gke_cluster.subnetwork, host))
         subnets = sorted([s for s in subnets if _subnet_key(s) != own_key] + [own], key=_subnet_key)
 
     routes: dict[tuple[str, str], PeeringRoute] = {}
     for peering in active_peerings(network):
-        for r in api.iter_peering_routes(gke_cluster.network, peering, gke_cluster.subnet_region):
+        for r in api.iter_peering_routes(gke_cluster.network, peering, gke_cluster.subnet_region, host):
             route = peering_route_from(r, peering)
             if route.dest_range:
                 routes.setdefault((route.dest_range, peering), route)
 
     reserved = [
         reserved_range_from(a)
-        for a in api.iter_global_addresses()
-        if in_network(str(a.get("network", "")), gke_cluster.network, api.project)
+        for a in api.iter_global_addresses(host)
+        if in_network(str(a.get("network", "")), gke_cluster.network, host)
     ]
+    network_url = str(network.get("selfLink") or f"projects/{host}/global/networks/{gke_cluster.network}")
+    net_routes = {
+        (nr.dest_range, nr.name): nr for r in api.iter_routes(network_url, host) if (nr := route_from(r)) is not None
+    }
 
     return GkeSection(
         project=api.project,
@@ -283,7 +360,36 @@ def collect_gke(api: GkeApi, cluster: str) -> GkeSection:
         peerings=peering_names(network),
         peering_routes=_sorted_routes(routes.values()),
         reserved_ranges=tuple(sorted(reserved, key=lambda r: (_net_key(r.cidr), r.name))),
+        network_project=host if host != api.project else None,
+        routes=tuple(sorted(net_routes.values(), key=lambda r: (_fast_net_key(r.dest_range), r.name))) or None,
+        routes_clusters=_routes_clusters(api, gke_cluster, host) or None,
     )
+
+
+def _routes_clusters(api: GkeApi, own: GkeCluster, host: str) -> tuple[RoutesCluster, ...]:
+    """Routes-based clusters on the network, from the project that owns it and the cluster's own project
+    (GKE refuses routes-based clusters on a Shared VPC network, so under Shared VPC they are the host's)."""
+    out: dict[tuple[str, str, str], RoutesCluster] = {}
+    for project in dict.fromkeys((host, api.project)):
+        for d in api.list_clusters_of(project):
+            net_ref = str((d.get("networkConfig") or {}).get("network") or d.get("network") or "")
+            if not uses_routes(d) or not in_network(net_ref, own.network, host):
+                continue
+            rc = routes_cluster_from(d, project)
+            if (project, rc.location, rc.name) == (api.project, own.location, own.name) or not rc.cluster_ipv4_cidr:
+                continue
+            out[(rc.project, rc.location, rc.name)] = rc
+    return tuple(out[k] for k in sorted(out))
+
+
+def _fast_net_key(cidr: str) -> tuple[int, int, int, str]:
+    """_net_key without ipaddress for dotted IPv4 CIDRs (tens of thousands of routes)."""
+    head, _, bits = cidr.partition("/")
+    parts = head.split(".")
+    if len(parts) == 4 and bits.isdigit() and all(p.isdigit() for p in parts):
+        value = (int(parts[0]) << 24) | (int(parts[1]) << 16) | (int(parts[2]) << 8) | int(parts[3])
+        return (4, value, int(bits), cidr)
+    return _net_key(cidr)
 
 
 def _sorted_routes(routes: Iterable[PeeringRoute]) -> tuple[PeeringRoute, ...]:

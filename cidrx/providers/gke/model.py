@@ -41,6 +41,11 @@ class GkeCluster:
     version: str = ""
     # private_cluster_config.master_ipv4_cidr_block: the control plane's /28, occupied like any range.
     master_ipv4_cidr_block: Ipv4CidrOrEmpty = ""
+    # ipAllocationPolicy.useRoutes: a routes-based cluster (pods in `pod_cidr` = clusterIpv4Cidr, one route
+    # per node, services in the last /20 of it); no secondary ranges, no in-place expansion.
+    # (None, not False/0, when unset: the codec prunes None, so older snapshots keep their fingerprints)
+    use_routes: bool | None = None
+    node_ipv4_cidr_size: int | None = None  # nodeIpv4CidrSize: the per-node block of a routes-based cluster
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,28 @@ class ReservedRange:
 
 
 @dataclass(frozen=True)
+class Route:
+    """A route of the network (compute v1 routes.list), trimmed: GKE node routes, custom static routes,
+    routes via VPN tunnels / interconnects. The default route and the subnets' own local routes are not kept
+    (the first blocks nothing, the second repeat the subnets' ranges)."""
+
+    dest_range: IpCidrOrEmpty
+    name: str
+    next_hop: str = ""  # which nextHop* field is set: instance, ip, gateway, vpnTunnel, ilb, peering, hub, ...
+
+
+@dataclass(frozen=True)
+class RoutesCluster:
+    """A routes-based GKE cluster on the network (container clusters.list, location `-`): its whole
+    clusterIpv4Cidr is routed to its nodes, whether or not a node holds each block yet."""
+
+    project: str
+    location: str
+    name: str
+    cluster_ipv4_cidr: Ipv4CidrOrEmpty
+
+
+@dataclass(frozen=True)
 class GkeSection:
     project: str
     cluster: GkeCluster
@@ -123,6 +150,20 @@ class GkeSection:
     peerings: tuple[str, ...] = ()  # peering names on the network
     peering_routes: tuple[PeeringRoute, ...] = ()
     reserved_ranges: tuple[ReservedRange, ...] = ()
+    # Shared VPC: the host project that owns the network and its subnets (None: `project` itself).
+    network_project: str | None = None
+    # None when there are none: an empty tuple would still be encoded (as []), changing old fingerprints.
+    routes: tuple[Route, ...] | None = None
+    routes_clusters: tuple[RoutesCluster, ...] | None = None
+
+    @property
+    def host_project(self) -> str:
+        """The project that owns the network, its subnets and routes."""
+        return self.network_project or self.project
+
+    @property
+    def shared_vpc(self) -> bool:
+        return bool(self.network_project) and self.network_project != self.project
 
     def invariant_problem(self) -> str | None:
         return first_problem(

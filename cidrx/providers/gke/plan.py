@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 from typing import Any
@@ -100,29 +101,45 @@ def _all_subnets(gke: GkeSection) -> list[Subnetwork]:
     return listed
 
 
-def occupied_space(gke: GkeSection) -> list[tuple[IPv4Network, str]]:
-    """Everything a new range must not overlap in the cluster's network, each with where it comes from:
-    every subnet's primary and secondary ranges (all regions), routes imported over peerings, private
-    services access allocations, and the cluster's own pod, services and control-plane ranges."""
-    out: list[tuple[IPv4Network, str]] = []
+ROUTE_WHERE = "network route "  # how occupied_space names a route of the network (see route_where)
 
-    def add(text: str, where: str) -> None:
-        net = _net(text)
-        if net is not None and net.prefixlen > 0:  # a default route imported over peering blocks nothing
-            out.append((net, where))
 
+def route_where(name: str, dest: str, hop: str) -> str:
+    return f"{ROUTE_WHERE}{name} to {dest}" + (f" (next hop: {hop})" if hop else "")
+
+
+def occupied_entries(gke: GkeSection) -> Iterator[tuple[str, str]]:
+    """(CIDR text as the snapshot has it, where it comes from) of everything a new range must not overlap in
+    the cluster's network: every subnet's primary and secondary ranges (all regions), routes imported over
+    peerings, private services access allocations, the cluster's own pod, services and control-plane ranges,
+    every route of the network (GKE node routes, static routes, VPN/interconnect routes) and the whole
+    clusterIpv4Cidr of routes-based clusters on the network. Unparsed: see occupied_space."""
     for s in _all_subnets(gke):
-        add(s.ip_cidr_range, f"subnet {_short(s.region)}/{s.name}")
+        yield s.ip_cidr_range, f"subnet {_short(s.region)}/{s.name}"
         for r in s.secondary_ranges:
-            add(r.ip_cidr_range, range_label(s, r.range_name))
+            yield r.ip_cidr_range, range_label(s, r.range_name)
     for route in gke.peering_routes:
-        add(route.dest_range, f"route {route.dest_range} imported over peering {route.peering}")
+        yield route.dest_range, f"route {route.dest_range} imported over peering {route.peering}"
     for rr in gke.reserved_ranges:
-        add(rr.cidr, f"private services access range {rr.name}")
+        yield rr.cidr, f"private services access range {rr.name}"
     c = gke.cluster
-    add(c.pod_cidr, f"pod range of cluster {c.name}")
-    add(c.services_cidr, f"services range of cluster {c.name}")
-    add(c.master_ipv4_cidr_block, f"control plane range of cluster {c.name}")
+    yield c.pod_cidr, f"pod range of cluster {c.name}"
+    yield c.services_cidr, f"services range of cluster {c.name}"
+    yield c.master_ipv4_cidr_block, f"control plane range of cluster {c.name}"
+    for rc in gke.routes_clusters or ():
+        yield rc.cluster_ipv4_cidr, f"pod range of routes-based cluster {rc.project}/{rc.location}/{rc.name}"
+    for nr in gke.routes or ():
+        yield nr.dest_range, route_where(nr.name, nr.dest_range, nr.next_hop)
+
+
+def occupied_space(gke: GkeSection) -> list[tuple[IPv4Network, str]]:
+    """occupied_entries as IPv4 networks; IPv6 and unparsable entries left out, and /0 (a default route
+    imported over peering blocks nothing)."""
+    out: list[tuple[IPv4Network, str]] = []
+    for text, where in occupied_entries(gke):
+        net = _net(text)
+        if net is not None and net.prefixlen > 0:
+            out.append((net, where))
     return out
 
 
@@ -196,6 +213,15 @@ def validate_cidr(gke: GkeSection, text: str, node_prefix: int, allow_class_e: b
         )
     for occ, where in occupied_space(gke):
         if netmath.overlaps(net, occ):
+            if where.startswith(ROUTE_WHERE) and net != occ and net.subnet_of(occ):
+                # GCE itself only refuses a subnet range that contains or equals a route
+                # (allowSubnetCidrRoutesOverlap, docs/cloud-facts.md); a range inside a broader route
+                # (often one to on-premises) would be accepted, and its traffic split between the two.
+                raise InvalidInput(
+                    f"{net} lies inside {occ} ({where}); GCE would accept it, but cidrx refuses ranges inside "
+                    "a route by its own safety policy: traffic to that space may be meant for the route's next hop",
+                    hint="pick a range outside every route or leave --cidr out",
+                )
             raise InvalidInput(f"{net} overlaps {occ} ({where})", hint="pick a free range or leave --cidr out")
     return net
 
@@ -312,6 +338,13 @@ def make_plan(snapshot: Snapshot, opts: GkePlanOptions) -> Plan:
             f"cluster {c.name} is Autopilot: GKE manages its node pools, so cidrx cannot create one; "
             "use --strategy cluster-range"
         )
+    if c.use_routes:
+        raise InvalidInput(
+            f"cluster {c.name} is routes-based (pods come from its clusterIpv4Cidr {c.pod_cidr or '(unknown)'} "
+            "through one route per node): GKE cannot add pod ranges to it, so there is nothing cidrx can expand",
+            hint="create a new VPC-native cluster (alias IPs) and migrate the workloads to it, or move workloads "
+            "to another cluster with room",
+        )
     if opts.add_nodes is not None and opts.add_nodes < 1:
         raise InvalidInput("--add-nodes must be at least 1")
     ranges = pod_ranges(gke, snapshot.kube)
@@ -339,18 +372,24 @@ def make_plan(snapshot: Snapshot, opts: GkePlanOptions) -> Plan:
     range_name = _range_name(gke, old)
     subnet = gke.subnet
     region = _short(subnet.region)
+    host_note = ""
+    if gke.shared_vpc:
+        host_note = (
+            f" in Shared VPC host project {gke.host_project} (needs the host project's network admin: "
+            f"{', '.join(ADD_SECONDARY_RANGE.permissions)} there)"
+        )
     steps = [
         Step(
             id="add-secondary-range",
             action=ADD_SECONDARY_RANGE.name,
             params={
-                "project": gke.project,
+                "project": gke.host_project,
                 "region": region,
                 "subnet": subnet.name,
                 "range_name": range_name,
                 "cidr": str(cidr),
             },
-            description=f"add secondary range {range_name} {cidr} to subnet {region}/{subnet.name} "
+            description=f"add secondary range {range_name} {cidr} to subnet {region}/{subnet.name}{host_note} "
             f"(room for {new_max} nodes of /{node_prefix})",
             permissions=ADD_SECONDARY_RANGE.permissions,
         )
@@ -366,6 +405,8 @@ def make_plan(snapshot: Snapshot, opts: GkePlanOptions) -> Plan:
         "template_pool": template.name if template else "",
         "cluster_pod_ranges": [i.range_name for i in c.additional_pod_ranges],
     }
+    if gke.shared_vpc:  # only then, so plans of other clusters keep their digests
+        basis["network_project"] = gke.host_project
     pool_name = ""
     if opts.strategy == "node-pool":
         assert template is not None
@@ -414,6 +455,12 @@ def make_plan(snapshot: Snapshot, opts: GkePlanOptions) -> Plan:
         "template_pool": template.name if template else "",
     }
     notes = _notes(opts.strategy, old, cidr, range_name, pool_name, template.name if template else "")
+    if gke.shared_vpc:
+        notes.append(
+            f"Shared VPC: step add-secondary-range writes to host project {gke.host_project} (a Shared VPC admin "
+            f"or the host project's network admin must run it, or grant {', '.join(ADD_SECONDARY_RANGE.permissions)} "
+            f"there); the other steps run in service project {gke.project}."
+        )
     return seal_plan(snapshot, opts.created_at, opts.strategy, basis, steps, notes, summary)
 
 
@@ -433,6 +480,9 @@ def check_drift(plan: Plan, snapshot: Snapshot) -> None:
     subnet = gke.subnet
     if c.network != b["network"]:
         problems.append(f"the cluster now uses network {c.network}, not {b['network']}")
+    if (gke.network_project or "") != b.get("network_project", ""):
+        was = b.get("network_project") or plan.target.project
+        problems.append(f"the cluster's network now belongs to project {gke.host_project}, not {was}")
     if subnet.name != b["subnet"] or _short(subnet.region) != b["subnet_region"]:
         where = f"{_short(subnet.region)}/{subnet.name}"
         problems.append(f"the cluster now uses subnet {where}, not {b['subnet_region']}/{b['subnet']}")

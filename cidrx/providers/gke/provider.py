@@ -7,6 +7,7 @@ imported inside the functions so that `diagnose --snapshot` and `--help` never l
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cidrx.model.snapshot import Snapshot
@@ -56,5 +57,30 @@ def apis(plan: Plan, access: Access, kube: KubeApi | None) -> Any:
     return GkeApis(gke=GkeApi(plan.target.project, plan.target.location), kube=kube)
 
 
-PROVIDER = PackageProvider("cidrx.providers.gke", collect=collect, make_plan=make_plan, apis=apis)
+class GkeProvider(PackageProvider):
+    """The usual package provider, with the route reads in its permissions and a split by project."""
+
+    def cloud_permissions(self) -> tuple[str, ...]:
+        """What collect reads (routes and other clusters too), plus the listing of fleet mode."""
+        from cidrx.providers.gke.api import COLLECT_PERMISSIONS, FLEET_PERMISSIONS, ROUTE_PERMISSIONS
+
+        return tuple(dict.fromkeys((*COLLECT_PERMISSIONS, *ROUTE_PERMISSIONS, *FLEET_PERMISSIONS)))
+
+    def permissions_by_project(self, permissions: Sequence[str]) -> dict[str, list[str]]:
+        """`permissions` split by the project they are needed in, for Shared VPC: the host project owns the
+        network (its subnets, routes, peerings, allocations and the subnet patch), the service project the
+        cluster (clusters, node pools, their operations). Without Shared VPC both are the cluster's project.
+        container.clusters.list is needed in both (routes-based clusters of either project)."""
+        from cidrx.providers.gke.api import NETWORK_PROJECT_READS
+        from cidrx.providers.gke.plan import ADD_SECONDARY_RANGE
+
+        host = {*NETWORK_PROJECT_READS, *ADD_SECONDARY_RANGE.permissions}
+        both = {"container.clusters.list"}
+        return {
+            "host_project": sorted(p for p in set(permissions) if p in host),
+            "service_project": sorted(p for p in set(permissions) if p not in host or p in both),
+        }
+
+
+PROVIDER = GkeProvider("cidrx.providers.gke", collect=collect, make_plan=make_plan, apis=apis)
 """The provider object `cidrx.registry` names (`cidrx.dispatch.Provider`)."""

@@ -139,7 +139,7 @@ def _basis_problem(subnet: dict[str, Any], params: dict[str, Any], ctx: StepCont
 
 class AddSecondaryRange:
     def _subnet(self, params: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
-        return _gke(ctx).get_subnetwork(params["region"], params["subnet"])
+        return _gke(ctx).get_subnetwork(params["region"], params["subnet"], params.get("project"))
 
     def _found(self, subnet: dict[str, Any], params: dict[str, Any]) -> Outputs | None:
         have = _ranges(subnet).get(params["range_name"])
@@ -176,7 +176,9 @@ class AddSecondaryRange:
             fingerprint = str(subnet.get("fingerprint") or "")
 
             def patch(fp: str = fingerprint, full: list[dict[str, Any]] = ranges) -> dict[str, Any]:
-                return _gke(ctx).patch_subnetwork_secondary_ranges(params["region"], params["subnet"], fp, full)
+                return _gke(ctx).patch_subnetwork_secondary_ranges(
+                    params["region"], params["subnet"], fp, full, params.get("project")
+                )
 
             try:
                 op = _when_free(ctx, f"{where} to accept a change", patch)

@@ -102,9 +102,38 @@ def _node_pool(e: Emitter, step: Step) -> None:
         e.imports.append(import_block(address, path))
 
 
+def _project_part(e: Emitter, step: Step, done: set[str]) -> None:
+    """Under Shared VPC the plan touches two projects, usually two Terraform configurations with different
+    owners: mark where each part starts (the host network's subnet, then the service project's cluster)."""
+    host = e.plan.basis.get("network_project")
+    if not host:
+        return
+    part = "host" if step.action == ADD_SECONDARY_RANGE.name else "service"
+    if part in done:
+        return
+    done.add(part)
+    if part == "host":
+        e.items.append(
+            Comment(
+                f"===== Part 1 of 2: Shared VPC HOST project {host} =====\n"
+                "Goes into the Terraform that manages the shared network (applied by the host project's network "
+                "admin). Apply it before part 2."
+            )
+        )
+    else:
+        e.items.append(
+            Comment(
+                f"===== Part 2 of 2: SERVICE project {step.params.get('project', '')} =====\n"
+                "Goes into the Terraform that manages the cluster. Apply it after part 1."
+            )
+        )
+
+
 def emit(e: Emitter) -> None:
+    parts: set[str] = set()
     for step in e.plan.steps:
         p = step.params
+        _project_part(e, step, parts)
         if step.action == ADD_SECONDARY_RANGE.name:
             block = Block("secondary_ip_range").attr("range_name", p["range_name"]).attr("ip_cidr_range", p["cidr"])
             existing = e.plan.basis.get("subnet_ranges") or {}

@@ -61,6 +61,19 @@ Decisions
   * aggregatedList pages over all subnets ordered by (region, name); every known region (``regions`` plus
     regions with subnets) appears on every page, as ``{"subnetworks": [...]}`` or as a warning-only scope
     ``{"warning": {"code": "NO_RESULTS_ON_PAGE", ...}}`` like the real API.
+  * Several projects are modelled (every store is keyed by project), so a Shared VPC is a host project
+    holding the network and subnets and a service project holding a cluster whose ``networkConfig`` names
+    the host's (``projects/HOST/global/networks/N``); clusters.list with location ``-`` lists a project's
+    clusters in every location.  ``routes.list``/``get`` serve a project's routes: the stored ones
+    (``add_route``), a default route to the internet per network, and one local route per subnet range
+    derived from the subnets, shaped as gcpdiag's real dumps (GoogleCloudPlatform/gcpdiag commit
+    06ec8584ec5919df53a4e6841ad2ad74a5f045b2, test-data/gke1/json-dumps/compute-network-routes.json,
+    test-data/gce1/json-dumps/compute-network-routes.json); paged by name, ``filter`` applied.  A new
+    secondary range that equals or contains a stored route's destination is 400, a range inside a broader
+    route is accepted (``Subnetwork.allowSubnetCidrRoutesOverlap`` in the discovery document).  A
+    routes-based cluster (``ipAllocationPolicy.useRoutes``) gets ``servicesIpv4Cidr`` from the last /20 of
+    its ``clusterIpv4Cidr`` and ``nodeIpv4CidrSize`` 24, as test-data/gke1/json-dumps/container-clusters.json
+    shows for ``gke2``.
   * Responses use enum names.  When the client asks ``$alt=json;enum-encoding=int`` (the container client
     always does) names are turned into numbers, as Google does.
   * A discovery method the fake does not implement, or an unsupported UpdateCluster field, is a fake gap:
@@ -83,6 +96,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
+import hashlib
 import http
 import ipaddress
 import json
@@ -343,9 +358,9 @@ def _page(items: list[tuple[Any, T]], query: dict[str, str]) -> tuple[list[T], s
     start = 0
     token = query.get("pageToken")
     if token:
+        # items are ordered by key: binary search (a linear scan made listing N items O(N^2 / page)).
         after = _dec_token(token)
-        while start < len(items) and json.loads(json.dumps(items[start][0])) <= after:
-            start += 1
+        start = bisect.bisect_right(items, after, key=lambda item: json.loads(json.dumps(item[0])))
     chunk = items[start : start + limit]
     more = start + limit < len(items)
     return [item for _, item in chunk], (_enc_token(chunk[-1][0]) if more and chunk else None)
@@ -398,6 +413,9 @@ class FakeGcp(LoopbackServer):
         self._networks: dict[tuple[str, str], JSON] = {}
         self._routes: list[tuple[str, str, str, str, JSON]] = []  # project, network, peering, direction, route
         self._addresses: dict[tuple[str, str], JSON] = {}
+        self._net_routes: dict[tuple[str, str], JSON] = {}  # (project, name) -> compute#route (routes.list)
+        self._routes_version = 0  # bumped by add_route; with the subnets' ranges, keys the routes.list cache
+        self._routes_cache: dict[Any, list[tuple[Any, JSON]]] = {}
         self._region_ops: dict[tuple[str, str, str], _Operation] = {}
         self._global_ops: dict[tuple[str, str], _Operation] = {}
         self._current = ("", "")  # (method, path) of the request being handled, for inject_operation_error
@@ -417,6 +435,8 @@ class FakeGcp(LoopbackServer):
             "compute.networks.get": self._network_get,
             "compute.networks.list": self._networks_list,
             "compute.networks.listPeeringRoutes": self._peering_routes,
+            "compute.routes.list": self._routes_list,
+            "compute.routes.get": self._route_get,
             "compute.globalAddresses.get": self._address_get,
             "compute.globalAddresses.list": self._addresses_list,
             "compute.globalAddresses.insert": self._address_insert,
@@ -474,7 +494,19 @@ class FakeGcp(LoopbackServer):
         net_cfg = data.setdefault("networkConfig", {})
         net_cfg.setdefault("network", f"projects/{project}/global/networks/{network}")
         net_cfg.setdefault("subnetwork", f"projects/{project}/regions/{region}/subnetworks/{subnetwork}")
-        data.setdefault("ipAllocationPolicy", {}).setdefault("useIpAliases", True)
+        policy = data.setdefault("ipAllocationPolicy", {})
+        if policy.get("useRoutes"):
+            # A routes-based cluster as gcpdiag test-data/gke1/json-dumps/container-clusters.json (commit
+            # 06ec8584) shows `gke2`: ipAllocationPolicy {"useRoutes": true, "stackType": "IPV4"}, the pod
+            # range only in clusterIpv4Cidr, services in its last /20 (10.4.0.0/14 -> 10.7.240.0/20) and
+            # nodeIpv4CidrSize 24.
+            policy.setdefault("stackType", "IPV4")
+            cidr = ipaddress.ip_network(data["clusterIpv4Cidr"])
+            last20 = list(cidr.subnets(new_prefix=20))[-1] if cidr.prefixlen <= 20 else cidr
+            data.setdefault("servicesIpv4Cidr", str(last20))
+            data.setdefault("nodeIpv4CidrSize", 24)
+        else:
+            policy.setdefault("useIpAliases", True)
         with self._lock:
             key = (project, location, name)
             self._clusters[key] = data
@@ -521,6 +553,21 @@ class FakeGcp(LoopbackServer):
         data.setdefault("networkFirewallPolicyEnforcementOrder", "AFTER_CLASSIC_FIREWALL")
         with self._lock:
             self._networks[(project, name)] = data
+        # Every new network gets GCE's default route to the internet (gcpdiag test-data/gke5/json-dumps/
+        # compute-network-routes.json: destRange 0.0.0.0/0, nextHopGateway default-internet-gateway).
+        digest = hashlib.sha256(data["selfLink"].encode()).hexdigest()[:16]
+        self.add_route(
+            project,
+            {
+                "name": f"default-route-{digest}",
+                "description": "Default route to the Internet.",
+                "network": name,
+                "destRange": "0.0.0.0/0",
+                "priority": 1000,
+                "nextHopGateway": f"{COMPUTE_LINK}projects/{project}/global/gateways/default-internet-gateway",
+            },
+        )
+        with self._lock:
             return clone(self._render_network((project, name)))
 
     def add_subnet(self, project: str, region: str, subnet: JSON) -> JSON:
@@ -592,6 +639,36 @@ class FakeGcp(LoopbackServer):
                 )
             self._routes.append((project, network, peering, direction, data))
         return clone(data)
+
+    def add_route(self, project: str, route: JSON) -> JSON:
+        """Store a route of a network (routes.list), as gcpdiag test-data/gce1/json-dumps/
+        compute-network-routes.json (commit 06ec8584) shows them: name, destRange, network URL, one
+        nextHop* field, priority (default 1000), kind, id, selfLink, creationTimestamp.
+
+        The subnets' own local routes are not stored: routes.list makes them from the subnets, as GCE lists
+        them ("Default local route to the subnetwork ...", nextHopNetwork, priority 0)."""
+        data = clone(route)
+        name = data["name"]
+        data["network"] = network_url(project, data.get("network", "default"))
+        data.setdefault("kind", "compute#route")
+        data.setdefault("id", new_id())
+        data.setdefault("creationTimestamp", compute_time())
+        data.setdefault("priority", 1000)
+        data.setdefault("selfLink", f"{COMPUTE_LINK}projects/{project}/global/routes/{name}")
+        with self._lock:
+            self._net_routes[(project, name)] = data
+            self._routes_version += 1
+        return clone(data)
+
+    def add_routes(self, project: str, routes: Iterable[JSON]) -> None:
+        """add_route for many routes at once (a large estate)."""
+        for route in routes:
+            self.add_route(project, route)
+
+    def route(self, project: str, name: str) -> JSON | None:
+        with self._lock:
+            data = self._net_routes.get((project, name))
+            return clone(data) if data is not None else None
 
     def add_global_address(self, project: str, address: JSON) -> JSON:
         """Store a global address (e.g. a private-service-access allocation, purpose VPC_PEERING)."""
@@ -1126,6 +1203,50 @@ class FakeGcp(LoopbackServer):
                 out.append((f"{addr['address']}/{addr.get('prefixLength', 32)}", f"allocated range '{name}'"))
         return out
 
+    def _subnet_routes(self, project: str) -> list[JSON]:
+        """The local routes GCE lists for every subnet range of the project's networks (routes.list)."""
+        out: list[JSON] = []
+        for (p, _region, _name), subnet in self._subnets.items():
+            if p != project:
+                continue
+            ranges = [("", subnet.get("ipCidrRange"))]
+            ranges += [("r-", r.get("ipCidrRange")) for r in subnet.get("secondaryIpRanges", [])]
+            for prefix, cidr in ranges:
+                if not cidr:
+                    continue
+                digest = hashlib.sha256(f"{subnet['selfLink']} {cidr}".encode()).hexdigest()[:16]
+                route_name = f"default-route-{prefix}{digest}"
+                out.append(
+                    {
+                        "kind": "compute#route",
+                        "id": str(int(digest, 16) % 10**19),
+                        "creationTimestamp": subnet.get("creationTimestamp", compute_time()),
+                        "name": route_name,
+                        "description": f"Default local route to the subnetwork {cidr}.",
+                        "network": subnet["network"],
+                        "destRange": cidr,
+                        "priority": 0,
+                        "nextHopNetwork": subnet["network"],
+                        "selfLink": f"{COMPUTE_LINK}projects/{project}/global/routes/{route_name}",
+                    }
+                )
+        return out
+
+    def _route_conflict(self, network: str, cidr: str) -> str | None:
+        """GCE refuses a subnet range that contains or equals a route's destination in the network (a
+        range inside a broader route is allowed): Subnetwork.allowSubnetCidrRoutesOverlap, discovery doc."""
+        try:
+            new = ipaddress.ip_network(cidr, strict=False)
+        except ValueError:
+            return None
+        for (_, name), route in self._net_routes.items():
+            if route.get("network") != network or not route.get("destRange"):
+                continue
+            dest = ipaddress.ip_network(route["destRange"], strict=False)
+            if dest.version == new.version and dest.prefixlen > 0 and dest.subnet_of(new):  # type: ignore[arg-type]
+                return f"route '{name}' ({route['destRange']})"
+        return None
+
     def _check_secondary_ranges(self, key: tuple[str, str, str], subnet: JSON, new: list[JSON]) -> None:
         where = "resource.secondaryIpRanges"
         if len(new) > self.secondary_range_limit:
@@ -1175,6 +1296,9 @@ class FakeGcp(LoopbackServer):
             for taken, what in self._occupied(subnet["network"], skip_subnet=key):
                 if _overlaps(cidr, taken):
                     raise GcpError(400, f"Invalid IPCidrRange: {cidr} conflicts with {what} ({taken}).")
+            conflict = self._route_conflict(subnet["network"], cidr)
+            if conflict is not None:
+                raise GcpError(400, f"Invalid IPCidrRange: {cidr} conflicts with existing {conflict}.")
         dropped = {name for name, _ in old} - {r.get("rangeName") for r in new}
         for name, user in self._ranges_in_use(key).items():
             if name in dropped:
@@ -1300,6 +1424,34 @@ class FakeGcp(LoopbackServer):
             items,
             token,
         )
+
+    def _routes_list(self, params: dict[str, str], query: dict[str, str], body: Any) -> JSON:
+        project = params["project"]
+        # Listing tens of thousands of routes page by page would rebuild, sort and filter them on every page:
+        # keep the filtered, ordered list while neither the routes nor the subnets' ranges changed.
+        ranges = tuple(
+            (s["selfLink"], s.get("ipCidrRange"), tuple(r.get("ipCidrRange") for r in s.get("secondaryIpRanges", [])))
+            for k, s in self._subnets.items()
+            if k[0] == project
+        )
+        key = (project, query.get("filter", ""), query.get("orderBy", ""), self._routes_version, ranges)
+        keyed = self._routes_cache.get(key)
+        if keyed is None:
+            objs = [r for k, r in self._net_routes.items() if k[0] == project] + self._subnet_routes(project)
+            objs.sort(key=lambda r: str(r["name"]))
+            keyed = [(o["name"], o) for o in self._filtered(objs, query)]
+            self._routes_cache = {key: keyed}
+        items, token = _page(keyed, query)
+        return self._list_body("compute#routeList", f"projects/{project}/global/routes", items, token)
+
+    def _route_get(self, params: dict[str, str], query: dict[str, str], body: Any) -> JSON:
+        project, name = params["project"], params["route"]
+        found = self._net_routes.get((project, name)) or next(
+            (r for r in self._subnet_routes(project) if r["name"] == name), None
+        )
+        if found is None:
+            raise GcpError(404, f"The resource 'projects/{project}/global/routes/{name}' was not found")
+        return found
 
     def _address_get(self, params: dict[str, str], query: dict[str, str], body: Any) -> JSON:
         addr = self._addresses.get((params["project"], params["address"]))
