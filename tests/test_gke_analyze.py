@@ -13,7 +13,7 @@ import pytest
 from cidrx.errors import InvalidInput
 from cidrx.model import codec
 from cidrx.model.findings import Capacity, Diagnosis, Finding, Severity
-from cidrx.model.snapshot import Snapshot
+from cidrx.model.snapshot import snapshot_type
 from cidrx.providers.gke.analyze import analyze, suggested_max_pods
 from tests.support import gke_cases as cases
 from tests.support.gke_cases import FLAGS, POD_CIDR, POOL, SCALE_UP_MESSAGE
@@ -280,7 +280,7 @@ def test_non_gke_snapshot_is_refused() -> None:
 
 def test_snapshot_round_trips_through_json() -> None:
     snap = cases.incident()
-    again = codec.loads(codec.dumps(snap).encode(), Snapshot, what="snapshot")
+    again = codec.loads(codec.dumps(snap).encode(), snapshot_type(), what="snapshot")
     assert analyze(again) == analyze(snap)
 
 
