@@ -46,6 +46,7 @@ POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
 POOL_LABELS = ("eks.amazonaws.com/nodegroup", "cloud.google.com/gke-nodepool", "alpha.eksctl.io/nodegroup-name")
+GKE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 CLUSTER_SCOPED_KINDS = frozenset({"Node", "Namespace", "PersistentVolume"})
 
 
@@ -319,6 +320,7 @@ def waiting_pod_from(pod: JSON) -> KubePod | None:
         node=str(_get(pod, "spec", "nodeName") or ""),
         reason=str(reason),
         created=str(_get(pod, "metadata", "creationTimestamp") or ""),
+        node_pool=str((_get(pod, "spec", "nodeSelector") or {}).get(GKE_POOL_LABEL) or "") or None,
     )
 
 

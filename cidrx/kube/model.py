@@ -41,6 +41,9 @@ class KubePod:
     node: str
     reason: str  # e.g. ContainerCreating, Unschedulable
     created: str
+    # The node pool its nodeSelector pins it to (cloud.google.com/gke-nodepool). None (not "") when none,
+    # so that snapshots taken before this field keep their fingerprints (the codec prunes None, not "").
+    node_pool: str | None = None
 
 
 @dataclass(frozen=True)

@@ -187,6 +187,61 @@ def build_incident(fake: FakeGcp, project: str = PROJECT) -> JSON:
     )
 
 
+GPU_POOL = "gpu-pool"
+GPU_SERVICE_ACCOUNT = f"gke-nodes@{PROJECT}.iam.gserviceaccount.com"
+
+
+def gpu_pool_json() -> JSON:
+    """A GPU node pool of the incident cluster, shaped after real container v1 dumps (GoogleCloudPlatform/
+    gcpdiag test-data/gke1/json-dumps/container-clusters.json at 06ec8584ec5919df53a4e6841ad2ad74a5f045b2:
+    cluster gke6's `accelerators` [{acceleratorCount "1", acceleratorType nvidia-tesla-v100}] on n1-standard-2,
+    gke2's custom serviceAccount, `tags`, workloadMetadataConfig GKE_METADATA and upgradeSettings
+    {maxSurge 1, strategy SURGE}, low-pod-per-node-pool's `preemptible` and maxPodsConstraint "8"), plus the
+    NodeConfig fields a GPU pool typically sets (taints, labels, GPU driver installation, reservation
+    affinity, placement), every one checked against the container v1 discovery document by the fake."""
+    return {
+        "name": GPU_POOL,
+        "config": {
+            "machineType": "n1-standard-8",
+            "diskSizeGb": 200,
+            "diskType": "pd-ssd",
+            "imageType": "COS_CONTAINERD",
+            "serviceAccount": GPU_SERVICE_ACCOUNT,
+            "oauthScopes": ["https://www.googleapis.com/auth/cloud-platform"],
+            "metadata": {"disable-legacy-endpoints": "true"},
+            "labels": {"workload": "training", "gpu": "v100"},
+            "resourceLabels": {"team": "ml"},
+            "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}],
+            "tags": ["gke-demo-ip-gpu", "allow-nccl"],
+            "accelerators": [
+                {
+                    "acceleratorCount": "2",
+                    "acceleratorType": "nvidia-tesla-v100",
+                    "gpuDriverInstallationConfig": {"gpuDriverVersion": "LATEST"},
+                }
+            ],
+            "shieldedInstanceConfig": {"enableSecureBoot": True, "enableIntegrityMonitoring": True},
+            "workloadMetadataConfig": {"mode": "GKE_METADATA"},
+            "reservationAffinity": {"consumeReservationType": "ANY_RESERVATION"},
+            "windowsNodeConfig": {},
+        },
+        "initialNodeCount": 1,
+        "locations": [ZONES[0], ZONES[1]],
+        "autoscaling": {"enabled": True, "minNodeCount": 0, "maxNodeCount": 4, "locationPolicy": "ANY"},
+        "management": {"autoUpgrade": True, "autoRepair": True},
+        "upgradeSettings": {"maxSurge": 1, "strategy": "SURGE"},
+        "placementPolicy": {"type": "COMPACT"},
+        "maxPodsConstraint": {"maxPodsPerNode": "32"},
+        "networkConfig": {"podRange": POD_RANGE, "enablePrivateNodes": True},
+        "version": VERSION,
+    }
+
+
+def add_gpu_pool(fake: FakeGcp, project: str = PROJECT) -> JSON:
+    """Add `gpu_pool_json()` to the incident cluster in `fake`."""
+    return fake.add_node_pool(project, LOCATION, CLUSTER, gpu_pool_json())
+
+
 def gcp_env(fake: FakeGcp) -> dict[str, str]:
     """The environment that points cidrx's GkeApi (in-process or a subprocess) at ``fake``."""
     return {CONTAINER_ENDPOINT_ENV: fake.url, COMPUTE_ENDPOINT_ENV: fake.url, ANONYMOUS_ENV: "1"}

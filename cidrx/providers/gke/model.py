@@ -68,13 +68,21 @@ class NodePool:
     autoscaling: Autoscaling = field(default_factory=Autoscaling)
     pod_range_utilization: float | None = None  # network_config.pod_ipv4_range_utilization
     instance_group_count: int = 0  # len(instance_group_urls): one per zone
-    # The node pool's `config` (NodeConfig, REST JSON camelCase) trimmed to what a copy of the pool needs:
-    # machineType, diskSizeGb, diskType, imageType, serviceAccount, oauthScopes, labels, taints, tags,
-    # metadata, spot/preemptible, workloadMetadataConfig, shieldedInstanceConfig.
+    # The node pool's `config` (NodeConfig, REST JSON camelCase): every writable field that is set
+    # (collect.NODE_CONFIG_KEYS: accelerators with their GPU driver config, taints, labels, service account,
+    # scopes, metadata, tags, shielded/workload settings, reservation affinity, spot, ...), so a copy of the
+    # pool keeps it; resourceLabels are kept apart below.
     config: dict[str, Any] = field(default_factory=dict)
     management: dict[str, Any] = field(default_factory=dict)  # autoUpgrade / autoRepair
     # config.resourceLabels: GCE labels on the pool's nodes; `cidrx-plan` marks a pool cidrx created.
     resource_labels: dict[str, str] = field(default_factory=dict)
+    # NodePool-level settings a copy keeps (upgradeSettings, placementPolicy, queuedProvisioning, ... and
+    # networkConfig without the pod range), REST JSON; collect.NODE_POOL_SETTING_KEYS.
+    # None, not {} or (), when empty: the codec does not prune empties inside tuples (node_pools is one), so
+    # an empty default would change the fingerprints of snapshots taken before these fields existed.
+    settings: dict[str, Any] | None = None
+    # NodeConfig fields the template sets that cidrx does not know and so cannot copy (the plan lists them).
+    config_not_copied: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,14 @@ from cidrx import netmath
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.model.plan import Plan, Step, seal_plan
 from cidrx.model.snapshot import Snapshot
-from cidrx.providers.gke.analyze import RangeUse, pod_ranges, pool_max_nodes, pool_node_prefix, pool_range_key
+from cidrx.providers.gke.analyze import RangeUse, pod_ranges, pool_node_prefix, pool_range_key
 from cidrx.providers.gke.model import GkeSection, NodePool, Subnetwork
+from cidrx.providers.gke.pool_copy import PLAN_LABEL, choose_template, differences, node_pool_json
+from cidrx.providers.gke.pool_copy import initial_nodes as _initial_nodes
+from cidrx.providers.gke.pool_copy import labels as _labels
 from cidrx.registry import Action
 
 STRATEGIES = ("node-pool", "cluster-range")
-# GCE label keys allow only [a-z0-9_-], so the plan id label is not DIGEST_TAG ("cidrx.io/plan").
-PLAN_LABEL = "cidrx-plan"
 POOL_NAME_MAX = 40  # GKE node pool names: at most 40 characters
 RANGE_NAME_MAX = 63  # RFC 1035 label, as for every compute resource name
 
@@ -126,10 +127,6 @@ def occupied_space(gke: GkeSection) -> list[tuple[IPv4Network, str]]:
     return out
 
 
-def _pool_nodes(snapshot: Snapshot, pool: NodePool) -> int:
-    return sum(1 for n in snapshot.kube.nodes if n.pool == pool.name)
-
-
 def _template(snapshot: Snapshot, gke: GkeSection, name: str | None) -> NodePool | None:
     if name:
         for p in gke.node_pools:
@@ -137,22 +134,7 @@ def _template(snapshot: Snapshot, gke: GkeSection, name: str | None) -> NodePool
                 return p
         known = ", ".join(p.name for p in gke.node_pools) or "none"
         raise InvalidInput(f"node pool {name!r} not found in cluster {gke.cluster.name} (known: {known})")
-    if not gke.node_pools:
-        return None
-    # Prefer pools cidrx did not make, so re-planning after an apply copies the user's own pool; then the
-    # pool with most nodes, then the largest autoscaling limit.
-    return max(
-        gke.node_pools,
-        key=lambda p: (PLAN_LABEL not in _labels(p), _pool_nodes(snapshot, p), pool_max_nodes(p), p.name),
-    )
-
-
-def _labels(pool: NodePool) -> dict[str, str]:
-    labels = dict(pool.resource_labels)
-    extra = pool.config.get("resourceLabels")
-    if isinstance(extra, dict):
-        labels.update({str(k): str(v) for k, v in extra.items()})
-    return labels
+    return choose_template(snapshot, gke)
 
 
 def _range_for(gke: GkeSection, ranges: list[RangeUse], template: NodePool | None) -> RangeUse:
@@ -228,55 +210,12 @@ def _pool_name(gke: GkeSection, template: NodePool, wanted: str | None) -> str:
         n += 1
 
 
-def _autoscaling_json(pool: NodePool) -> dict[str, Any]:
-    a = pool.autoscaling
-    if not a.enabled:
-        return {}
-    out: dict[str, Any] = {"enabled": True}
-    if a.total_max_node_count:
-        out["totalMinNodeCount"] = a.total_min_node_count
-        out["totalMaxNodeCount"] = a.total_max_node_count
-    else:
-        out["minNodeCount"] = a.min_node_count
-        out["maxNodeCount"] = a.max_node_count
-    if a.location_policy:
-        out["locationPolicy"] = a.location_policy
-    return out
-
-
-def _initial_nodes(pool: NodePool) -> int:
-    """Per zone: one node where the template autoscales (room for Pending pods at once), else its size."""
-    a = pool.autoscaling
-    if not a.enabled:
-        return pool.initial_node_count
-    start = max(1, a.min_node_count)
-    return min(start, a.max_node_count) if a.max_node_count else start
-
-
-def node_pool_json(template: NodePool, name: str, range_name: str, max_pods: int) -> dict[str, Any]:
-    """REST NodePool for the new pool: the template's machine, config, zones, autoscaling and management,
-    with its own max pods and pod range. The plan-id label is added at apply time."""
-    config = dict(template.config)
-    if template.machine_type:
-        config["machineType"] = template.machine_type
-    labels = {k: v for k, v in _labels(template).items() if k != PLAN_LABEL}
-    config.pop("resourceLabels", None)
-    if labels:
-        config["resourceLabels"] = labels
-    pool: dict[str, Any] = {
-        "name": name,
-        "config": config,
-        "initialNodeCount": _initial_nodes(template),
-        "locations": list(template.locations),
-        "maxPodsConstraint": {"maxPodsPerNode": max_pods},
-        "networkConfig": {"podRange": range_name},
-    }
-    autoscaling = _autoscaling_json(template)
-    if autoscaling:
-        pool["autoscaling"] = autoscaling
-    if template.management:
-        pool["management"] = dict(template.management)
-    return pool
+def _gpus(pool: NodePool) -> str:
+    accelerators = pool.config.get("accelerators")
+    if not isinstance(accelerators, list) or not accelerators:
+        return ""
+    kinds = ", ".join(f"{a.get('acceleratorCount', '?')} x {a.get('acceleratorType', '?')}" for a in accelerators)
+    return f", {kinds}"
 
 
 def _notes(strategy: str, old: RangeUse, cidr: IPv4Network, range_name: str, pool: str, template: str) -> list[str]:
@@ -377,13 +316,21 @@ def make_plan(snapshot: Snapshot, opts: GkePlanOptions) -> Plan:
                 f"{cidr} holds {new_max} node(s) of /{node_prefix}, but {pool_name} starts with {starting}; "
                 "use a larger --cidr"
             )
+        changed = differences(template, node_pool, c.version)
         steps.append(
             Step(
                 id="create-node-pool",
                 action=CREATE_NODE_POOL.name,
-                params={"project": gke.project, "location": c.location, "cluster": c.name, "node_pool": node_pool},
-                description=f"create node pool {pool_name} like {template.name} ({template.machine_type}, "
-                f"max pods {max_pods}) taking pod blocks from {range_name}",
+                params={
+                    "project": gke.project,
+                    "location": c.location,
+                    "cluster": c.name,
+                    "node_pool": node_pool,
+                    "differences": changed,
+                },
+                description=f"create node pool {pool_name} as a copy of {template.name} ({template.machine_type}"
+                f"{_gpus(template)}, max pods {max_pods}) taking pod blocks from {range_name}; it differs only in: "
+                + "; ".join(changed),
                 depends_on=("add-secondary-range",),
                 permissions=CREATE_NODE_POOL.permissions,
             )

@@ -20,7 +20,8 @@ from cidrx import netmath
 from cidrx.engine.executor import Executor, Outputs, StepContext
 from cidrx.errors import CloudError, StalePlan
 from cidrx.model.plan import Step
-from cidrx.providers.gke.plan import ACTIONS, PLAN_LABEL
+from cidrx.providers.gke.plan import ACTIONS
+from cidrx.providers.gke.pool_copy import PLAN_LABEL
 from cidrx.registry import executors
 
 if TYPE_CHECKING:
