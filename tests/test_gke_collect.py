@@ -154,6 +154,7 @@ def test_collect_costs_one_request_per_list_page(gcp: FakeGcp, gke_api: GkeApi) 
         "compute.subnetworks.aggregatedList",
         "compute.networks.listPeeringRoutes",
         "compute.globalAddresses.list",
+        "compute.firewalls.list",
     ]
 
     gcp.reset_log()
@@ -162,7 +163,8 @@ def test_collect_costs_one_request_per_list_page(gcp: FakeGcp, gke_api: GkeApi) 
     assert len(gke.subnets) == 9
     assert gcp.count("GET", "/aggregated/subnetworks") == 4  # ceil(10 subnets in the project / 3)
     assert gcp.count("GET", "/subnetworks/") == 0  # no per-subnet GET: the list carries fingerprints
-    assert gcp.count("GET") == 9
+    assert gcp.count("GET", "/firewalls") == 2  # 4 rules of the network (filtered by the server) / 3
+    assert gcp.count("GET") == 11
 
 
 def test_collect_is_stable_and_sorted(gcp: FakeGcp, gke_api: GkeApi) -> None:

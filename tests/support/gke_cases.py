@@ -22,6 +22,7 @@ from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target
 from cidrx.providers.gke.model import (
     Autoscaling,
+    FirewallRule,
     GkeCluster,
     GkeSection,
     NodePool,
@@ -423,3 +424,21 @@ def class_e_only() -> Snapshot:
 
 def autopilot() -> Snapshot:
     return with_cluster(incident(), autopilot=True)
+
+
+# GKE's own rule for the cluster's pods (gke-<cluster>-<hash>-all: sourceRanges = the pod range), a broad
+# internal rule that already covers 10/8, and a rule for the nodes only (tests.support.gke_world cites the
+# real rules these follow).
+FIREWALL_ALL = "gke-demo-ip-0b1c2d3e-all"
+
+
+def firewalls() -> tuple[FirewallRule, ...]:
+    return (
+        FirewallRule(FIREWALL_ALL, PROJECT, source_ranges=(POD_CIDR,), target_tags=("gke-demo-ip-0b1c2d3e-node",)),
+        FirewallRule("allow-internal", PROJECT, source_ranges=("10.0.0.0/8",), priority=65534),
+        FirewallRule("gke-demo-ip-0b1c2d3e-vms", PROJECT, source_ranges=("10.0.0.0/24",)),
+    )
+
+
+def with_firewalls(snap: Snapshot, rules: tuple[FirewallRule, ...] | None = None) -> Snapshot:
+    return with_gke(snap, firewalls=firewalls() if rules is None else rules)

@@ -131,6 +131,9 @@ def build_incident(fake: FakeGcp, project: str = PROJECT) -> JSON:
     )
     fake.add_global_address(project, {"name": "lb-ip", "address": "34.1.2.3", "addressType": "EXTERNAL"})
 
+    for rule in incident_firewalls():
+        fake.add_firewall(project, rule)
+
     pool: JSON = {
         "name": POOL,
         "config": {
@@ -240,6 +243,55 @@ def gpu_pool_json() -> JSON:
 def add_gpu_pool(fake: FakeGcp, project: str = PROJECT) -> JSON:
     """Add `gpu_pool_json()` to the incident cluster in `fake`."""
     return fake.add_node_pool(project, LOCATION, CLUSTER, gpu_pool_json())
+
+
+CLUSTER_HASH = "5f2c9a7e"
+FIREWALL_ALL = f"gke-{CLUSTER}-{CLUSTER_HASH}-all"
+ALL_PROTOCOLS = [{"IPProtocol": p} for p in ("tcp", "udp", "icmp", "esp", "ah", "sctp")]
+
+
+def incident_firewalls() -> list[JSON]:
+    """The rules GKE creates for a private cluster (gke-<cluster>-<hash>-all from the pod range, -vms from the
+    node subnet, -master from the control plane), shaped after the real rules in GoogleCloudPlatform/gcpdiag
+    test-data/gke1/json-dumps/compute-effective-firewalls-default.json (06ec8584ec5919df53a4e6841ad2ad74a5f045b2),
+    a broad user rule (like the default network's default-allow-internal) and a rule of another network."""
+    tag = [f"gke-{CLUSTER}-{CLUSTER_HASH}-node"]
+    return [
+        {
+            "name": FIREWALL_ALL,
+            "network": NETWORK,
+            "sourceRanges": [POD_CIDR],
+            "targetTags": tag,
+            "allowed": ALL_PROTOCOLS,
+        },
+        {
+            "name": f"gke-{CLUSTER}-{CLUSTER_HASH}-vms",
+            "network": NETWORK,
+            "sourceRanges": [SUBNET_CIDR],
+            "targetTags": tag,
+            "allowed": [{"IPProtocol": "icmp"}, {"IPProtocol": "tcp", "ports": ["1-65535"]}],
+        },
+        {
+            "name": f"gke-{CLUSTER}-{CLUSTER_HASH}-master",
+            "network": NETWORK,
+            "sourceRanges": [MASTER_CIDR],
+            "targetTags": tag,
+            "allowed": [{"IPProtocol": "tcp", "ports": ["10250", "443"]}],
+        },
+        {
+            "name": "demo-vpc-allow-internal",
+            "network": NETWORK,
+            "priority": 65534,
+            "sourceRanges": ["10.0.0.0/8"],
+            "allowed": [{"IPProtocol": "tcp", "ports": ["0-65535"]}],
+        },
+        {
+            "name": "other-vpc-allow-pods",
+            "network": OTHER_NETWORK,
+            "sourceRanges": [POD_CIDR],
+            "allowed": ALL_PROTOCOLS,
+        },
+    ]
 
 
 def gcp_env(fake: FakeGcp) -> dict[str, str]:

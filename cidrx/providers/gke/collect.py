@@ -17,6 +17,7 @@ from typing import Any
 
 from cidrx import netmath
 from cidrx.providers.gke.api import GkeApi, short_name
+from cidrx.providers.gke.firewalls import firewall_from
 from cidrx.providers.gke.model import (
     Autoscaling,
     GkeCluster,
@@ -322,7 +323,8 @@ def collect_gke(api: GkeApi, cluster: str) -> GkeSection:
 
     Autopilot clusters are collected like any other (analysis says what applies to them).
     """
-    gke_cluster = cluster_from(api.get_cluster(cluster))
+    raw_cluster = api.get_cluster(cluster)
+    gke_cluster = cluster_from(raw_cluster)
     pools = [node_pool_from(p, gke_cluster.default_max_pods_per_node) for p in api.list_node_pools(cluster)]
     network = api.get_network(gke_cluster.network)
 
@@ -354,6 +356,17 @@ def collect_gke(api: GkeApi, cluster: str) -> GkeSection:
         if in_network(str(a.get("network", "")), gke_cluster.network, api.project)
     ]
 
+    # Firewall rules live with the network: in its own project (a Shared VPC host project's URL says so).
+    net_project = _project_in(str((raw_cluster.get("networkConfig") or {}).get("network") or "")) or api.project
+    firewalls = sorted(
+        (
+            firewall_from(f, net_project)
+            for f in api.iter_firewalls(gke_cluster.network, net_project)
+            if in_network(str(f.get("network", "")), gke_cluster.network, net_project)
+        ),
+        key=lambda r: r.name,
+    )
+
     return GkeSection(
         project=api.project,
         cluster=gke_cluster,
@@ -363,6 +376,7 @@ def collect_gke(api: GkeApi, cluster: str) -> GkeSection:
         peerings=peering_names(network),
         peering_routes=_sorted_routes(routes.values()),
         reserved_ranges=tuple(sorted(reserved, key=lambda r: (_net_key(r.cidr), r.name))),
+        firewalls=tuple(firewalls),
     )
 
 

@@ -122,6 +122,31 @@ class ReservedRange:
 
 
 @dataclass(frozen=True)
+class FirewallRule:
+    """A VPC firewall rule of the cluster's network (compute v1 `Firewall`), trimmed to what decides whether
+    it must learn a new pod range. Firewalls carry no fingerprint: the plan keeps the ranges it saw."""
+
+    name: str
+    project: str  # where the rule lives: the network's project (the host project for Shared VPC)
+    direction: str = "INGRESS"  # INGRESS (sourceRanges) or EGRESS (destinationRanges)
+    source_ranges: tuple[str, ...] = ()
+    destination_ranges: tuple[str, ...] = ()
+    action: str = "allow"  # allow (`allowed`) or deny (`denied`)
+    disabled: bool = False
+    priority: int = 1000
+    target_tags: tuple[str, ...] = ()
+
+    @property
+    def ranges_field(self) -> str:
+        """The REST field a pod range belongs in: who may send (ingress) or be reached (egress)."""
+        return "destinationRanges" if self.direction == "EGRESS" else "sourceRanges"
+
+    @property
+    def ranges(self) -> tuple[str, ...]:
+        return self.destination_ranges if self.direction == "EGRESS" else self.source_ranges
+
+
+@dataclass(frozen=True)
 class GkeSection:
     project: str
     cluster: GkeCluster
@@ -131,6 +156,9 @@ class GkeSection:
     peerings: tuple[str, ...] = ()  # peering names on the network
     peering_routes: tuple[PeeringRoute, ...] = ()
     reserved_ranges: tuple[ReservedRange, ...] = ()
+    # The network's firewall rules (firewalls.list filtered by network, in the network's project); None when
+    # not collected (snapshots from before firewalls were read).
+    firewalls: tuple[FirewallRule, ...] | None = None
 
     def invariant_problem(self) -> str | None:
         return first_problem(

@@ -22,6 +22,7 @@ from cidrx import netmath
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.model.plan import Plan, Step, seal_plan
 from cidrx.model.snapshot import Snapshot
+from cidrx.providers.gke import firewalls
 from cidrx.providers.gke.analyze import RangeUse, pod_ranges, pool_node_prefix, pool_range_key
 from cidrx.providers.gke.model import GkeSection, NodePool, Subnetwork
 from cidrx.providers.gke.pool_copy import PLAN_LABEL, choose_template, differences, node_pool_json
@@ -53,9 +54,21 @@ ADD_CLUSTER_POD_RANGES = Action(
     ("container.clusters.get", "container.clusters.update", "container.operations.get"),
     f"{_STEPS}:AddClusterPodRanges",
 )
-NODE_POOL_ACTIONS = (ADD_SECONDARY_RANGE, CREATE_NODE_POOL)
-CLUSTER_RANGE_ACTIONS = (ADD_SECONDARY_RANGE, ADD_CLUSTER_POD_RANGES)
-ACTIONS = (ADD_SECONDARY_RANGE, CREATE_NODE_POOL, ADD_CLUSTER_POD_RANGES)
+# firewalls.patch needs compute.firewalls.update and, on the rule's network, compute.networks.updatePolicy
+# (Compute Engine IAM reference of firewalls.patch); the rule is re-read before the patch (firewalls.get).
+ADD_FIREWALL_RANGE = Action(
+    "gke.add-firewall-range",
+    (
+        "compute.firewalls.get",
+        "compute.firewalls.update",
+        "compute.networks.updatePolicy",
+        "compute.globalOperations.get",
+    ),
+    f"{_STEPS}:AddFirewallRange",
+)
+NODE_POOL_ACTIONS = (ADD_SECONDARY_RANGE, ADD_FIREWALL_RANGE, CREATE_NODE_POOL)
+CLUSTER_RANGE_ACTIONS = (ADD_SECONDARY_RANGE, ADD_FIREWALL_RANGE, ADD_CLUSTER_POD_RANGES)
+ACTIONS = (ADD_SECONDARY_RANGE, CREATE_NODE_POOL, ADD_CLUSTER_POD_RANGES, ADD_FIREWALL_RANGE)
 
 
 @dataclass(frozen=True)
@@ -218,13 +231,39 @@ def _gpus(pool: NodePool) -> str:
     return f", {kinds}"
 
 
-def _notes(strategy: str, old: RangeUse, cidr: IPv4Network, range_name: str, pool: str, template: str) -> list[str]:
+def firewall_steps(gke: GkeSection, cidr: IPv4Network) -> list[Step]:
+    """One step per firewall rule that names a pod range and must learn `cidr` (cidrx.providers.gke.firewalls)."""
+    found = firewalls.review(gke, cidr)
+    if found is None:
+        return []
+    return [
+        Step(
+            id=f"widen-firewall-{r.name}",
+            action=ADD_FIREWALL_RANGE.name,
+            params={
+                "project": r.project,
+                "firewall": r.name,
+                "field": r.ranges_field,
+                "cidr": str(cidr),
+                "seen": list(r.ranges),
+            },
+            description=f"add {cidr} to {r.ranges_field} of firewall rule {r.name} (project {r.project}; "
+            f"{r.action} {r.direction.lower()}{', disabled' if r.disabled else ''}), which names the pod range "
+            f"today ({', '.join(r.ranges)})",
+            permissions=ADD_FIREWALL_RANGE.permissions,
+        )
+        for r in found.widen
+    ]
+
+
+def _notes(
+    strategy: str, old: RangeUse, cidr: IPv4Network, range_name: str, pool: str, template: str, firewall_note: str
+) -> list[str]:
     notes = [
         f"ip-masq-agent: if kube-system/ip-masq-agent sets nonMasqueradeCIDRs, add {cidr} there, or traffic "
         "from pods in the new range is SNATed to node addresses.",
         f"NetworkPolicy ipBlocks that list the pod range {old.cidr} must list {cidr} too.",
-        f"Firewall rules (and on-premises ACLs) naming the pod range {old.cidr} ({old.name or old.role}) need "
-        f"{cidr} as well.",
+        firewall_note,
     ]
     if strategy == "node-pool":
         notes.append(
@@ -305,6 +344,11 @@ def make_plan(snapshot: Snapshot, opts: GkePlanOptions) -> Plan:
         "template_pool": template.name if template else "",
         "cluster_pod_ranges": [i.range_name for i in c.additional_pod_ranges],
     }
+    fw_steps = firewall_steps(gke, cidr)
+    steps += fw_steps
+    if fw_steps:
+        basis["firewalls"] = {s.params["firewall"]: list(s.params["seen"]) for s in fw_steps}
+    after = ("add-secondary-range", *(s.id for s in fw_steps))
     pool_name = ""
     if opts.strategy == "node-pool":
         assert template is not None
@@ -331,7 +375,7 @@ def make_plan(snapshot: Snapshot, opts: GkePlanOptions) -> Plan:
                 description=f"create node pool {pool_name} as a copy of {template.name} ({template.machine_type}"
                 f"{_gpus(template)}, max pods {max_pods}) taking pod blocks from {range_name}; it differs only in: "
                 + "; ".join(changed),
-                depends_on=("add-secondary-range",),
+                depends_on=after,
                 permissions=CREATE_NODE_POOL.permissions,
             )
         )
@@ -343,7 +387,7 @@ def make_plan(snapshot: Snapshot, opts: GkePlanOptions) -> Plan:
                 action=ADD_CLUSTER_POD_RANGES.name,
                 params={"project": gke.project, "location": c.location, "cluster": c.name, "range_names": [range_name]},
                 description=f"add {range_name} to cluster {c.name}'s additional pod ranges",
-                depends_on=("add-secondary-range",),
+                depends_on=after,
                 permissions=ADD_CLUSTER_POD_RANGES.permissions,
             )
         )
@@ -360,7 +404,8 @@ def make_plan(snapshot: Snapshot, opts: GkePlanOptions) -> Plan:
         "node_pool": pool_name,
         "template_pool": template.name if template else "",
     }
-    notes = _notes(opts.strategy, old, cidr, range_name, pool_name, template.name if template else "")
+    fw_note = firewalls.note(firewalls.review(gke, cidr), cidr, f"{old.cidr} ({old.name or old.role})")
+    notes = _notes(opts.strategy, old, cidr, range_name, pool_name, template.name if template else "", fw_note)
     return seal_plan(snapshot, opts.created_at, opts.strategy, basis, steps, notes, summary)
 
 
@@ -399,6 +444,7 @@ def check_drift(plan: Plan, snapshot: Snapshot) -> None:
             continue  # our own range from an earlier run, or the cluster/pool ranges that name it
         if netmath.overlaps(net, planned):
             problems.append(f"{planned} now overlaps {net} ({where})")
+    problems += firewall_drift(b.get("firewalls") or {}, gke, str(planned))
     pools = {p.name: p for p in gke.node_pools}
     if plan.strategy == "node-pool":
         if b["template_pool"] not in pools:
@@ -408,3 +454,21 @@ def check_drift(plan: Plan, snapshot: Snapshot) -> None:
             problems.append(f"a node pool named {b['node_pool_name']} was created by someone else")
     if problems:
         raise StalePlan("the plan is stale: " + "; ".join(problems) + ". Nothing was applied; make a new plan")
+
+
+def firewall_drift(seen: dict[str, list[str]], gke: GkeSection, cidr: str) -> list[str]:
+    """Firewall rules the plan widens that are gone, or whose ranges changed other than by gaining `cidr`.
+    Firewalls carry no fingerprint, so their ranges are what the plan compares."""
+    if not seen or gke.firewalls is None:
+        return []
+    now = {r.name: r for r in gke.firewalls}
+    problems: list[str] = []
+    for name, ranges in seen.items():
+        rule = now.get(name)
+        if rule is None:
+            problems.append(f"firewall rule {name} is gone")
+        elif set(rule.ranges) - {cidr} != set(ranges):
+            problems.append(
+                f"firewall rule {name} now has ranges {', '.join(rule.ranges) or 'none'}, not {', '.join(ranges)}"
+            )
+    return problems

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from cidrx import netmath
 from cidrx.engine.executor import Executor, Outputs, StepContext
-from cidrx.errors import CloudError, StalePlan
+from cidrx.errors import CidrxError, CloudError, StalePlan
 from cidrx.model.plan import Step
 from cidrx.providers.gke.plan import ACTIONS
 from cidrx.providers.gke.pool_copy import PLAN_LABEL
@@ -344,6 +344,67 @@ class AddClusterPodRanges:
         missing = self._missing(params, ctx)
         if missing:
             raise CloudError(f"cluster {params['cluster']} does not list pod range(s) {', '.join(missing)}")
+
+
+# --- gke.add-firewall-range ------------------------------------------------------------------------
+# compute v1 Firewall has no fingerprint (discovery document, schema Firewall; unlike Subnetwork), so the
+# API offers no guard against a concurrent writer: the rule is re-read right before the patch and patched
+# only if its ranges are still the ones the plan saw, and read again after to check nothing was lost.
+
+FIREWALL_TIMEOUT = 5 * 60.0
+
+
+def _covered(ranges: list[str], cidr: str) -> bool:
+    new = netmath.parse_cidr(cidr)
+    for text in ranges:
+        try:
+            if new.subnet_of(netmath.parse_cidr(text)):
+                return True
+        except (CidrxError, ValueError, TypeError):
+            continue
+    return False
+
+
+class AddFirewallRange:
+    def _ranges(self, params: dict[str, Any], ctx: StepContext) -> list[str]:
+        rule = _gke(ctx).get_firewall(params["firewall"], params["project"])
+        return [str(r) for r in rule.get(params["field"]) or []]
+
+    def _done(self, params: dict[str, Any]) -> Outputs:
+        return {"firewall": params["firewall"], "cidr": params["cidr"]}
+
+    def check(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
+        return self._done(params) if _covered(self._ranges(params, ctx), params["cidr"]) else None
+
+    def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        _settle_earlier_operation(ctx, step)
+        name = params["firewall"]
+        now = self._ranges(params, ctx)
+        if _covered(now, params["cidr"]):
+            return self._done(params)
+        if set(now) != set(params["seen"]):
+            raise StalePlan(
+                f"firewall rule {name} changed since the plan was made: its {params['field']} are now "
+                f"{', '.join(now) or 'empty'}, not {', '.join(params['seen'])}; make a new plan"
+            )
+        op = _gke(ctx).patch_firewall_ranges(name, params["field"], [*now, params["cidr"]], params["project"])
+        return {**self._done(params), "operation": op, "before": now}
+
+    def wait(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
+        op = outputs.get("operation")
+        if op:
+            _wait_operation(ctx, op, f"firewall rule {params['firewall']} to allow {params['cidr']}", FIREWALL_TIMEOUT)
+
+    def verify(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
+        now = self._ranges(params, ctx)
+        if not _covered(now, params["cidr"]):
+            raise CloudError(f"firewall rule {params['firewall']} does not cover {params['cidr']} after the patch")
+        lost = [r for r in outputs.get("before") or [] if r not in now]
+        if lost:
+            raise CloudError(
+                f"firewall rule {params['firewall']} lost {', '.join(lost)} while cidrx patched it (someone else "
+                "wrote it at the same time; firewall rules have no fingerprint): add them back by hand"
+            )
 
 
 # Derived from the plan module's declarations: the executor each step action names.

@@ -13,7 +13,7 @@ from typing import Any
 
 from cidrx.errors import InvalidInput
 from cidrx.model.plan import Step
-from cidrx.providers.gke.plan import ADD_CLUSTER_POD_RANGES, ADD_SECONDARY_RANGE, CREATE_NODE_POOL
+from cidrx.providers.gke.plan import ADD_CLUSTER_POD_RANGES, ADD_FIREWALL_RANGE, ADD_SECONDARY_RANGE, CREATE_NODE_POOL
 from cidrx.render.hcl import Block, Comment, Expr, import_block, snippet, tf_name
 from cidrx.render.terraform import Emitter
 
@@ -163,6 +163,26 @@ def emit(e: Emitter) -> None:
             e.items.append(snippet(f'secondary_ip_range for google_compute_subnetwork "{p["subnet"]}"', [block]))
         elif step.action == CREATE_NODE_POOL.name:
             _node_pool(e, step)
+        elif step.action == ADD_FIREWALL_RANGE.name:
+            attr = "destination_ranges" if p["field"] == "destinationRanges" else "source_ranges"
+            e.items.append(
+                Comment(
+                    f"step {step.id}: {step.description}.\n"
+                    f'Set {attr} of your existing resource "google_compute_firewall" for {p["firewall"]} '
+                    f"(project {p['project']}) to this list. If the rule is not in Terraform (GKE's own rules "
+                    "are not), apply the step with cidrx instead."
+                )
+            )
+            e.items.append(
+                snippet(
+                    f'{attr} for google_compute_firewall "{p["firewall"]}"',
+                    [
+                        Block("resource", ("google_compute_firewall", tf_name(p["firewall"]))).attr(
+                            attr, [*p["seen"], p["cidr"]]
+                        )
+                    ],
+                )
+            )
         elif step.action == ADD_CLUSTER_POD_RANGES.name:
             names = list(p["range_names"])
             existing = list(e.plan.basis.get("cluster_pod_ranges") or [])
