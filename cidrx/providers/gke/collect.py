@@ -194,6 +194,7 @@ def cluster_from(d: Json) -> GkeCluster:
         self_link=str(d.get("selfLink", "")),
         version=str(d.get("currentMasterVersion", "")),
         master_ipv4_cidr_block=str((d.get("privateClusterConfig") or {}).get("masterIpv4CidrBlock", "")),
+        datapath_provider=str(net_cfg.get("datapathProvider") or "") or None,
     )
 
 

@@ -41,6 +41,8 @@ class GkeCluster:
     version: str = ""
     # private_cluster_config.master_ipv4_cidr_block: the control plane's /28, occupied like any range.
     master_ipv4_cidr_block: Ipv4CidrOrEmpty = ""
+    # networkConfig.datapathProvider (ADVANCED_DATAPATH: Dataplane V2); None when the API did not say.
+    datapath_provider: str | None = None
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from cidrx import netmath
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.model.plan import Plan, Step, seal_plan
 from cidrx.model.snapshot import Snapshot
-from cidrx.providers.gke import firewalls
+from cidrx.providers.gke import firewalls, masquerade
 from cidrx.providers.gke.analyze import RangeUse, pod_ranges, pool_node_prefix, pool_range_key
 from cidrx.providers.gke.model import GkeSection, NodePool, Subnetwork
 from cidrx.providers.gke.pool_copy import PLAN_LABEL, choose_template, differences, node_pool_json
@@ -66,9 +66,14 @@ ADD_FIREWALL_RANGE = Action(
     ),
     f"{_STEPS}:AddFirewallRange",
 )
-NODE_POOL_ACTIONS = (ADD_SECONDARY_RANGE, ADD_FIREWALL_RANGE, CREATE_NODE_POOL)
-CLUSTER_RANGE_ACTIONS = (ADD_SECONDARY_RANGE, ADD_FIREWALL_RANGE, ADD_CLUSTER_POD_RANGES)
-ACTIONS = (ADD_SECONDARY_RANGE, CREATE_NODE_POOL, ADD_CLUSTER_POD_RANGES, ADD_FIREWALL_RANGE)
+ADD_IP_MASQ_CIDR = Action(
+    "kube.add-ip-masq-cidr",
+    ("kubernetes: configmaps get,patch in kube-system",),
+    f"{_STEPS}:AddIpMasqCidr",
+)
+NODE_POOL_ACTIONS = (ADD_SECONDARY_RANGE, ADD_FIREWALL_RANGE, ADD_IP_MASQ_CIDR, CREATE_NODE_POOL)
+CLUSTER_RANGE_ACTIONS = (ADD_SECONDARY_RANGE, ADD_FIREWALL_RANGE, ADD_IP_MASQ_CIDR, ADD_CLUSTER_POD_RANGES)
+ACTIONS = (ADD_SECONDARY_RANGE, CREATE_NODE_POOL, ADD_CLUSTER_POD_RANGES, ADD_FIREWALL_RANGE, ADD_IP_MASQ_CIDR)
 
 
 @dataclass(frozen=True)
@@ -256,6 +261,27 @@ def firewall_steps(gke: GkeSection, cidr: IPv4Network) -> list[Step]:
     ]
 
 
+def ip_masq_step(found: masquerade.MasqReview | None, cidr: IPv4Network) -> Step | None:
+    """The ConfigMap change when ip-masq-agent's own ConfigMap would SNAT traffic to the new range."""
+    if found is None or found.config_map is None or found.covered or found.problem:
+        return None
+    cm = found.config_map
+    return Step(
+        id="ip-masq-agent",
+        action=ADD_IP_MASQ_CIDR.name,
+        params={
+            "namespace": cm.namespace,
+            "name": cm.name,
+            "key": masquerade.CONFIG_KEY,
+            "cidr": str(cidr),
+            "seen": list(found.cidrs),
+        },
+        description=f"add {cidr} to nonMasqueradeCIDRs of ConfigMap {cm.namespace}/{cm.name} (now "
+        f"{', '.join(found.cidrs)}), so traffic to pods in the new range keeps its pod source address",
+        permissions=ADD_IP_MASQ_CIDR.permissions,
+    )
+
+
 def _notes(
     strategy: str, old: RangeUse, cidr: IPv4Network, range_name: str, pool: str, template: str, firewall_note: str
 ) -> list[str]:
@@ -348,7 +374,12 @@ def make_plan(snapshot: Snapshot, opts: GkePlanOptions) -> Plan:
     steps += fw_steps
     if fw_steps:
         basis["firewalls"] = {s.params["firewall"]: list(s.params["seen"]) for s in fw_steps}
-    after = ("add-secondary-range", *(s.id for s in fw_steps))
+    masq = masquerade.review_ip_masq(snapshot.kube, cidr)
+    masq_step = ip_masq_step(masq, cidr)
+    if masq_step is not None:
+        steps.append(masq_step)
+        basis["ip_masq_agent"] = list(masq_step.params["seen"])
+    after = ("add-secondary-range", *(s.id for s in fw_steps), *([masq_step.id] if masq_step else []))
     pool_name = ""
     if opts.strategy == "node-pool":
         assert template is not None
@@ -406,6 +437,10 @@ def make_plan(snapshot: Snapshot, opts: GkePlanOptions) -> Plan:
     }
     fw_note = firewalls.note(firewalls.review(gke, cidr), cidr, f"{old.cidr} ({old.name or old.role})")
     notes = _notes(opts.strategy, old, cidr, range_name, pool_name, template.name if template else "", fw_note)
+    notes[0] = masquerade.ip_masq_note(masq, cidr, masq_step is not None)
+    egress = masquerade.egress_nat_note(gke, snapshot.kube, cidr)
+    if egress:
+        notes.insert(1, egress)
     return seal_plan(snapshot, opts.created_at, opts.strategy, basis, steps, notes, summary)
 
 
@@ -445,6 +480,7 @@ def check_drift(plan: Plan, snapshot: Snapshot) -> None:
         if netmath.overlaps(net, planned):
             problems.append(f"{planned} now overlaps {net} ({where})")
     problems += firewall_drift(b.get("firewalls") or {}, gke, str(planned))
+    problems += ip_masq_drift(b.get("ip_masq_agent"), snapshot, str(planned))
     pools = {p.name: p for p in gke.node_pools}
     if plan.strategy == "node-pool":
         if b["template_pool"] not in pools:
@@ -472,3 +508,17 @@ def firewall_drift(seen: dict[str, list[str]], gke: GkeSection, cidr: str) -> li
                 f"firewall rule {name} now has ranges {', '.join(rule.ranges) or 'none'}, not {', '.join(ranges)}"
             )
     return problems
+
+
+def ip_masq_drift(seen: list[str] | None, snapshot: Snapshot, cidr: str) -> list[str]:
+    """The ip-masq-agent ConfigMap the plan changes is gone, or lists other CIDRs than it did (a new
+    resourceVersion alone is not drift: the step re-reads it)."""
+    if seen is None or snapshot.kube.config_maps is None:
+        return []
+    found = masquerade.review_ip_masq(snapshot.kube, netmath.parse_cidr(cidr))
+    ns, name = masquerade.IP_MASQ_AGENT
+    if found is None or found.config_map is None:
+        return [f"ConfigMap {ns}/{name} is gone"]
+    if set(found.cidrs) - {cidr} != set(seen):
+        return [f"ConfigMap {ns}/{name} now lists {', '.join(found.cidrs)}, not {', '.join(seen)}"]
+    return []

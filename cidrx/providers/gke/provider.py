@@ -43,8 +43,10 @@ def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
     from cidrx.providers.gke.plan import STRATEGIES, GkePlanOptions
     from cidrx.providers.gke.plan import make_plan as make_gke_plan
 
+    # Autopilot: GKE owns the node pools, so the default is the cluster's additional pod ranges.
+    autopilot = snapshot.gke is not None and snapshot.gke.cluster.autopilot
     gke_opts = GkePlanOptions(
-        strategy=opts.strategy or STRATEGIES[0],
+        strategy=opts.strategy or ("cluster-range" if autopilot else STRATEGIES[0]),
         cidr=opts.cidr,
         add_nodes=opts.add_nodes,
         max_pods_per_node=opts.max_pods_per_node,

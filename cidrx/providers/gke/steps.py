@@ -407,5 +407,87 @@ class AddFirewallRange:
             )
 
 
+# --- kube.add-ip-masq-cidr --------------------------------------------------------------------------
+
+IP_MASQ_RETRIES = 3
+
+
+def _kube(ctx: StepContext) -> KubeApi:
+    apis: GkeApis = ctx.apis
+    if apis.kube is None:
+        raise CloudError(
+            "the ip-masq-agent step changes a ConfigMap in the cluster and needs its Kubernetes API: run the "
+            "apply with cluster access (without --no-kube)"
+        )
+    return apis.kube
+
+
+class AddIpMasqCidr:
+    """Append the new range to ip-masq-agent's nonMasqueradeCIDRs with a JSON patch that starts with a `test`
+    of the resourceVersion just read, so a concurrent writer makes it fail (422) instead of being overwritten."""
+
+    def _read(self, params: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        cm = _kube(ctx).get_custom("", "v1", "configmaps", params["name"], params["namespace"])
+        if cm is None:
+            raise StalePlan(
+                f"ConfigMap {params['namespace']}/{params['name']} was deleted since the plan was made; make a new plan"
+            )
+        return cm
+
+    def _cidrs(self, cm: dict[str, Any], params: dict[str, Any]) -> tuple[list[str], str]:
+        from cidrx.providers.gke.masquerade import DEFAULT_NON_MASQUERADE, parse_config
+
+        text = str((cm.get("data") or {}).get(params["key"]) or "")
+        config = parse_config(text)
+        if config is None:
+            raise StalePlan(f"ConfigMap {params['namespace']}/{params['name']} no longer holds a readable config")
+        raw = config.get("nonMasqueradeCIDRs")
+        return ([str(c) for c in raw] if isinstance(raw, list) else list(DEFAULT_NON_MASQUERADE)), text
+
+    def _done(self, params: dict[str, Any]) -> Outputs:
+        return {"config_map": f"{params['namespace']}/{params['name']}", "cidr": params["cidr"]}
+
+    def check(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
+        cidrs, _ = self._cidrs(self._read(params, ctx), params)
+        return self._done(params) if _covered(cidrs, params["cidr"]) else None
+
+    def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        from cidrx.kube.api import PatchTestFailed
+        from cidrx.providers.gke.masquerade import updated_config
+
+        where = f"ConfigMap {params['namespace']}/{params['name']}"
+        for _ in range(IP_MASQ_RETRIES):
+            cm = self._read(params, ctx)
+            cidrs, text = self._cidrs(cm, params)
+            if _covered(cidrs, params["cidr"]):
+                return self._done(params)
+            if set(cidrs) != set(params["seen"]):
+                raise StalePlan(
+                    f"{where} changed since the plan was made: nonMasqueradeCIDRs are now {', '.join(cidrs)}, not "
+                    f"{', '.join(params['seen'])}; make a new plan"
+                )
+            version = str((cm.get("metadata") or {}).get("resourceVersion") or "")
+            op = "replace" if params["key"] in (cm.get("data") or {}) else "add"
+            ops = [
+                {"op": "test", "path": "/metadata/resourceVersion", "value": version},
+                {"op": op, "path": f"/data/{params['key']}", "value": updated_config(text, params["cidr"])},
+            ]
+            try:
+                _kube(ctx).json_patch("", "v1", "configmaps", params["name"], ops, namespace=params["namespace"])
+            except PatchTestFailed:
+                continue  # written meanwhile: read again and decide again
+            return self._done(params)
+        raise CloudError(f"{where} kept changing under us ({IP_MASQ_RETRIES} attempts); run again")
+
+    def wait(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
+        return None  # the agent re-reads its config every resyncInterval (60 s by default)
+
+    def verify(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
+        if self.check(step, params, ctx) is None:
+            raise CloudError(
+                f"ConfigMap {params['namespace']}/{params['name']} does not list {params['cidr']} after the patch"
+            )
+
+
 # Derived from the plan module's declarations: the executor each step action names.
 EXECUTORS: dict[str, Executor] = executors(ACTIONS)

@@ -13,7 +13,13 @@ from typing import Any
 
 from cidrx.errors import InvalidInput
 from cidrx.model.plan import Step
-from cidrx.providers.gke.plan import ADD_CLUSTER_POD_RANGES, ADD_FIREWALL_RANGE, ADD_SECONDARY_RANGE, CREATE_NODE_POOL
+from cidrx.providers.gke.plan import (
+    ADD_CLUSTER_POD_RANGES,
+    ADD_FIREWALL_RANGE,
+    ADD_IP_MASQ_CIDR,
+    ADD_SECONDARY_RANGE,
+    CREATE_NODE_POOL,
+)
 from cidrx.render.hcl import Block, Comment, Expr, import_block, snippet, tf_name
 from cidrx.render.terraform import Emitter
 
@@ -163,6 +169,15 @@ def emit(e: Emitter) -> None:
             e.items.append(snippet(f'secondary_ip_range for google_compute_subnetwork "{p["subnet"]}"', [block]))
         elif step.action == CREATE_NODE_POOL.name:
             _node_pool(e, step)
+        elif step.action == ADD_IP_MASQ_CIDR.name:
+            cidrs = ", ".join([*p["seen"], p["cidr"]])
+            e.items.append(
+                Comment(
+                    f"step {step.id}: {step.description}.\n"
+                    f"In ConfigMap {p['namespace']}/{p['name']}, key {p['key']}, set nonMasqueradeCIDRs to: {cidrs}. "
+                    "If Terraform does not manage that ConfigMap, apply the step with cidrx instead."
+                )
+            )
         elif step.action == ADD_FIREWALL_RANGE.name:
             attr = "destination_ranges" if p["field"] == "destinationRanges" else "source_ranges"
             e.items.append(
