@@ -21,7 +21,7 @@ import yaml
 from cidrx.errors import StalePlan
 from cidrx.kube.model import ConfigMapData, EgressNatPolicy
 from cidrx.model.plan import Plan, load_plan
-from cidrx.model.snapshot import Snapshot
+from cidrx.model.snapshot import Snapshot, load_snapshot
 from cidrx.providers.gke.masquerade import review_ip_masq, updated_config
 from cidrx.providers.gke.plan import GkePlanOptions, check_drift, make_plan
 from cidrx.render.terraform import render_terraform
@@ -162,14 +162,19 @@ def _seed_configmap(kube: FakeKubeServer) -> None:
     )
 
 
-def test_apply_patches_the_configmap_once(
-    gcp: FakeGcp, kube_server: FakeKubeServer, kubeconfig_path: Path, tmp_path: Path
-) -> None:
-    _seed_configmap(kube_server)
+def _seeded_plan(kube: FakeKubeServer, tmp_path: Path) -> tuple[Path, Plan]:
+    """The ConfigMap in the cluster, then `expand --plan` with cluster access; the plan file and the plan."""
+    _seed_configmap(kube)
     plan_path = tmp_path / "plan.json"
     made = run("expand", *TARGET, "--plan", "--out", str(plan_path))
     assert made.exit_code == 0, made.output
-    plan = load_plan(plan_path)
+    return plan_path, load_plan(plan_path)
+
+
+def test_apply_patches_the_configmap_once(
+    gcp: FakeGcp, kube_server: FakeKubeServer, kubeconfig_path: Path, tmp_path: Path
+) -> None:
+    plan_path, plan = _seeded_plan(kube_server, tmp_path)
     cidr = plan.basis["cidr"]
     assert masq_step(plan) is not None
     kube_server.reset_log()
@@ -189,9 +194,7 @@ def test_apply_patches_the_configmap_once(
 def test_a_configmap_rewritten_after_the_plan_is_left_alone(
     gcp: FakeGcp, kube_server: FakeKubeServer, kubeconfig_path: Path, tmp_path: Path
 ) -> None:
-    _seed_configmap(kube_server)
-    plan_path = tmp_path / "plan.json"
-    assert run("expand", *TARGET, "--plan", "--out", str(plan_path)).exit_code == 0
+    plan_path, _ = _seeded_plan(kube_server, tmp_path)
     cm = kube_server.get("", "v1", "configmaps", "ip-masq-agent", "kube-system") or {}
     kube_server.put({**cm, "data": {"config": "nonMasqueradeCIDRs: [10.0.0.0/24]\n"}})
     applied = run("expand", "--apply", str(plan_path), "--yes")
@@ -215,8 +218,6 @@ def test_the_collector_reads_the_configmap_and_egress_nat_policies(
     )
     snap_path = tmp_path / "snap.json"
     assert run("snapshot", *TARGET, "--out", str(snap_path)).exit_code == 0
-    from cidrx.model.snapshot import load_snapshot
-
     kube = load_snapshot(snap_path).kube
     [cm] = kube.config_maps or ()
     assert (cm.namespace, cm.name, cm.data, bool(cm.resource_version)) == (
@@ -234,10 +235,8 @@ def test_a_failed_resource_version_test_is_read_again_and_retried(
     gcp: FakeGcp, kube_server: FakeKubeServer, kubeconfig_path: Path, tmp_path: Path
 ) -> None:
     # 422 is what the API server answers when the patch's `test` of /metadata/resourceVersion fails.
-    _seed_configmap(kube_server)
-    plan_path = tmp_path / "plan.json"
-    assert run("expand", *TARGET, "--plan", "--out", str(plan_path)).exit_code == 0
-    cidr = load_plan(plan_path).basis["cidr"]
+    plan_path, plan = _seeded_plan(kube_server, tmp_path)
+    cidr = plan.basis["cidr"]
     kube_server.reset_log()
     kube_server.inject(422, method="PATCH", path_contains="/configmaps/ip-masq-agent", times=1)
     applied = run("expand", "--apply", str(plan_path), "--yes")

@@ -242,23 +242,31 @@ def firewall_steps(gke: GkeSection, cidr: IPv4Network) -> list[Step]:
     if found is None:
         return []
     return [
-        Step(
-            id=f"widen-firewall-{r.name}",
-            action=ADD_FIREWALL_RANGE.name,
-            params={
-                "project": r.project,
-                "firewall": r.name,
-                "field": r.ranges_field,
-                "cidr": str(cidr),
-                "seen": list(r.ranges),
-            },
-            description=f"add {cidr} to {r.ranges_field} of firewall rule {r.name} (project {r.project}; "
+        _add_to_list_step(
+            f"widen-firewall-{r.name}",
+            ADD_FIREWALL_RANGE,
+            {"project": r.project, "firewall": r.name, "field": r.ranges_field},
+            cidr,
+            r.ranges,
+            f"add {cidr} to {r.ranges_field} of firewall rule {r.name} (project {r.project}; "
             f"{r.action} {r.direction.lower()}{', disabled' if r.disabled else ''}), which names the pod range "
             f"today ({', '.join(r.ranges)})",
-            permissions=ADD_FIREWALL_RANGE.permissions,
         )
         for r in found.widen
     ]
+
+
+def _add_to_list_step(
+    step_id: str, action: Action, where: dict[str, Any], cidr: IPv4Network, seen: tuple[str, ...], text: str
+) -> Step:
+    """A step that adds `cidr` to a list of ranges (a firewall rule's, ip-masq-agent's) it saw as `seen`."""
+    return Step(
+        id=step_id,
+        action=action.name,
+        params={**where, "cidr": str(cidr), "seen": list(seen)},
+        description=text,
+        permissions=action.permissions,
+    )
 
 
 def ip_masq_step(found: masquerade.MasqReview | None, cidr: IPv4Network) -> Step | None:
@@ -266,19 +274,14 @@ def ip_masq_step(found: masquerade.MasqReview | None, cidr: IPv4Network) -> Step
     if found is None or found.config_map is None or found.covered or found.problem:
         return None
     cm = found.config_map
-    return Step(
-        id="ip-masq-agent",
-        action=ADD_IP_MASQ_CIDR.name,
-        params={
-            "namespace": cm.namespace,
-            "name": cm.name,
-            "key": masquerade.CONFIG_KEY,
-            "cidr": str(cidr),
-            "seen": list(found.cidrs),
-        },
-        description=f"add {cidr} to nonMasqueradeCIDRs of ConfigMap {cm.namespace}/{cm.name} (now "
-        f"{', '.join(found.cidrs)}), so traffic to pods in the new range keeps its pod source address",
-        permissions=ADD_IP_MASQ_CIDR.permissions,
+    return _add_to_list_step(
+        "ip-masq-agent",
+        ADD_IP_MASQ_CIDR,
+        {"namespace": cm.namespace, "name": cm.name, "key": masquerade.CONFIG_KEY},
+        cidr,
+        found.cidrs,
+        f"add {cidr} to nonMasqueradeCIDRs of ConfigMap {cm.namespace}/{cm.name} (now {', '.join(found.cidrs)}), "
+        "so traffic to pods in the new range keeps its pod source address",
     )
 
 

@@ -365,6 +365,19 @@ def _covered(ranges: list[str], cidr: str) -> bool:
     return False
 
 
+def _already_or_unchanged(now: list[str], params: dict[str, Any], where: str, what: str) -> bool:
+    """True when the list `now` covers the planned CIDR already; StalePlan when it is no longer the list the
+    plan saw (someone else changed it: deciding again is the user's call); False when the step must add it."""
+    if _covered(now, params["cidr"]):
+        return True
+    if set(now) != set(params["seen"]):
+        raise StalePlan(
+            f"{where} changed since the plan was made: its {what} are now {', '.join(now) or 'empty'}, not "
+            f"{', '.join(params['seen'])}; make a new plan"
+        )
+    return False
+
+
 class AddFirewallRange:
     def _ranges(self, params: dict[str, Any], ctx: StepContext) -> list[str]:
         rule = _gke(ctx).get_firewall(params["firewall"], params["project"])
@@ -380,13 +393,8 @@ class AddFirewallRange:
         _settle_earlier_operation(ctx, step)
         name = params["firewall"]
         now = self._ranges(params, ctx)
-        if _covered(now, params["cidr"]):
+        if _already_or_unchanged(now, params, f"firewall rule {name}", params["field"]):
             return self._done(params)
-        if set(now) != set(params["seen"]):
-            raise StalePlan(
-                f"firewall rule {name} changed since the plan was made: its {params['field']} are now "
-                f"{', '.join(now) or 'empty'}, not {', '.join(params['seen'])}; make a new plan"
-            )
         op = _gke(ctx).patch_firewall_ranges(name, params["field"], [*now, params["cidr"]], params["project"])
         return {**self._done(params), "operation": op, "before": now}
 
@@ -459,13 +467,8 @@ class AddIpMasqCidr:
         for _ in range(IP_MASQ_RETRIES):
             cm = self._read(params, ctx)
             cidrs, text = self._cidrs(cm, params)
-            if _covered(cidrs, params["cidr"]):
+            if _already_or_unchanged(cidrs, params, where, "nonMasqueradeCIDRs"):
                 return self._done(params)
-            if set(cidrs) != set(params["seen"]):
-                raise StalePlan(
-                    f"{where} changed since the plan was made: nonMasqueradeCIDRs are now {', '.join(cidrs)}, not "
-                    f"{', '.join(params['seen'])}; make a new plan"
-                )
             version = str((cm.get("metadata") or {}).get("resourceVersion") or "")
             op = "replace" if params["key"] in (cm.get("data") or {}) else "add"
             ops = [
