@@ -103,7 +103,8 @@ def resource_names() -> dict[tuple[str, str], tuple[str, ...]]:
     from cidrx.ipam.nodeipam.collect import KUBEADM_CONFIG
     from cidrx.kube.collect import AWS_NODE
 
-    return {("apps", "daemonsets"): (AWS_NODE[1],), ("", "configmaps"): (KUBEADM_CONFIG,)}
+    provider_maps = tuple(name for spec in registry.providers() for _ns, name in spec.kube_configmaps)
+    return {("apps", "daemonsets"): (AWS_NODE[1],), ("", "configmaps"): (KUBEADM_CONFIG, *provider_maps)}
 
 
 def collect_kube_grants(provider: str) -> tuple[KubeGrant, ...]:
@@ -113,7 +114,7 @@ def collect_kube_grants(provider: str) -> tuple[KubeGrant, ...]:
     from cidrx.ipam.nodeipam.collect import NAMESPACE
     from cidrx.ipam.whereabouts.model import GROUP as WHEREABOUTS
     from cidrx.ipam.whereabouts.model import NAD_GROUP, NADS, POOLS, RESERVATIONS
-    from cidrx.kube.collect import ENICONFIG_GROUP, ENICONFIG_PLURAL
+    from cidrx.kube.collect import EGRESS_NAT_GROUP, EGRESS_NAT_PLURAL, ENICONFIG_GROUP, ENICONFIG_PLURAL
 
     grants = [
         _kube("", "nodes", "list"),
@@ -129,6 +130,10 @@ def collect_kube_grants(provider: str) -> tuple[KubeGrant, ...]:
     spec = registry.provider_spec(provider)
     if spec is not None and spec.kube_daemonset is not None:
         grants.append(_kube("apps", "daemonsets", "get", namespace=spec.kube_daemonset[0]))
+    for namespace, _name in spec.kube_configmaps if spec is not None else ():
+        grants.append(_kube("", "configmaps", "get", namespace=namespace))
+    # EgressNATPolicies (GKE Dataplane V2) are listed whenever their API group is served.
+    grants.append(_kube(EGRESS_NAT_GROUP, EGRESS_NAT_PLURAL, "list"))
     if any(provider in i.providers for i in registry.ipams()):  # node IPAM reads kubeadm-config
         grants.append(_kube("", "configmaps", "get", namespace=NAMESPACE))
     return tuple(grants)

@@ -68,6 +68,8 @@ class ProviderSpec(_Spec):
     list_clusters: str = ""
     kube_context: str = ""
     in_cluster: bool = False
+    # ConfigMaps (namespace, name) its plans read, collected with the cluster (GKE: ip-masq-agent).
+    kube_configmaps: tuple[tuple[str, str], ...] = ()
 
     @property
     def flag(self) -> str:
@@ -334,6 +336,7 @@ register(
         list_clusters="cidrx.providers.gke.fleet:list_clusters",
         kube_context="cidrx.providers.gke.fleet:kube_context",
         actions="cidrx.providers.gke.plan:ACTIONS",
+        kube_configmaps=(("kube-system", "ip-masq-agent"),),
     ),
     Strategy(
         "node-pool",

@@ -565,7 +565,8 @@ def test_gke_ctrl_c_during_apply_is_5_and_the_same_command_converges(
     assert names == [gke_world.POD_RANGE, gke_world.SERVICES_RANGE, plan.basis["range_name"]]  # added once
     pool = gcp.node_pool(gke_world.PROJECT, gke_world.LOCATION, gke_world.CLUSTER, plan.basis["node_pool_name"])
     assert pool is not None and pool["networkConfig"]["podRange"] == plan.basis["range_name"]
-    assert [w.split()[0] for w in gcp_writes(gcp)] == ["PATCH", "POST"]  # each write once, in both runs
+    # each write once, in both runs: the subnet, GKE's firewall rule for the pod range, the node pool
+    assert [w.split()[0] for w in gcp_writes(gcp)] == ["PATCH", "PATCH", "POST"]
 
 
 def test_gke_journal_of_another_plan_is_refused(gcp: FakeGcp, tmp_path: Path) -> None:

@@ -155,6 +155,7 @@ def test_collect_costs_one_request_per_list_page(gcp: FakeGcp, gke_api: GkeApi) 
         "compute.networks.listPeeringRoutes",
         "compute.globalAddresses.list",
         "compute.routes.list",
+        "compute.firewalls.list",
         f"{C}.list",  # routes-based clusters of the project (location "-")
     ]
 
@@ -166,7 +167,8 @@ def test_collect_costs_one_request_per_list_page(gcp: FakeGcp, gke_api: GkeApi) 
     assert gcp.count("GET", "/subnetworks/") == 0  # no per-subnet GET: the list carries fingerprints
     # routes.list: 12 local subnet routes of demo-vpc (13 ranges minus other-vpc's) + its default route.
     assert gcp.count("GET", "/global/routes") == 5  # ceil(13 / 3)
-    assert gcp.count("GET") == 15
+    assert gcp.count("GET", "/firewalls") == 2  # 4 rules of the network (filtered by the server) / 3
+    assert gcp.count("GET") == 17
 
 
 def test_collect_is_stable_and_sorted(gcp: FakeGcp, gke_api: GkeApi) -> None:

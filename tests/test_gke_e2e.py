@@ -229,7 +229,7 @@ def test_a_fingerprint_gone_stale_mid_apply_is_re_read_and_applied(gcp: FakeGcp,
     applied = run("expand", "--apply", str(plan_path), "--yes", "--no-kube")
     assert applied.exit_code == 0, applied.output
     assert ranges(gcp)[plan.basis["range_name"]] == plan.basis["cidr"]
-    assert len([r for r in gcp.request_log if r.method == "PATCH"]) == 2
+    assert gcp.count("PATCH", "/subnetworks/") == 2
 
 
 def test_the_console_script_reaches_the_endpoints_from_the_environment(gcp: FakeGcp) -> None:

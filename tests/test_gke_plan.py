@@ -87,6 +87,11 @@ def test_incident_plan_steps_exactly(incident_plan: Plan) -> None:
             "management": {"autoUpgrade": True, "autoRepair": True},
             "networkConfig": {"podRange": "pods-2"},
         },
+        "differences": [
+            "name: default-pool-pods2 (template default-pool)",
+            "pod range: pods-2 (template pods)",
+            "resource label cidrx-plan=<plan id> added (how cidrx finds its own pool again)",
+        ],
     }
     assert all(s.permissions for s in incident_plan.steps)
 

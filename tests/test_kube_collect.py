@@ -269,3 +269,12 @@ def test_converters_on_plain_dicts() -> None:
 
     section = section_from(["b", "a", "a"], [], [], [], None, [], "ctx")
     assert section.api_groups == ("a", "b") and section.available and section.context == "ctx"
+
+
+def test_a_pending_pods_gke_node_pool_selector_is_kept(kube_server: FakeKubeServer, kubeconfig_path: Path) -> None:
+    # What lets a GKE plan copy the pool the starving pods wait for (cidrx/providers/gke/pool_copy.py).
+    pinned = pod("trainer", phase="Pending", scheduled={"type": "PodScheduled", "status": "False"})
+    pinned["spec"]["nodeSelector"] = {"cloud.google.com/gke-nodepool": "gpu-pool", "kubernetes.io/os": "linux"}
+    kube_server.put_many([pinned, pod("free", phase="Pending")])
+    section = collect_kube(str(kubeconfig_path), None, provider="gke")
+    assert {p.name: p.node_pool for p in section.waiting_pods} == {"trainer": "gpu-pool", "free": None}

@@ -249,7 +249,8 @@ def _plans() -> list[Plan]:
     ]
     plans = [dispatch.make_plan(s, PlanOptions(strategy="custom-networking")) for s in eks]
     plans += [dispatch.make_plan(s, PlanOptions(strategy="prefix-delegation")) for s in eks[1::2]]
-    plans += [dispatch.make_plan(gke_cases.incident(), PlanOptions(strategy=s)) for s in ("node-pool", "cluster-range")]
+    gke = gke_cases.with_ip_masq(gke_cases.with_firewalls(gke_cases.incident()))
+    plans += [dispatch.make_plan(gke, PlanOptions(strategy=s)) for s in ("node-pool", "cluster-range")]
     calico = load_snapshot(EXAMPLES / "calico-borrowing.snapshot.json")
     plans.append(dispatch.make_reclaim_plan(load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json"), "whereabouts"))
     plans.append(dispatch.make_reclaim_plan(calico, "calico"))

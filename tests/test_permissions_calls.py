@@ -105,6 +105,11 @@ GCP_PERMISSION = {
     "compute.globalAddresses.list": "compute.globalAddresses.list",
     "compute.routes.list": "compute.routes.list",
     "container.projects.locations.clusters.list": "container.clusters.list",
+    "compute.firewalls.list": "compute.firewalls.list",
+    "compute.firewalls.get": "compute.firewalls.get",
+    "compute.firewalls.patch": "compute.firewalls.update",
+    "compute.globalOperations.get": "compute.globalOperations.get",
+    "compute.globalOperations.wait": "compute.globalOperations.get",
     "compute.regionOperations.get": "compute.regionOperations.get",
     "compute.regionOperations.wait": "compute.regionOperations.get",
     "container.projects.locations.clusters.get": "container.clusters.get",
@@ -115,7 +120,11 @@ GCP_PERMISSION = {
     "container.projects.locations.operations.get": "container.operations.get",
 }
 # Not a REST call cidrx makes, but checked by GKE when a node pool is created: acting as its service account.
-GCP_ALSO = {"container.projects.locations.clusters.nodePools.create": ("iam.serviceAccounts.actAs",)}
+GCP_ALSO = {
+    "container.projects.locations.clusters.nodePools.create": ("iam.serviceAccounts.actAs",),
+    # firewalls.patch also checks the rule's network (Compute Engine IAM reference of firewalls.patch).
+    "compute.firewalls.patch": ("compute.networks.updatePolicy",),
+}
 # Printed for diagnose but not called by every collect: subnetworks.get only when the cluster's subnet is not
 # in the project's aggregated list (a Shared VPC subnet of another project).
 GCP_OPTIONAL_READS = {"compute.subnetworks.get", *GKE_FLEET}

@@ -75,8 +75,8 @@ class Kind:
 KINDS = {
     k.name: k
     for k in (
-        Kind("gke-node-pool", "gke", "node-pool", 2),
-        Kind("gke-cluster-range", "gke", "cluster-range", 2),
+        Kind("gke-node-pool", "gke", "node-pool", 3),
+        Kind("gke-cluster-range", "gke", "cluster-range", 3),
         Kind("eks-prefix-delegation", "eks", "prefix-delegation", 3),
         Kind("eks-addon-custom-networking", "eks", "custom-networking", 9, addon=True),
         Kind("eks-addon-prefix-delegation", "eks", "prefix-delegation", 3, addon=True),

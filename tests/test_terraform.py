@@ -227,8 +227,12 @@ def test_gke_node_pool_resource_and_subnet_snippet(gke_pool: Plan) -> None:
     assert pool["node_locations"] == pool_params["node_pool"]["locations"]
     # The subnet is not a resource here (a partial copy would drop its other ranges): a snippet to merge.
     assert not of_type(doc, "google_compute_subnetwork")
-    (snip,) = extract_snippets(text)
+    snip, firewall = extract_snippets(text)
     assert parse(snip)["secondary_ip_range"] == [{"range_name": range_name, "ip_cidr_range": cidr}]
+    # GKE's own rule allowing the pod range gets the new range too (a snippet: GKE's rules are not in Terraform).
+    [(name, rule)] = parse(firewall)["resource"][0]["google_compute_firewall"].items()
+    assert name == "gke_demo_ip_5f2c9a7e_all"
+    assert rule["source_ranges"] == ["10.4.0.0/22", cidr]
     assert "removes the range" in text and "pods 10.4.0.0/22" in text
 
 
@@ -236,7 +240,7 @@ def test_gke_cluster_range_is_a_snippet_for_the_cluster() -> None:
     plan = plan_from("gke-demo-ip.snapshot.json", "cluster-range")
     text = render_terraform(plan)
     assert not resources(parse(text))
-    subnet, cluster = extract_snippets(text)
+    subnet, _firewall, cluster = extract_snippets(text)
     assert parse(subnet)["secondary_ip_range"][0]["ip_cidr_range"] == plan.basis["cidr"]
     policy = block(parse(cluster), "ip_allocation_policy")
     assert block(policy, "additional_pod_ranges_config") == {"pod_range_names": [plan.basis["range_name"]]}

@@ -135,6 +135,7 @@ class _PodMeta(_Struct):
 class _PodSpec(_Struct):
     nodeName: str | None = None
     hostNetwork: bool | None = None
+    nodeSelector: dict[str, str] | None = None
 
 
 class _Waiting(_Struct):
@@ -670,7 +671,7 @@ class KubeApi:
 
     def iter_pods(self, field_selector: str | None = None) -> Iterator[JSON]:
         """Pods in all namespaces, trimmed to: metadata name/namespace/uid/creationTimestamp and the Multus
-        network-status annotations; spec nodeName/hostNetwork; status phase/podIP(s)/conditions and
+        network-status annotations; spec nodeName/hostNetwork/nodeSelector; status phase/podIP(s)/conditions and
         containerStatuses[].state.waiting.reason. `field_selector`: e.g. "status.phase!=Succeeded"."""
         yield from self._list_records(_rows().pod, _Call("list", "", "pods"), _fields(field_selector))
 

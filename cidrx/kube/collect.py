@@ -24,7 +24,18 @@ from typing import Any
 from cidrx import registry
 from cidrx.errors import InvalidInput
 from cidrx.kube.api import NETWORK_STATUS, NETWORKS_STATUS, KubeApi, KubeUnavailable
-from cidrx.kube.model import EniConfig, EnvVar, KubeEvent, KubeNode, KubePod, KubeSection, PodState, WorkloadEnv
+from cidrx.kube.model import (
+    ConfigMapData,
+    EgressNatPolicy,
+    EniConfig,
+    EnvVar,
+    KubeEvent,
+    KubeNode,
+    KubePod,
+    KubeSection,
+    PodState,
+    WorkloadEnv,
+)
 from cidrx.model.target import Target
 from cidrx.model.validation import is_ip_address
 
@@ -46,6 +57,9 @@ POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
 POOL_LABELS = ("eks.amazonaws.com/nodegroup", "cloud.google.com/gke-nodepool", "alpha.eksctl.io/nodegroup-name")
+GKE_POOL_LABEL = "cloud.google.com/gke-nodepool"
+# GKE Dataplane V2's egress NAT policy (cluster-scoped; GKE creates one named `default`).
+EGRESS_NAT_GROUP, EGRESS_NAT_VERSION, EGRESS_NAT_PLURAL = "networking.gke.io", "v1", "egressnatpolicies"
 CLUSTER_SCOPED_KINDS = frozenset({"Node", "Namespace", "PersistentVolume"})
 
 
@@ -91,7 +105,16 @@ def collect_with(api: KubeApi, *, provider: str) -> KubeSection:
             ipam_pod_refs=wanted,
             ipam_ranges=ranges,
         )
-        return replace(section, **ipam)
+        extra: dict[str, Any] = {}
+        if spec is not None and spec.kube_configmaps:
+            found = (
+                api.get_custom("", "v1", "configmaps", name, namespace) for namespace, name in spec.kube_configmaps
+            )
+            extra["config_maps"] = tuple(config_map_from(c) for c in found if c is not None)
+        if EGRESS_NAT_GROUP in groups:
+            policies = api.iter_custom(EGRESS_NAT_GROUP, EGRESS_NAT_VERSION, EGRESS_NAT_PLURAL)
+            extra["egress_nat_policies"] = tuple(sorted((egress_nat_from(p) for p in policies), key=lambda p: p.name))
+        return replace(section, **ipam, **extra)
     except KubeUnavailable as exc:
         return KubeSection(available=False, reason=str(exc), context=api.context)
 
@@ -319,6 +342,29 @@ def waiting_pod_from(pod: JSON) -> KubePod | None:
         node=str(_get(pod, "spec", "nodeName") or ""),
         reason=str(reason),
         created=str(_get(pod, "metadata", "creationTimestamp") or ""),
+        node_pool=str((_get(pod, "spec", "nodeSelector") or {}).get(GKE_POOL_LABEL) or "") or None,
+    )
+
+
+def config_map_from(obj: JSON) -> ConfigMapData:
+    meta = obj.get("metadata") or {}
+    return ConfigMapData(
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+        data={str(k): str(v) for k, v in (obj.get("data") or {}).items()},
+        resource_version=str(meta.get("resourceVersion") or ""),
+    )
+
+
+def egress_nat_from(obj: JSON) -> EgressNatPolicy:
+    """networking.gke.io/v1 EgressNATPolicy: spec.action and spec.destinations[].cidr."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    return EgressNatPolicy(
+        name=str(meta.get("name") or ""),
+        action=str(spec.get("action") or ""),
+        destinations=tuple(str(d.get("cidr")) for d in spec.get("destinations") or () if isinstance(d, Mapping)),
+        resource_version=str(meta.get("resourceVersion") or ""),
     )
 
 

@@ -41,6 +41,9 @@ class KubePod:
     node: str
     reason: str  # e.g. ContainerCreating, Unschedulable
     created: str
+    # The node pool its nodeSelector pins it to (cloud.google.com/gke-nodepool). None (not "") when none,
+    # so that snapshots taken before this field keep their fingerprints (the codec prunes None, not "").
+    node_pool: str | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,28 @@ class PodState:
 
 
 @dataclass(frozen=True)
+class ConfigMapData:
+    """A ConfigMap a provider's plans read (e.g. kube-system/ip-masq-agent on GKE), with the resourceVersion a
+    guarded write needs."""
+
+    namespace: str
+    name: str
+    data: dict[str, str] = field(default_factory=dict)
+    resource_version: str = ""
+
+
+@dataclass(frozen=True)
+class EgressNatPolicy:
+    """A GKE Dataplane V2 EgressNATPolicy (networking.gke.io/v1, cluster-scoped): the destinations whose
+    traffic keeps the pod address (action NoSNAT)."""
+
+    name: str
+    action: str = ""
+    destinations: tuple[str, ...] = ()
+    resource_version: str = ""
+
+
+@dataclass(frozen=True)
 class KubeSection:
     available: bool
     reason: str = ""  # why not available (e.g. --no-kube, unreachable)
@@ -130,6 +155,13 @@ class KubeSection:
     calico: CalicoSection | None = None
     whereabouts: WhereaboutsSection | None = None
     node_ipam: NodeIpamConfig | None = None
+    # The ConfigMaps the provider names (ProviderSpec.kube_configmaps) that exist; None: not read.
+    config_maps: tuple[ConfigMapData, ...] | None = None
+    # EgressNATPolicies (networking.gke.io/v1), read when the cluster serves the group; None: not served.
+    egress_nat_policies: tuple[EgressNatPolicy, ...] | None = None
+
+    def config_map(self, namespace: str, name: str) -> ConfigMapData | None:
+        return next((c for c in self.config_maps or () if (c.namespace, c.name) == (namespace, name)), None)
 
     def invariant_problem(self) -> str | None:
         return first_problem(

@@ -17,11 +17,12 @@ import dataclasses
 from ipaddress import IPv4Network, collapse_addresses
 from typing import Any
 
-from cidrx.kube.model import KubeEvent, KubeNode, KubePod, KubeSection
+from cidrx.kube.model import ConfigMapData, KubeEvent, KubeNode, KubePod, KubeSection
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target
 from cidrx.providers.gke.model import (
     Autoscaling,
+    FirewallRule,
     GkeCluster,
     GkeSection,
     NodePool,
@@ -423,3 +424,31 @@ def class_e_only() -> Snapshot:
 
 def autopilot() -> Snapshot:
     return with_cluster(incident(), autopilot=True)
+
+
+# GKE's own rule for the cluster's pods (gke-<cluster>-<hash>-all: sourceRanges = the pod range), a broad
+# internal rule that already covers 10/8, and a rule for the nodes only (tests.support.gke_world cites the
+# real rules these follow).
+FIREWALL_ALL = "gke-demo-ip-0b1c2d3e-all"
+
+
+def firewalls() -> tuple[FirewallRule, ...]:
+    return (
+        FirewallRule(FIREWALL_ALL, PROJECT, source_ranges=(POD_CIDR,), target_tags=("gke-demo-ip-0b1c2d3e-node",)),
+        FirewallRule("allow-internal", PROJECT, source_ranges=("10.0.0.0/8",), priority=65534),
+        FirewallRule("gke-demo-ip-0b1c2d3e-vms", PROJECT, source_ranges=("10.0.0.0/24",)),
+    )
+
+
+def with_firewalls(snap: Snapshot, rules: tuple[FirewallRule, ...] | None = None) -> Snapshot:
+    return with_gke(snap, firewalls=firewalls() if rules is None else rules)
+
+
+# ip-masq-agent's ConfigMap as GKE users write it (kubernetes-sigs/ip-masq-agent: key `config`, YAML), listing
+# only the node and pod ranges, so traffic to a new pod range would be SNATed.
+IP_MASQ_CONFIG = "nonMasqueradeCIDRs:\n  - 10.0.0.0/24\n  - 10.4.0.0/22\nmasqLinkLocal: false\nresyncInterval: 60s\n"
+
+
+def with_ip_masq(snap: Snapshot, config: str = IP_MASQ_CONFIG, resource_version: str = "4711") -> Snapshot:
+    cm = ConfigMapData("kube-system", "ip-masq-agent", {"config": config}, resource_version)
+    return with_kube(snap, config_maps=(cm,))

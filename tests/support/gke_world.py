@@ -131,6 +131,9 @@ def build_incident(fake: FakeGcp, project: str = PROJECT) -> JSON:
     )
     fake.add_global_address(project, {"name": "lb-ip", "address": "34.1.2.3", "addressType": "EXTERNAL"})
 
+    for rule in incident_firewalls():
+        fake.add_firewall(project, rule)
+
     pool: JSON = {
         "name": POOL,
         "config": {
@@ -190,6 +193,110 @@ def full_alias_policy(pod_range: str, pod_cidr: str, services_range: str, servic
         "servicesIpv4CidrBlock": services_cidr,
         "defaultPodIpv4RangeUtilization": 1.0,
     }
+
+
+GPU_POOL = "gpu-pool"
+GPU_SERVICE_ACCOUNT = f"gke-nodes@{PROJECT}.iam.gserviceaccount.com"
+
+
+def gpu_pool_json() -> JSON:
+    """A GPU node pool of the incident cluster, shaped after real container v1 dumps (GoogleCloudPlatform/
+    gcpdiag test-data/gke1/json-dumps/container-clusters.json at 06ec8584ec5919df53a4e6841ad2ad74a5f045b2:
+    cluster gke6's `accelerators` [{acceleratorCount "1", acceleratorType nvidia-tesla-v100}] on n1-standard-2,
+    gke2's custom serviceAccount, `tags`, workloadMetadataConfig GKE_METADATA and upgradeSettings
+    {maxSurge 1, strategy SURGE}, low-pod-per-node-pool's `preemptible` and maxPodsConstraint "8"), plus the
+    NodeConfig fields a GPU pool typically sets (taints, labels, GPU driver installation, reservation
+    affinity, placement), every one checked against the container v1 discovery document by the fake."""
+    return {
+        "name": GPU_POOL,
+        "config": {
+            "machineType": "n1-standard-8",
+            "diskSizeGb": 200,
+            "diskType": "pd-ssd",
+            "imageType": "COS_CONTAINERD",
+            "serviceAccount": GPU_SERVICE_ACCOUNT,
+            "oauthScopes": ["https://www.googleapis.com/auth/cloud-platform"],
+            "metadata": {"disable-legacy-endpoints": "true"},
+            "labels": {"workload": "training", "gpu": "v100"},
+            "resourceLabels": {"team": "ml"},
+            "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}],
+            "tags": ["gke-demo-ip-gpu", "allow-nccl"],
+            "accelerators": [
+                {
+                    "acceleratorCount": "2",
+                    "acceleratorType": "nvidia-tesla-v100",
+                    "gpuDriverInstallationConfig": {"gpuDriverVersion": "LATEST"},
+                }
+            ],
+            "shieldedInstanceConfig": {"enableSecureBoot": True, "enableIntegrityMonitoring": True},
+            "workloadMetadataConfig": {"mode": "GKE_METADATA"},
+            "reservationAffinity": {"consumeReservationType": "ANY_RESERVATION"},
+            "windowsNodeConfig": {},
+        },
+        "initialNodeCount": 1,
+        "locations": [ZONES[0], ZONES[1]],
+        "autoscaling": {"enabled": True, "minNodeCount": 0, "maxNodeCount": 4, "locationPolicy": "ANY"},
+        "management": {"autoUpgrade": True, "autoRepair": True},
+        "upgradeSettings": {"maxSurge": 1, "strategy": "SURGE"},
+        "placementPolicy": {"type": "COMPACT"},
+        "maxPodsConstraint": {"maxPodsPerNode": "32"},
+        "networkConfig": {"podRange": POD_RANGE, "enablePrivateNodes": True},
+        "version": VERSION,
+    }
+
+
+def add_gpu_pool(fake: FakeGcp, project: str = PROJECT) -> JSON:
+    """Add `gpu_pool_json()` to the incident cluster in `fake`."""
+    return fake.add_node_pool(project, LOCATION, CLUSTER, gpu_pool_json())
+
+
+CLUSTER_HASH = "5f2c9a7e"
+FIREWALL_ALL = f"gke-{CLUSTER}-{CLUSTER_HASH}-all"
+ALL_PROTOCOLS = [{"IPProtocol": p} for p in ("tcp", "udp", "icmp", "esp", "ah", "sctp")]
+
+
+def incident_firewalls() -> list[JSON]:
+    """The rules GKE creates for a private cluster (gke-<cluster>-<hash>-all from the pod range, -vms from the
+    node subnet, -master from the control plane), shaped after the real rules in GoogleCloudPlatform/gcpdiag
+    test-data/gke1/json-dumps/compute-effective-firewalls-default.json (06ec8584ec5919df53a4e6841ad2ad74a5f045b2),
+    a broad user rule (like the default network's default-allow-internal) and a rule of another network."""
+    tag = [f"gke-{CLUSTER}-{CLUSTER_HASH}-node"]
+    return [
+        {
+            "name": FIREWALL_ALL,
+            "network": NETWORK,
+            "sourceRanges": [POD_CIDR],
+            "targetTags": tag,
+            "allowed": ALL_PROTOCOLS,
+        },
+        {
+            "name": f"gke-{CLUSTER}-{CLUSTER_HASH}-vms",
+            "network": NETWORK,
+            "sourceRanges": [SUBNET_CIDR],
+            "targetTags": tag,
+            "allowed": [{"IPProtocol": "icmp"}, {"IPProtocol": "tcp", "ports": ["1-65535"]}],
+        },
+        {
+            "name": f"gke-{CLUSTER}-{CLUSTER_HASH}-master",
+            "network": NETWORK,
+            "sourceRanges": [MASTER_CIDR],
+            "targetTags": tag,
+            "allowed": [{"IPProtocol": "tcp", "ports": ["10250", "443"]}],
+        },
+        {
+            "name": "demo-vpc-allow-internal",
+            "network": NETWORK,
+            "priority": 65534,
+            "sourceRanges": ["10.0.0.0/8"],
+            "allowed": [{"IPProtocol": "tcp", "ports": ["0-65535"]}],
+        },
+        {
+            "name": "other-vpc-allow-pods",
+            "network": OTHER_NETWORK,
+            "sourceRanges": [POD_CIDR],
+            "allowed": ALL_PROTOCOLS,
+        },
+    ]
 
 
 def gcp_env(fake: FakeGcp) -> dict[str, str]:

@@ -55,6 +55,7 @@ COLLECT_PERMISSIONS = (
     "compute.subnetworks.list",
     "compute.subnetworks.get",
     "compute.globalAddresses.list",
+    "compute.firewalls.list",
 )
 # What collect reads besides, for every route and routes-based cluster of the network: in the project that
 # owns the network (the Shared VPC host) and, for clusters, in the cluster's own project too.
@@ -68,6 +69,7 @@ NETWORK_PROJECT_READS = (
     "compute.subnetworks.get",
     "compute.globalAddresses.list",
     "compute.routes.list",
+    "compute.firewalls.list",
     "container.clusters.list",
 )
 # What fleet mode (`diagnose --gke --project P --all-clusters`) adds: listing the project's clusters.
@@ -465,7 +467,44 @@ class GkeApi:
                 if data.get("purpose") == "VPC_PEERING":  # the filter is server-side; re-checked for safety
                     yield data
 
+    def iter_firewalls(self, network: str, project: str | None = None) -> Iterator[Json]:
+        """The VPC firewall rules of `network` (a name) in `project` (the network's own project: the host
+        project for Shared VPC; default this adapter's), firewalls.list filtered by network, paged."""
+        owner = project or self.project
+        client = self._client("FirewallsClient")
+        url = f"https://www.googleapis.com/compute/v1/projects/{owner}/global/networks/{network}"
+        request = {"project": owner, "filter": f'network="{url}"', "max_results": self.page_size}
+        for page in self._pages("compute.firewalls.list", f"firewall rules of project {owner}", client.list, request):
+            for rule in page.items:
+                yield to_json(rule)
+
+    def get_firewall(self, name: str, project: str | None = None) -> Json:
+        owner = project or self.project
+        client = self._client("FirewallsClient")
+        subject = f"firewall rule {name!r} in project {owner}"
+        return to_json(self._call("compute.firewalls.get", subject, client.get, project=owner, firewall=name))
+
     # -- writes: each returns an operation handle and does not wait ---------------------------------
+
+    def patch_firewall_ranges(self, name: str, field: str, ranges: list[str], project: str | None = None) -> Json:
+        """Set the rule's `field` ("sourceRanges" or "destinationRanges") to `ranges`, the FULL list (a JSON
+        merge patch replaces lists). compute v1 Firewall has no fingerprint, so there is no stale-write guard
+        on the server: callers re-read the rule right before and check the result after."""
+        _, compute_v1 = _import_sdk()
+        owner = project or self.project
+        client = self._client("FirewallsClient")
+        attr = {"sourceRanges": "source_ranges", "destinationRanges": "destination_ranges"}[field]
+        body = compute_v1.Firewall(**{attr: list(ranges)})
+        op = self._call(
+            "compute.firewalls.update",
+            f"firewall rule {name!r} in project {owner}",
+            client.patch_unary,
+            write=True,
+            project=owner,
+            firewall=name,
+            firewall_resource=body,
+        )
+        return {"api": "compute", "name": str(op.name), "project": owner}
 
     def patch_subnetwork_secondary_ranges(
         self, region: str, subnet: str, fingerprint: str, ranges: list[Json], project: str | None = None
@@ -558,11 +597,12 @@ class GkeApi:
             )
         else:
             client = self._client("GlobalOperationsClient")
+            owner = str(op.get("project") or self.project)  # a firewall of a Shared VPC host project
             msg = self._call(
                 "compute.globalOperations.get",
-                f"operation {name} in {self.project}",
+                f"operation {name} in {owner}",
                 client.get,
-                project=self.project,
+                project=owner,
                 operation=name,
             )
         return compute_operation_state(to_json(msg))

@@ -17,6 +17,7 @@ from typing import Any
 
 from cidrx import netmath
 from cidrx.providers.gke.api import GkeApi, short_name
+from cidrx.providers.gke.firewalls import firewall_from
 from cidrx.providers.gke.model import (
     Autoscaling,
     GkeCluster,
@@ -35,24 +36,87 @@ Json = Mapping[str, Any]
 
 DEFAULT_MAX_PODS_PER_NODE = 110  # GKE Standard's default when no maxPodsConstraint is set (docs/cloud-facts.md)
 
-# NodeConfig keys a copy of the pool needs (REST names); the rest (accelerators, reservations, ...) is
-# either output-only or too specific for cidrx to copy blindly.
+# NodeConfig fields a copy of the pool keeps: every writable field of container v1 `NodeConfig` (discovery
+# document revision 20261027, googleapiclient/discovery_cache/documents/container.v1.json; the test
+# tests/test_gke_pool_copy.py compares this list with the shipped document). Left out: `effectiveCgroupMode`
+# (output only) and `resourceLabels` (kept as NodePool.resource_labels, where cidrx adds its plan label).
 NODE_CONFIG_KEYS = (
-    "machineType",
+    "accelerators",
+    "advancedMachineFeatures",
+    "bootDisk",
+    "bootDiskKmsKey",
+    "confidentialNodes",
+    "consolidationDelay",
+    "containerdConfig",
     "diskSizeGb",
     "diskType",
+    "enableConfidentialStorage",
+    "ephemeralStorageLocalSsdConfig",
+    "fastSocket",
+    "flexStart",
+    "gcfsConfig",
+    "gpuDirectConfig",
+    "gvnic",
     "imageType",
-    "serviceAccount",
-    "oauthScopes",
+    "kubeletConfig",
     "labels",
-    "taints",
-    "tags",
+    "linuxNodeConfig",
+    "localNvmeSsdBlockConfig",
+    "localSsdCount",
+    "localSsdEncryptionMode",
+    "loggingConfig",
+    "machineType",
+    "maxRunDuration",
     "metadata",
-    "spot",
+    "minCpuPlatform",
+    "nodeGroup",
+    "nodeImageConfig",
+    "oauthScopes",
     "preemptible",
-    "workloadMetadataConfig",
+    "reservationAffinity",
+    "resourceManagerTags",
+    "sandboxConfig",
+    "secondaryBootDiskUpdateStrategy",
+    "secondaryBootDisks",
+    "serviceAccount",
     "shieldedInstanceConfig",
+    "soleTenantConfig",
+    "spot",
+    "storagePools",
+    "tags",
+    "taintConfig",
+    "taints",
+    "windowsNodeConfig",
+    "workloadMetadataConfig",
 )
+# NodeConfig fields that are not copied on purpose (output only, or handled on their own).
+NODE_CONFIG_NOT_COPIED = ("effectiveCgroupMode", "resourceLabels")
+# Writable NodePool fields (same document) a copy keeps besides config, autoscaling, management and
+# locations; `name`, `networkConfig.podRange` and `maxPodsConstraint` are the ones a copy changes.
+NODE_POOL_SETTING_KEYS = (
+    "upgradeSettings",
+    "placementPolicy",
+    "queuedProvisioning",
+    "bestEffortProvisioning",
+    "nodeDrainConfig",
+    "maintenancePolicy",
+)
+# NodeNetworkConfig fields that describe the template's own pod range (or are output only): the copy
+# gets its own range instead. The rest (private nodes, additional networks, bandwidth tier) is kept.
+POD_RANGE_NETWORK_KEYS = (
+    "podRange",
+    "podIpv4CidrBlock",
+    "podIpv4RangeUtilization",
+    "createPodRange",
+    "networkTierConfig",
+)
+
+
+def _set(value: Any) -> bool:
+    """REST JSON omits unset fields; an empty list or object (`"accelerators": []`, `"windowsNodeConfig": {}`
+    in real dumps) says the same, so it is not kept."""
+    return value is not None and value != [] and value != {}
+
 
 _REGION_IN_REF = re.compile(r"(?:^|/)regions/([^/]+)")
 _PROJECT_IN_REF = re.compile(r"(?:^|/)projects/([^/]+)/")
@@ -144,6 +208,7 @@ def cluster_from(d: Json) -> GkeCluster:
         master_ipv4_cidr_block=str((d.get("privateClusterConfig") or {}).get("masterIpv4CidrBlock", "")),
         use_routes=True if uses_routes(d) else None,
         node_ipv4_cidr_size=(_int(d.get("nodeIpv4CidrSize")) or None) if uses_routes(d) else None,
+        datapath_provider=str(net_cfg.get("datapathProvider") or "") or None,
     )
 
 
@@ -198,10 +263,27 @@ def node_pool_from(d: Json, default_max_pods: int = DEFAULT_MAX_PODS_PER_NODE) -
         autoscaling=autoscaling_from(d.get("autoscaling")),
         pod_range_utilization=_float(net.get("podIpv4RangeUtilization")),
         instance_group_count=len(d.get("instanceGroupUrls") or ()),
-        config={k: config[k] for k in NODE_CONFIG_KEYS if k in config},
+        config={k: config[k] for k in NODE_CONFIG_KEYS if k in config and _set(config[k])},
         management=dict(d.get("management") or {}),
         resource_labels={str(k): str(v) for k, v in (config.get("resourceLabels") or {}).items()},
+        settings=pool_settings_from(d) or None,
+        config_not_copied=_unknown_config(config) or None,
     )
+
+
+def _unknown_config(config: Json) -> tuple[str, ...]:
+    known = (*NODE_CONFIG_KEYS, *NODE_CONFIG_NOT_COPIED)
+    return tuple(sorted(k for k in config if k not in known and _set(config[k])))
+
+
+def pool_settings_from(d: Json) -> dict[str, Any]:
+    """The NodePool-level settings a copy keeps (upgrade, placement, ...) and its network settings other
+    than its pod range, as REST JSON."""
+    out = {k: d[k] for k in NODE_POOL_SETTING_KEYS if k in d and _set(d[k])}
+    net = {k: v for k, v in (d.get("networkConfig") or {}).items() if k not in POD_RANGE_NETWORK_KEYS and _set(v)}
+    if net:
+        out["networkConfig"] = net
+    return out
 
 
 def subnet_from(d: Json) -> Subnetwork:
@@ -351,6 +433,17 @@ def collect_gke(api: GkeApi, cluster: str) -> GkeSection:
         (nr.dest_range, nr.name): nr for r in api.iter_routes(network_url, host) if (nr := route_from(r)) is not None
     }
 
+    # Firewall rules live with the network: in its own project (a Shared VPC host project's URL says so).
+    net_project = host
+    firewalls = sorted(
+        (
+            firewall_from(f, net_project)
+            for f in api.iter_firewalls(gke_cluster.network, net_project)
+            if in_network(str(f.get("network", "")), gke_cluster.network, net_project)
+        ),
+        key=lambda r: r.name,
+    )
+
     return GkeSection(
         project=api.project,
         cluster=gke_cluster,
@@ -363,6 +456,7 @@ def collect_gke(api: GkeApi, cluster: str) -> GkeSection:
         network_project=host if host != api.project else None,
         routes=tuple(sorted(net_routes.values(), key=lambda r: (_fast_net_key(r.dest_range), r.name))) or None,
         routes_clusters=_routes_clusters(api, gke_cluster, host) or None,
+        firewalls=tuple(firewalls),
     )
 
 

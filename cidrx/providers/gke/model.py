@@ -46,6 +46,8 @@ class GkeCluster:
     # (None, not False/0, when unset: the codec prunes None, so older snapshots keep their fingerprints)
     use_routes: bool | None = None
     node_ipv4_cidr_size: int | None = None  # nodeIpv4CidrSize: the per-node block of a routes-based cluster
+    # networkConfig.datapathProvider (ADVANCED_DATAPATH: Dataplane V2); None when the API did not say.
+    datapath_provider: str | None = None
 
 
 @dataclass(frozen=True)
@@ -73,13 +75,21 @@ class NodePool:
     autoscaling: Autoscaling = field(default_factory=Autoscaling)
     pod_range_utilization: float | None = None  # network_config.pod_ipv4_range_utilization
     instance_group_count: int = 0  # len(instance_group_urls): one per zone
-    # The node pool's `config` (NodeConfig, REST JSON camelCase) trimmed to what a copy of the pool needs:
-    # machineType, diskSizeGb, diskType, imageType, serviceAccount, oauthScopes, labels, taints, tags,
-    # metadata, spot/preemptible, workloadMetadataConfig, shieldedInstanceConfig.
+    # The node pool's `config` (NodeConfig, REST JSON camelCase): every writable field that is set
+    # (collect.NODE_CONFIG_KEYS: accelerators with their GPU driver config, taints, labels, service account,
+    # scopes, metadata, tags, shielded/workload settings, reservation affinity, spot, ...), so a copy of the
+    # pool keeps it; resourceLabels are kept apart below.
     config: dict[str, Any] = field(default_factory=dict)
     management: dict[str, Any] = field(default_factory=dict)  # autoUpgrade / autoRepair
     # config.resourceLabels: GCE labels on the pool's nodes; `cidrx-plan` marks a pool cidrx created.
     resource_labels: dict[str, str] = field(default_factory=dict)
+    # NodePool-level settings a copy keeps (upgradeSettings, placementPolicy, queuedProvisioning, ... and
+    # networkConfig without the pod range), REST JSON; collect.NODE_POOL_SETTING_KEYS.
+    # None, not {} or (), when empty: the codec does not prune empties inside tuples (node_pools is one), so
+    # an empty default would change the fingerprints of snapshots taken before these fields existed.
+    settings: dict[str, Any] | None = None
+    # NodeConfig fields the template sets that cidrx does not know and so cannot copy (the plan lists them).
+    config_not_copied: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +151,31 @@ class RoutesCluster:
 
 
 @dataclass(frozen=True)
+class FirewallRule:
+    """A VPC firewall rule of the cluster's network (compute v1 `Firewall`), trimmed to what decides whether
+    it must learn a new pod range. Firewalls carry no fingerprint: the plan keeps the ranges it saw."""
+
+    name: str
+    project: str  # where the rule lives: the network's project (the host project for Shared VPC)
+    direction: str = "INGRESS"  # INGRESS (sourceRanges) or EGRESS (destinationRanges)
+    source_ranges: tuple[str, ...] = ()
+    destination_ranges: tuple[str, ...] = ()
+    action: str = "allow"  # allow (`allowed`) or deny (`denied`)
+    disabled: bool = False
+    priority: int = 1000
+    target_tags: tuple[str, ...] = ()
+
+    @property
+    def ranges_field(self) -> str:
+        """The REST field a pod range belongs in: who may send (ingress) or be reached (egress)."""
+        return "destinationRanges" if self.direction == "EGRESS" else "sourceRanges"
+
+    @property
+    def ranges(self) -> tuple[str, ...]:
+        return self.destination_ranges if self.direction == "EGRESS" else self.source_ranges
+
+
+@dataclass(frozen=True)
 class GkeSection:
     project: str
     cluster: GkeCluster
@@ -164,6 +199,10 @@ class GkeSection:
     @property
     def shared_vpc(self) -> bool:
         return bool(self.network_project) and self.network_project != self.project
+
+    # The network's firewall rules (firewalls.list filtered by network, in the network's project); None when
+    # not collected (snapshots from before firewalls were read).
+    firewalls: tuple[FirewallRule, ...] | None = None
 
     def invariant_problem(self) -> str | None:
         return first_problem(

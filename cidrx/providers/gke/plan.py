@@ -23,13 +23,15 @@ from cidrx import netmath
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.model.plan import Plan, Step, seal_plan
 from cidrx.model.snapshot import Snapshot
-from cidrx.providers.gke.analyze import RangeUse, pod_ranges, pool_max_nodes, pool_node_prefix, pool_range_key
+from cidrx.providers.gke import firewalls, masquerade
+from cidrx.providers.gke.analyze import RangeUse, pod_ranges, pool_node_prefix, pool_range_key
 from cidrx.providers.gke.model import GkeSection, NodePool, Subnetwork
+from cidrx.providers.gke.pool_copy import PLAN_LABEL, choose_template, differences, node_pool_json
+from cidrx.providers.gke.pool_copy import initial_nodes as _initial_nodes
+from cidrx.providers.gke.pool_copy import labels as _labels
 from cidrx.registry import Action
 
 STRATEGIES = ("node-pool", "cluster-range")
-# GCE label keys allow only [a-z0-9_-], so the plan id label is not DIGEST_TAG ("cidrx.io/plan").
-PLAN_LABEL = "cidrx-plan"
 POOL_NAME_MAX = 40  # GKE node pool names: at most 40 characters
 RANGE_NAME_MAX = 63  # RFC 1035 label, as for every compute resource name
 
@@ -53,9 +55,26 @@ ADD_CLUSTER_POD_RANGES = Action(
     ("container.clusters.get", "container.clusters.update", "container.operations.get"),
     f"{_STEPS}:AddClusterPodRanges",
 )
-NODE_POOL_ACTIONS = (ADD_SECONDARY_RANGE, CREATE_NODE_POOL)
-CLUSTER_RANGE_ACTIONS = (ADD_SECONDARY_RANGE, ADD_CLUSTER_POD_RANGES)
-ACTIONS = (ADD_SECONDARY_RANGE, CREATE_NODE_POOL, ADD_CLUSTER_POD_RANGES)
+# firewalls.patch needs compute.firewalls.update and, on the rule's network, compute.networks.updatePolicy
+# (Compute Engine IAM reference of firewalls.patch); the rule is re-read before the patch (firewalls.get).
+ADD_FIREWALL_RANGE = Action(
+    "gke.add-firewall-range",
+    (
+        "compute.firewalls.get",
+        "compute.firewalls.update",
+        "compute.networks.updatePolicy",
+        "compute.globalOperations.get",
+    ),
+    f"{_STEPS}:AddFirewallRange",
+)
+ADD_IP_MASQ_CIDR = Action(
+    "kube.add-ip-masq-cidr",
+    ("kubernetes: configmaps get,patch in kube-system",),
+    f"{_STEPS}:AddIpMasqCidr",
+)
+NODE_POOL_ACTIONS = (ADD_SECONDARY_RANGE, ADD_FIREWALL_RANGE, ADD_IP_MASQ_CIDR, CREATE_NODE_POOL)
+CLUSTER_RANGE_ACTIONS = (ADD_SECONDARY_RANGE, ADD_FIREWALL_RANGE, ADD_IP_MASQ_CIDR, ADD_CLUSTER_POD_RANGES)
+ACTIONS = (ADD_SECONDARY_RANGE, CREATE_NODE_POOL, ADD_CLUSTER_POD_RANGES, ADD_FIREWALL_RANGE, ADD_IP_MASQ_CIDR)
 
 
 @dataclass(frozen=True)
@@ -143,10 +162,6 @@ def occupied_space(gke: GkeSection) -> list[tuple[IPv4Network, str]]:
     return out
 
 
-def _pool_nodes(snapshot: Snapshot, pool: NodePool) -> int:
-    return sum(1 for n in snapshot.kube.nodes if n.pool == pool.name)
-
-
 def _template(snapshot: Snapshot, gke: GkeSection, name: str | None) -> NodePool | None:
     if name:
         for p in gke.node_pools:
@@ -154,22 +169,7 @@ def _template(snapshot: Snapshot, gke: GkeSection, name: str | None) -> NodePool
                 return p
         known = ", ".join(p.name for p in gke.node_pools) or "none"
         raise InvalidInput(f"node pool {name!r} not found in cluster {gke.cluster.name} (known: {known})")
-    if not gke.node_pools:
-        return None
-    # Prefer pools cidrx did not make, so re-planning after an apply copies the user's own pool; then the
-    # pool with most nodes, then the largest autoscaling limit.
-    return max(
-        gke.node_pools,
-        key=lambda p: (PLAN_LABEL not in _labels(p), _pool_nodes(snapshot, p), pool_max_nodes(p), p.name),
-    )
-
-
-def _labels(pool: NodePool) -> dict[str, str]:
-    labels = dict(pool.resource_labels)
-    extra = pool.config.get("resourceLabels")
-    if isinstance(extra, dict):
-        labels.update({str(k): str(v) for k, v in extra.items()})
-    return labels
+    return choose_template(snapshot, gke)
 
 
 def _range_for(gke: GkeSection, ranges: list[RangeUse], template: NodePool | None) -> RangeUse:
@@ -254,64 +254,71 @@ def _pool_name(gke: GkeSection, template: NodePool, wanted: str | None) -> str:
         n += 1
 
 
-def _autoscaling_json(pool: NodePool) -> dict[str, Any]:
-    a = pool.autoscaling
-    if not a.enabled:
-        return {}
-    out: dict[str, Any] = {"enabled": True}
-    if a.total_max_node_count:
-        out["totalMinNodeCount"] = a.total_min_node_count
-        out["totalMaxNodeCount"] = a.total_max_node_count
-    else:
-        out["minNodeCount"] = a.min_node_count
-        out["maxNodeCount"] = a.max_node_count
-    if a.location_policy:
-        out["locationPolicy"] = a.location_policy
-    return out
+def _gpus(pool: NodePool) -> str:
+    accelerators = pool.config.get("accelerators")
+    if not isinstance(accelerators, list) or not accelerators:
+        return ""
+    kinds = ", ".join(f"{a.get('acceleratorCount', '?')} x {a.get('acceleratorType', '?')}" for a in accelerators)
+    return f", {kinds}"
 
 
-def _initial_nodes(pool: NodePool) -> int:
-    """Per zone: one node where the template autoscales (room for Pending pods at once), else its size."""
-    a = pool.autoscaling
-    if not a.enabled:
-        return pool.initial_node_count
-    start = max(1, a.min_node_count)
-    return min(start, a.max_node_count) if a.max_node_count else start
+def firewall_steps(gke: GkeSection, cidr: IPv4Network) -> list[Step]:
+    """One step per firewall rule that names a pod range and must learn `cidr` (cidrx.providers.gke.firewalls)."""
+    found = firewalls.review(gke, cidr)
+    if found is None:
+        return []
+    return [
+        _add_to_list_step(
+            f"widen-firewall-{r.name}",
+            ADD_FIREWALL_RANGE,
+            {"project": r.project, "firewall": r.name, "field": r.ranges_field},
+            cidr,
+            r.ranges,
+            f"add {cidr} to {r.ranges_field} of firewall rule {r.name} (project {r.project}; "
+            f"{r.action} {r.direction.lower()}{', disabled' if r.disabled else ''}), which names the pod range "
+            f"today ({', '.join(r.ranges)})",
+        )
+        for r in found.widen
+    ]
 
 
-def node_pool_json(template: NodePool, name: str, range_name: str, max_pods: int) -> dict[str, Any]:
-    """REST NodePool for the new pool: the template's machine, config, zones, autoscaling and management,
-    with its own max pods and pod range. The plan-id label is added at apply time."""
-    config = dict(template.config)
-    if template.machine_type:
-        config["machineType"] = template.machine_type
-    labels = {k: v for k, v in _labels(template).items() if k != PLAN_LABEL}
-    config.pop("resourceLabels", None)
-    if labels:
-        config["resourceLabels"] = labels
-    pool: dict[str, Any] = {
-        "name": name,
-        "config": config,
-        "initialNodeCount": _initial_nodes(template),
-        "locations": list(template.locations),
-        "maxPodsConstraint": {"maxPodsPerNode": max_pods},
-        "networkConfig": {"podRange": range_name},
-    }
-    autoscaling = _autoscaling_json(template)
-    if autoscaling:
-        pool["autoscaling"] = autoscaling
-    if template.management:
-        pool["management"] = dict(template.management)
-    return pool
+def _add_to_list_step(
+    step_id: str, action: Action, where: dict[str, Any], cidr: IPv4Network, seen: tuple[str, ...], text: str
+) -> Step:
+    """A step that adds `cidr` to a list of ranges (a firewall rule's, ip-masq-agent's) it saw as `seen`."""
+    return Step(
+        id=step_id,
+        action=action.name,
+        params={**where, "cidr": str(cidr), "seen": list(seen)},
+        description=text,
+        permissions=action.permissions,
+    )
 
 
-def _notes(strategy: str, old: RangeUse, cidr: IPv4Network, range_name: str, pool: str, template: str) -> list[str]:
+def ip_masq_step(found: masquerade.MasqReview | None, cidr: IPv4Network) -> Step | None:
+    """The ConfigMap change when ip-masq-agent's own ConfigMap would SNAT traffic to the new range."""
+    if found is None or found.config_map is None or found.covered or found.problem:
+        return None
+    cm = found.config_map
+    return _add_to_list_step(
+        "ip-masq-agent",
+        ADD_IP_MASQ_CIDR,
+        {"namespace": cm.namespace, "name": cm.name, "key": masquerade.CONFIG_KEY},
+        cidr,
+        found.cidrs,
+        f"add {cidr} to nonMasqueradeCIDRs of ConfigMap {cm.namespace}/{cm.name} (now {', '.join(found.cidrs)}), "
+        "so traffic to pods in the new range keeps its pod source address",
+    )
+
+
+def _notes(
+    strategy: str, old: RangeUse, cidr: IPv4Network, range_name: str, pool: str, template: str, firewall_note: str
+) -> list[str]:
     notes = [
         f"ip-masq-agent: if kube-system/ip-masq-agent sets nonMasqueradeCIDRs, add {cidr} there, or traffic "
         "from pods in the new range is SNATed to node addresses.",
         f"NetworkPolicy ipBlocks that list the pod range {old.cidr} must list {cidr} too.",
-        f"Firewall rules (and on-premises ACLs) naming the pod range {old.cidr} ({old.name or old.role}) need "
-        f"{cidr} as well.",
+        firewall_note,
     ]
     if strategy == "node-pool":
         notes.append(
@@ -407,6 +414,16 @@ def make_plan(snapshot: Snapshot, opts: GkePlanOptions) -> Plan:
     }
     if gke.shared_vpc:  # only then, so plans of other clusters keep their digests
         basis["network_project"] = gke.host_project
+    fw_steps = firewall_steps(gke, cidr)
+    steps += fw_steps
+    if fw_steps:
+        basis["firewalls"] = {s.params["firewall"]: list(s.params["seen"]) for s in fw_steps}
+    masq = masquerade.review_ip_masq(snapshot.kube, cidr)
+    masq_step = ip_masq_step(masq, cidr)
+    if masq_step is not None:
+        steps.append(masq_step)
+        basis["ip_masq_agent"] = list(masq_step.params["seen"])
+    after = ("add-secondary-range", *(s.id for s in fw_steps), *([masq_step.id] if masq_step else []))
     pool_name = ""
     if opts.strategy == "node-pool":
         assert template is not None
@@ -418,14 +435,22 @@ def make_plan(snapshot: Snapshot, opts: GkePlanOptions) -> Plan:
                 f"{cidr} holds {new_max} node(s) of /{node_prefix}, but {pool_name} starts with {starting}; "
                 "use a larger --cidr"
             )
+        changed = differences(template, node_pool, c.version)
         steps.append(
             Step(
                 id="create-node-pool",
                 action=CREATE_NODE_POOL.name,
-                params={"project": gke.project, "location": c.location, "cluster": c.name, "node_pool": node_pool},
-                description=f"create node pool {pool_name} like {template.name} ({template.machine_type}, "
-                f"max pods {max_pods}) taking pod blocks from {range_name}",
-                depends_on=("add-secondary-range",),
+                params={
+                    "project": gke.project,
+                    "location": c.location,
+                    "cluster": c.name,
+                    "node_pool": node_pool,
+                    "differences": changed,
+                },
+                description=f"create node pool {pool_name} as a copy of {template.name} ({template.machine_type}"
+                f"{_gpus(template)}, max pods {max_pods}) taking pod blocks from {range_name}; it differs only in: "
+                + "; ".join(changed),
+                depends_on=after,
                 permissions=CREATE_NODE_POOL.permissions,
             )
         )
@@ -437,7 +462,7 @@ def make_plan(snapshot: Snapshot, opts: GkePlanOptions) -> Plan:
                 action=ADD_CLUSTER_POD_RANGES.name,
                 params={"project": gke.project, "location": c.location, "cluster": c.name, "range_names": [range_name]},
                 description=f"add {range_name} to cluster {c.name}'s additional pod ranges",
-                depends_on=("add-secondary-range",),
+                depends_on=after,
                 permissions=ADD_CLUSTER_POD_RANGES.permissions,
             )
         )
@@ -454,7 +479,12 @@ def make_plan(snapshot: Snapshot, opts: GkePlanOptions) -> Plan:
         "node_pool": pool_name,
         "template_pool": template.name if template else "",
     }
-    notes = _notes(opts.strategy, old, cidr, range_name, pool_name, template.name if template else "")
+    fw_note = firewalls.note(firewalls.review(gke, cidr), cidr, f"{old.cidr} ({old.name or old.role})")
+    notes = _notes(opts.strategy, old, cidr, range_name, pool_name, template.name if template else "", fw_note)
+    notes[0] = masquerade.ip_masq_note(masq, cidr, masq_step is not None)
+    egress = masquerade.egress_nat_note(gke, snapshot.kube, cidr)
+    if egress:
+        notes.insert(1, egress)
     if gke.shared_vpc:
         notes.append(
             f"Shared VPC: step add-secondary-range writes to host project {gke.host_project} (a Shared VPC admin "
@@ -502,6 +532,8 @@ def check_drift(plan: Plan, snapshot: Snapshot) -> None:
             continue  # our own range from an earlier run, or the cluster/pool ranges that name it
         if netmath.overlaps(net, planned):
             problems.append(f"{planned} now overlaps {net} ({where})")
+    problems += firewall_drift(b.get("firewalls") or {}, gke, str(planned))
+    problems += ip_masq_drift(b.get("ip_masq_agent"), snapshot, str(planned))
     pools = {p.name: p for p in gke.node_pools}
     if plan.strategy == "node-pool":
         if b["template_pool"] not in pools:
@@ -511,3 +543,35 @@ def check_drift(plan: Plan, snapshot: Snapshot) -> None:
             problems.append(f"a node pool named {b['node_pool_name']} was created by someone else")
     if problems:
         raise StalePlan("the plan is stale: " + "; ".join(problems) + ". Nothing was applied; make a new plan")
+
+
+def firewall_drift(seen: dict[str, list[str]], gke: GkeSection, cidr: str) -> list[str]:
+    """Firewall rules the plan widens that are gone, or whose ranges changed other than by gaining `cidr`.
+    Firewalls carry no fingerprint, so their ranges are what the plan compares."""
+    if not seen or gke.firewalls is None:
+        return []
+    now = {r.name: r for r in gke.firewalls}
+    problems: list[str] = []
+    for name, ranges in seen.items():
+        rule = now.get(name)
+        if rule is None:
+            problems.append(f"firewall rule {name} is gone")
+        elif set(rule.ranges) - {cidr} != set(ranges):
+            problems.append(
+                f"firewall rule {name} now has ranges {', '.join(rule.ranges) or 'none'}, not {', '.join(ranges)}"
+            )
+    return problems
+
+
+def ip_masq_drift(seen: list[str] | None, snapshot: Snapshot, cidr: str) -> list[str]:
+    """The ip-masq-agent ConfigMap the plan changes is gone, or lists other CIDRs than it did (a new
+    resourceVersion alone is not drift: the step re-reads it)."""
+    if seen is None or snapshot.kube.config_maps is None:
+        return []
+    found = masquerade.review_ip_masq(snapshot.kube, netmath.parse_cidr(cidr))
+    ns, name = masquerade.IP_MASQ_AGENT
+    if found is None or found.config_map is None:
+        return [f"ConfigMap {ns}/{name} is gone"]
+    if set(found.cidrs) - {cidr} != set(seen):
+        return [f"ConfigMap {ns}/{name} now lists {', '.join(found.cidrs)}, not {', '.join(seen)}"]
+    return []

@@ -36,8 +36,10 @@ def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
     from cidrx.providers.gke.plan import STRATEGIES, GkePlanOptions
     from cidrx.providers.gke.plan import make_plan as make_gke_plan
 
+    # Autopilot: GKE owns the node pools, so the default is the cluster's additional pod ranges.
+    autopilot = snapshot.gke is not None and snapshot.gke.cluster.autopilot
     gke_opts = GkePlanOptions(
-        strategy=opts.strategy or STRATEGIES[0],
+        strategy=opts.strategy or ("cluster-range" if autopilot else STRATEGIES[0]),
         cidr=opts.cidr,
         add_nodes=opts.add_nodes,
         max_pods_per_node=opts.max_pods_per_node,
@@ -68,13 +70,15 @@ class GkeProvider(PackageProvider):
 
     def permissions_by_project(self, permissions: Sequence[str]) -> dict[str, list[str]]:
         """`permissions` split by the project they are needed in, for Shared VPC: the host project owns the
-        network (its subnets, routes, peerings, allocations and the subnet patch), the service project the
+        network (its subnets, routes, peerings, allocations, firewall rules, the subnet and firewall patches),
+        the service project the
         cluster (clusters, node pools, their operations). Without Shared VPC both are the cluster's project.
         container.clusters.list is needed in both (routes-based clusters of either project)."""
         from cidrx.providers.gke.api import NETWORK_PROJECT_READS
-        from cidrx.providers.gke.plan import ADD_SECONDARY_RANGE
+        from cidrx.providers.gke.plan import ADD_FIREWALL_RANGE, ADD_SECONDARY_RANGE
 
         host = {*NETWORK_PROJECT_READS, *ADD_SECONDARY_RANGE.permissions}
+        host |= set(ADD_FIREWALL_RANGE.permissions)
         both = {"container.clusters.list"}
         return {
             "host_project": sorted(p for p in set(permissions) if p in host),

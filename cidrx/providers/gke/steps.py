@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from cidrx import netmath
 from cidrx.engine.executor import Executor, Outputs, StepContext
-from cidrx.errors import CloudError, StalePlan
+from cidrx.errors import CidrxError, CloudError, StalePlan
 from cidrx.model.plan import Step
-from cidrx.providers.gke.plan import ACTIONS, PLAN_LABEL
+from cidrx.providers.gke.plan import ACTIONS
+from cidrx.providers.gke.pool_copy import PLAN_LABEL
 from cidrx.registry import executors
 
 if TYPE_CHECKING:
@@ -345,6 +346,152 @@ class AddClusterPodRanges:
         missing = self._missing(params, ctx)
         if missing:
             raise CloudError(f"cluster {params['cluster']} does not list pod range(s) {', '.join(missing)}")
+
+
+# --- gke.add-firewall-range ------------------------------------------------------------------------
+# compute v1 Firewall has no fingerprint (discovery document, schema Firewall; unlike Subnetwork), so the
+# API offers no guard against a concurrent writer: the rule is re-read right before the patch and patched
+# only if its ranges are still the ones the plan saw, and read again after to check nothing was lost.
+
+FIREWALL_TIMEOUT = 5 * 60.0
+
+
+def _covered(ranges: list[str], cidr: str) -> bool:
+    new = netmath.parse_cidr(cidr)
+    for text in ranges:
+        try:
+            if new.subnet_of(netmath.parse_cidr(text)):
+                return True
+        except (CidrxError, ValueError, TypeError):
+            continue
+    return False
+
+
+def _already_or_unchanged(now: list[str], params: dict[str, Any], where: str, what: str) -> bool:
+    """True when the list `now` covers the planned CIDR already; StalePlan when it is no longer the list the
+    plan saw (someone else changed it: deciding again is the user's call); False when the step must add it."""
+    if _covered(now, params["cidr"]):
+        return True
+    if set(now) != set(params["seen"]):
+        raise StalePlan(
+            f"{where} changed since the plan was made: its {what} are now {', '.join(now) or 'empty'}, not "
+            f"{', '.join(params['seen'])}; make a new plan"
+        )
+    return False
+
+
+class AddFirewallRange:
+    def _ranges(self, params: dict[str, Any], ctx: StepContext) -> list[str]:
+        rule = _gke(ctx).get_firewall(params["firewall"], params["project"])
+        return [str(r) for r in rule.get(params["field"]) or []]
+
+    def _done(self, params: dict[str, Any]) -> Outputs:
+        return {"firewall": params["firewall"], "cidr": params["cidr"]}
+
+    def check(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
+        return self._done(params) if _covered(self._ranges(params, ctx), params["cidr"]) else None
+
+    def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        _settle_earlier_operation(ctx, step)
+        name = params["firewall"]
+        now = self._ranges(params, ctx)
+        if _already_or_unchanged(now, params, f"firewall rule {name}", params["field"]):
+            return self._done(params)
+        op = _gke(ctx).patch_firewall_ranges(name, params["field"], [*now, params["cidr"]], params["project"])
+        return {**self._done(params), "operation": op, "before": now}
+
+    def wait(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
+        op = outputs.get("operation")
+        if op:
+            _wait_operation(ctx, op, f"firewall rule {params['firewall']} to allow {params['cidr']}", FIREWALL_TIMEOUT)
+
+    def verify(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
+        now = self._ranges(params, ctx)
+        if not _covered(now, params["cidr"]):
+            raise CloudError(f"firewall rule {params['firewall']} does not cover {params['cidr']} after the patch")
+        lost = [r for r in outputs.get("before") or [] if r not in now]
+        if lost:
+            raise CloudError(
+                f"firewall rule {params['firewall']} lost {', '.join(lost)} while cidrx patched it (someone else "
+                "wrote it at the same time; firewall rules have no fingerprint): add them back by hand"
+            )
+
+
+# --- kube.add-ip-masq-cidr --------------------------------------------------------------------------
+
+IP_MASQ_RETRIES = 3
+
+
+def _kube(ctx: StepContext) -> KubeApi:
+    apis: GkeApis = ctx.apis
+    if apis.kube is None:
+        raise CloudError(
+            "the ip-masq-agent step changes a ConfigMap in the cluster and needs its Kubernetes API: run the "
+            "apply with cluster access (without --no-kube)"
+        )
+    return apis.kube
+
+
+class AddIpMasqCidr:
+    """Append the new range to ip-masq-agent's nonMasqueradeCIDRs with a JSON patch that starts with a `test`
+    of the resourceVersion just read, so a concurrent writer makes it fail (422) instead of being overwritten."""
+
+    def _read(self, params: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        cm = _kube(ctx).get_custom("", "v1", "configmaps", params["name"], params["namespace"])
+        if cm is None:
+            raise StalePlan(
+                f"ConfigMap {params['namespace']}/{params['name']} was deleted since the plan was made; make a new plan"
+            )
+        return cm
+
+    def _cidrs(self, cm: dict[str, Any], params: dict[str, Any]) -> tuple[list[str], str]:
+        from cidrx.providers.gke.masquerade import DEFAULT_NON_MASQUERADE, parse_config
+
+        text = str((cm.get("data") or {}).get(params["key"]) or "")
+        config = parse_config(text)
+        if config is None:
+            raise StalePlan(f"ConfigMap {params['namespace']}/{params['name']} no longer holds a readable config")
+        raw = config.get("nonMasqueradeCIDRs")
+        return ([str(c) for c in raw] if isinstance(raw, list) else list(DEFAULT_NON_MASQUERADE)), text
+
+    def _done(self, params: dict[str, Any]) -> Outputs:
+        return {"config_map": f"{params['namespace']}/{params['name']}", "cidr": params["cidr"]}
+
+    def check(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
+        cidrs, _ = self._cidrs(self._read(params, ctx), params)
+        return self._done(params) if _covered(cidrs, params["cidr"]) else None
+
+    def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        from cidrx.kube.api import PatchTestFailed
+        from cidrx.providers.gke.masquerade import updated_config
+
+        where = f"ConfigMap {params['namespace']}/{params['name']}"
+        for _ in range(IP_MASQ_RETRIES):
+            cm = self._read(params, ctx)
+            cidrs, text = self._cidrs(cm, params)
+            if _already_or_unchanged(cidrs, params, where, "nonMasqueradeCIDRs"):
+                return self._done(params)
+            version = str((cm.get("metadata") or {}).get("resourceVersion") or "")
+            op = "replace" if params["key"] in (cm.get("data") or {}) else "add"
+            ops = [
+                {"op": "test", "path": "/metadata/resourceVersion", "value": version},
+                {"op": op, "path": f"/data/{params['key']}", "value": updated_config(text, params["cidr"])},
+            ]
+            try:
+                _kube(ctx).json_patch("", "v1", "configmaps", params["name"], ops, namespace=params["namespace"])
+            except PatchTestFailed:
+                continue  # written meanwhile: read again and decide again
+            return self._done(params)
+        raise CloudError(f"{where} kept changing under us ({IP_MASQ_RETRIES} attempts); run again")
+
+    def wait(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
+        return None  # the agent re-reads its config every resyncInterval (60 s by default)
+
+    def verify(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
+        if self.check(step, params, ctx) is None:
+            raise CloudError(
+                f"ConfigMap {params['namespace']}/{params['name']} does not list {params['cidr']} after the patch"
+            )
 
 
 # Derived from the plan module's declarations: the executor each step action names.

@@ -13,7 +13,13 @@ from typing import Any
 
 from cidrx.errors import InvalidInput
 from cidrx.model.plan import Step
-from cidrx.providers.gke.plan import ADD_CLUSTER_POD_RANGES, ADD_SECONDARY_RANGE, CREATE_NODE_POOL
+from cidrx.providers.gke.plan import (
+    ADD_CLUSTER_POD_RANGES,
+    ADD_FIREWALL_RANGE,
+    ADD_IP_MASQ_CIDR,
+    ADD_SECONDARY_RANGE,
+    CREATE_NODE_POOL,
+)
 from cidrx.render.hcl import Block, Comment, Expr, import_block, snippet, tf_name
 from cidrx.render.terraform import Emitter
 
@@ -56,6 +62,20 @@ def _node_config(b: Block, config: Mapping[str, Any], plan_id: str) -> list[str]
             sub = nc.block(_snake(key))
             for k, v in value.items():
                 sub.attr(_snake(k), v)
+        elif key == "accelerators" and isinstance(value, list):
+            for a in value:
+                ga = nc.block("guest_accelerator").attr("type", a.get("acceleratorType", ""))
+                ga.attr("count", int(a.get("acceleratorCount", 0)))
+                if a.get("gpuPartitionSize"):
+                    ga.attr("gpu_partition_size", a["gpuPartitionSize"])
+                driver = a.get("gpuDriverInstallationConfig") or {}
+                if driver.get("gpuDriverVersion"):
+                    ga.block("gpu_driver_installation_config").attr("gpu_driver_version", driver["gpuDriverVersion"])
+                skipped += [f"accelerators.{k}" for k in a if k == "gpuSharingConfig"]
+        elif key == "reservationAffinity" and isinstance(value, Mapping):
+            sub = nc.block("reservation_affinity")
+            for k, v in value.items():
+                sub.attr(_snake(k), v)
         elif key == "taints" and isinstance(value, list):
             for t in value:
                 nc.block("taint").attr("key", t.get("key", "")).attr("value", t.get("value", "")).attr(
@@ -64,6 +84,25 @@ def _node_config(b: Block, config: Mapping[str, Any], plan_id: str) -> list[str]
         else:
             skipped.append(key)
     nc.attr("resource_labels", labels)
+    return skipped
+
+
+def _pool_settings(b: Block, pool: Mapping[str, Any]) -> list[str]:
+    """upgrade_settings and placement_policy from the copied NodePool settings; the names of the rest."""
+    skipped: list[str] = []
+    for key in ("upgradeSettings", "placementPolicy"):
+        value = pool.get(key)
+        if not isinstance(value, Mapping):
+            continue
+        sub = b.block(_snake(key))
+        for k, v in value.items():
+            if isinstance(v, Mapping | list):
+                skipped.append(f"{key}.{k}")
+            else:
+                sub.attr(_snake(k), v)
+    for key in ("queuedProvisioning", "bestEffortProvisioning", "nodeDrainConfig", "maintenancePolicy"):
+        if key in pool:
+            skipped.append(key)
     return skipped
 
 
@@ -79,7 +118,13 @@ def _node_pool(e: Emitter, step: Step) -> None:
     if pool.get("maxPodsConstraint"):
         b.attr("max_pods_per_node", int(pool["maxPodsConstraint"]["maxPodsPerNode"]))
     skipped = _node_config(b, pool.get("config") or {}, e.plan.plan_id)
-    b.block("network_config").attr("pod_range", pool["networkConfig"]["podRange"])
+    network = b.block("network_config").attr("pod_range", pool["networkConfig"]["podRange"])
+    for k, v in pool["networkConfig"].items():
+        if k == "enablePrivateNodes":
+            network.attr("enable_private_nodes", v)
+        elif k != "podRange":
+            skipped.append(f"networkConfig.{k}")
+    skipped += _pool_settings(b, pool)
     auto = pool.get("autoscaling") or {}
     if auto.get("enabled"):
         ab = b.block("autoscaling")
@@ -153,6 +198,35 @@ def emit(e: Emitter) -> None:
             e.items.append(snippet(f'secondary_ip_range for google_compute_subnetwork "{p["subnet"]}"', [block]))
         elif step.action == CREATE_NODE_POOL.name:
             _node_pool(e, step)
+        elif step.action == ADD_IP_MASQ_CIDR.name:
+            cidrs = ", ".join([*p["seen"], p["cidr"]])
+            e.items.append(
+                Comment(
+                    f"step {step.id}: {step.description}.\n"
+                    f"In ConfigMap {p['namespace']}/{p['name']}, key {p['key']}, set nonMasqueradeCIDRs to: {cidrs}. "
+                    "If Terraform does not manage that ConfigMap, apply the step with cidrx instead."
+                )
+            )
+        elif step.action == ADD_FIREWALL_RANGE.name:
+            attr = "destination_ranges" if p["field"] == "destinationRanges" else "source_ranges"
+            e.items.append(
+                Comment(
+                    f"step {step.id}: {step.description}.\n"
+                    f'Set {attr} of your existing resource "google_compute_firewall" for {p["firewall"]} '
+                    f"(project {p['project']}) to this list. If the rule is not in Terraform (GKE's own rules "
+                    "are not), apply the step with cidrx instead."
+                )
+            )
+            e.items.append(
+                snippet(
+                    f'{attr} for google_compute_firewall "{p["firewall"]}"',
+                    [
+                        Block("resource", ("google_compute_firewall", tf_name(p["firewall"]))).attr(
+                            attr, [*p["seen"], p["cidr"]]
+                        )
+                    ],
+                )
+            )
         elif step.action == ADD_CLUSTER_POD_RANGES.name:
             names = list(p["range_names"])
             existing = list(e.plan.basis.get("cluster_pod_ranges") or [])

@@ -499,11 +499,32 @@ def _lookup_proto_enum(package: str, module: str, message: str, prop: str) -> di
     try:
         descriptor = descriptor_pool.Default().FindMessageTypeByName(f"{package}.{message}")
     except KeyError:
-        return None
+        # The discovery document flattens nested messages (`UpgradeSettings` is the proto's
+        # `NodePool.UpgradeSettings`): look for a nested type of that name in the package's messages.
+        descriptor = _nested_message(package, message)
+        if descriptor is None:
+            return None
     fdesc = descriptor.fields_by_camelcase_name.get(prop)
     if fdesc is None or fdesc.enum_type is None:
         return None
     return {value.number: value.name for value in fdesc.enum_type.values}
+
+
+def _nested_message(package: str, name: str) -> Any:
+    from google.protobuf import descriptor_pool
+
+    pool = descriptor_pool.Default()
+    try:
+        files = [pool.FindFileContainingSymbol(f"{package}.Cluster")]
+    except KeyError:
+        return None
+    todo = [m for f in files for m in f.message_types_by_name.values()]
+    while todo:
+        current = todo.pop()
+        if current.name == name and current.full_name != f"{package}.{name}":
+            return current
+        todo.extend(current.nested_types)
+    return None
 
 
 @functools.cache

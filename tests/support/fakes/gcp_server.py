@@ -111,6 +111,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from tests.support.fakes.gcp_discovery import ENUMS_AS_NUMBERS, DiscoveryIndex, Match, Violation, discovery_index
+from tests.support.fakes.gcp_firewalls import FirewallsMixin
 from tests.support.fakes.loopback import Fault, LoopbackServer, take_fault
 
 if TYPE_CHECKING:
@@ -378,7 +379,7 @@ def _overlaps(a: str, b: str) -> bool:
 # --------------------------------------------------------------------------------------------------
 
 
-class FakeGcp(LoopbackServer):
+class FakeGcp(FirewallsMixin, LoopbackServer):
     """Fake container v1 + compute v1 REST server.  Use as a context manager, or ``start()``/``stop()``."""
 
     label = "fake GCP server"
@@ -416,6 +417,7 @@ class FakeGcp(LoopbackServer):
         self._net_routes: dict[tuple[str, str], JSON] = {}  # (project, name) -> compute#route (routes.list)
         self._routes_version = 0  # bumped by add_route; with the subnets' ranges, keys the routes.list cache
         self._routes_cache: dict[Any, list[tuple[Any, JSON]]] = {}
+        self._firewalls: dict[tuple[str, str], JSON] = {}
         self._region_ops: dict[tuple[str, str, str], _Operation] = {}
         self._global_ops: dict[tuple[str, str], _Operation] = {}
         self._current = ("", "")  # (method, path) of the request being handled, for inject_operation_error
@@ -444,6 +446,7 @@ class FakeGcp(LoopbackServer):
             "compute.regionOperations.wait": self._region_op_wait,
             "compute.globalOperations.get": self._global_op_get,
             "compute.globalOperations.wait": self._global_op_wait,
+            **self.firewall_handlers(),
         }
 
     def answer(self, method: str, path: str, content_type: str, body: bytes) -> _Response:
