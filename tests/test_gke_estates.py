@@ -101,6 +101,9 @@ def test_shared_vpc_incident_diagnose_plan_apply_and_reapply(estate: FakeGcp, tm
     assert pool["config"]["serviceAccount"] == f"gke-nodes@{se.SERVICE}.iam.gserviceaccount.com"
     assert pool["config"]["taints"] == [{"key": "dedicated", "value": "shop", "effect": "NO_SCHEDULE"}]
     assert pool["config"]["labels"] == {"team": "shop"}
+    template = estate.node_pool(se.SERVICE, se.LOCATION, se.CLUSTER, se.POOL)
+    assert template is not None and pool["config"]["accelerators"] == template["config"]["accelerators"]
+    assert pool["config"]["accelerators"][0]["acceleratorType"] == "nvidia-tesla-t4"
     assert not [p for p in writes(estate) if f"/projects/{se.SERVICE}/" in p and "/compute/" in p]
 
     estate.reset_log()

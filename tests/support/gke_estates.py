@@ -105,9 +105,18 @@ def build_shared_vpc(fake: FakeGcp) -> JSON:
     pool: JSON = {
         "name": POOL,
         "config": {
-            "machineType": "n2-standard-8",
+            "machineType": "n1-standard-8",
             "diskSizeGb": 100,
             "serviceAccount": f"gke-nodes@{SERVICE}.iam.gserviceaccount.com",
+            # A GPU pool (the shape of gcpdiag test-data/gke1/json-dumps/container-clusters.json gke6's
+            # `accelerators`, 06ec8584): the copy must keep the GPUs or GPU pods never schedule on it.
+            "accelerators": [
+                {
+                    "acceleratorCount": "1",
+                    "acceleratorType": "nvidia-tesla-t4",
+                    "gpuDriverInstallationConfig": {"gpuDriverVersion": "DEFAULT"},
+                }
+            ],
             "labels": {"team": "shop"},
             "taints": [{"key": "dedicated", "value": "shop", "effect": "NO_SCHEDULE"}],
         },
