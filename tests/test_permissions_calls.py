@@ -61,7 +61,8 @@ TAG_ON_CREATE = ("ec2", "TagSpecifications", "ec2:CreateTags")
 # Printed for diagnose but not called by every collect: DescribeSecurityGroups only when EKS does not
 # report the cluster security group (docs/permissions.md says so); the fleet listing only by fleet mode
 # (`diagnose --all-clusters`), not by a run on one cluster.
-AWS_OPTIONAL_READS = {"ec2:DescribeSecurityGroups", *EKS_FLEET}
+# DescribeAddonConfiguration is only called when the VPC CNI is a managed add-on.
+AWS_OPTIONAL_READS = {"ec2:DescribeSecurityGroups", "eks:DescribeAddonConfiguration", *EKS_FLEET}
 
 
 class AwsCalls:

@@ -60,15 +60,17 @@ def addon_env(configuration_values: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
 
 
-def cni_config(eks: EksSection, kube: KubeSection) -> CniConfig:
+def cni_env(eks: EksSection, kube: KubeSection) -> tuple[dict[str, str], str]:
+    """The VPC CNI's env and where it was read: aws-node's own env, else the add-on's configurationValues."""
     if kube.aws_node is not None:
-        env = {v.name: v.value for v in kube.aws_node.env}
-        source = "aws-node"
-    elif eks.vpc_cni_addon is not None and eks.vpc_cni_addon.configuration_values:
-        env = addon_env(eks.vpc_cni_addon.configuration_values)
-        source = "addon"
-    else:
-        env, source = {}, "default"
+        return {v.name: v.value for v in kube.aws_node.env}, "aws-node"
+    if eks.vpc_cni_addon is not None and eks.vpc_cni_addon.configuration_values:
+        return addon_env(eks.vpc_cni_addon.configuration_values), "addon"
+    return {}, "default"
+
+
+def cni_config(eks: EksSection, kube: KubeSection) -> CniConfig:
+    env, source = cni_env(eks, kube)
     return CniConfig(
         source=source,
         custom_networking=_flag(env.get(CUSTOM_NETWORK)),
