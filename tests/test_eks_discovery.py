@@ -7,13 +7,21 @@ and awsutils_test.go `TestValidSubnetTagsMatchingClusterName` at b52188387f2e2f1
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from cidrx.errors import InvalidInput, StalePlan
 from cidrx.kube.model import KubeSection
 from cidrx.model.findings import Diagnosis, Severity
+from cidrx.model.plan import DIGEST_TAG, Plan
+from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks import discovery
 from cidrx.providers.eks.analyze import analyze
 from cidrx.providers.eks.cni import cni_config
+from cidrx.providers.eks.discovery_plan import default_strategy
+from cidrx.providers.eks.model import Addon
+from cidrx.providers.eks.plan import EksPlanOptions, check_drift, make_plan
 from tests.support import eks_cases as cases
 from tests.support.eks_cases import AZ_A, AZ_B, DISCOVERY_A, DISCOVERY_B, NODE_A, NODE_B, PUBLIC_A
 
@@ -192,3 +200,92 @@ def test_state_reads_cluster_name_and_env_from_aws_node() -> None:
     s = discovery.discovery_state(snap.eks, snap.kube, cni_config(snap.eks, snap.kube))
     assert (s.cluster_name, s.env_value, s.active) == ("demo-ip", "true", True)
     assert NODE_B in {h.node for h in discovery.node_headroom(snap.eks, snap.kube, s)}
+
+
+# --- the plan ---------------------------------------------------------------------------------------------
+
+
+def plan_of(snap: Snapshot, **opts: Any) -> Plan:
+    return make_plan(snap, EksPlanOptions(strategy="subnet-discovery", created_at="2024-01-01T00:00:00Z", **opts))
+
+
+def test_subnet_discovery_is_the_default_where_the_cni_supports_it() -> None:
+    assert default_strategy(cases.subnet_discovery(), EksPlanOptions()) == "subnet-discovery"
+    assert default_strategy(cases.example(), EksPlanOptions()) == "custom-networking"  # version unknown
+    assert default_strategy(cases.cni_version(cases.example(), "v1.17.1"), EksPlanOptions()) == "custom-networking"
+    cn = cases.custom_networking(cases.cni_version(cases.example(), "v1.19.0"))
+    assert default_strategy(cn, EksPlanOptions()) == "custom-networking"
+    asks_for_group = EksPlanOptions(nodegroup_name="more")
+    assert default_strategy(cases.subnet_discovery(), asks_for_group) == "custom-networking"
+
+
+def test_plan_tags_and_routes_a_subnet_per_zone_in_free_vpc_space() -> None:
+    plan = plan_of(cases.subnet_discovery(enis=1, free=3))
+    assert [s.id for s in plan.steps] == [
+        f"create-subnet-{AZ_A}",
+        f"route-subnet-{AZ_A}",
+        f"create-subnet-{AZ_B}",
+        f"route-subnet-{AZ_B}",
+    ]
+    create = plan.steps[0]
+    assert create.params["tags"]["kubernetes.io/role/cni"] == "1"
+    assert create.params["tags"][f"cni.networking.k8s.aws/cluster/{cases.CLUSTER}"] == "shared"
+    assert create.params["cidr"] == "10.0.0.0/24" and not create.depends_on  # inside 10.0.0.0/16: no association
+    assert plan.steps[1].params["route_table_id"] == cases.PUBLIC_RT  # the node subnet's table, not the main one
+    assert create.permissions == ("ec2:CreateSubnet", "ec2:CreateTags", "ec2:DescribeSubnets")
+    text = " ".join(plan.notes)
+    assert "room for 3 node(s)" in text and "2 existing node(s) can still attach ENIs" in text
+    assert "nothing to change on aws-node" in text
+    assert plan.summary["nodes_with_free_eni_slots"] == 2
+
+
+def test_plan_associates_a_secondary_cidr_when_asked_and_turns_discovery_back_on() -> None:
+    snap = cases.with_env(cases.subnet_discovery(enis=1, free=3), ENABLE_SUBNET_DISCOVERY="false")
+    plan = plan_of(snap, cidr="100.65.0.0/20")
+    assert plan.steps[0].action == "eks.associate-vpc-cidr" and plan.steps[0].params["cidr"] == "100.65.0.0/20"
+    env = plan.steps[-1]
+    assert (env.id, env.action, env.params["env"]) == (
+        "enable-subnet-discovery",
+        "kube.set-daemonset-env",
+        {"ENABLE_SUBNET_DISCOVERY": "true"},
+    )
+    assert set(env.depends_on) == {f"route-subnet-{AZ_A}", f"route-subnet-{AZ_B}"}
+    addon = Addon("vpc-cni", "v1.19.0-eksbuild.1", "ACTIVE", '{"env":{"ENABLE_SUBNET_DISCOVERY":"0"}}')
+    managed = cases.with_kube(cases.with_eks(snap, vpc_cni_addon=addon), aws_node=None)
+    step = plan_of(managed).steps[-1]
+    assert (step.action, step.params["env"]) == ("eks.update-addon-env", {"ENABLE_SUBNET_DISCOVERY": "true"})
+
+
+def test_nodes_at_their_limit_and_full_node_subnets_make_the_strategy_refuse() -> None:
+    with pytest.raises(InvalidInput, match=r"subnet discovery cannot help.*custom-networking"):
+        plan_of(cases.subnet_discovery(enis=3))
+    full_nodes_but_room = plan_of(cases.subnet_discovery(enis=3, free=4))
+    assert "2 node(s) are at their ENI limit and gain nothing" in " ".join(full_nodes_but_room.notes)
+
+
+@pytest.mark.parametrize(
+    ("snap", "message"),
+    [
+        (cases.example(), "cannot tell the installed VPC CNI version"),
+        (cases.cni_version(cases.example(), "v1.17.1"), "needs VPC CNI v1.18 or later; this cluster runs v1.17.1"),
+        (cases.custom_networking(cases.cni_version(cases.example(), "v1.18.1")), "custom networking is on"),
+    ],
+)
+def test_refusals_name_the_way_out(snap: Snapshot, message: str) -> None:
+    with pytest.raises(InvalidInput, match=message):
+        plan_of(snap)
+
+
+def test_drift_a_subnet_in_the_planned_space_or_custom_networking_turned_on() -> None:
+    snap = cases.subnet_discovery(enis=1, free=3)
+    plan = plan_of(snap)
+    check_drift(plan, snap)
+    taken = cases.add_subnet(snap, cases.make_subnet("subnet-0ther", "10.0.0.0/26", AZ_A))
+    with pytest.raises(StalePlan, match=r"10\.0\.0\.0/24 now overlaps subnet subnet-0ther"):
+        check_drift(plan, taken)
+    ours = cases.add_subnet(
+        snap, cases.make_subnet("subnet-0urs", "10.0.0.0/24", AZ_A, tags={DIGEST_TAG: plan.plan_id})
+    )
+    check_drift(plan, ours)  # what an earlier run of this plan made is progress
+    with pytest.raises(StalePlan, match="custom networking is now on"):
+        check_drift(plan, cases.with_env(snap, AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG="true"))

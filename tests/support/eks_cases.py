@@ -401,3 +401,13 @@ def subnet_discovery(
             s = subnet(snap, subnet_id)
             snap = with_subnet(snap, subnet_id, available_ips=free, used=s.used[: len(s.used) - free])
     return node_enis(snap, enis)
+
+
+def subnet_discovery_off(*, managed: bool = False) -> Snapshot:
+    """Subnet discovery supported but turned off (ENABLE_SUBNET_DISCOVERY=false), nodes with ENI slots left and
+    room in the node subnets; with `managed`, the VPC CNI is the EKS add-on v1.19.0 saying so."""
+    snap = subnet_discovery(enis=1, free=3)
+    if not managed:
+        return with_env(snap, ENABLE_SUBNET_DISCOVERY="false")
+    addon = Addon("vpc-cni", "v1.19.0-eksbuild.1", "ACTIVE", '{"env":{"ENABLE_SUBNET_DISCOVERY":"false"}}')
+    return with_kube(with_eks(snap, vpc_cni_addon=addon), aws_node=None)

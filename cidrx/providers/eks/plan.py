@@ -32,7 +32,7 @@ from cidrx.providers.eks.cni import (
 from cidrx.providers.eks.model import EksSection, Nodegroup, Subnet
 from cidrx.registry import Action
 
-STRATEGIES = ("custom-networking", "prefix-delegation")
+STRATEGIES = ("custom-networking", "prefix-delegation", "subnet-discovery")
 DEFAULT_CIDR_PREFIX = 20  # the incident's 100.64.0.0/20: room to grow, cheap in 100.64/10
 ACTIVE_STATES = ("associated", "associating")
 SUBNET_MAX_PREFIX = 28  # CreateSubnet accepts /16 to /28
@@ -83,7 +83,7 @@ CUSTOM_NETWORKING_ACTIONS = (
     CREATE_NODEGROUP,
 )
 PREFIX_DELEGATION_ACTIONS = (RESERVE_SUBNET_CIDR, UPDATE_ADDON_ENV, SET_DAEMONSET_ENV)
-ACTIONS = (*CUSTOM_NETWORKING_ACTIONS, RESERVE_SUBNET_CIDR)
+ACTIONS = (*CUSTOM_NETWORKING_ACTIONS, RESERVE_SUBNET_CIDR)  # subnet-discovery's are among them
 
 
 @dataclass(frozen=True)
@@ -528,6 +528,10 @@ def make_plan(snapshot: Snapshot, opts: EksPlanOptions) -> Plan:
         return _custom_networking(snapshot, eks, opts)
     if opts.strategy == "prefix-delegation":
         return _prefix_delegation(snapshot, eks, opts)
+    if opts.strategy == "subnet-discovery":
+        from cidrx.providers.eks.discovery_plan import make_discovery_plan
+
+        return make_discovery_plan(snapshot, eks, opts)
     raise InvalidInput(f"unknown EKS strategy {opts.strategy!r}; choose one of {', '.join(STRATEGIES)}")
 
 
@@ -547,6 +551,10 @@ def check_drift(plan: Plan, snapshot: Snapshot) -> None:
     problems += _cni_management_drift(plan, eks)
     if plan.strategy == "custom-networking":
         problems += _custom_networking_drift(plan, eks, snapshot)
+    elif plan.strategy == "subnet-discovery":
+        from cidrx.providers.eks.discovery_plan import discovery_drift
+
+        problems += discovery_drift(plan, snapshot, eks)
     else:
         problems += _prefix_drift(plan, eks)
     if problems:
