@@ -57,7 +57,9 @@ APPLY_ENICONFIG = Action(
     f"{_STEPS}:ApplyEniConfig",
 )
 UPDATE_ADDON_ENV = Action(
-    "eks.update-addon-env", ("eks:UpdateAddon", "eks:DescribeAddon", "eks:DescribeUpdate"), f"{_STEPS}:UpdateAddonEnv"
+    "eks.update-addon-env",
+    ("eks:UpdateAddon", "eks:DescribeAddon", "eks:DescribeAddonConfiguration", "eks:DescribeUpdate"),
+    f"{_STEPS}:UpdateAddonEnv",
 )
 SET_DAEMONSET_ENV = Action(
     "kube.set-daemonset-env", ("kubernetes: daemonsets get,update in kube-system",), f"{_STEPS}:SetDaemonSetEnv"
@@ -261,6 +263,9 @@ def _node_placement(
 
 def _env_step(eks: EksSection, cni: CniConfig, env: dict[str, str], step_id: str, what: str) -> Step:
     if eks.vpc_cni_addon is not None:
+        from cidrx.providers.eks.addon_schema import check_env_update
+
+        check_env_update(eks.vpc_cni_addon, env)
         return Step(
             id=step_id,
             action=UPDATE_ADDON_ENV.name,
