@@ -7,6 +7,8 @@ and awsutils_test.go `TestValidSubnetTagsMatchingClusterName` at b52188387f2e2f1
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +17,7 @@ from cidrx.errors import InvalidInput, StalePlan
 from cidrx.kube.model import KubeSection
 from cidrx.model.findings import Diagnosis, Severity
 from cidrx.model.plan import DIGEST_TAG, Plan
-from cidrx.model.snapshot import Snapshot
+from cidrx.model.snapshot import Snapshot, load_snapshot, save_snapshot
 from cidrx.providers.eks import discovery
 from cidrx.providers.eks.analyze import analyze
 from cidrx.providers.eks.cni import cni_config
@@ -289,3 +291,20 @@ def test_drift_a_subnet_in_the_planned_space_or_custom_networking_turned_on() ->
     check_drift(plan, ours)  # what an earlier run of this plan made is progress
     with pytest.raises(StalePlan, match="custom networking is now on"):
         check_drift(plan, cases.with_env(snap, AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG="true"))
+
+
+# --- the bundled example --------------------------------------------------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "eks-subnet-discovery.snapshot.json"
+
+
+def test_bundled_example_is_the_case_builders_and_plans_subnet_discovery() -> None:
+    snap = cases.discovery_example()
+    if os.environ.get("CIDRX_UPDATE_EXAMPLES") == "1":
+        save_snapshot(snap, EXAMPLE)
+    assert load_snapshot(EXAMPLE) == snap  # also checks its fingerprint
+    d = analyze(snap)
+    assert ids(d).count("EKS-SUBNET-EXHAUSTED") == 2 and "EKS-SUBNET-DISCOVERY-NO-SUBNETS" in ids(d)
+    made = make_plan(snap, EksPlanOptions(strategy=default_strategy(snap, EksPlanOptions())))
+    assert made.strategy == "subnet-discovery" and len(made.steps) == 4
+    assert "2 existing node(s) can still attach ENIs" in " ".join(made.notes)

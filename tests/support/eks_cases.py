@@ -411,3 +411,14 @@ def subnet_discovery_off(*, managed: bool = False) -> Snapshot:
         return with_env(snap, ENABLE_SUBNET_DISCOVERY="false")
     addon = Addon("vpc-cni", "v1.19.0-eksbuild.1", "ACTIVE", '{"env":{"ENABLE_SUBNET_DISCOVERY":"false"}}')
     return with_kube(with_eks(snap, vpc_cni_addon=addon), aws_node=None)
+
+
+def discovery_example() -> Snapshot:
+    """examples/eks-subnet-discovery.snapshot.json: the incident a little earlier, on VPC CNI v1.18.1 with
+    subnet discovery on by default and no tagged subnet: each node has 2 of its 3 ENIs, 7 addresses are
+    left in each node subnet (a new node's warm pool needs 10)."""
+    snap = cni_version(example(), "v1.18.1-eksbuild.1")
+    for subnet_id in (PUBLIC_A, PUBLIC_B):
+        s = subnet(snap, subnet_id)
+        snap = with_subnet(snap, subnet_id, available_ips=7, used=s.used[: len(s.used) - 7])
+    return node_enis(snap, 2)

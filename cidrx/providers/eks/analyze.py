@@ -590,7 +590,7 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     findings += _prefix_findings(uses, cni, exhausted)
     findings += _quota_findings(eks)
     expand = f"cidrx expand {snapshot.target.flags()} --plan --out plan.json"
-    findings += discovery.findings(eks, kube, disc, zones, tight, expand)
+    findings = discovery.reworded(findings, disc) + discovery.findings(eks, kube, disc, zones, tight, expand)
     if not kube.available:
         from cidrx.model.findings import kube_unreachable
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cidrx import netmath
 from cidrx.kube.model import KubeSection
@@ -406,3 +406,18 @@ def capacity(zones: list[ZoneDiscovery], free_28: dict[str, int], state: Discove
 def _used(s: Subnet) -> int:
     usable = netmath.parse_cidr(s.cidr).num_addresses - netmath.AWS_RESERVED_PER_SUBNET
     return max(0, usable - s.available_ips)
+
+
+def reworded(findings: list[Finding], state: DiscoveryState) -> list[Finding]:
+    """Where subnet discovery is the default strategy, remediations that name the expand plan describe it."""
+    from cidrx.providers.eks.analyze import EKS_PREFIX_DELEGATION_NOT_ENOUGH, EKS_SUBNET_EXHAUSTED
+
+    if not state.supported or state.custom_networking:
+        return findings
+    fixes = {
+        EKS_SUBNET_EXHAUSTED.id: "Add pod address space: `{EXPAND}` (subnet discovery: a subnet per AZ tagged "
+        f"{ROLE_TAG}=1 for new ENIs; new nodes still need a free address in their node subnet).",
+        EKS_PREFIX_DELEGATION_NOT_ENOUGH.id: "Add tagged subnets for subnet discovery (the default expand strategy "
+        "here), or use custom networking with a secondary CIDR.",
+    }
+    return [replace(f, remediation=fixes.get(f.id, f.remediation)) for f in findings]
