@@ -7,7 +7,6 @@ with; the add-on's configurationValues is what EKS will write into it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from cidrx import netmath
@@ -45,18 +44,14 @@ def _int(value: str | None, default: int | None) -> int | None:
 
 def addon_env(configuration_values: str) -> dict[str, str]:
     """The `env` map of a vpc-cni add-on's configurationValues (JSON; EKS also accepts YAML there)."""
-    if not configuration_values.strip():
-        return {}
-    try:
-        data = json.loads(configuration_values)
-    except ValueError:
-        import yaml
+    from cidrx.errors import InvalidInput
+    from cidrx.providers.eks.addon_schema import parse_configuration
 
-        try:
-            data = yaml.safe_load(configuration_values)
-        except yaml.YAMLError:
-            return {}
-    env = data.get("env") if isinstance(data, dict) else None
+    try:
+        data = parse_configuration(configuration_values)
+    except InvalidInput:
+        return {}
+    env = data.get("env")
     return {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
 
 

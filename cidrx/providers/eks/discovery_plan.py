@@ -41,6 +41,7 @@ from cidrx.providers.eks.plan import (
     choose_cidr,
     occupied_space,
     validate_cidr,
+    zone_subnet_steps,
 )
 
 STRATEGY = "subnet-discovery"
@@ -246,30 +247,16 @@ def make_discovery_plan(snapshot: Snapshot, eks: EksSection, opts: EksPlanOption
     for az, piece in zip(zones, pieces, strict=True):
         rt, via = _route_table_for(eks, az, None)
         route_tables[az] = rt
-        steps.append(
-            Step(
-                id=f"create-subnet-{az}",
-                action=CREATE_SUBNET.name,
-                params={
-                    "vpc_id": eks.vpc.vpc_id,
-                    "az": az,
-                    "cidr": str(piece),
-                    "tags": _subnet_tags(cluster, az, state),
-                },
-                description=f"create subnet {piece} in {az} tagged {discovery.ROLE_TAG}=1 for new pod ENIs",
-                depends_on=("associate-vpc-cidr",) if cidr is not None else (),
-                permissions=CREATE_SUBNET.permissions,
-            )
-        )
-        steps.append(
-            Step(
-                id=f"route-subnet-{az}",
-                action=ASSOCIATE_ROUTE_TABLE.name,
-                params={"route_table_id": rt, "subnet_id": f"${{create-subnet-{az}.subnet_id}}"},
-                description=f"associate the {az} subnet with {rt} (routed like the node subnet {via})",
-                depends_on=(f"create-subnet-{az}",),
-                permissions=ASSOCIATE_ROUTE_TABLE.permissions,
-            )
+        steps += zone_subnet_steps(
+            eks,
+            az,
+            str(piece),
+            _subnet_tags(cluster, az, state),
+            (
+                f"create subnet {piece} in {az} tagged {discovery.ROLE_TAG}=1 for new pod ENIs",
+                ("associate-vpc-cidr",) if cidr is not None else (),
+            ),
+            (rt, f"associate the {az} subnet with {rt} (routed like the node subnet {via})"),
         )
     if not state.env_on:
         env_step = _env_step(eks, cni, {discovery.ENV: "true"}, "enable-subnet-discovery", "subnet discovery")

@@ -282,6 +282,36 @@ def _env_step(eks: EksSection, cni: CniConfig, env: dict[str, str], step_id: str
     )
 
 
+def zone_subnet_steps(
+    eks: EksSection,
+    az: str,
+    cidr: str,
+    tags: dict[str, str],
+    create: tuple[str, tuple[str, ...]],
+    route: tuple[str, str],
+) -> list[Step]:
+    """`create-subnet-<az>` (description, depends_on) and `route-subnet-<az>` (route table, description)."""
+    (create_text, create_after), (table, route_text) = create, route
+    return [
+        Step(
+            id=f"create-subnet-{az}",
+            action=CREATE_SUBNET.name,
+            params={"vpc_id": eks.vpc.vpc_id, "az": az, "cidr": cidr, "tags": tags},
+            description=create_text,
+            depends_on=create_after,
+            permissions=CREATE_SUBNET.permissions,
+        ),
+        Step(
+            id=f"route-subnet-{az}",
+            action=ASSOCIATE_ROUTE_TABLE.name,
+            params={"route_table_id": table, "subnet_id": f"${{create-subnet-{az}.subnet_id}}"},
+            description=route_text,
+            depends_on=(f"create-subnet-{az}",),
+            permissions=ASSOCIATE_ROUTE_TABLE.permissions,
+        ),
+    ]
+
+
 def _nodegroup_name(eks: EksSection, template: Nodegroup, wanted: str | None, suffix: str) -> str:
     taken = {ng.name for ng in eks.nodegroups}
     if wanted:
@@ -365,30 +395,13 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
     for az, piece in zip(zones, pieces, strict=True):
         rt, via = _route_table_for(eks, az, placement[az])
         route_tables[az] = rt
-        steps.append(
-            Step(
-                id=f"create-subnet-{az}",
-                action=CREATE_SUBNET.name,
-                params={
-                    "vpc_id": eks.vpc.vpc_id,
-                    "az": az,
-                    "cidr": str(piece),
-                    "tags": {"Name": f"cidrx-{cluster}-pods-{az}", f"kubernetes.io/cluster/{cluster}": "shared"},
-                },
-                description=f"create pod subnet {piece} in {az}",
-                depends_on=("associate-vpc-cidr",),
-                permissions=CREATE_SUBNET.permissions,
-            )
-        )
-        steps.append(
-            Step(
-                id=f"route-subnet-{az}",
-                action=ASSOCIATE_ROUTE_TABLE.name,
-                params={"route_table_id": rt, "subnet_id": f"${{create-subnet-{az}.subnet_id}}"},
-                description=f"associate the {az} pod subnet with {rt} (routed like {via}, where the new nodes live)",
-                depends_on=(f"create-subnet-{az}",),
-                permissions=ASSOCIATE_ROUTE_TABLE.permissions,
-            )
+        steps += zone_subnet_steps(
+            eks,
+            az,
+            str(piece),
+            {"Name": f"cidrx-{cluster}-pods-{az}", f"kubernetes.io/cluster/{cluster}": "shared"},
+            (f"create pod subnet {piece} in {az}", ("associate-vpc-cidr",)),
+            (rt, f"associate the {az} pod subnet with {rt} (routed like {via}, where the new nodes live)"),
         )
         steps.append(
             Step(
