@@ -239,7 +239,6 @@ def by_zone(eks: EksSection, kube: KubeSection, state: DiscoveryState, node_subn
     per_zone: dict[str, list[NodeHeadroom]] = defaultdict(list)
     for h in heads:
         per_zone[h.zone].append(h)
-    known = bool(heads) or not kube.nodes
     out = []
     for az in zones_in_use(eks, kube, node_subnets):
         good: list[Subnet] = []
@@ -252,7 +251,7 @@ def by_zone(eks: EksSection, kube: KubeSection, state: DiscoveryState, node_subn
                 good.append(s)
             else:
                 bad.append((s, why))
-        out.append(ZoneDiscovery(az, tuple(good), tuple(bad), tuple(per_zone.get(az, ())), known and bool(kube.nodes)))
+        out.append(ZoneDiscovery(az, tuple(good), tuple(bad), tuple(per_zone.get(az, ())), bool(heads)))
     return out
 
 

@@ -107,7 +107,8 @@ def _space(
             if clash:
                 raise InvalidInput(f"{net} is not free inside the VPC: it overlaps {clash[0]}")
             return None, netmath.split_equal(net, zones)
-        return validate_cidr(eks, opts.cidr), netmath.split_equal(validate_cidr(eks, opts.cidr), zones)
+        secondary = validate_cidr(eks, opts.cidr)
+        return secondary, netmath.split_equal(secondary, zones)
     occupied = [n for n, _ in _occupied_inside(eks)]
     for prefix in range(max(netmath.AWS_SECONDARY_MIN_PREFIX, min(need - 1, ZONE_PREFIX_CAP)), need + 1):
         pieces = _carve(local, occupied, prefix, zones)
