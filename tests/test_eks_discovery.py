@@ -222,7 +222,7 @@ def test_subnet_discovery_is_the_default_where_the_cni_supports_it() -> None:
 
 
 def test_plan_tags_and_routes_a_subnet_per_zone_in_free_vpc_space() -> None:
-    plan = plan_of(cases.subnet_discovery(enis=1, free=3))
+    plan = plan_of(cases.subnet_discovery(enis=1, free=3, tagged=False))
     assert [s.id for s in plan.steps] == [
         f"create-subnet-{AZ_A}",
         f"route-subnet-{AZ_A}",
@@ -242,7 +242,7 @@ def test_plan_tags_and_routes_a_subnet_per_zone_in_free_vpc_space() -> None:
 
 
 def test_plan_associates_a_secondary_cidr_when_asked_and_turns_discovery_back_on() -> None:
-    snap = cases.with_env(cases.subnet_discovery(enis=1, free=3), ENABLE_SUBNET_DISCOVERY="false")
+    snap = cases.subnet_discovery_off()
     plan = plan_of(snap, cidr="100.65.0.0/20")
     assert plan.steps[0].action == "eks.associate-vpc-cidr" and plan.steps[0].params["cidr"] == "100.65.0.0/20"
     env = plan.steps[-1]
@@ -253,15 +253,15 @@ def test_plan_associates_a_secondary_cidr_when_asked_and_turns_discovery_back_on
     )
     assert set(env.depends_on) == {f"route-subnet-{AZ_A}", f"route-subnet-{AZ_B}"}
     addon = Addon("vpc-cni", "v1.19.0-eksbuild.1", "ACTIVE", '{"env":{"ENABLE_SUBNET_DISCOVERY":"0"}}')
-    managed = cases.with_kube(cases.with_eks(snap, vpc_cni_addon=addon), aws_node=None)
+    managed = cases.with_kube(cases.with_eks(cases.subnet_discovery_off(), vpc_cni_addon=addon), aws_node=None)
     step = plan_of(managed).steps[-1]
     assert (step.action, step.params["env"]) == ("eks.update-addon-env", {"ENABLE_SUBNET_DISCOVERY": "true"})
 
 
 def test_nodes_at_their_limit_and_full_node_subnets_make_the_strategy_refuse() -> None:
     with pytest.raises(InvalidInput, match=r"subnet discovery cannot help.*custom-networking"):
-        plan_of(cases.subnet_discovery(enis=3))
-    full_nodes_but_room = plan_of(cases.subnet_discovery(enis=3, free=4))
+        plan_of(cases.subnet_discovery(enis=3, tagged=False))
+    full_nodes_but_room = plan_of(cases.subnet_discovery(enis=3, free=4, tagged=False))
     assert "2 node(s) are at their ENI limit and gain nothing" in " ".join(full_nodes_but_room.notes)
 
 
@@ -279,7 +279,7 @@ def test_refusals_name_the_way_out(snap: Snapshot, message: str) -> None:
 
 
 def test_drift_a_subnet_in_the_planned_space_or_custom_networking_turned_on() -> None:
-    snap = cases.subnet_discovery(enis=1, free=3)
+    snap = cases.subnet_discovery(enis=1, free=3, tagged=False)
     plan = plan_of(snap)
     check_drift(plan, snap)
     taken = cases.add_subnet(snap, cases.make_subnet("subnet-0ther", "10.0.0.0/26", AZ_A))
@@ -304,7 +304,17 @@ def test_bundled_example_is_the_case_builders_and_plans_subnet_discovery() -> No
         save_snapshot(snap, EXAMPLE)
     assert load_snapshot(EXAMPLE) == snap  # also checks its fingerprint
     d = analyze(snap)
-    assert ids(d).count("EKS-SUBNET-EXHAUSTED") == 2 and "EKS-SUBNET-DISCOVERY-NO-SUBNETS" in ids(d)
+    exhausted = [f.subject for f in d.findings if f.id == "EKS-SUBNET-EXHAUSTED"]
+    assert exhausted == [f"{cases.PUBLIC_B} (eks-demo-ip-vpc-stack-PublicSubnet02)"]  # 2a has a tagged subnet
+    bare = next(f for f in d.findings if f.id == "EKS-SUBNET-DISCOVERY-NO-SUBNETS")
+    assert AZ_B in bare.summary and AZ_A not in bare.summary
     made = make_plan(snap, EksPlanOptions(strategy=default_strategy(snap, EksPlanOptions())))
-    assert made.strategy == "subnet-discovery" and len(made.steps) == 4
-    assert "2 existing node(s) can still attach ENIs" in " ".join(made.notes)
+    assert made.strategy == "subnet-discovery"
+    assert [s.id for s in made.steps] == [f"create-subnet-{AZ_B}", f"route-subnet-{AZ_B}"]
+    text = " ".join(made.notes)
+    assert "2 existing node(s) can still attach ENIs" in text and f"{AZ_A} already has tagged subnets" in text
+
+
+def test_zones_whose_tagged_subnets_have_room_get_none_and_all_covered_refuses() -> None:
+    with pytest.raises(InvalidInput, match="already have room"):
+        plan_of(cases.subnet_discovery(enis=1, free=3))

@@ -383,11 +383,14 @@ def subnet_discovery(
     enis: int | dict[str, int] = 3,
     tags: dict[str, str] | None = None,
     free: int | None = None,
+    tagged: bool = True,
 ) -> Snapshot:
     """The incident on VPC CNI `version`, with a /24 per zone in a secondary 100.64.0.0/16 tagged for subnet
     discovery (`tags`, default kubernetes.io/role/cni=1), nodes with `enis` ENIs attached and, when `free` is
-    given, that many free addresses left in each node subnet."""
+    given, that many free addresses left in each node subnet. Without `tagged`, no tagged subnet yet."""
     snap = cni_version(snap or example(), version)
+    if not tagged:
+        return node_enis(_node_subnets_free(snap, free), enis)
     vpc = eks_of(snap).vpc
     cidrs = (*vpc.cidrs, VpcCidr(DISCOVERY_CIDR, "vpc-cidr-assoc-0d15c0a11ab0c0a00", "associated"))
     snap = with_eks(snap, vpc=dataclasses.replace(vpc, cidrs=cidrs))
@@ -396,17 +399,20 @@ def subnet_discovery(
             snap,
             make_subnet(subnet_id, cidr, az, used=3, route_table_id=PUBLIC_RT, tags=ROLE_CNI if tags is None else tags),
         )
-    if free is not None:
-        for subnet_id in (PUBLIC_A, PUBLIC_B):
-            s = subnet(snap, subnet_id)
-            snap = with_subnet(snap, subnet_id, available_ips=free, used=s.used[: len(s.used) - free])
-    return node_enis(snap, enis)
+    return node_enis(_node_subnets_free(snap, free), enis)
+
+
+def _node_subnets_free(snap: Snapshot, free: int | None) -> Snapshot:
+    for subnet_id in (PUBLIC_A, PUBLIC_B) if free is not None else ():
+        s = subnet(snap, subnet_id)
+        snap = with_subnet(snap, subnet_id, available_ips=free, used=s.used[: len(s.used) - free])
+    return snap
 
 
 def subnet_discovery_off(*, managed: bool = False) -> Snapshot:
     """Subnet discovery supported but turned off (ENABLE_SUBNET_DISCOVERY=false), nodes with ENI slots left and
     room in the node subnets; with `managed`, the VPC CNI is the EKS add-on v1.19.0 saying so."""
-    snap = subnet_discovery(enis=1, free=3)
+    snap = subnet_discovery(enis=1, free=3, tagged=False)
     if not managed:
         return with_env(snap, ENABLE_SUBNET_DISCOVERY="false")
     addon = Addon("vpc-cni", "v1.19.0-eksbuild.1", "ACTIVE", '{"env":{"ENABLE_SUBNET_DISCOVERY":"false"}}')
@@ -415,10 +421,8 @@ def subnet_discovery_off(*, managed: bool = False) -> Snapshot:
 
 def discovery_example() -> Snapshot:
     """examples/eks-subnet-discovery.snapshot.json: the incident a little earlier, on VPC CNI v1.18.1 with
-    subnet discovery on by default and no tagged subnet: each node has 2 of its 3 ENIs, 7 addresses are
-    left in each node subnet (a new node's warm pool needs 10)."""
-    snap = cni_version(example(), "v1.18.1-eksbuild.1")
-    for subnet_id in (PUBLIC_A, PUBLIC_B):
-        s = subnet(snap, subnet_id)
-        snap = with_subnet(snap, subnet_id, available_ips=7, used=s.used[: len(s.used) - 7])
-    return node_enis(snap, 2)
+    subnet discovery on by default: each node has 2 of its 3 ENIs, 7 addresses are left in each node subnet
+    (a new node's warm pool needs 10), and only ap-southeast-2a has a subnet tagged kubernetes.io/role/cni."""
+    snap = subnet_discovery(version="v1.18.1-eksbuild.1", enis=2, free=7, tagged=False)
+    tags = {"Name": "eks-demo-ip-pods-2a", **ROLE_CNI}
+    return add_subnet(snap, make_subnet(DISCOVERY_A, "10.0.32.0/24", AZ_A, used=3, route_table_id=PUBLIC_RT, tags=tags))

@@ -159,7 +159,7 @@ def _fit_notes(
         if free >= per_zone:
             notes.append(
                 f"New nodes in {az} take their own address from their node subnets ({where}): room for "
-                f"{free} node(s); their extra ENIs, and so most pod addresses, come from the new subnet."
+                f"{free} node(s); their extra ENIs, and so most pod addresses, come from the zone's tagged subnets."
             )
         else:
             notes.append(
@@ -212,7 +212,7 @@ def make_discovery_plan(snapshot: Snapshot, eks: EksSection, opts: EksPlanOption
             "custom networking is on: the VPC CNI then places ENIs by ENIConfig and ignores tagged subnets; use "
             "--strategy custom-networking"
         )
-    zones = _zones(eks, snapshot)
+    in_use = _zones(eks, snapshot)
     itype = _node_type(eks, snapshot)
     per_node = max_pods(itype, cni) if itype else 110
     nodes_now = len(snapshot.kube.nodes) or sum(ng.desired_size for ng in eks.nodegroups)
@@ -221,13 +221,30 @@ def make_discovery_plan(snapshot: Snapshot, eks: EksSection, opts: EksPlanOption
         raise InvalidInput("--add-nodes must be at least 1")
     heads = discovery.node_headroom(eks, snapshot.kube, state)
     known = bool(heads)
-    fit_notes, open_nodes, fits = _fit_notes(eks, zones, add_nodes, heads, known)
+    fit_notes, open_nodes, fits = _fit_notes(eks, in_use, add_nodes, heads, known)
     if known and open_nodes == 0 and fits == 0:
         raise InvalidInput(
             "subnet discovery cannot help: every node is at its ENI limit and the node subnets have no free "
             "address for a new node. Use --strategy custom-networking (it adds a node group where its nodes fit)"
         )
-    cidr, pieces = _space(eks, opts, add_nodes * per_node, len(zones))
+    # A zone whose tagged subnets already hold its share of the new pods gets no new subnet.
+    per_zone = math.ceil(add_nodes * per_node / len(in_use))
+    covered = {
+        z.az: z for z in discovery.by_zone(eks, snapshot.kube, state, node_subnet_ids(eks)) if z.free >= per_zone
+    }
+    zones = [az for az in in_use if az not in covered]
+    if not zones:
+        raise InvalidInput(
+            f"the tagged subnets of every zone already have room for {per_zone} pod addresses ("
+            + ", ".join(f"{az} {z.free} free" for az, z in sorted(covered.items()))
+            + "): nothing to add. New ENIs use them; nodes at their ENI limit gain nothing (see diagnose)"
+        )
+    fit_notes += [
+        f"{az} already has tagged subnets with {z.free} free addresses "
+        f"({', '.join(subnet_label(s) for s in z.subnets)}): no new subnet there."
+        for az, z in sorted(covered.items())
+    ]
+    cidr, pieces = _space(eks, opts, per_zone * len(zones), len(zones))
     if pieces[0].prefixlen > SUBNET_MAX_PREFIX:
         raise InvalidInput(
             f"{cidr or opts.cidr} is too small: each of {len(zones)} zone subnets must be a /28 or larger"
