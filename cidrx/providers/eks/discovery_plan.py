@@ -11,7 +11,6 @@ from `cidrx.providers.eks.discovery`. Pure: no I/O, like every planner.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from dataclasses import replace
 from ipaddress import IPv4Network
 from typing import Any
@@ -167,9 +166,6 @@ def _fit_notes(
                 "launch there, each needing its primary address; --strategy custom-networking puts a new node "
                 "group in subnets with room."
             )
-    by_az: dict[str, list[discovery.NodeHeadroom]] = defaultdict(list)
-    for h in heads:
-        by_az[h.zone].append(h)
     open_nodes = [h for h in heads if h.free_slots]
     full = [h for h in heads if not h.free_slots]
     if not known:
