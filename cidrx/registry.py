@@ -315,6 +315,13 @@ register(
         "cidrx.providers.eks.plan:PREFIX_DELEGATION_ACTIONS",
         options=frozenset({"template"}),
     ),
+    Strategy(
+        "subnet-discovery",
+        "eks",
+        "add a subnet per zone tagged kubernetes.io/role/cni for new pod ENIs (VPC CNI v1.18+; the default there)",
+        "cidrx.providers.eks.discovery_plan:SUBNET_DISCOVERY_ACTIONS",
+        options=frozenset({"cidr", "add_nodes"}),
+    ),
 )
 register(
     ProviderSpec(

@@ -37,6 +37,7 @@ from tests.support import gke_world as gw
 from tests.support import whereabouts_cases as wc
 from tests.support.cli import run
 from tests.support.eks_cluster import build_prefix_world
+from tests.support.eks_discovery_world import build_discovery_off
 from tests.support.eks_estate import ADDON_BEFORE, EksEstate, eks_estate
 from tests.support.eks_world import REGION, AwsCalls, World, build_incident
 from tests.support.fakes.gcp_server import FakeGcp
@@ -215,9 +216,26 @@ def _addon_configured_by_someone_else(env: Eks, plan: Plan) -> list[str]:
     return []
 
 
-CN, PD = "custom-networking", "prefix-delegation"
+def _subnet_in_planned_space(env: Eks, plan: Plan) -> list[str]:
+    az, piece = sorted(plan.basis["subnets"].items())[0]
+    theirs = str(next(IPv4Network(piece).subnets(new_prefix=26)))
+    sid = env.ec2.create_subnet(VpcId=env.world.vpc_id, CidrBlock=theirs, AvailabilityZone=az)["Subnet"]["SubnetId"]
+    return [f"{piece} now overlaps subnet {sid}"]
+
+
+def _custom_networking_turned_on(env: Eks, plan: Plan) -> list[str]:
+    ds = env.kube.get("apps", "v1", "daemonsets", "aws-node", "kube-system")
+    assert ds is not None
+    container = ds["spec"]["template"]["spec"]["containers"][0]
+    name = "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG"
+    container["env"] = [*(e for e in container["env"] if e["name"] != name), {"name": name, "value": "true"}]
+    env.kube.put(ds)
+    return ["custom networking is now on"]
+
+
+CN, PD, SD = "custom-networking", "prefix-delegation", "subnet-discovery"
 CNA = "custom-networking-managed-addon"  # vpc-cni as an EKS add-on: the env step is eks.update-addon-env
-STRATEGY = {CN: CN, PD: PD, CNA: CN}
+STRATEGY = {CN: CN, PD: PD, CNA: CN, SD: SD}
 EKS_ROWS = [
     Row("overlapping-vpc-cidr-associated", CN, "stale", _associate_overlap),
     Row("route-table-deleted", CN, "stale", _delete_route_table),
@@ -232,12 +250,17 @@ EKS_ROWS = [
     Row("unrelated-vpc-tag", PD, "ok", _tag_vpc),
     Row("nodegroup-name-taken", CNA, "stale", _create_same_named_nodegroup),
     Row("addon-configured-by-someone-else", CNA, "ok", _addon_configured_by_someone_else),
+    # subnet discovery (tests/support/eks_discovery_world.py, ENABLE_SUBNET_DISCOVERY=false on aws-node)
+    Row("subnet-created-in-the-planned-space", SD, "stale", _subnet_in_planned_space),
+    Row("route-table-deleted", SD, "stale", _delete_route_table),
+    Row("custom-networking-turned-on", SD, "stale", _custom_networking_turned_on),
+    Row("unrelated-subnet-in-the-vpc", SD, "ok", _unrelated_subnet_in_vpc),
 ]
 
 
 @pytest.mark.parametrize("row", params(EKS_ROWS))
 def test_eks_drift(row: Row, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    builder = build_prefix_world if row.kind == PD else build_incident
+    builder = {PD: build_prefix_world, SD: build_discovery_off}.get(row.kind, build_incident)
     with eks_world(builder, tmp_path, monkeypatch, addon=row.kind == CNA) as env:
         plan, path = env.plan(STRATEGY[row.kind])
         if row.kind == CNA:

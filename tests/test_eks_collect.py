@@ -6,6 +6,7 @@ check that what the cloud reports lands in the snapshot unchanged.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from ipaddress import ip_network
@@ -38,6 +39,7 @@ from tests.support.eks_world import (
     moto_incident,
 )
 from tests.support.fakes import eks_addons
+from tests.support.fakes.eks_addons import vpc_cni_schema
 
 
 @pytest.fixture(scope="module")
@@ -204,8 +206,17 @@ def test_addon_filled_when_eks_has_it(fresh: Any) -> None:
         version="v1.15.1-eksbuild.1",
         status="ACTIVE",
         configuration_values='{"env":{"WARM_IP_TARGET":"5"}}',
+        configuration_schema=json.dumps(vpc_cni_schema("v1.15.1-eksbuild.1")),
     )
-    assert fake.calls == ["DescribeAddon"]
+    assert fake.calls == ["DescribeAddon", "DescribeAddonConfiguration"]  # the schema of the installed version
+
+
+def test_enis_per_instance_give_each_node_its_eni_count(incident: Any) -> None:
+    world, section, _ = incident
+    by_ip = {i.primary_ip: i for i in section.instance_enis}
+    for instance, ip, subnet in zip(world.node_instance_ids, world.node_ips, world.public_subnets, strict=True):
+        assert (by_ip[ip].instance_id, by_ip[ip].subnet_id, by_ip[ip].enis) == (instance, subnet, 3)
+    assert len(section.instance_enis) == 2  # the control-plane ENIs are attached to no instance
 
 
 def test_reservations_read_for_cluster_subnets_only(fresh: Any) -> None:

@@ -47,6 +47,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "cidrx"
 PLAN_KINDS = {
     "custom-networking",
     "prefix-delegation",
+    "subnet-discovery",
     "node-pool",
     "cluster-range",
     "whereabouts-reclaim",
@@ -145,7 +146,7 @@ def test_steps_table_holds_the_plan_kinds_that_run_on_the_provider() -> None:
     kinds = {p: {s["strategy"] for s in printed(p, "apply")["steps"]} for p in ("eks", "gke", "k8s")}
     ipam = {"whereabouts-reclaim", "calico-reclaim", "calico-pool"}
     assert kinds == {
-        "eks": {"custom-networking", "prefix-delegation", *ipam},
+        "eks": {"custom-networking", "prefix-delegation", "subnet-discovery", *ipam},
         "gke": {"node-pool", "cluster-range", *ipam},
         "k8s": ipam,
     }
@@ -236,7 +237,7 @@ def test_regenerating_the_page_rewrites_only_the_blocks() -> None:
 
 
 def _plans() -> list[Plan]:
-    """The seven plan kinds, made by the real planners from the tests' own estates (not the examples the
+    """Every plan kind, made by the real planners from the tests' own estates (not the examples the
     command reads), so a step the command's variants miss fails here."""
     from cidrx import dispatch
     from cidrx.dispatch import PlanOptions
@@ -249,6 +250,8 @@ def _plans() -> list[Plan]:
     ]
     plans = [dispatch.make_plan(s, PlanOptions(strategy="custom-networking")) for s in eks]
     plans += [dispatch.make_plan(s, PlanOptions(strategy="prefix-delegation")) for s in eks[1::2]]
+    discovery = [eks_cases.subnet_discovery_off(), eks_cases.subnet_discovery_off(managed=True)]
+    plans += [dispatch.make_plan(s, PlanOptions(strategy="subnet-discovery", cidr="100.65.0.0/20")) for s in discovery]
     gke = gke_cases.with_ip_masq(gke_cases.with_firewalls(gke_cases.incident()))
     plans += [dispatch.make_plan(gke, PlanOptions(strategy=s)) for s in ("node-pool", "cluster-range")]
     calico = load_snapshot(EXAMPLES / "calico-borrowing.snapshot.json")

@@ -36,6 +36,7 @@ from tests.support import gke_world as gw
 from tests.support import whereabouts_cases as wc
 from tests.support.cli import run as cli_run
 from tests.support.eks_cluster import build_prefix_world
+from tests.support.eks_discovery_world import build_discovery_off
 from tests.support.eks_estate import eks_estate
 from tests.support.eks_world import REGION, World, build_incident
 from tests.support.fakes.gcp_server import FakeGcp
@@ -61,7 +62,8 @@ TAG_ON_CREATE = ("ec2", "TagSpecifications", "ec2:CreateTags")
 # Printed for diagnose but not called by every collect: DescribeSecurityGroups only when EKS does not
 # report the cluster security group (docs/permissions.md says so); the fleet listing only by fleet mode
 # (`diagnose --all-clusters`), not by a run on one cluster.
-AWS_OPTIONAL_READS = {"ec2:DescribeSecurityGroups", *EKS_FLEET}
+# DescribeAddonConfiguration is only called when the VPC CNI is a managed add-on.
+AWS_OPTIONAL_READS = {"ec2:DescribeSecurityGroups", "eks:DescribeAddonConfiguration", *EKS_FLEET}
 
 
 class AwsCalls:
@@ -221,6 +223,7 @@ def eks_env(builder: Callable[..., World], tmp: Path, mp: pytest.MonkeyPatch, *,
 EKS_RUNS = [
     pytest.param(build_incident, "custom-networking", False, id="custom-networking-aws-node"),
     pytest.param(build_prefix_world, "prefix-delegation", True, id="prefix-delegation-vpc-cni-addon"),
+    pytest.param(build_discovery_off, "subnet-discovery", True, id="subnet-discovery-vpc-cni-addon"),
 ]
 
 
@@ -258,6 +261,10 @@ def test_eks_calls_of_diagnose_plan_and_apply_are_granted(
         if strategy == "custom-networking":
             assert {"ec2:AssociateVpcCidrBlock", "ec2:CreateSubnet", "eks:CreateNodegroup", "iam:PassRole"} <= used
             assert {("create", "eniconfigs"), ("update", "daemonsets")} <= kube_seen
+        elif strategy == "subnet-discovery":
+            assert {"ec2:CreateSubnet", "ec2:CreateTags", "ec2:AssociateRouteTable", "eks:UpdateAddon"} <= used
+            assert "eks:DescribeAddonConfiguration" in used  # the add-on update is checked against its schema
+            assert ("update", "daemonsets") not in kube_seen
         else:
             assert {"ec2:CreateSubnetCidrReservation", "eks:UpdateAddon", "eks:DescribeUpdate"} <= used
             assert ("update", "daemonsets") not in kube_seen  # EKS owns aws-node: the add-on is updated

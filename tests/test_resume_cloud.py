@@ -41,6 +41,7 @@ from cidrx.engine.journal import Journal, journal_path
 from cidrx.model.plan import Plan, load_plan, save_plan
 from tests.support import gke_world as gw
 from tests.support.eks_cluster import build_prefix_world, inventory
+from tests.support.eks_discovery_world import build_discovery_off
 from tests.support.eks_estate import ADDON_BEFORE, eks_estate
 from tests.support.eks_world import REGION, AwsCalls, World, build_incident
 from tests.support.engine import CrashAfterAct, FakeClock, apply_in_boundary
@@ -71,6 +72,14 @@ class Kind:
     def prefix_world(self) -> bool:
         return self.strategy == "prefix-delegation"
 
+    @property
+    def switch(self) -> str:
+        """The VPC CNI env the plan turns on."""
+        return {
+            "prefix-delegation": "ENABLE_PREFIX_DELEGATION",
+            "subnet-discovery": "ENABLE_SUBNET_DISCOVERY",
+        }.get(self.strategy, "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG")
+
 
 KINDS = {
     k.name: k
@@ -80,6 +89,9 @@ KINDS = {
         Kind("eks-prefix-delegation", "eks", "prefix-delegation", 3),
         Kind("eks-addon-custom-networking", "eks", "custom-networking", 9, addon=True),
         Kind("eks-addon-prefix-delegation", "eks", "prefix-delegation", 3, addon=True),
+        # tests/support/eks_discovery_world.py with ENABLE_SUBNET_DISCOVERY=false on aws-node
+        Kind("eks-subnet-discovery", "eks", "subnet-discovery", 5),
+        Kind("eks-addon-subnet-discovery", "eks", "subnet-discovery", 5, addon=True),
     )
 }
 
@@ -265,7 +277,9 @@ def gke_env(kind: Kind, tmp: Path, mp: pytest.MonkeyPatch) -> Iterator[Env]:
 @contextlib.contextmanager
 def eks_env(kind: Kind, tmp: Path, mp: pytest.MonkeyPatch) -> Iterator[Env]:
     env = Env(kind, tmp)
-    builder = build_prefix_world if kind.prefix_world else build_incident
+    builder = {"prefix-delegation": build_prefix_world, "subnet-discovery": build_discovery_off}.get(
+        kind.strategy, build_incident
+    )
     handlers = [("before-call", env.aws)]
     with eks_estate(
         tmp, mp, builder=builder, handlers=handlers, addon=kind.addon, addon_config=ADDON_BEFORE, seed=WORLD_SEED
@@ -351,19 +365,26 @@ def test_the_uninterrupted_apply_is_the_fix(kind_name: str, baselines: Callable[
         assert sorted((r[1], r[2]) for r in inv["reservations"]) == sorted(
             (s.params["cidr"], "prefix") for s in reserve
         )
+    elif kind.strategy == "subnet-discovery":
+        tagged = [(cidr, az) for cidr, az, tags in inv["subnets"] if ("kubernetes.io/role/cni", "1") in tags]
+        assert tagged == sorted((s.params["cidr"], s.params["az"]) for s in base.plan.steps[::2][:2])
+        assert {("eks-demo-ip-vpc-stack-PublicRouteTable", c) for c, _ in tagged} <= set(
+            inv["route_table_associations"]
+        )
+        assert [g["name"] for g in inv["nodegroups"]] == ["managed-ng"] and inv["eniconfigs"] == []
     else:
         assert [g["name"] for g in inv["nodegroups"]] == ["managed-ng", "managed-ng-cn"]
         assert [e["name"] for e in inv["eniconfigs"]] == [f"{REGION}a", f"{REGION}b"]
+    wanted = kind.switch
     if kind.addon:
         config = inv["addon"]["configuration"]
         assert config["init"] == ADDON_BEFORE["init"]  # what others configured is kept
         assert config["env"]["WARM_IP_TARGET"] == "5"
-        wanted = "ENABLE_PREFIX_DELEGATION" if kind.prefix_world else "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG"
         assert config["env"][wanted] == "true" and inv["addon"]["status"] == "ACTIVE"
         assert dict(inv["aws_node_env"])[wanted] == "false"  # EKS owns aws-node: cidrx leaves it alone
         assert base.writes.count("eks:UpdateAddon") == 1
     else:
-        assert dict(inv["aws_node_env"])["ENABLE_PREFIX_DELEGATION"] == "true"
+        assert dict(inv["aws_node_env"])[wanted] == "true"
 
 
 # --- crash right after step k's write, then the same command ----------------------------------------------

@@ -295,8 +295,9 @@ def apply_and_emit(target: TargetOptions, plan_path: str, yes: bool, output: str
 @click.option(
     "--strategy",
     type=click.Choice(STRATEGIES),
-    help="How to add space. EKS: custom-networking (default), prefix-delegation; GKE: node-pool (default), "
-    "cluster-range; any cluster running Calico: calico-pool.",
+    help="How to add space. EKS: subnet-discovery (default where the VPC CNI is v1.18+ without custom networking), "
+    "custom-networking (default otherwise), prefix-delegation; GKE: node-pool (default), cluster-range; any "
+    "cluster running Calico: calico-pool.",
 )
 @click.option("--cidr", metavar="CIDR", help="Range to add (default: the first free one that is allowed).")
 @click.option("--add-nodes", type=click.IntRange(min=1), metavar="N", help="Nodes the new space must hold.")

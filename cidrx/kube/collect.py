@@ -442,6 +442,7 @@ def workload_env_from(obj: JSON, container: str) -> WorkloadEnv | None:
         container=container,
         env=env,
         resource_version=str(_get(obj, "metadata", "resourceVersion") or ""),
+        image=str(found.get("image") or ""),
     )
 
 

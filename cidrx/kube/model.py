@@ -74,6 +74,7 @@ class WorkloadEnv:
     container: str
     env: tuple[EnvVar, ...]
     resource_version: str
+    image: str = ""  # the container's image (its tag names the version, e.g. amazon-k8s-cni:v1.18.1)
 
     def get(self, key: str, default: str | None = None) -> str | None:
         for var in self.env:

@@ -46,6 +46,8 @@ EXTRA_HELP: Mapping[str, str] = {
     "leaked": "Addresses allocated to pods that are gone.",
     "corrupt": "IPAM records that cannot be read (no address).",
     "autoscaling_max_nodes": "The node group's autoscaling maximum (a scaling limit, not address space).",
+    "nodes_with_free_eni_slots": "Nodes of the zone that can still attach an ENI (subnet discovery).",
+    "pod_addresses_reachable": "Pod addresses nodes with free ENI slots can still take from tagged subnets.",
 }
 
 

@@ -344,3 +344,85 @@ def sample_plan(path: Path) -> Path:
     )
     save_plan(plan, path)
     return path
+
+
+# --- subnet discovery (VPC CNI v1.18+) ---------------------------------------------------------------
+
+CNI_IMAGE_REPO = "602401143452.dkr.ecr.ap-southeast-2.amazonaws.com/amazon-k8s-cni"
+DISCOVERY_CIDR = "100.64.0.0/16"
+DISCOVERY_A = "subnet-0d15c0a11ab0c0a01"  # 100.64.0.0/24 in 2a, tagged kubernetes.io/role/cni=1
+DISCOVERY_B = "subnet-0d15c0a11ab0c0b02"  # 100.64.1.0/24 in 2b, tagged kubernetes.io/role/cni=1
+ROLE_CNI = {"kubernetes.io/role/cni": "1"}
+
+
+def cni_version(snap: Snapshot, version: str) -> Snapshot:
+    """aws-node runs the VPC CNI image of `version` (e.g. "v1.18.1")."""
+    aws_node = snap.kube.aws_node
+    assert aws_node is not None
+    return with_kube(snap, aws_node=dataclasses.replace(aws_node, image=f"{CNI_IMAGE_REPO}:{version}"))
+
+
+def node_enis(snap: Snapshot, enis: int | dict[str, int]) -> Snapshot:
+    """Each node's instance has `enis` ENIs attached (per node name when a dict); m5.large allows 3."""
+    from cidrx.providers.eks.model import InstanceEnis
+
+    nodes = {n.name: n for n in snap.kube.nodes}
+    subnet_of = {NODE_A: PUBLIC_A, NODE_B: PUBLIC_B}
+    counts = enis if isinstance(enis, dict) else {name: enis for name in nodes}
+    found = tuple(
+        InstanceEnis(f"i-0{i:016x}", nodes[name].internal_ip, subnet_of.get(name, ""), count)
+        for i, (name, count) in enumerate(sorted(counts.items()), start=1)
+    )
+    return with_eks(snap, instance_enis=found)
+
+
+def subnet_discovery(
+    snap: Snapshot | None = None,
+    *,
+    version: str = "v1.18.1",
+    enis: int | dict[str, int] = 3,
+    tags: dict[str, str] | None = None,
+    free: int | None = None,
+    tagged: bool = True,
+) -> Snapshot:
+    """The incident on VPC CNI `version`, with a /24 per zone in a secondary 100.64.0.0/16 tagged for subnet
+    discovery (`tags`, default kubernetes.io/role/cni=1), nodes with `enis` ENIs attached and, when `free` is
+    given, that many free addresses left in each node subnet. Without `tagged`, no tagged subnet yet."""
+    snap = cni_version(snap or example(), version)
+    if not tagged:
+        return node_enis(_node_subnets_free(snap, free), enis)
+    vpc = eks_of(snap).vpc
+    cidrs = (*vpc.cidrs, VpcCidr(DISCOVERY_CIDR, "vpc-cidr-assoc-0d15c0a11ab0c0a00", "associated"))
+    snap = with_eks(snap, vpc=dataclasses.replace(vpc, cidrs=cidrs))
+    for subnet_id, cidr, az in ((DISCOVERY_A, "100.64.0.0/24", AZ_A), (DISCOVERY_B, "100.64.1.0/24", AZ_B)):
+        snap = add_subnet(
+            snap,
+            make_subnet(subnet_id, cidr, az, used=3, route_table_id=PUBLIC_RT, tags=ROLE_CNI if tags is None else tags),
+        )
+    return node_enis(_node_subnets_free(snap, free), enis)
+
+
+def _node_subnets_free(snap: Snapshot, free: int | None) -> Snapshot:
+    for subnet_id in (PUBLIC_A, PUBLIC_B) if free is not None else ():
+        s = subnet(snap, subnet_id)
+        snap = with_subnet(snap, subnet_id, available_ips=free, used=s.used[: len(s.used) - free])
+    return snap
+
+
+def subnet_discovery_off(*, managed: bool = False) -> Snapshot:
+    """Subnet discovery supported but turned off (ENABLE_SUBNET_DISCOVERY=false), nodes with ENI slots left and
+    room in the node subnets; with `managed`, the VPC CNI is the EKS add-on v1.19.0 saying so."""
+    snap = subnet_discovery(enis=1, free=3, tagged=False)
+    if not managed:
+        return with_env(snap, ENABLE_SUBNET_DISCOVERY="false")
+    addon = Addon("vpc-cni", "v1.19.0-eksbuild.1", "ACTIVE", '{"env":{"ENABLE_SUBNET_DISCOVERY":"false"}}')
+    return with_kube(with_eks(snap, vpc_cni_addon=addon), aws_node=None)
+
+
+def discovery_example() -> Snapshot:
+    """examples/eks-subnet-discovery.snapshot.json: the incident a little earlier, on VPC CNI v1.18.1 with
+    subnet discovery on by default: each node has 2 of its 3 ENIs, 7 addresses are left in each node subnet
+    (a new node's warm pool needs 10), and only ap-southeast-2a has a subnet tagged kubernetes.io/role/cni."""
+    snap = subnet_discovery(version="v1.18.1-eksbuild.1", enis=2, free=7, tagged=False)
+    tags = {"Name": "eks-demo-ip-pods-2a", **ROLE_CNI}
+    return add_subnet(snap, make_subnet(DISCOVERY_A, "10.0.32.0/24", AZ_A, used=3, route_table_id=PUBLIC_RT, tags=tags))

@@ -89,8 +89,10 @@ def aws_node_env(cluster: str, vpc_id: str) -> list[dict[str, Any]]:
     return env
 
 
-def aws_node(cluster: str, vpc_id: str, nodes: int = 2) -> dict[str, Any]:
-    """The aws-node DaemonSet, rolled out on `nodes` nodes (generation 1 observed)."""
+def aws_node(
+    cluster: str, vpc_id: str, nodes: int = 2, image: str = CNI_IMAGE, extra_env: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The aws-node DaemonSet running `image`, rolled out on `nodes` nodes (generation 1 observed)."""
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
@@ -112,9 +114,12 @@ def aws_node(cluster: str, vpc_id: str, nodes: int = 2) -> dict[str, Any]:
                     "containers": [
                         {
                             "name": "aws-node",
-                            "image": CNI_IMAGE,
+                            "image": image,
                             "ports": [{"containerPort": 61678, "name": "metrics", "protocol": "TCP"}],
-                            "env": aws_node_env(cluster, vpc_id),
+                            "env": [
+                                *(e for e in aws_node_env(cluster, vpc_id) if e["name"] not in (extra_env or {})),
+                                *({"name": k, "value": v} for k, v in (extra_env or {}).items()),
+                            ],
                         }
                     ],
                 },
@@ -177,7 +182,7 @@ def seed_incident(server: FakeKubeServer, world: World) -> None:
         _node(world, ip, az, iid) for ip, az, iid in zip(world.node_ips, zones, world.node_instance_ids, strict=True)
     ]
     server.put_many(nodes)
-    server.put(aws_node(world.cluster, world.vpc_id, len(nodes)))
+    server.put(aws_node(world.cluster, world.vpc_id, len(nodes), world.cni_image or CNI_IMAGE, dict(world.cni_env)))
     first = nodes[0]["metadata"]["name"]
     server.put(
         {

@@ -66,6 +66,8 @@ class World:
     peer_vpc_id: str
     peering_id: str
     tgw_id: str
+    cni_image: str = ""  # the aws-node image the cluster runs ("": eks_cluster.CNI_IMAGE, v1.15.1)
+    cni_env: tuple[tuple[str, str], ...] = ()  # aws-node env set beyond the installed defaults
 
     @property
     def public_subnets(self) -> tuple[str, str]:

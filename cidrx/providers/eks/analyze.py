@@ -15,6 +15,7 @@ from cidrx.errors import InvalidInput
 from cidrx.kube.model import KubeSection
 from cidrx.model.findings import Capacity, Diagnosis, Finding, FindingKind, Severity, make_diagnosis, utilization
 from cidrx.model.snapshot import Snapshot
+from cidrx.providers.eks import discovery
 from cidrx.providers.eks.cni import CniConfig, cni_config, max_pods, node_ips_for_new_node, pod_ips_for_new_node
 from cidrx.providers.eks.model import EksSection, InstanceType, Nodegroup, Subnet
 
@@ -204,6 +205,18 @@ def subnet_uses(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[Subn
             need_node = 1
         need_pods = pod_ips_for_new_node(itype, cni) if (cni.custom_networking and s.subnet_id in pods) else 0
         out.append(SubnetUse(s, tuple(roles), usable_addresses(s.cidr), free_prefix_blocks(s), need_pods, need_node))
+    return out
+
+
+def _relieved(
+    uses: list[SubnetUse], zones: list[discovery.ZoneDiscovery], disc: discovery.DiscoveryState
+) -> list[SubnetUse]:
+    """Node subnets of zones whose tagged discovery subnets have room: a new node needs only its own address."""
+    by_az = {z.az: z for z in zones}
+    out = []
+    for u in uses:
+        need, roles = discovery.relieved_need(u.need_node, u.roles, by_az.get(u.subnet.az), disc)
+        out.append(replace(u, need_node=need, roles=roles) if need != u.need_node else u)
     return out
 
 
@@ -564,7 +577,9 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
         raise InvalidInput("this snapshot has no EKS section; it was taken for another provider")
     kube = snapshot.kube
     cni = cni_config(eks, kube)
-    uses = subnet_uses(eks, kube, cni)
+    disc = discovery.discovery_state(eks, kube, cni)
+    zones = discovery.by_zone(eks, kube, disc, node_subnet_ids(eks))
+    uses = _relieved(subnet_uses(eks, kube, cni), zones, disc)
     findings = _subnet_findings(uses, cni)
     exhausted = any(f.id == EKS_SUBNET_EXHAUSTED.id for f in findings)
     tight = exhausted or any(f.id == EKS_SUBNET_NEARLY_EXHAUSTED.id for f in findings)
@@ -574,6 +589,8 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     findings += _warm_pool_finding(eks, kube, cni, tight)
     findings += _prefix_findings(uses, cni, exhausted)
     findings += _quota_findings(eks)
+    expand = f"cidrx expand {snapshot.target.flags()} --plan --out plan.json"
+    findings = discovery.reworded(findings, disc) + discovery.findings(eks, kube, disc, zones, tight, expand)
     if not kube.available:
         from cidrx.model.findings import kube_unreachable
 
@@ -582,8 +599,9 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     from cidrx.providers.eks.netmap import address_maps
 
     capacity = _subnet_capacity(uses) + nodegroup_capacity(eks, kube, cni) + [_vpc_capacity(eks)]
+    free_28 = {s.subnet_id: free_prefix_blocks(s) for z in zones for s in z.subnets}
+    capacity += discovery.capacity(zones, free_28, disc, cni.prefix_delegation)
     capacity += [unallocated_capacity(m) for m in address_maps(snapshot)]
-    expand = f"cidrx expand {snapshot.target.flags()} --plan --out plan.json"
     findings = [replace(f, remediation=f.remediation.replace(EXPAND, expand)) for f in findings]
     return make_diagnosis(snapshot.target, snapshot.fingerprint, capacity, findings)
 

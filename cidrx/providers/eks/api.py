@@ -52,6 +52,7 @@ COLLECT_PERMISSIONS = (
     "eks:ListNodegroups",
     "eks:DescribeNodegroup",
     "eks:DescribeAddon",
+    "eks:DescribeAddonConfiguration",
     "ec2:DescribeVpcs",
     "ec2:DescribeSubnets",
     "ec2:DescribeRouteTables",
@@ -475,6 +476,21 @@ class EksApi:
                 if str(exc.response.get("Error", {}).get("Code", "")) in ("ResourceNotFoundException", "404"):
                     return None
                 raise
+
+    def addon_configuration_schema(self, name: str, version: str) -> str:
+        """DescribeAddonConfiguration's configurationSchema (JSON Schema text) of an add-on version, or ""
+        when it cannot be read (no permission, an endpoint without the operation): plans then say the
+        configuration they write was not checked beforehand (EKS still validates the update itself)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        if not version:
+            return ""
+        try:
+            with _aws("eks:DescribeAddonConfiguration", f"add-on {name!r} {version}"):
+                resp = self._call(self._eks.describe_addon_configuration, addonName=name, addonVersion=version)
+        except (CidrxError, ClientError, BotoCoreError):
+            return ""
+        return str(resp.get("configurationSchema") or "")
 
     def get_subnet_cidr_reservations(self, subnet_id: str) -> list[Json]:
         """IPv4 CIDR reservations of a subnet (GetSubnetCidrReservations has no boto3 paginator)."""

@@ -7,7 +7,6 @@ with; the add-on's configurationValues is what EKS will write into it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from cidrx import netmath
@@ -45,30 +44,28 @@ def _int(value: str | None, default: int | None) -> int | None:
 
 def addon_env(configuration_values: str) -> dict[str, str]:
     """The `env` map of a vpc-cni add-on's configurationValues (JSON; EKS also accepts YAML there)."""
-    if not configuration_values.strip():
-        return {}
-    try:
-        data = json.loads(configuration_values)
-    except ValueError:
-        import yaml
+    from cidrx.errors import InvalidInput
+    from cidrx.providers.eks.addon_schema import parse_configuration
 
-        try:
-            data = yaml.safe_load(configuration_values)
-        except yaml.YAMLError:
-            return {}
-    env = data.get("env") if isinstance(data, dict) else None
+    try:
+        data = parse_configuration(configuration_values)
+    except InvalidInput:
+        return {}
+    env = data.get("env")
     return {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
 
 
-def cni_config(eks: EksSection, kube: KubeSection) -> CniConfig:
+def cni_env(eks: EksSection, kube: KubeSection) -> tuple[dict[str, str], str]:
+    """The VPC CNI's env and where it was read: aws-node's own env, else the add-on's configurationValues."""
     if kube.aws_node is not None:
-        env = {v.name: v.value for v in kube.aws_node.env}
-        source = "aws-node"
-    elif eks.vpc_cni_addon is not None and eks.vpc_cni_addon.configuration_values:
-        env = addon_env(eks.vpc_cni_addon.configuration_values)
-        source = "addon"
-    else:
-        env, source = {}, "default"
+        return {v.name: v.value for v in kube.aws_node.env}, "aws-node"
+    if eks.vpc_cni_addon is not None and eks.vpc_cni_addon.configuration_values:
+        return addon_env(eks.vpc_cni_addon.configuration_values), "addon"
+    return {}, "default"
+
+
+def cni_config(eks: EksSection, kube: KubeSection) -> CniConfig:
+    env, source = cni_env(eks, kube)
     return CniConfig(
         source=source,
         custom_networking=_flag(env.get(CUSTOM_NETWORK)),

@@ -19,6 +19,7 @@ from cidrx.providers.eks.model import (
     Addon,
     EksCluster,
     EksSection,
+    InstanceEnis,
     InstanceType,
     Nodegroup,
     Peering,
@@ -118,6 +119,25 @@ def used_by_subnet(enis: Iterable[Json]) -> dict[str, tuple[str, ...]]:
     return {s: _sorted_cidrs(v) for s, v in held.items()}
 
 
+def instance_enis_from(enis: Iterable[Json]) -> tuple[InstanceEnis, ...]:
+    """Per attached instance: how many ENIs it has and its primary ENI's address and subnet."""
+    count: dict[str, int] = defaultdict(int)
+    primary: dict[str, tuple[str, str]] = {}
+    for eni in enis:
+        attachment = eni.get("Attachment") or {}
+        instance = attachment.get("InstanceId")
+        if not instance:
+            continue
+        count[str(instance)] += 1
+        if int(attachment.get("DeviceIndex", -1)) == 0:
+            primary[str(instance)] = (str(eni.get("PrivateIpAddress") or ""), str(eni.get("SubnetId") or ""))
+    out = []
+    for instance, n in sorted(count.items()):
+        ip, subnet = primary.get(instance, ("", ""))
+        out.append(InstanceEnis(instance_id=instance, primary_ip=ip, subnet_id=subnet, enis=n))
+    return tuple(out)
+
+
 def reservations_from(reservations: Iterable[Json]) -> tuple[str, ...]:
     """GetSubnetCidrReservations' `SubnetIpv4CidrReservations`, as CIDRs."""
     return _sorted_cidrs(str(r["Cidr"]) for r in reservations if r.get("Cidr"))
@@ -206,13 +226,14 @@ def instance_type_from(d: Json) -> InstanceType:
     )
 
 
-def addon_from(d: Json) -> Addon:
-    """DescribeAddon's `addon`."""
+def addon_from(d: Json, configuration_schema: str = "") -> Addon:
+    """DescribeAddon's `addon`, with DescribeAddonConfiguration's schema for its version when known."""
     return Addon(
         name=str(d["addonName"]),
         version=str(d.get("addonVersion", "")),
         status=str(d.get("status", "")),
         configuration_values=str(d.get("configurationValues") or ""),
+        configuration_schema=configuration_schema,
     )
 
 
@@ -260,7 +281,8 @@ def collect_eks(api: EksApi, cluster_name: str, extra_instance_types: Iterable[s
             key=lambda p: p.peering_id,
         )
     )
-    used = used_by_subnet(api.describe_network_interfaces(vpc_id))
+    enis = api.describe_network_interfaces(vpc_id)
+    used = used_by_subnet(enis)
 
     nodegroups = tuple(
         sorted(
@@ -297,6 +319,7 @@ def collect_eks(api: EksApi, cluster_name: str, extra_instance_types: Iterable[s
     )
 
     addon_d = api.describe_addon(cluster_name, VPC_CNI)
+    schema = api.addon_configuration_schema(VPC_CNI, str(addon_d.get("addonVersion") or "")) if addon_d else ""
     return EksSection(
         region=api.region,
         cluster=cluster,
@@ -306,6 +329,7 @@ def collect_eks(api: EksApi, cluster_name: str, extra_instance_types: Iterable[s
         peerings=peerings,
         nodegroups=nodegroups,
         instance_types=instance_types,
-        vpc_cni_addon=addon_from(addon_d) if addon_d is not None else None,
+        vpc_cni_addon=addon_from(addon_d, schema) if addon_d is not None else None,
         vpc_cidr_quota=api.vpc_cidr_quota(),
+        instance_enis=instance_enis_from(enis),
     )

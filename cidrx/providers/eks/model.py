@@ -106,6 +106,21 @@ class Addon:
     version: str
     status: str
     configuration_values: str = ""  # JSON text as EKS stores it
+    # DescribeAddonConfiguration's configurationSchema (JSON Schema text) for this add-on version: what
+    # EKS accepts as configurationValues. "" when not collected (older snapshots, no permission).
+    configuration_schema: str = ""
+
+
+@dataclass(frozen=True)
+class InstanceEnis:
+    """The ENIs attached to one EC2 instance of the VPC (DescribeNetworkInterfaces, grouped by attachment):
+    with the instance type's maximum this is how many more ENIs the node can attach (subnet discovery only
+    places new ENIs). The primary ENI (device index 0) names the instance's address and node subnet."""
+
+    instance_id: str
+    primary_ip: str
+    subnet_id: str
+    enis: int
 
 
 @dataclass(frozen=True)
@@ -120,6 +135,7 @@ class EksSection:
     instance_types: tuple[InstanceType, ...]
     vpc_cni_addon: Addon | None
     vpc_cidr_quota: int = 5
+    instance_enis: tuple[InstanceEnis, ...] = ()
 
     def invariant_problem(self) -> str | None:
         return first_problem(

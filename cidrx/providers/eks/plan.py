@@ -32,7 +32,7 @@ from cidrx.providers.eks.cni import (
 from cidrx.providers.eks.model import EksSection, Nodegroup, Subnet
 from cidrx.registry import Action
 
-STRATEGIES = ("custom-networking", "prefix-delegation")
+STRATEGIES = ("custom-networking", "prefix-delegation", "subnet-discovery")
 DEFAULT_CIDR_PREFIX = 20  # the incident's 100.64.0.0/20: room to grow, cheap in 100.64/10
 ACTIVE_STATES = ("associated", "associating")
 SUBNET_MAX_PREFIX = 28  # CreateSubnet accepts /16 to /28
@@ -57,7 +57,9 @@ APPLY_ENICONFIG = Action(
     f"{_STEPS}:ApplyEniConfig",
 )
 UPDATE_ADDON_ENV = Action(
-    "eks.update-addon-env", ("eks:UpdateAddon", "eks:DescribeAddon", "eks:DescribeUpdate"), f"{_STEPS}:UpdateAddonEnv"
+    "eks.update-addon-env",
+    ("eks:UpdateAddon", "eks:DescribeAddon", "eks:DescribeAddonConfiguration", "eks:DescribeUpdate"),
+    f"{_STEPS}:UpdateAddonEnv",
 )
 SET_DAEMONSET_ENV = Action(
     "kube.set-daemonset-env", ("kubernetes: daemonsets get,update in kube-system",), f"{_STEPS}:SetDaemonSetEnv"
@@ -83,7 +85,7 @@ CUSTOM_NETWORKING_ACTIONS = (
     CREATE_NODEGROUP,
 )
 PREFIX_DELEGATION_ACTIONS = (RESERVE_SUBNET_CIDR, UPDATE_ADDON_ENV, SET_DAEMONSET_ENV)
-ACTIONS = (*CUSTOM_NETWORKING_ACTIONS, RESERVE_SUBNET_CIDR)
+ACTIONS = (*CUSTOM_NETWORKING_ACTIONS, RESERVE_SUBNET_CIDR)  # subnet-discovery's are among them
 
 
 @dataclass(frozen=True)
@@ -261,6 +263,9 @@ def _node_placement(
 
 def _env_step(eks: EksSection, cni: CniConfig, env: dict[str, str], step_id: str, what: str) -> Step:
     if eks.vpc_cni_addon is not None:
+        from cidrx.providers.eks.addon_schema import check_env_update
+
+        check_env_update(eks.vpc_cni_addon, env)
         return Step(
             id=step_id,
             action=UPDATE_ADDON_ENV.name,
@@ -275,6 +280,36 @@ def _env_step(eks: EksSection, cni: CniConfig, env: dict[str, str], step_id: str
         description=f"set {what} on DaemonSet kube-system/aws-node ({', '.join(f'{k}={v}' for k, v in env.items())})",
         permissions=SET_DAEMONSET_ENV.permissions,
     )
+
+
+def zone_subnet_steps(
+    eks: EksSection,
+    az: str,
+    cidr: str,
+    tags: dict[str, str],
+    create: tuple[str, tuple[str, ...]],
+    route: tuple[str, str],
+) -> list[Step]:
+    """`create-subnet-<az>` (description, depends_on) and `route-subnet-<az>` (route table, description)."""
+    (create_text, create_after), (table, route_text) = create, route
+    return [
+        Step(
+            id=f"create-subnet-{az}",
+            action=CREATE_SUBNET.name,
+            params={"vpc_id": eks.vpc.vpc_id, "az": az, "cidr": cidr, "tags": tags},
+            description=create_text,
+            depends_on=create_after,
+            permissions=CREATE_SUBNET.permissions,
+        ),
+        Step(
+            id=f"route-subnet-{az}",
+            action=ASSOCIATE_ROUTE_TABLE.name,
+            params={"route_table_id": table, "subnet_id": f"${{create-subnet-{az}.subnet_id}}"},
+            description=route_text,
+            depends_on=(f"create-subnet-{az}",),
+            permissions=ASSOCIATE_ROUTE_TABLE.permissions,
+        ),
+    ]
 
 
 def _nodegroup_name(eks: EksSection, template: Nodegroup, wanted: str | None, suffix: str) -> str:
@@ -360,30 +395,13 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
     for az, piece in zip(zones, pieces, strict=True):
         rt, via = _route_table_for(eks, az, placement[az])
         route_tables[az] = rt
-        steps.append(
-            Step(
-                id=f"create-subnet-{az}",
-                action=CREATE_SUBNET.name,
-                params={
-                    "vpc_id": eks.vpc.vpc_id,
-                    "az": az,
-                    "cidr": str(piece),
-                    "tags": {"Name": f"cidrx-{cluster}-pods-{az}", f"kubernetes.io/cluster/{cluster}": "shared"},
-                },
-                description=f"create pod subnet {piece} in {az}",
-                depends_on=("associate-vpc-cidr",),
-                permissions=CREATE_SUBNET.permissions,
-            )
-        )
-        steps.append(
-            Step(
-                id=f"route-subnet-{az}",
-                action=ASSOCIATE_ROUTE_TABLE.name,
-                params={"route_table_id": rt, "subnet_id": f"${{create-subnet-{az}.subnet_id}}"},
-                description=f"associate the {az} pod subnet with {rt} (routed like {via}, where the new nodes live)",
-                depends_on=(f"create-subnet-{az}",),
-                permissions=ASSOCIATE_ROUTE_TABLE.permissions,
-            )
+        steps += zone_subnet_steps(
+            eks,
+            az,
+            str(piece),
+            {"Name": f"cidrx-{cluster}-pods-{az}", f"kubernetes.io/cluster/{cluster}": "shared"},
+            (f"create pod subnet {piece} in {az}", ("associate-vpc-cidr",)),
+            (rt, f"associate the {az} pod subnet with {rt} (routed like {via}, where the new nodes live)"),
         )
         steps.append(
             Step(
@@ -528,6 +546,10 @@ def make_plan(snapshot: Snapshot, opts: EksPlanOptions) -> Plan:
         return _custom_networking(snapshot, eks, opts)
     if opts.strategy == "prefix-delegation":
         return _prefix_delegation(snapshot, eks, opts)
+    if opts.strategy == "subnet-discovery":
+        from cidrx.providers.eks.discovery_plan import make_discovery_plan
+
+        return make_discovery_plan(snapshot, eks, opts)
     raise InvalidInput(f"unknown EKS strategy {opts.strategy!r}; choose one of {', '.join(STRATEGIES)}")
 
 
@@ -547,6 +569,10 @@ def check_drift(plan: Plan, snapshot: Snapshot) -> None:
     problems += _cni_management_drift(plan, eks)
     if plan.strategy == "custom-networking":
         problems += _custom_networking_drift(plan, eks, snapshot)
+    elif plan.strategy == "subnet-discovery":
+        from cidrx.providers.eks.discovery_plan import discovery_drift
+
+        problems += discovery_drift(plan, snapshot, eks)
     else:
         problems += _prefix_drift(plan, eks)
     if problems:

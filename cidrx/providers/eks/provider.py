@@ -34,17 +34,23 @@ def collect(target: Target, access: Access, kube: KubeSection, taken_at: str) ->
 
 
 def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
-    from cidrx.providers.eks.plan import STRATEGIES, EksPlanOptions
+    from dataclasses import replace
+
+    from cidrx.providers.eks.discovery_plan import default_strategy
+    from cidrx.providers.eks.plan import EksPlanOptions
     from cidrx.providers.eks.plan import make_plan as make_eks_plan
 
     eks_opts = EksPlanOptions(
-        strategy=opts.strategy or STRATEGIES[0],
+        strategy=opts.strategy or "",
         cidr=opts.cidr,
         add_nodes=opts.add_nodes,
         nodegroup_name=opts.pool_name,
         template_nodegroup=opts.template,
         created_at=created_at,
     )
+    # No --strategy: subnet discovery where the VPC CNI supports it, else custom networking.
+    if not eks_opts.strategy:
+        eks_opts = replace(eks_opts, strategy=default_strategy(snapshot, eks_opts))
     return make_eks_plan(snapshot, eks_opts)
 
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cidrx.engine.executor import Executor, Outputs, StepContext
-from cidrx.errors import CloudError, StalePlan
+from cidrx.errors import CloudError, InvalidInput, StalePlan
 from cidrx.model.plan import DIGEST_TAG, Step
+from cidrx.providers.eks.addon_schema import schema_problem
 from cidrx.providers.eks.cni import addon_env
 from cidrx.providers.eks.plan import ACTIONS
 from cidrx.registry import executors
@@ -309,6 +310,14 @@ class UpdateAddonEnv:
                 f"add-on {params['addon']} configurationValues is not JSON; set {', '.join(params['env'])} by hand"
             ) from None
         config["env"] = {**(config.get("env") or {}), **params["env"]}  # keep what others configured
+        # Checked at plan time against the schema in the snapshot; the add-on may have changed since.
+        schema = _eks(ctx).addon_configuration_schema(params["addon"], str(addon.get("addonVersion") or ""))
+        problem = schema_problem(schema, config)
+        if problem:
+            raise InvalidInput(
+                f"the {params['addon']} add-on {addon.get('addonVersion')} rejects the configuration this plan "
+                f"writes: {problem}; the add-on was not changed"
+            )
         update_id = _eks(ctx).update_addon_configuration(params["cluster"], params["addon"], json.dumps(config))
         return {"update_id": update_id}
 

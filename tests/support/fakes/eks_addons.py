@@ -1,6 +1,7 @@
-"""A project-owned stand-in for the three EKS add-on operations moto 5 does not implement.
+"""A project-owned stand-in for the EKS add-on operations moto 5 does not implement.
 
-DescribeAddon, UpdateAddon and DescribeUpdate (for add-on updates) are answered in-process through
+DescribeAddon, UpdateAddon, DescribeUpdate (for add-on updates) and DescribeAddonConfiguration are answered
+in-process through
 botocore's `before-send` event, so the real boto3 client still builds, signs and parses every request:
 only the HTTP exchange is replaced. Handlers are registered for the specific operation events, which
 botocore runs before moto's catch-all `before-send` hook, so the two coexist under `mock_aws`.
@@ -24,6 +25,68 @@ from botocore.awsrequest import AWSResponse
 
 ACCOUNT = "123456789012"
 
+# The vpc-cni add-on's configuration schema as DescribeAddonConfiguration returns it (a JSON Schema document,
+# as text), written for these tests: its shape follows the add-on's Helm values (aws/amazon-vpc-cni-k8s
+# charts/aws-vpc-cni/values.yaml at b52188387f2e2f10bf289ace929d6a63b176a4fa: top-level keys such as `env`,
+# `init`, `nodeAgent`, `resources`, `tolerations`, and the `env` map of string values), with unknown keys
+# refused as EKS refuses them. Which env keys exist follows the version (ENABLE_SUBNET_DISCOVERY from v1.18.0);
+# the value patterns (booleans "true"/"false", integers as digits) are this fake's own.
+_BOOLEAN_ENV = (
+    "AWS_VPC_CNI_NODE_PORT_SUPPORT",
+    "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG",
+    "AWS_VPC_K8S_CNI_EXTERNALSNAT",
+    "DISABLE_INTROSPECTION",
+    "DISABLE_METRICS",
+    "DISABLE_NETWORK_RESOURCE_PROVISIONING",
+    "ENABLE_IPv4",
+    "ENABLE_IPv6",
+    "ENABLE_POD_ENI",
+    "ENABLE_PREFIX_DELEGATION",
+)
+_INTEGER_ENV = (
+    "AWS_VPC_ENI_MTU",
+    "MAX_ENI",
+    "MINIMUM_IP_TARGET",
+    "WARM_ENI_TARGET",
+    "WARM_IP_TARGET",
+    "WARM_PREFIX_TARGET",
+)
+_STRING_ENV = (
+    "ADDITIONAL_ENI_TAGS",
+    "AWS_VPC_K8S_CNI_LOGLEVEL",
+    "AWS_VPC_K8S_CNI_LOG_FILE",
+    "AWS_VPC_K8S_CNI_RANDOMIZESNAT",
+    "AWS_VPC_K8S_CNI_VETHPREFIX",
+    "AWS_VPC_K8S_PLUGIN_LOG_FILE",
+    "AWS_VPC_K8S_PLUGIN_LOG_LEVEL",
+    "CLUSTER_NAME",
+    "ENI_CONFIG_ANNOTATION_DEF",
+    "ENI_CONFIG_LABEL_DEF",
+)
+
+
+def vpc_cni_schema(version: str) -> dict[str, Any]:
+    """The vpc-cni configuration schema this fake serves for add-on `version` (e.g. "v1.18.1-eksbuild.1")."""
+    digits = [int(x) for x in version.lstrip("v").split("-")[0].split(".")[:3] if x.isdigit()]
+    booleans = _BOOLEAN_ENV + (("ENABLE_SUBNET_DISCOVERY",) if tuple(digits) >= (1, 18, 0) else ())
+    env: dict[str, Any] = {k: {"type": "string", "enum": ["true", "false"]} for k in booleans}
+    env |= {k: {"type": "string", "pattern": "^[0-9]+$"} for k in _INTEGER_ENV}
+    env |= {k: {"type": "string"} for k in _STRING_ENV}
+    return {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "env": {"type": "object", "additionalProperties": False, "properties": env},
+            "init": {"type": "object"},
+            "nodeAgent": {"type": "object"},
+            "resources": {"type": "object"},
+            "tolerations": {"type": "array"},
+            "affinity": {"type": "object"},
+            "enableNetworkPolicy": {"type": "string", "enum": ["true", "false"]},
+        },
+    }
+
 
 class _Raw(io.BytesIO):
     """The raw body botocore reads from (`AWSResponse.content` calls `raw.stream()`)."""
@@ -40,6 +103,7 @@ class FakeEksAddons:
     calls: list[str] = field(default_factory=list)  # operation names, in order
     answered: list[str] = field(default_factory=list)  # the add-on status each DescribeAddon returned
     looks_to_finish: int = 2  # DescribeAddon answers that show an update in progress before it is done
+    serve_schema: bool = True  # answer DescribeAddonConfiguration (and validate UpdateAddon with it), as EKS does
     _looks: dict[tuple[str, str], int] = field(default_factory=dict)
 
     # -- seeding and inspection ------------------------------------------------------------------
@@ -83,6 +147,7 @@ class FakeEksAddons:
             ("DescribeAddon", self._describe_addon),
             ("UpdateAddon", self._update_addon),
             ("DescribeUpdate", self._describe_update),
+            ("DescribeAddonConfiguration", self._describe_addon_configuration),
         ):
             events.register_first(f"before-send.eks.{op}", handler, unique_id=f"cidrx-fake-eks-{op}-{id(self)}")
         return self
@@ -124,9 +189,12 @@ class FakeEksAddons:
         if values is not None:
             # EKS validates against the add-on's schema (JSON or YAML); the fake accepts JSON only.
             try:
-                json.loads(values)
+                parsed = json.loads(values)
             except ValueError:
                 return _error(request, 400, "InvalidParameterException", "configurationValues is not valid JSON")
+            problem = self._schema_problem(str(addon["addonVersion"]), parsed)
+            if problem:
+                return _error(request, 400, "InvalidParameterException", f"ConfigurationValue is not valid: {problem}")
             addon["configurationValues"] = values
             params.append({"type": "ConfigurationValues", "value": values})
         if body.get("addonVersion"):
@@ -163,6 +231,25 @@ class FakeEksAddons:
                 addon["status"] = "ACTIVE"
                 self._looks.pop((cluster, entry["addon"]), None)
         return _ok(request, {"update": update})
+
+    def _schema_problem(self, version: str, values: Any) -> str | None:
+        if not self.serve_schema:
+            return None
+        from jsonschema import Draft7Validator
+
+        errors = sorted(Draft7Validator(vpc_cni_schema(version)).iter_errors(values), key=lambda e: list(e.path))
+        return errors[0].message if errors else None
+
+    def _describe_addon_configuration(self, request: Any, **_: Any) -> AWSResponse:
+        self.calls.append("DescribeAddonConfiguration")
+        query = parse_qs(urlsplit(request.url).query)
+        name, version = (query.get("addonName") or [""])[0], (query.get("addonVersion") or [""])[0]
+        if not self.serve_schema:
+            return _error(request, 404, "ResourceNotFoundException", "not served by this fake")
+        if name != "vpc-cni" or not version:
+            return _error(request, 400, "InvalidParameterException", f"no configuration for {name} {version}")
+        schema = json.dumps(vpc_cni_schema(version))
+        return _ok(request, {"addonName": name, "addonVersion": version, "configurationSchema": schema})
 
 
 class BuiltinHandlers:

@@ -1,0 +1,347 @@
+"""Strategy `subnet-discovery`: give pods new address space through VPC CNI subnet discovery (v1.18+).
+
+Why it exists: where the installed VPC CNI supports subnet discovery and custom networking is off, this is
+the least disruptive fix for full subnets: one subnet per AZ in use, tagged `kubernetes.io/role/cni=1` and
+routed like that AZ's node subnet, and ipamd puts nodes' *new* ENIs there. No ENIConfig, no node group,
+no node replacement. It is not magic, and the plan says so: existing ENIs never move (nodes at their ENI
+limit gain nothing) and new nodes still need a free primary address in their node subnets. The rules come
+from `cidrx.providers.eks.discovery`. Pure: no I/O, like every planner.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from ipaddress import IPv4Network
+from typing import Any
+
+from cidrx import netmath
+from cidrx.errors import InvalidInput
+from cidrx.model.plan import Plan, Step, seal_plan
+from cidrx.model.snapshot import Snapshot
+from cidrx.providers.eks import discovery
+from cidrx.providers.eks.analyze import node_subnet_ids, subnet_label, usable_addresses
+from cidrx.providers.eks.cni import cni_config, max_pods
+from cidrx.providers.eks.model import EksSection, InstanceType
+from cidrx.providers.eks.plan import (
+    ACTIVE_STATES,
+    ASSOCIATE_ROUTE_TABLE,
+    ASSOCIATE_VPC_CIDR,
+    CREATE_SUBNET,
+    SET_DAEMONSET_ENV,
+    SUBNET_MAX_PREFIX,
+    UPDATE_ADDON_ENV,
+    EksPlanOptions,
+    _active_cidrs,
+    _cidr_prefixes_for,
+    _env_step,
+    _route_table_for,
+    _zones,
+    choose_cidr,
+    occupied_space,
+    validate_cidr,
+    zone_subnet_steps,
+)
+
+STRATEGY = "subnet-discovery"
+SUBNET_DISCOVERY_ACTIONS = (
+    ASSOCIATE_VPC_CIDR,
+    CREATE_SUBNET,
+    ASSOCIATE_ROUTE_TABLE,
+    UPDATE_ADDON_ENV,
+    SET_DAEMONSET_ENV,
+)
+# Options only a node-group strategy reads: given without --strategy, they ask for custom networking.
+NODEGROUP_OPTIONS = ("nodegroup_name", "template_nodegroup")
+ZONE_PREFIX_CAP = 24  # in existing VPC space, at least a /24 per zone when that much is free
+
+
+def default_strategy(snapshot: Snapshot, opts: EksPlanOptions) -> str:
+    """`subnet-discovery` where the installed VPC CNI supports it and custom networking is off (unless a
+    node-group option asks for custom networking), else the first strategy (custom networking)."""
+    eks = snapshot.eks
+    if eks is None or any(getattr(opts, name) for name in NODEGROUP_OPTIONS):
+        return "custom-networking"
+    state = discovery.discovery_state(eks, snapshot.kube, cni_config(eks, snapshot.kube))
+    return STRATEGY if state.supported and not state.custom_networking else "custom-networking"
+
+
+def _local(eks: EksSection) -> list[IPv4Network]:
+    return [netmath.parse_cidr(c.cidr) for c in eks.vpc.cidrs if c.state in ACTIVE_STATES]
+
+
+def _occupied_inside(eks: EksSection, *, ignore_plan: str | None = None) -> list[tuple[IPv4Network, str]]:
+    """What a new subnet inside an existing VPC CIDR must not overlap: subnets, peered ranges and routes
+    other than the VPC's own local routes (the VPC CIDRs themselves are the space, not an obstacle)."""
+    local = set(_local(eks))
+    return [
+        (net, where)
+        for net, where in occupied_space(eks, ignore_plan=ignore_plan)
+        if not where.startswith(f"VPC {eks.vpc.vpc_id} CIDR") and net not in local
+    ]
+
+
+def _carve(within: list[IPv4Network], occupied: list[IPv4Network], prefix: int, count: int) -> list[IPv4Network]:
+    taken, out = list(occupied), []
+    for _ in range(count):
+        block = netmath.first_free_block(prefix, within, taken)
+        if block is None:
+            return []
+        out.append(block)
+        taken.append(block)
+    return out
+
+
+def _space(
+    eks: EksSection, opts: EksPlanOptions, pods: int, zones: int
+) -> tuple[IPv4Network | None, list[IPv4Network]]:
+    """(the secondary CIDR to associate, or None when the subnets fit in the VPC's own CIDRs; a block per zone)."""
+    local = _local(eks)
+    per_zone = math.ceil(pods / zones) + netmath.AWS_RESERVED_PER_SUBNET
+    need = min(netmath.smallest_prefix_for(per_zone), SUBNET_MAX_PREFIX)
+    if opts.cidr:
+        net = netmath.parse_cidr(opts.cidr)
+        if any(net.subnet_of(c) for c in local):
+            clash = [w for n, w in _occupied_inside(eks) if netmath.overlaps(n, net)]
+            if clash:
+                raise InvalidInput(f"{net} is not free inside the VPC: it overlaps {clash[0]}")
+            return None, netmath.split_equal(net, zones)
+        secondary = validate_cidr(eks, opts.cidr)
+        return secondary, netmath.split_equal(secondary, zones)
+    occupied = [n for n, _ in _occupied_inside(eks)]
+    for prefix in range(max(netmath.AWS_SECONDARY_MIN_PREFIX, min(need - 1, ZONE_PREFIX_CAP)), need + 1):
+        pieces = _carve(local, occupied, prefix, zones)
+        if pieces:
+            return None, pieces
+    active = _active_cidrs(eks)
+    if len(active) >= eks.vpc_cidr_quota:
+        raise InvalidInput(
+            f"{eks.vpc.vpc_id} has no free /{need} per zone and already {len(active)} CIDR blocks (quota "
+            f"{eks.vpc_cidr_quota}); request a quota increase (L-83CA0A9D) or pass --cidr inside the VPC"
+        )
+    cidr = choose_cidr(eks, *_cidr_prefixes_for(pods, zones))
+    return cidr, netmath.split_equal(cidr, zones)
+
+
+def _node_type(eks: EksSection, snapshot: Snapshot) -> InstanceType | None:
+    types = {t.name: t for t in eks.instance_types}
+    names = {t for ng in eks.nodegroups for t in ng.instance_types} | {n.instance_type for n in snapshot.kube.nodes}
+    known = [types[n] for n in sorted(names) if n in types]
+    return max(known, key=lambda t: (t.max_enis * t.ips_per_eni, t.name), default=None)
+
+
+def _subnet_tags(cluster: str, az: str, state: discovery.DiscoveryState) -> dict[str, str]:
+    # The cluster tag keeps other clusters of the VPC that set CLUSTER_NAME (v1.22.1+) out of the subnet;
+    # ipamd compares it with CLUSTER_NAME, which is the EKS cluster name unless someone set it otherwise.
+    owner = state.cluster_name or cluster
+    return {
+        "Name": f"cidrx-{cluster}-cni-{az}",
+        f"kubernetes.io/cluster/{cluster}": "shared",
+        discovery.ROLE_TAG: discovery.ROLE_INCLUDED,
+        f"{discovery.CLUSTER_PREFIX}{owner}": "shared",
+    }
+
+
+def _fit_notes(
+    eks: EksSection, zones: list[str], add_nodes: int, heads: list[discovery.NodeHeadroom], known: bool
+) -> tuple[list[str], int, int]:
+    """How existing and new nodes benefit, per AZ; (notes, nodes that can still attach ENIs, new nodes that fit)."""
+    node_ids = node_subnet_ids(eks)
+    per_zone = math.ceil(add_nodes / len(zones))
+    notes: list[str] = []
+    fits = 0
+    for az in zones:
+        room = sorted((s for s in eks.subnets if s.az == az and s.subnet_id in node_ids), key=lambda s: s.subnet_id)
+        free = sum(s.available_ips for s in room)
+        where = ", ".join(f"{subnet_label(s)} {s.available_ips} free" for s in room) or "no node subnet"
+        fits += min(free, per_zone)
+        if free >= per_zone:
+            notes.append(
+                f"New nodes in {az} take their own address from their node subnets ({where}): room for "
+                f"{free} node(s); their extra ENIs, and so most pod addresses, come from the zone's tagged subnets."
+            )
+        else:
+            notes.append(
+                f"Node subnets in {az} have {free} free address(es) ({where}): at most {free} new node(s) can "
+                "launch there, each needing its primary address; --strategy custom-networking puts a new node "
+                "group in subnets with room."
+            )
+    open_nodes = [h for h in heads if h.free_slots]
+    full = [h for h in heads if not h.free_slots]
+    if not known:
+        notes.append(
+            "ENI headroom of the existing nodes is unknown (no nodes or ENIs in the snapshot): only new ENIs use "
+            "the new subnets."
+        )
+    else:
+        if open_nodes:
+            notes.append(
+                f"{len(open_nodes)} existing node(s) can still attach ENIs; ipamd puts their next ENIs in the new "
+                "subnets as soon as they are tagged (no restart): "
+                + ", ".join(f"{h.node} ({h.free_slots} free)" for h in open_nodes[:6])
+            )
+        if full:
+            notes.append(
+                f"{len(full)} node(s) are at their ENI limit and gain nothing (existing ENIs never move): "
+                + ", ".join(h.node for h in full[:6])
+                + ". Replace them (cordon, drain) to use the new subnets; cidrx does not drain nodes."
+            )
+    return notes, len(open_nodes), fits
+
+
+def make_discovery_plan(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions) -> Plan:
+    cni = cni_config(eks, snapshot.kube)
+    state = discovery.discovery_state(eks, snapshot.kube, cni)
+    if state.version is None:
+        raise InvalidInput(
+            "cannot tell the installed VPC CNI version (no aws-node image, no add-on version), and subnet "
+            "discovery needs v1.18 or later; use --strategy custom-networking"
+        )
+    version = discovery.version_text(state.version)
+    if not state.supported:
+        raise InvalidInput(
+            f"subnet discovery needs VPC CNI v1.18 or later; this cluster runs {version} ({state.version_from}). "
+            "Upgrade the VPC CNI, or use --strategy custom-networking"
+        )
+    if state.custom_networking:
+        raise InvalidInput(
+            "custom networking is on: the VPC CNI then places ENIs by ENIConfig and ignores tagged subnets; use "
+            "--strategy custom-networking"
+        )
+    in_use = _zones(eks, snapshot)
+    itype = _node_type(eks, snapshot)
+    per_node = max_pods(itype, cni) if itype else 110
+    nodes_now = len(snapshot.kube.nodes) or sum(ng.desired_size for ng in eks.nodegroups)
+    add_nodes = opts.add_nodes if opts.add_nodes is not None else max(nodes_now, 2)
+    if add_nodes < 1:
+        raise InvalidInput("--add-nodes must be at least 1")
+    heads = discovery.node_headroom(eks, snapshot.kube, state)
+    known = bool(heads)
+    fit_notes, open_nodes, fits = _fit_notes(eks, in_use, add_nodes, heads, known)
+    if known and open_nodes == 0 and fits == 0:
+        raise InvalidInput(
+            "subnet discovery cannot help: every node is at its ENI limit and the node subnets have no free "
+            "address for a new node. Use --strategy custom-networking (it adds a node group where its nodes fit)"
+        )
+    # A zone whose tagged subnets already hold its share of the new pods gets no new subnet.
+    per_zone = math.ceil(add_nodes * per_node / len(in_use))
+    covered = {
+        z.az: z for z in discovery.by_zone(eks, snapshot.kube, state, node_subnet_ids(eks)) if z.free >= per_zone
+    }
+    zones = [az for az in in_use if az not in covered]
+    if not zones:
+        raise InvalidInput(
+            f"the tagged subnets of every zone already have room for {per_zone} pod addresses ("
+            + ", ".join(f"{az} {z.free} free" for az, z in sorted(covered.items()))
+            + "): nothing to add. New ENIs use them; nodes at their ENI limit gain nothing (see diagnose)"
+        )
+    fit_notes += [
+        f"{az} already has tagged subnets with {z.free} free addresses "
+        f"({', '.join(subnet_label(s) for s in z.subnets)}): no new subnet there."
+        for az, z in sorted(covered.items())
+    ]
+    cidr, pieces = _space(eks, opts, per_zone * len(zones), len(zones))
+    if pieces[0].prefixlen > SUBNET_MAX_PREFIX:
+        raise InvalidInput(
+            f"{cidr or opts.cidr} is too small: each of {len(zones)} zone subnets must be a /28 or larger"
+        )
+    cluster = eks.cluster.name
+    steps: list[Step] = []
+    if cidr is not None:
+        steps.append(
+            Step(
+                id="associate-vpc-cidr",
+                action=ASSOCIATE_VPC_CIDR.name,
+                params={"vpc_id": eks.vpc.vpc_id, "cidr": str(cidr)},
+                description=f"associate secondary CIDR {cidr} with {eks.vpc.vpc_id} and wait until associated",
+                permissions=ASSOCIATE_VPC_CIDR.permissions,
+            )
+        )
+    route_tables: dict[str, str] = {}
+    for az, piece in zip(zones, pieces, strict=True):
+        rt, via = _route_table_for(eks, az, None)
+        route_tables[az] = rt
+        steps += zone_subnet_steps(
+            eks,
+            az,
+            str(piece),
+            _subnet_tags(cluster, az, state),
+            (
+                f"create subnet {piece} in {az} tagged {discovery.ROLE_TAG}=1 for new pod ENIs",
+                ("associate-vpc-cidr",) if cidr is not None else (),
+            ),
+            (rt, f"associate the {az} subnet with {rt} (routed like the node subnet {via})"),
+        )
+    if not state.env_on:
+        env_step = _env_step(eks, cni, {discovery.ENV: "true"}, "enable-subnet-discovery", "subnet discovery")
+        steps.append(replace(env_step, depends_on=tuple(f"route-subnet-{az}" for az in zones)))
+    space = f"the new secondary CIDR {cidr}" if cidr is not None else "free space of the VPC's own CIDRs"
+    notes = [
+        f"VPC CNI {version} ({state.version_from}) places new ENIs in subnets of the node's AZ tagged "
+        f"{discovery.ROLE_TAG}; the new subnets come from {space}.",
+        *fit_notes,
+        "ENIs in the new subnets get the security groups of each node's primary ENI: no ENIConfig, no node group, "
+        "and max pods per node do not change.",
+        f"Pods now get addresses from {', '.join(str(p) for p in pieces)}: update security groups, NACLs, firewall "
+        "rules and NetworkPolicy ipBlocks that list pod CIDRs.",
+    ]
+    if state.env_on:
+        notes.append(
+            f"{discovery.ENV} is "
+            + ("unset (on by default)" if state.env_value is None else f"{state.env_value!r}")
+            + ": nothing to change on aws-node."
+        )
+    basis: dict[str, Any] = {
+        "vpc_id": eks.vpc.vpc_id,
+        "primary_cidr": eks.vpc.primary_cidr,
+        "vpc_cidrs": _active_cidrs(eks),
+        "cidr": str(cidr) if cidr is not None else "",
+        "subnets": {az: str(p) for az, p in zip(zones, pieces, strict=True)},
+        "route_tables": route_tables,
+        "cni_source": cni.source,
+        "cni_version": version,
+    }
+    summary = {
+        "cidr": str(cidr) if cidr is not None else "",
+        "subnets": {az: str(p) for az, p in zip(zones, pieces, strict=True)},
+        "pod_addresses": sum(usable_addresses(str(p)) for p in pieces),
+        "nodes_with_free_eni_slots": open_nodes,
+    }
+    return seal_plan(snapshot, opts.created_at, STRATEGY, basis, steps, notes, summary)
+
+
+def discovery_drift(plan: Plan, snapshot: Snapshot, eks: EksSection) -> list[str]:
+    """What the plan relied on and no longer holds; its own earlier work (tagged subnets, its association,
+    the local routes that come with it) is progress, not drift."""
+    b = plan.basis
+    mine = plan.plan_id
+    problems: list[str] = []
+    state = discovery.discovery_state(eks, snapshot.kube, cni_config(eks, snapshot.kube))
+    if state.custom_networking:
+        problems.append("custom networking is now on, so the VPC CNI would ignore tagged subnets")
+    local = _local(eks)
+    pieces = [netmath.parse_cidr(p) for p in b["subnets"].values()]
+    if b["cidr"]:
+        cidr = netmath.parse_cidr(b["cidr"])
+        ours = cidr in local
+        for net, where in occupied_space(eks, ignore_plan=mine):
+            if net == cidr and (
+                where.startswith(f"VPC {eks.vpc.vpc_id} CIDR") or (ours and where.startswith("route to "))
+            ):
+                continue  # our association and the local route every table gets with it
+            if netmath.overlaps(net, cidr):
+                problems.append(f"{cidr} now overlaps {where}")
+        if not ours and len(_active_cidrs(eks)) >= eks.vpc_cidr_quota:
+            problems.append(f"{eks.vpc.vpc_id} has reached its CIDR block quota ({eks.vpc_cidr_quota})")
+    else:
+        for piece in pieces:
+            if not any(piece.subnet_of(c) for c in local):
+                problems.append(f"{piece} is no longer inside a CIDR of {eks.vpc.vpc_id}")
+            for net, where in _occupied_inside(eks, ignore_plan=mine):
+                if netmath.overlaps(net, piece):
+                    problems.append(f"{piece} now overlaps {where}")
+    tables = {rt.route_table_id for rt in eks.route_tables}
+    for az, rt in b["route_tables"].items():
+        if rt not in tables:
+            problems.append(f"route table {rt} for {az} no longer exists")
+    return problems
