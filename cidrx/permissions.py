@@ -252,7 +252,10 @@ def gcp_permissions(n: Needs) -> list[str]:
 
 def gcp_role(n: Needs) -> dict[str, Any]:
     """A custom role in the format `gcloud iam roles create ROLE --project P --file FILE` reads."""
-    what = "diagnose GKE pod IP exhaustion" if n.purpose == "diagnose" else "diagnose and expand GKE pod ranges"
+    what = {
+        "diagnose": "diagnose GKE pod IP exhaustion",
+        "rollback": "roll back what it added to GKE pod ranges",
+    }.get(n.purpose, "diagnose and expand GKE pod ranges")
     return {
         "title": f"cidrx {n.purpose}",
         "description": f"Least privilege for cidrx to {what} (`cidrx permissions --gke --for {n.purpose}`)",

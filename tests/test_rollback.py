@@ -23,6 +23,7 @@ from cidrx.cli import cli
 from cidrx.engine.journal import Journal
 from cidrx.engine.waiting import Waiter
 from cidrx.model.plan import Plan
+from cidrx.permissions import needs
 from tests.support.fakes.kube_server import FakeKubeServer
 from tests.test_resume_cloud import KINDS, Env, Kind, fresh
 
@@ -76,6 +77,10 @@ def test_apply_then_rollback_restores_the_world_and_a_second_rollback_changes_no
         env.settle()
         assert normalised(env.inventory(plan)) == before
         assert f"plan {plan.plan_id} rolled back:" in result.stdout
+        if env.gcp is None:  # every cloud write the rollback made is granted by `permissions --for rollback`
+            granted = needs("eks", "rollback")
+            made = {w for w in env.writes() if not w.startswith("kube ")}
+            assert made and made <= {*granted.read, *granted.write}
         assert f"cidrx rollback of plan {plan.plan_id}" in result.stderr
         events = Journal.open(f"{path}.rollback", plan).events
         assert {e.step for e in events if e.event == "done"} == {f"undo-{s.id}" for s in plan.steps} or (
@@ -250,3 +255,104 @@ def test_a_rollback_interrupted_right_after_a_write_is_finished_by_the_same_comm
         assert result.exit_code == 0, result.output
         env.settle()
         assert normalised(env.inventory(plan)) == before
+
+
+# --- Calico: the calico-pool plan ---------------------------------------------------------------------
+
+CALICO = "crd.projectcalico.org"
+
+
+def calico_state(server: FakeKubeServer) -> dict[str, list[Any]]:
+    """Every Calico object, without server-assigned metadata (lists: duplicates show)."""
+    out: dict[str, list[Any]] = {}
+    for kind in ("IPPool", "IPAMBlock", "BlockAffinity", "IPAMHandle"):
+        objs = [
+            {**o, "metadata": {k: v for k, v in o["metadata"].items() if k not in ("resourceVersion", "uid")}}
+            for o in server.objects_of(kind, group=CALICO)
+        ]
+        out[kind] = sorted(objs, key=lambda o: o["metadata"]["name"])
+    return out
+
+
+@pytest.fixture
+def calico_applied(kube_server: FakeKubeServer, kubeconfig_path: Path, tmp_path: Path) -> tuple[Plan, Path, Any]:
+    from cidrx.model.plan import load_plan
+    from tests.support import calico_cases
+
+    kube_server.put_many(calico_cases.incident().objects())
+    path = tmp_path / "pool.json"
+    args = ["--k8s", "--kubeconfig", str(kubeconfig_path)]
+    made = CliRunner().invoke(cli, ["expand", *args, "--plan", "--strategy", "calico-pool", "--out", str(path)])
+    assert made.exit_code == 0, made.output
+    before = calico_state(kube_server)
+    applied = CliRunner().invoke(cli, ["expand", "--apply", str(path), "--yes", "--kubeconfig", str(kubeconfig_path)])
+    assert applied.exit_code == 0, applied.output
+    assert len(calico_state(kube_server)["IPPool"]) == len(before["IPPool"]) + 1
+    return load_plan(path), path, before
+
+
+def test_calico_pool_rollback_deletes_only_the_plans_pool(
+    calico_applied: tuple[Plan, Path, Any], kube_server: FakeKubeServer, kubeconfig_path: Path
+) -> None:
+    plan, path, before = calico_applied
+    result = CliRunner().invoke(cli, ["rollback", str(path), "--yes", "--kubeconfig", str(kubeconfig_path)])
+    assert result.exit_code == 0, result.output
+    assert calico_state(kube_server) == before
+    name = plan.steps[0].params["name"]
+    # Calico's order: disabled (a guarded update), then deleted with the resourceVersion just read.
+    pool_writes = [r.method for r in kube_server.requests() if f"/ippools/{name}" in r.path and r.method != "GET"]
+    assert pool_writes == ["PUT", "DELETE"]
+    again = CliRunner().invoke(cli, ["rollback", str(path), "--yes", "--kubeconfig", str(kubeconfig_path)])
+    assert again.exit_code == 0 and "nothing to roll back" in again.stdout
+
+
+def test_calico_pool_with_a_block_is_in_use_exit_4(
+    calico_applied: tuple[Plan, Path, Any], kube_server: FakeKubeServer, kubeconfig_path: Path
+) -> None:
+    plan, path, _ = calico_applied
+    cidr = plan.steps[0].params["cidr"]
+    block = cidr.split("/")[0] + f"/{plan.steps[0].params['block_size']}"
+    kube_server.put(
+        {
+            "apiVersion": f"{CALICO}/v1",
+            "kind": "IPAMBlock",
+            "metadata": {"name": block.replace(".", "-").replace("/", "-")},
+            "spec": {"cidr": block, "allocations": [0, None], "unallocated": [1], "attributes": [{}]},
+        }
+    )
+    after_apply = calico_state(kube_server)
+    kube_server.reset_log()
+    result = CliRunner().invoke(cli, ["rollback", str(path), "--yes", "--kubeconfig", str(kubeconfig_path)])
+    assert result.exit_code == 4, result.output
+    assert f"has 1 IPAM block(s): {block} (1 allocated)" in result.output
+    assert calico_state(kube_server) == after_apply
+    assert [r for r in kube_server.requests() if r.method != "GET" and "/leases" not in r.path] == []
+
+
+def test_a_gke_range_with_pods_is_in_use_exit_4(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with applied(ROLLBACK_KINDS["gke-cluster-range"], tmp_path, monkeypatch) as (env, plan, path, _):
+        first = plan.basis["cidr"].split("/")[0].rsplit(".", 1)[0] + ".5"
+        env.kube.put(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "web-1", "namespace": "shop"},
+                "spec": {"nodeName": "gke-node-1", "containers": [{"name": "web", "image": "web"}]},
+                "status": {"phase": "Running", "podIP": first},
+            }
+        )
+        after_apply = env.inventory(plan)
+        env.reset_logs()
+        result = cli_rollback(env, path)
+        assert result.exit_code == 4, result.output
+        assert f"1 pod(s) have addresses in {plan.basis['cidr']} (shop/web-1)" in result.output
+        assert env.writes() == [] and env.inventory(plan) == after_apply
+
+
+def test_a_gke_rollback_without_the_cluster_refuses_naming_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with applied(ROLLBACK_KINDS["gke-node-pool"], tmp_path, monkeypatch) as (env, plan, path, _):
+        env.reset_logs()
+        result = CliRunner().invoke(cli, ["rollback", str(path), "--yes", "--no-kube"])
+        assert result.exit_code == 4, result.output
+        assert f"cannot see whether node pool {plan.basis['node_pool_name']} is in use" in result.output
+        assert "no cluster Lease" in result.output and env.writes() == []

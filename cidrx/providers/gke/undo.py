@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from cidrx import netmath
 from cidrx.engine.executor import Outputs, StepContext
 from cidrx.errors import CloudError
 from cidrx.model.plan import Step
@@ -44,16 +43,8 @@ def _no_cluster(what: str) -> str:
 
 
 def _pods_in(ctx: StepContext, cidr: str) -> list[str]:
-    net = netmath.parse_cidr(cidr)
-    found = []
-    for p in _kube(ctx).iter_pods("status.phase!=Succeeded,status.phase!=Failed"):
-        if (p.get("spec") or {}).get("hostNetwork"):
-            continue
-        ip = (p.get("status") or {}).get("podIP")
-        if ip and netmath.overlaps(netmath.parse_cidr(f"{ip}/32"), net):
-            meta = p.get("metadata") or {}
-            found.append(f"{meta.get('namespace')}/{meta.get('name')}")
-    return sorted(found)
+    pods: list[str] = _kube(ctx).pods_in(cidr)
+    return pods
 
 
 class UndoNodePool:
