@@ -11,7 +11,7 @@ for cloud SDKs.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -390,12 +390,14 @@ def rollback(
     *,
     waiter: Waiter | None = None,
     wrap: Callable[[Any], Any] | None = None,
+    writing: Callable[[], AbstractContextManager[Any]] = nullcontext,
 ) -> tuple[list[Any], list[StepOutcome]]:
     """Take back what an apply of `plan` created or changed (cidrx.engine.undo), holding the plan's lock:
     survey what is left (read live, by the plan tag and the apply journal's records), refuse with InUse (exit
     4) before any write when something is still in use, `confirm(items)` (which raises to cancel), then undo
     newest first with the rollback journal beside the plan. Returns the items surveyed (none: nothing to
-    roll back) and what each undo step did. `waiter` (its clock) and `wrap` (around each Undo) are for tests,
+    roll back) and what each undo step did. `writing` marks the stretch where writes happen (the CLI's
+    Ctrl-C there means "stopped partway"); `waiter` (its clock) and `wrap` (around each Undo) are for tests,
     as the apply engine's are."""
     from cidrx.engine.executor import StepContext
     from cidrx.engine.journal import Journal
@@ -441,7 +443,8 @@ def rollback(
                 return [], []
             refuse_in_use(plan, items)
             confirm(items)
-            result = run_rollback(plan, items, found, ctx, rollback_journal)
+            with writing():
+                result = run_rollback(plan, items, found, ctx, rollback_journal)
         finally:
             if kube is not None:
                 kube.close()

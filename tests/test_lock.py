@@ -16,25 +16,17 @@ from cidrx.engine.waiting import Waiter
 from cidrx.errors import ExitStatus, LockHeld
 from cidrx.kube.api import KubeApi
 from cidrx.kube.leases import LEASE, KubeLeases
-from cidrx.model.plan import Plan, Step, seal
+from cidrx.model.plan import Plan, Step
 from cidrx.model.target import Target
-from tests.support.engine import FakeClock
+from tests.support.engine import FakeClock, small_plan
 from tests.support.fakes.kube_server import FakeKubeServer
 
 NOW = datetime(2026, 11, 24, 12, 0, 0, tzinfo=UTC)
 
 
 def make_plan() -> Plan:
-    return seal(
-        Plan(
-            target=Target("eks", "demo", region="ap-southeast-2"),
-            created_at="2026-11-24T10:00:00Z",
-            snapshot_fingerprint="f" * 64,
-            strategy="custom-networking",
-            basis={},
-            steps=(Step("vpc-cidr", "eks.associate-vpc-cidr", {}, "associate"),),
-        )
-    )
+    target = Target("eks", "demo", region="ap-southeast-2")
+    return small_plan(target, "custom-networking", Step("vpc-cidr", "eks.associate-vpc-cidr", {}, "associate"))
 
 
 @pytest.fixture
@@ -161,3 +153,21 @@ def test_wait_for_lock_gives_up_with_exit_8_after_its_seconds(tmp_path: Path) ->
         pass
     assert clock.slept == 30
     holder.release()
+
+
+def test_a_forbidden_lease_is_exit_6_naming_the_grant_and_the_file_lock_is_released(
+    tmp_path: Path, kube_server: FakeKubeServer, leases: KubeLeases
+) -> None:
+    from cidrx.errors import AccessDenied
+
+    plan = make_plan()
+    kube_server.inject(403, method="POST", path_contains="/leases", times=None, reason="Forbidden")
+    clock = FakeClock()
+    waiter = Waiter(sleep=clock.sleep, monotonic=clock.monotonic)
+    with (
+        pytest.raises(AccessDenied, match="cannot create leases") as denied,
+        plan_lock(plan, tmp_path / "plan.json", leases=leases, wait=None, waiter=waiter, note=lambda _: None),
+    ):
+        pass
+    assert denied.value.exit_code == ExitStatus.ACCESS and "coordination.k8s.io" in str(denied.value)
+    assert FileLock(tmp_path / "plan.json", "x").try_acquire() is None

@@ -22,8 +22,10 @@ from cidrx import dispatch
 from cidrx.cli import cli
 from cidrx.engine.journal import Journal
 from cidrx.engine.waiting import Waiter
-from cidrx.model.plan import Plan
+from cidrx.model.plan import Plan, Step, save_plan
+from cidrx.model.target import Target
 from cidrx.permissions import needs
+from tests.support.engine import small_plan
 from tests.support.fakes.kube_server import FakeKubeServer
 from tests.test_resume_cloud import KINDS, Env, Kind, fresh
 
@@ -149,19 +151,8 @@ def test_without_the_journal_settings_cannot_be_restored_and_nothing_changes(
 
 
 def test_reclaim_plans_cannot_be_rolled_back(tmp_path: Path) -> None:
-    from cidrx.model.plan import Step, save_plan, seal
-    from cidrx.model.target import Target
-
-    plan = seal(
-        Plan(
-            target=Target("k8s", "fake", context="fake"),
-            created_at="2026-11-24T10:00:00Z",
-            snapshot_fingerprint="f" * 64,
-            strategy="whereabouts-reclaim",
-            basis={},
-            steps=(Step("release-a", "whereabouts.release-allocations", {}, "release"),),
-        )
-    )
+    target = Target("k8s", "fake", context="fake")
+    plan = small_plan(target, "whereabouts-reclaim", Step("release-a", "whereabouts.release-allocations", {}, "-"))
     save_plan(plan, tmp_path / "reclaim.json")
     result = CliRunner().invoke(cli, ["rollback", str(tmp_path / "reclaim.json"), "--yes"])
     assert result.exit_code == 2, result.output
@@ -169,21 +160,11 @@ def test_reclaim_plans_cannot_be_rolled_back(tmp_path: Path) -> None:
 
 
 def test_a_step_without_an_undo_is_refused_up_front_naming_it(tmp_path: Path) -> None:
-    from cidrx.model.plan import Step, save_plan, seal
-    from cidrx.model.target import Target
-
-    plan = seal(
-        Plan(
-            target=Target("eks", "demo", region="ap-southeast-2"),
-            created_at="2026-11-24T10:00:00Z",
-            snapshot_fingerprint="f" * 64,
-            strategy="custom-networking",
-            basis={},
-            steps=(
-                Step("associate-vpc-cidr", "eks.associate-vpc-cidr", {}, "associate"),
-                Step("tune-karpenter", "eks.patch-karpenter-nodeclass", {}, "a step of a newer cidrx"),
-            ),
-        )
+    plan = small_plan(
+        Target("eks", "demo", region="ap-southeast-2"),
+        "custom-networking",
+        Step("associate-vpc-cidr", "eks.associate-vpc-cidr", {}, "associate"),
+        Step("tune-karpenter", "eks.patch-karpenter-nodeclass", {}, "a step of a newer cidrx"),
     )
     save_plan(plan, tmp_path / "plan.json")
     result = CliRunner().invoke(cli, ["rollback", str(tmp_path / "plan.json"), "--yes", "--no-kube"])
@@ -234,16 +215,16 @@ def test_a_rollback_interrupted_right_after_a_write_is_finished_by_the_same_comm
         opts = dispatch.Access(kubeconfig=env.kubeconfig)
 
         def rollback() -> None:
-            with boundary.applying():
-                dispatch.rollback(
-                    plan,
-                    path,
-                    opts,
-                    NullProgress(),
-                    lambda items: None,
-                    waiter=Waiter(sleep=clock.sleep, monotonic=clock.monotonic),
-                    wrap=lambda undo: CrashAfterUndo(undo, crash_at),
-                )
+            dispatch.rollback(
+                plan,
+                path,
+                opts,
+                NullProgress(),
+                lambda items: None,
+                waiter=Waiter(sleep=clock.sleep, monotonic=clock.monotonic),
+                wrap=lambda undo: CrashAfterUndo(undo, crash_at),
+                writing=boundary.applying,
+            )
 
         assert boundary.run(rollback) == 5
         events = [

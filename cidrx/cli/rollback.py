@@ -62,8 +62,9 @@ def rollback(target: TargetOptions, plan_path: str, yes: bool, wait_for_lock: fl
         if not click.confirm(f"Undo these {len(items)} step(s)?", default=False, err=True):
             raise InvalidInput("rollback cancelled at the prompt; nothing was changed")
 
-    with boundary.applying():
-        items, outcomes = dispatch.rollback(plan, plan_path, target, progress, confirm, wait_for_lock)
+    items, outcomes = dispatch.rollback(
+        plan, plan_path, target, progress, confirm, wait_for_lock, writing=boundary.applying
+    )
     if not items:
         click.echo(f"plan {plan.plan_id}: nothing to roll back (never applied, or already rolled back)")
         return 0

@@ -294,7 +294,11 @@ def plan_lock(
     def attempt() -> bool | None:
         holder = file_lock.try_acquire()
         if holder is None and lease is not None:
-            holder = lease.try_acquire()
+            try:
+                holder = lease.try_acquire()
+            except BaseException:  # e.g. forbidden to read Leases: the file lock must not outlive the refusal
+                file_lock.release()
+                raise
             if holder is not None:
                 file_lock.release()
         if holder is None:

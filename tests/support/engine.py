@@ -17,7 +17,8 @@ from cidrx.engine.apply import run_plan
 from cidrx.engine.executor import Executor, Outputs, StepContext
 from cidrx.engine.journal import Journal
 from cidrx.engine.waiting import Waiter
-from cidrx.model.plan import Plan, Step
+from cidrx.model.plan import Plan, Step, seal
+from cidrx.model.target import Target
 from cidrx.render.progress import NullProgress
 
 
@@ -99,3 +100,17 @@ def apply_in_boundary(
                 run_plan(plan, executors, ctx, Journal.open(plan_path, plan))
 
     return boundary.run(apply)
+
+
+def small_plan(target: Target, strategy: str, *steps: Step) -> Plan:
+    """A sealed plan of `steps` for `target` (tests that need a plan file, not a planner's output)."""
+    return seal(
+        Plan(
+            target=target,
+            created_at="2026-11-24T10:00:00Z",
+            snapshot_fingerprint="f" * 64,
+            strategy=strategy,
+            basis={},
+            steps=steps,
+        )
+    )

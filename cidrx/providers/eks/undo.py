@@ -95,10 +95,14 @@ def _env_to_restore(have: dict[str, Any], params: dict[str, Any], before: dict[s
     return changed or None
 
 
-class UndoDaemonSetEnv:
+class _EnvUndo:
+    """Puts the variables an env step set back to the values the apply journal recorded before the change."""
+
     def _have(self, step: Step, params: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
-        ds = SetDaemonSetEnv()._get(step, params, ctx)
-        return {e.get("name"): e.get("value") for e in _container(ds, params["container"]).get("env") or []}
+        raise NotImplementedError
+
+    def _where(self, params: dict[str, Any]) -> str:
+        raise NotImplementedError
 
     def find(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
         have = self._have(step, params, ctx)
@@ -113,18 +117,27 @@ class UndoDaemonSetEnv:
     def in_use(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> str | None:
         if found.get("unknown"):
             return (
-                f"the journal beside the plan has no record of {', '.join(params['env'])} on DaemonSet "
-                f"{params['namespace']}/{params['name']} before the apply; set them back by hand"
+                f"the journal beside the plan has no record of {', '.join(params['env'])} {self._where(params)} "
+                "before the apply; set them back by hand"
             )
         have = self._have(step, params, ctx)
         others = [k for k in found["restore"] if have.get(k) != params["env"][k]]
         if others:
-            return f"{', '.join(others)} on {params['name']} changed since the apply; set them back by hand"
+            return f"{', '.join(others)} {self._where(params)} changed since the apply; set them back by hand"
         return None
 
     def describe(self, step: Step, params: dict[str, Any], found: Outputs) -> str:
         values = ", ".join(f"{k}={'(unset)' if v is None else v}" for k, v in (found.get("restore") or {}).items())
-        return f"restore {values} on DaemonSet {params['namespace']}/{params['name']}"
+        return f"restore {values} {self._where(params)}"
+
+
+class UndoDaemonSetEnv(_EnvUndo):
+    def _have(self, step: Step, params: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        ds = SetDaemonSetEnv()._get(step, params, ctx)
+        return {e.get("name"): e.get("value") for e in _container(ds, params["container"]).get("env") or []}
+
+    def _where(self, params: dict[str, Any]) -> str:
+        return f"on DaemonSet {params['namespace']}/{params['name']}"
 
     def act(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> Outputs:
         from cidrx.kube.api import Conflict
@@ -156,34 +169,12 @@ class UndoDaemonSetEnv:
         ctx.wait_until(f"DaemonSet {params['name']} rollout", rolled_out, timeout=15 * 60.0, interval=5.0)
 
 
-class UndoAddonEnv:
-    def _have(self, params: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+class UndoAddonEnv(_EnvUndo):
+    def _have(self, step: Step, params: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
         return dict(addon_env(str(UpdateAddonEnv()._addon(params, ctx).get("configurationValues") or "")))
 
-    def find(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
-        have = self._have(params, ctx)
-        before = _recorded_before(step, ctx)
-        if before is None:
-            applied = any(have.get(k) == v for k, v in params["env"].items())
-            return {"unknown": True} if applied else None
-        restore = _env_to_restore(have, params, before)
-        return {"restore": restore} if restore else None
-
-    def in_use(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> str | None:
-        if found.get("unknown"):
-            return (
-                f"the journal beside the plan has no record of {', '.join(params['env'])} in add-on "
-                f"{params['addon']}'s configuration before the apply; set them back by hand"
-            )
-        have = self._have(params, ctx)
-        others = [k for k in found["restore"] if have.get(k) != params["env"][k]]
-        if others:
-            return f"{', '.join(others)} in add-on {params['addon']} changed since the apply; set them back by hand"
-        return None
-
-    def describe(self, step: Step, params: dict[str, Any], found: Outputs) -> str:
-        values = ", ".join(f"{k}={'(unset)' if v is None else v}" for k, v in (found.get("restore") or {}).items())
-        return f"restore {values} in the configuration of add-on {params['addon']}"
+    def _where(self, params: dict[str, Any]) -> str:
+        return f"in the configuration of add-on {params['addon']}"
 
     def act(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> Outputs:
         addon = UpdateAddonEnv()._addon(params, ctx)

@@ -47,6 +47,21 @@ def _pods_in(ctx: StepContext, cidr: str) -> list[str]:
     return pods
 
 
+def _until_gone(
+    undo: Any, step: Step, params: dict[str, Any], outputs: Outputs, ctx: StepContext, what: str, timeout: float
+) -> None:
+    """Wait for the operation the undo started, then until its `find` sees nothing left."""
+    if outputs.get("operation"):
+        _wait_operation(ctx, outputs["operation"], what, timeout)
+    ctx.wait_until(
+        what,
+        lambda: True if undo.find(step, params, ctx) is None else None,
+        timeout=timeout,
+        interval=2.0,
+        max_interval=15.0,
+    )
+
+
 class UndoNodePool:
     def find(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
         pool = CreateNodePool()._find(params, ctx)
@@ -82,16 +97,8 @@ class UndoNodePool:
         return {"node_pool": found["node_pool"], "operation": op}
 
     def wait(self, step: Step, params: dict[str, Any], outputs: Outputs, ctx: StepContext) -> None:
-        name = outputs["node_pool"]
-        if outputs.get("operation"):
-            _wait_operation(ctx, outputs["operation"], f"deletion of node pool {name}", NODE_POOL_TIMEOUT)
-        ctx.wait_until(
-            f"node pool {name} to be deleted",
-            lambda: True if CreateNodePool()._find(params, ctx) is None else None,
-            timeout=NODE_POOL_TIMEOUT,
-            interval=10.0,
-            max_interval=30.0,
-        )
+        what = f"deletion of node pool {outputs['node_pool']}"
+        _until_gone(self, step, params, outputs, ctx, what, NODE_POOL_TIMEOUT)
 
 
 class UndoSecondaryRange:
@@ -155,16 +162,8 @@ class UndoSecondaryRange:
         raise CloudError(f"{where} kept changing under us ({FINGERPRINT_RETRIES + 1} stale fingerprints); run again")
 
     def wait(self, step: Step, params: dict[str, Any], outputs: Outputs, ctx: StepContext) -> None:
-        if outputs.get("operation"):
-            what = f"removal of secondary range {params['range_name']}"
-            _wait_operation(ctx, outputs["operation"], what, SUBNET_TIMEOUT)
-        ctx.wait_until(
-            f"secondary range {params['range_name']} to be removed",
-            lambda: True if self.find(step, params, ctx) is None else None,
-            timeout=SUBNET_TIMEOUT,
-            interval=2.0,
-            max_interval=15.0,
-        )
+        what = f"removal of secondary range {params['range_name']}"
+        _until_gone(self, step, params, outputs, ctx, what, SUBNET_TIMEOUT)
 
 
 class UndoClusterPodRanges:
@@ -195,13 +194,5 @@ class UndoClusterPodRanges:
         return {"range_names": list(found["range_names"]), "operation": op}
 
     def wait(self, step: Step, params: dict[str, Any], outputs: Outputs, ctx: StepContext) -> None:
-        if outputs.get("operation"):
-            what = f"removal of pod ranges from cluster {params['cluster']}"
-            _wait_operation(ctx, outputs["operation"], what, CLUSTER_TIMEOUT)
-        ctx.wait_until(
-            f"pod ranges to leave cluster {params['cluster']}",
-            lambda: True if self.find(step, params, ctx) is None else None,
-            timeout=CLUSTER_TIMEOUT,
-            interval=2.0,
-            max_interval=15.0,
-        )
+        what = f"removal of pod ranges from cluster {params['cluster']}"
+        _until_gone(self, step, params, outputs, ctx, what, CLUSTER_TIMEOUT)
