@@ -674,48 +674,6 @@ def test_prefix_plan_is_stale_when_its_block_was_reserved_meanwhile(make_live: C
     assert applied.exit_code == 4, applied.output
 
 
-def test_managed_vpc_cni_addon_is_configured_through_update_addon_keeping_its_settings(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    before: dict[str, dict[str, Any]] = {
-        "env": {"WARM_IP_TARGET": "5", "MINIMUM_IP_TARGET": "10"},
-        "init": {"env": {"DISABLE_TCP_EARLY_DEMUX": "true"}},
-    }
-
-    with eks_estate(tmp_path, monkeypatch, cluster=CLUSTER, addon=True, addon_config=before) as estate:
-        addons, kube, kubeconfig = estate.addons, estate.kube, estate.kubeconfig
-        assert addons is not None
-        plan_path = str(tmp_path / "plan.json")
-        made = run("expand", *estate.target, "--plan", "--out", plan_path)
-        assert made.exit_code == 0, made.output
-        plan = load_plan(plan_path)
-        step = next(s for s in plan.steps if s.id == "enable-custom-networking")
-        assert step.action == "eks.update-addon-env" and step.params["addon"] == "vpc-cni"
-
-        apply = ["expand", "--apply", plan_path, "--yes", "--kubeconfig", kubeconfig]
-        applied = run(*apply)
-        assert applied.exit_code == 0, applied.output
-        assert result_statuses(applied.stdout, plan) == {s.id: "done" for s in plan.steps}
-        addon = addons.addon(CLUSTER)
-        assert addon is not None and addon["status"] == "ACTIVE"
-        after = json.loads(addon["configurationValues"])
-        assert after == {
-            "env": {**before["env"], CUSTOM_NETWORK: "true", LABEL_DEF: ZONE_LABEL},
-            "init": before["init"],
-        }
-        (update,) = addons.updates.values()
-        assert update["update"]["status"] == "Successful"  # the step waited for it (DescribeUpdate)
-        assert {"type": "ResolveConflicts", "value": "PRESERVE"} in update["update"]["params"]
-        assert addons.calls.count("UpdateAddon") == 1 and "DescribeUpdate" in addons.calls
-        assert kube.count("PUT", "daemonsets") == 0  # EKS owns aws-node here; cidrx leaves it alone
-
-        again = run(*apply)
-        assert again.exit_code == 0, again.output
-        assert result_statuses(again.stdout, plan) == {s.id: "skipped" for s in plan.steps}
-        assert addons.calls.count("UpdateAddon") == 1
-    # eks_estate re-raises anything the fake API server failed on while serving
-
-
 # --- exclusive apply: the plan's lock -------------------------------------------------------------------
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
@@ -809,3 +767,45 @@ def test_an_apply_refuses_while_a_live_lease_is_held_elsewhere_and_changes_nothi
     assert refused.returncode == 8, refused.stderr
     assert f"{holder} since {now}" in refused.stderr and "--wait-for-lock" in refused.stderr
     assert estate(live) == before
+
+
+def test_managed_vpc_cni_addon_is_configured_through_update_addon_keeping_its_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before: dict[str, dict[str, Any]] = {
+        "env": {"WARM_IP_TARGET": "5", "MINIMUM_IP_TARGET": "10"},
+        "init": {"env": {"DISABLE_TCP_EARLY_DEMUX": "true"}},
+    }
+
+    with eks_estate(tmp_path, monkeypatch, cluster=CLUSTER, addon=True, addon_config=before) as estate:
+        addons, kube, kubeconfig = estate.addons, estate.kube, estate.kubeconfig
+        assert addons is not None
+        plan_path = str(tmp_path / "plan.json")
+        made = run("expand", *estate.target, "--plan", "--out", plan_path)
+        assert made.exit_code == 0, made.output
+        plan = load_plan(plan_path)
+        step = next(s for s in plan.steps if s.id == "enable-custom-networking")
+        assert step.action == "eks.update-addon-env" and step.params["addon"] == "vpc-cni"
+
+        apply = ["expand", "--apply", plan_path, "--yes", "--kubeconfig", kubeconfig]
+        applied = run(*apply)
+        assert applied.exit_code == 0, applied.output
+        assert result_statuses(applied.stdout, plan) == {s.id: "done" for s in plan.steps}
+        addon = addons.addon(CLUSTER)
+        assert addon is not None and addon["status"] == "ACTIVE"
+        after = json.loads(addon["configurationValues"])
+        assert after == {
+            "env": {**before["env"], CUSTOM_NETWORK: "true", LABEL_DEF: ZONE_LABEL},
+            "init": before["init"],
+        }
+        (update,) = addons.updates.values()
+        assert update["update"]["status"] == "Successful"  # the step waited for it (DescribeUpdate)
+        assert {"type": "ResolveConflicts", "value": "PRESERVE"} in update["update"]["params"]
+        assert addons.calls.count("UpdateAddon") == 1 and "DescribeUpdate" in addons.calls
+        assert kube.count("PUT", "daemonsets") == 0  # EKS owns aws-node here; cidrx leaves it alone
+
+        again = run(*apply)
+        assert again.exit_code == 0, again.output
+        assert result_statuses(again.stdout, plan) == {s.id: "skipped" for s in plan.steps}
+        assert addons.calls.count("UpdateAddon") == 1
+    # eks_estate re-raises anything the fake API server failed on while serving
