@@ -10,7 +10,8 @@ for cloud SDKs.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +27,7 @@ from cidrx.model.target import Target
 if TYPE_CHECKING:
     from cidrx.engine.executor import Executor, Progress
     from cidrx.engine.verify import Verification
+    from cidrx.engine.waiting import Waiter
     from cidrx.kube.api import KubeApi
     from cidrx.model.findings import Diagnosis
     from cidrx.model.plan import Plan
@@ -318,3 +320,142 @@ def verify_apply(plan: Plan, plan_path: str | Path, before: Snapshot, opts: Acce
     result = compare(plan, plan_diagnosis(plan, before), plan_diagnosis(plan, after))
     Journal.open(plan_path, plan).record(VERIFY_STEP, "verified", verification_doc(result))
     return result
+
+
+@contextmanager
+def holding_lock(
+    plan: Plan, plan_path: str | Path, opts: Access, progress: Progress, wait: float | None = None
+) -> Iterator[None]:
+    """Hold `plan`'s lock (cidrx.engine.lock) for the `with` body: the file lock beside `plan_path`, and the
+    plan's Lease in the target cluster. Without a cluster Lease only runs sharing the plan file are kept apart,
+    which is said on stderr: with --no-kube, or when a plan that changes nothing in the cluster finds it
+    unreachable. A plan that changes the cluster (or an in-cluster plan) needs it: unreachable exits 6."""
+    from cidrx.engine.lock import LEASE_NAMESPACE, lease_name, plan_lock
+    from cidrx.engine.waiting import Waiter
+    from cidrx.kube.api import KubeApi, KubeUnavailable
+    from cidrx.kube.leases import KubeLeases
+
+    needs_cluster = bool(cluster_steps(plan))
+    kube: KubeApi | None = None
+    leases: KubeLeases | None = None
+    only_file = "only runs sharing this plan file are kept apart"
+    if opts.no_kube:
+        progress.note(f"no cluster Lease for the plan's lock (--no-kube): {only_file}")
+    else:
+        try:
+            kube = KubeApi(opts.kubeconfig, opts.context)
+            leases = KubeLeases(kube)
+            leases.get(LEASE_NAMESPACE, lease_name(plan))  # can the cluster be reached at all?
+        except KubeUnavailable as exc:
+            if kube is not None:
+                kube.close()
+            kube, leases = None, None
+            if needs_cluster:
+                from cidrx.errors import Unreachable
+
+                raise Unreachable(
+                    f"cannot reach the cluster of {plan.target.label()} to take the lock of plan {plan.plan_id}, "
+                    f"which changes it: {exc.message}; nothing was changed",
+                    hint=exc.hint or "check the kubeconfig (--kubeconfig, --context) and network access",
+                ) from None
+            progress.note(f"no cluster Lease for the plan's lock ({exc.message}): {only_file}")
+    try:
+        waiter = Waiter(report=progress.waiting, report_every=progress.report_every)
+        with plan_lock(plan, plan_path, leases=leases, wait=wait, waiter=waiter, note=progress.note):
+            yield
+    finally:
+        if kube is not None:
+            kube.close()
+
+
+def undos(plan: Plan) -> tuple[dict[str, Any], list[str]]:
+    """{action: its Undo} for the actions of `plan`'s kind that declare one, and a line per step of `plan`
+    whose action declares none (with why), for `cidrx rollback` to refuse up front."""
+    from cidrx.engine.undo import missing_undos
+
+    declared = registry.strategy(plan.strategy)
+    actions = registry.strategy_actions(declared) if declared is not None else ()
+    found = {a.name: registry.load(a.undo)() for a in actions if a.undo}
+    reasons = {a.name: a.no_undo for a in actions if a.no_undo}
+    return found, missing_undos(plan, found, reasons)
+
+
+def rollback(
+    plan: Plan,
+    plan_path: str | Path,
+    opts: Access,
+    progress: Progress,
+    confirm: Callable[[Sequence[Any]], None],
+    wait: float | None = None,
+    *,
+    waiter: Waiter | None = None,
+    wrap: Callable[[Any], Any] | None = None,
+    writing: Callable[[], AbstractContextManager[Any]] = nullcontext,
+) -> tuple[list[Any], list[StepOutcome]]:
+    """Take back what an apply of `plan` created or changed (cidrx.engine.undo), holding the plan's lock:
+    survey what is left (read live, by the plan tag and the apply journal's records), refuse with InUse (exit
+    4) before any write when something is still in use, `confirm(items)` (which raises to cancel), then undo
+    newest first with the rollback journal beside the plan. Returns the items surveyed (none: nothing to
+    roll back) and what each undo step did. `writing` marks the stretch where writes happen (the CLI's
+    Ctrl-C there means "stopped partway"); `waiter` (its clock) and `wrap` (around each Undo) are for tests,
+    as the apply engine's are."""
+    from cidrx.engine.executor import StepContext
+    from cidrx.engine.journal import Journal
+    from cidrx.engine.undo import recover_outputs, refuse_in_use, run_rollback, survey
+    from cidrx.engine.waiting import Waiter
+    from cidrx.ipam import dispatch as ipam
+    from cidrx.kube.api import KubeApis
+
+    declared = registry.strategy(plan.strategy)
+    if declared is None or declared.reclaim:
+        raise InvalidInput(
+            f"plan {plan.plan_id} is a {plan.strategy} plan, and reclaim plans cannot be rolled back: the addresses "
+            "they released belonged to pods that were gone, and handing them back would leak them again"
+        )
+    found, missing = undos(plan)
+    if wrap is not None:
+        found = {action: wrap(undo) for action, undo in found.items()}
+    if missing:
+        raise InvalidInput(
+            f"cannot roll back plan {plan.plan_id}, so nothing was changed: " + "; ".join(missing),
+            hint="undo those steps by hand, or use a cidrx version that declares their undo",
+        )
+    module = provider(plan.target)
+    apply_journal = Journal.open(plan_path, plan)
+    rollback_journal = Journal.open(f"{plan_path}.rollback", plan)
+    needing = cluster_steps(plan)
+    if needing and opts.no_kube:
+        raise InvalidInput(f"plan {plan.plan_id} changed in-cluster objects (step {needing[0]}); drop --no-kube")
+    with holding_lock(plan, plan_path, opts, progress, wait):
+        kube = None if opts.no_kube else _kube_or_none(opts)
+        try:
+            ctx = StepContext(
+                plan=plan,
+                apis=KubeApis(kube) if is_ipam_plan(plan) else module.apis(plan, opts, kube),
+                waiter=waiter or Waiter(report=progress.waiting, report_every=progress.report_every),
+                progress=progress,
+                journal_outputs={s.id: o for s in plan.steps if (o := apply_journal.outputs_of(s.id)) is not None},
+                recorded_before={s.id: b for s in plan.steps if (b := apply_journal.before_of(s.id)) is not None},
+            )
+            executors = ipam.executors(plan) if is_ipam_plan(plan) else module.executors()
+            items = survey(plan, found, ctx, recover_outputs(plan, executors, ctx))
+            if not items:
+                return [], []
+            refuse_in_use(plan, items)
+            confirm(items)
+            with writing():
+                result = run_rollback(plan, items, found, ctx, rollback_journal)
+        finally:
+            if kube is not None:
+                kube.close()
+    return items, [StepOutcome(s.step_id, s.action, s.status, s.outputs) for s in result.steps]
+
+
+def _kube_or_none(opts: Access) -> KubeApi | None:
+    """A client for the cluster, or None when no kubeconfig leads to one (the undos that need it say so)."""
+    from cidrx.kube.api import KubeApi, KubeUnavailable
+
+    try:
+        return KubeApi(opts.kubeconfig, opts.context)
+    except KubeUnavailable:
+        return None

@@ -20,6 +20,7 @@ class ExitStatus(IntEnum):
     PARTIAL = 5
     ACCESS = 6
     RETRY_LATER = 7
+    LOCKED = 8
 
 
 # The older names, which the tests still use.
@@ -31,6 +32,7 @@ EXIT_STALE = ExitStatus.STALE
 EXIT_PARTIAL = ExitStatus.PARTIAL
 EXIT_ACCESS = ExitStatus.ACCESS
 EXIT_RETRY_LATER = ExitStatus.RETRY_LATER
+EXIT_LOCKED = ExitStatus.LOCKED
 
 
 class CidrxError(Exception):
@@ -55,6 +57,13 @@ class InvalidInput(CidrxError):
 
 class StalePlan(CidrxError):
     """The cloud or cluster changed since the plan was made; nothing was applied."""
+
+    exit_code: int = ExitStatus.STALE
+
+
+class InUse(CidrxError):
+    """A rollback would remove something still in use (nodes in a node group, network interfaces in a subnet,
+    addresses in a range or pool); nothing was changed."""
 
     exit_code: int = ExitStatus.STALE
 
@@ -88,3 +97,9 @@ class CloudError(CidrxError):
     """
 
     exit_code: int = ExitStatus.INTERNAL
+
+
+class LockHeld(CidrxError):
+    """Another apply or rollback of the same plan holds its lock (file lock beside the plan, cluster Lease)."""
+
+    exit_code: int = ExitStatus.LOCKED

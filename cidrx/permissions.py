@@ -23,7 +23,10 @@ from typing import Any
 from cidrx import registry
 from cidrx.errors import CidrxError
 
-PURPOSES = ("diagnose", "apply", "all")
+PURPOSES = ("diagnose", "apply", "rollback", "all")
+# The plan's lock an apply or rollback holds in the cluster (cidrx.engine.lock): a Lease it creates, renews
+# (update) and deletes, in the namespace cidrx.engine.lock.LEASE_NAMESPACE.
+LOCK_GRANT = "kubernetes: leases.coordination.k8s.io get,create,update,delete in kube-system"
 KUBE_PREFIX = "kubernetes:"
 READ_VERBS = frozenset({"get", "list", "watch"})
 # Verbs RBAC can limit to named objects (list/create/watch cannot be: RBAC docs, "Referring to resources").
@@ -170,6 +173,17 @@ def step_needs(provider: str) -> list[StepNeed]:
     return sorted(out, key=lambda n: (n.strategy, n.action))
 
 
+def undo_needs(provider: str) -> list[StepNeed]:
+    """What `cidrx rollback` needs per step action of every expand plan kind that can run on `provider`'s
+    targets: each Action's `undo_permissions` (actions without an undo are left out: rollback refuses them)."""
+    out = []
+    for s in registry.strategies():
+        if s.reclaim or strategy_provider(s.name) not in (None, provider):
+            continue
+        out += [StepNeed(s.name, f"undo {a.name}", a.undo_permissions) for a in registry.strategy_actions(s) if a.undo]
+    return sorted(out, key=lambda n: (n.strategy, n.action))
+
+
 # -- what a provider needs ---------------------------------------------------------------------------
 
 
@@ -187,7 +201,8 @@ def _check_cloud(provider: str, permission: str) -> None:
 def needs(provider: str, purpose: str) -> Needs:
     """What `provider` needs for `purpose`: diagnose = what collect reads (also enough for snapshot and
     --plan); apply = that (apply collects again before it writes) plus what the steps of every plan kind
-    that runs on `provider`'s targets declare. "all" is the same as apply."""
+    that runs on `provider`'s targets declare; rollback = the reads plus what each step's undo declares;
+    apply and rollback also hold the plan's Lease. "all" is apply and rollback together."""
     if registry.provider_spec(provider) is None:
         raise ValueError(f"unknown provider {provider!r}")
     if purpose not in PURPOSES:
@@ -195,7 +210,11 @@ def needs(provider: str, purpose: str) -> Needs:
     read = collect_cloud_permissions(provider)
     kube = list(collect_kube_grants(provider))
     write: list[str] = []
-    steps = step_needs(provider) if purpose != "diagnose" else []
+    steps = step_needs(provider) if purpose in ("apply", "all") else []
+    if purpose in ("rollback", "all"):
+        steps += undo_needs(provider)
+    if purpose != "diagnose":
+        kube.append(parse_kube(LOCK_GRANT))
     for need in steps:
         for perm in need.permissions:
             if _is_kube(perm):
@@ -247,7 +266,10 @@ def by_project(n: Needs) -> dict[str, list[str]]:
 
 def gcp_role(n: Needs) -> dict[str, Any]:
     """A custom role in the format `gcloud iam roles create ROLE --project P --file FILE` reads."""
-    what = "diagnose GKE pod IP exhaustion" if n.purpose == "diagnose" else "diagnose and expand GKE pod ranges"
+    what = {
+        "diagnose": "diagnose GKE pod IP exhaustion",
+        "rollback": "roll back what it added to GKE pod ranges",
+    }.get(n.purpose, "diagnose and expand GKE pod ranges")
     return {
         "title": f"cidrx {n.purpose}",
         "description": f"Least privilege for cidrx to {what} (`cidrx permissions --gke --for {n.purpose}`)",

@@ -104,6 +104,13 @@ class Action:
     name: str
     permissions: tuple[str, ...]
     executor: str
+    # How `cidrx rollback` takes the step back: the "module:attr" path of its `Undo` class (cidrx.engine.undo),
+    # declared beside the executor, and the permissions that undo needs. An action without one makes rollback
+    # refuse the whole plan up front (exit 2), saying `no_undo` (why it cannot be undone) or that none is
+    # declared yet.
+    undo: str = ""
+    undo_permissions: tuple[str, ...] = ()
+    no_undo: str = ""
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from tests.support import gke_world
 from tests.support.cli import one_line_error
 from tests.support.eks_cases import sample_plan
 from tests.support.fakes.gcp_server import FakeGcp
-from tests.support.fakes.kube_server import FakeKubeServer
+from tests.support.fakes.kube_server import FakeKubeServer, is_lock
 from tests.support.kube_objects import seed_cluster
 
 REPO = Path(__file__).resolve().parent.parent
@@ -625,7 +625,7 @@ def _whereabouts_plan(kube_server: FakeKubeServer, tmp_path: Path) -> tuple[str,
 
 
 def kube_writes(server: FakeKubeServer) -> list[str]:
-    return [f"{r.method} {r.path}" for r in server.requests() if r.method in WRITES]
+    return [f"{r.method} {r.path}" for r in server.requests() if r.method in WRITES and not is_lock(r)]
 
 
 def test_k8s_whereabouts_ctrl_c_during_apply_is_5_and_the_same_command_converges(

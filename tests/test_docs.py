@@ -17,6 +17,7 @@ import yaml
 
 from cidrx import dispatch
 from cidrx.cli import cli
+from cidrx.errors import ExitStatus
 from cidrx.model.findings import KUBE_UNREACHABLE, Diagnosis, FindingKind, Severity, kube_unreachable
 from cidrx.model.snapshot import load_snapshot
 from tools import docgen
@@ -59,13 +60,16 @@ def test_cli_reference_has_every_command_and_option() -> None:
     for cmd, sub in _commands(cli, ctx):
         assert f"## `{sub.command_path}`" in text
         for param in cmd.get_params(sub):
+            if isinstance(param, click.Argument):  # shown in the command's usage line
+                assert f"{sub.command_path} [OPTIONS] {param.metavar}" in text, f"{sub.command_path} {param.name}"
+                continue
             for opt in param.opts:
                 assert f"`{opt}`" in text, f"{sub.command_path} {opt} missing from docs/cli.md"
 
 
 def test_cli_reference_has_the_exit_code_table() -> None:
     codes = dict(docgen.exit_codes())
-    assert sorted(codes) == [0, 1, 2, 3, 4, 5, 6, 7]
+    assert sorted(codes) == [int(s) for s in ExitStatus]
     text = (DOCS / "cli.md").read_text()
     for code in codes:
         assert re.search(rf"^\| {code} \| ", text, re.M)

@@ -41,7 +41,7 @@ from tests.support.eks_discovery_world import build_discovery_off
 from tests.support.eks_estate import ADDON_BEFORE, EksEstate, eks_estate
 from tests.support.eks_world import REGION, AwsCalls, World, build_incident
 from tests.support.fakes.gcp_server import FakeGcp
-from tests.support.fakes.kube_server import FakeKubeServer
+from tests.support.fakes.kube_server import FakeKubeServer, is_lock
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
 
@@ -51,7 +51,7 @@ KUBE_WRITES = ("POST", "PUT", "PATCH", "DELETE")
 
 
 def kube_writes(server: FakeKubeServer) -> list[str]:
-    return [f"{r.method} {r.path}" for r in server.requests() if r.method in KUBE_WRITES]
+    return [f"{r.method} {r.path}" for r in server.requests() if r.method in KUBE_WRITES and not is_lock(r)]
 
 
 def statuses(result: Result, plan: Plan) -> dict[str, str]:

@@ -47,7 +47,7 @@ from tests.support.eks_cluster import (
 )
 from tests.support.eks_estate import clean_env, eks_estate
 from tests.support.eks_world import REGION, World, build_incident, moto_server
-from tests.support.fakes.kube_server import FakeKubeServer, RequestRecord
+from tests.support.fakes.kube_server import FakeKubeServer, RequestRecord, is_lock
 from tests.support.terraform_check import fmt_check, imports, needs_terraform, parse, resources
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
@@ -393,7 +393,8 @@ def test_plan_apply_and_apply_again_leave_exactly_the_fix(make_live: Callable[..
     assert f"0 step(s) changed something, {total} were already done" in again.stdout
     assert again.stderr.count("skipped (already done)") == total
     assert estate(live) == counts
-    assert live.kube.count("PUT") == live.kube.count("POST") == 0
+    changes = [r for r in live.kube.requests() if r.method in ("PUT", "POST") and not is_lock(r)]
+    assert changes == []  # only the plan's lock (its Lease) was written
 
     # A new diagnosis: no AZ is stuck any more, but the old node group's subnets are still full.
     rediagnosed = live.cidrx("diagnose", *live.target, "-o", "json")
@@ -671,6 +672,101 @@ def test_prefix_plan_is_stale_when_its_block_was_reserved_meanwhile(make_live: C
     )
     applied = CliRunner().invoke(cli, ["expand", "--apply", plan_path, "--yes", "--kubeconfig", live.kubeconfig])
     assert applied.exit_code == 4, applied.output
+
+
+# --- exclusive apply: the plan's lock -------------------------------------------------------------------
+
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
+
+
+def test_two_applies_of_one_plan_started_together_one_proceeds_the_other_refuses(
+    make_live: Callable[..., Live],
+) -> None:
+    """Both start at once; whichever takes the lock first is held (by the fake API server) right after, until
+    the other has ended: it must have refused at once, exit 8, naming the lock, and changed nothing."""
+    import threading
+
+    live = make_live()
+    plan = live.plan()
+    before = estate(live)
+    holding, release = threading.Event(), threading.Event()
+    lease_path = f"{LEASES}/cidrx-plan-{plan.plan_id}"
+
+    def hold_the_winner(record: RequestRecord) -> None:
+        # Only the run holding the file lock reaches past the Lease: the other one only reads the Lease.
+        if holding.is_set() or record.path.startswith(LEASES):
+            return
+        if live.kube.get("coordination.k8s.io", "v1", "leases", f"cidrx-plan-{plan.plan_id}", "kube-system"):
+            holding.set()
+            assert release.wait(60)
+
+    live.hooks.add(hold_the_winner)
+    args = ("expand", "--apply", "plan.json", "--yes", "--kubeconfig", live.kubeconfig)
+    runs = [live.start(*args), live.start(*args)]
+    try:
+        assert holding.wait(60)
+        lease = live.kube.get("coordination.k8s.io", "v1", "leases", f"cidrx-plan-{plan.plan_id}", "kube-system")
+        assert lease is not None
+        winner_pid = int(re.search(r"/pid (\d+)/", lease["spec"]["holderIdentity"])[1])  # type: ignore[index]
+        winner = next(p for p in runs if p.pid == winner_pid)
+        loser = finish(next(p for p in runs if p.pid != winner_pid))
+    finally:
+        release.set()
+    assert loser.returncode == 8, loser.stderr
+    assert f"another run holds the lock of plan {plan.plan_id}" in loser.stderr
+    assert f"pid {winner_pid}/plan {plan.plan_id}" in loser.stderr and "plan.json.lock" in loser.stderr
+    won = finish(winner)
+    assert won.returncode == 0, won.stderr
+    after = estate(live)
+    assert len(after["subnets"]) == len(before["subnets"]) + 2 and len(after["nodegroups"]) == 2
+    assert live.kube.get("coordination.k8s.io", "v1", "leases", f"cidrx-plan-{plan.plan_id}", "kube-system") is None
+    assert lease_path not in [r.path for r in live.kube.requests() if r.method == "PUT"]  # never fought over
+
+
+def test_an_apply_takes_over_the_expired_lease_of_a_run_that_died(make_live: Callable[..., Live]) -> None:
+    live = make_live()
+    plan = live.plan()
+    live.kube.put(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": f"cidrx-plan-{plan.plan_id}", "namespace": "kube-system"},
+            "spec": {
+                "holderIdentity": f"ci-runner-3/pid 4242/plan {plan.plan_id}",
+                "leaseDurationSeconds": 60,
+                "acquireTime": "2026-01-01T00:00:00.000000Z",
+                "renewTime": "2026-01-01T00:10:00.000000Z",
+            },
+        }
+    )
+    applied = live.apply()
+    assert applied.returncode == 0, applied.stderr
+    assert f"took over Lease kube-system/cidrx-plan-{plan.plan_id} from ci-runner-3/pid 4242" in applied.stderr
+    assert len(estate(live)["nodegroups"]) == 2
+
+
+def test_an_apply_refuses_while_a_live_lease_is_held_elsewhere_and_changes_nothing(
+    make_live: Callable[..., Live],
+) -> None:
+    from datetime import UTC, datetime
+
+    live = make_live()
+    plan = live.plan()
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    holder = f"ci-runner-9/pid 77/plan {plan.plan_id}"
+    live.kube.put(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": f"cidrx-plan-{plan.plan_id}", "namespace": "kube-system"},
+            "spec": {"holderIdentity": holder, "leaseDurationSeconds": 3600, "acquireTime": now, "renewTime": now},
+        }
+    )
+    before = estate(live)
+    refused = live.apply()
+    assert refused.returncode == 8, refused.stderr
+    assert f"{holder} since {now}" in refused.stderr and "--wait-for-lock" in refused.stderr
+    assert estate(live) == before
 
 
 def test_managed_vpc_cni_addon_is_configured_through_update_addon_keeping_its_settings(

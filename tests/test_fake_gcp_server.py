@@ -646,9 +646,9 @@ def test_injected_reset_drops_the_connection(
 
 def test_unimplemented_method_is_reported_as_a_fake_gap(gcp: FakeGcp, gke: container_v1.ClusterManagerClient) -> None:
     with pytest.raises(gexc.MethodNotImplemented):
-        gke.delete_node_pool(name=f"{CLUSTER}/nodePools/nodepool-2")
-    assert "container.projects.locations.clusters.nodePools.delete" in str(gcp.errors.pop())
-    assert gcp.node_pool(P, R, "demo-ip", "nodepool-2") is not None
+        gke.delete_cluster(name=CLUSTER)
+    assert "container.projects.locations.clusters.delete" in str(gcp.errors.pop())
+    assert gcp.cluster(P, R, "demo-ip") is not None
 
 
 # ---- pieces -------------------------------------------------------------------------------------

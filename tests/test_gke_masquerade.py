@@ -191,6 +191,35 @@ def test_apply_patches_the_configmap_once(
     assert kube_server.requests("PATCH", "configmaps") == []
 
 
+def test_rollback_takes_exactly_the_planned_range_back_out_of_the_configmap(
+    gcp: FakeGcp, kube_server: FakeKubeServer, kubeconfig_path: Path, tmp_path: Path
+) -> None:
+    plan_path, plan = _seeded_plan(kube_server, tmp_path)
+    before = yaml.safe_load(cases.IP_MASQ_CONFIG)
+    assert run("expand", "--apply", str(plan_path), "--yes").exit_code == 0
+    # Someone adds another range after the apply: rollback must keep it.
+    cm = kube_server.get("", "v1", "configmaps", "ip-masq-agent", "kube-system") or {}
+    config = yaml.safe_load(cm["data"]["config"])
+    config["nonMasqueradeCIDRs"].append("192.168.50.0/24")
+    kube_server.put({**cm, "data": {"config": yaml.safe_dump(config)}})
+
+    kube_server.reset_log()
+    rolled = run("rollback", str(plan_path), "--yes")
+    assert rolled.exit_code == 0, rolled.output
+    cm = kube_server.get("", "v1", "configmaps", "ip-masq-agent", "kube-system") or {}
+    assert yaml.safe_load(cm["data"]["config"])["nonMasqueradeCIDRs"] == [
+        *before["nonMasqueradeCIDRs"],
+        "192.168.50.0/24",
+    ]
+    assert len(kube_server.requests("PATCH", "configmaps")) == 1  # a JSON patch guarded by resourceVersion
+    assert plan.basis["cidr"] not in cm["data"]["config"]
+
+    kube_server.reset_log()
+    again = run("rollback", str(plan_path), "--yes")
+    assert again.exit_code == 0, again.output
+    assert kube_server.requests("PATCH", "configmaps") == []
+
+
 def test_a_configmap_rewritten_after_the_plan_is_left_alone(
     gcp: FakeGcp, kube_server: FakeKubeServer, kubeconfig_path: Path, tmp_path: Path
 ) -> None:

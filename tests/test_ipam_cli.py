@@ -16,11 +16,12 @@ from cidrx.model.plan import load_plan
 from tests.support import calico_cases
 from tests.support import whereabouts_cases as wc
 from tests.support.cli import run
-from tests.support.fakes.kube_server import FakeKubeServer
+from tests.support.fakes.kube_server import FakeKubeServer, is_lock
 
 
 def writes(server: FakeKubeServer) -> list[str]:
-    return [f"{r.method} {r.path}" for r in server.requests() if r.method in ("POST", "PUT", "PATCH", "DELETE")]
+    writing = ("POST", "PUT", "PATCH", "DELETE")
+    return [f"{r.method} {r.path}" for r in server.requests() if r.method in writing and not is_lock(r)]
 
 
 @pytest.fixture

@@ -47,6 +47,7 @@ from tests.support.eks_world import REGION, AwsCalls, World, build_incident
 from tests.support.engine import CrashAfterAct, FakeClock, apply_in_boundary
 from tests.support.fakes.eks_addons import FakeEksAddons
 from tests.support.fakes.gcp_server import FakeGcp
+from tests.support.fakes.kube_server import is_lock
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
 
@@ -252,7 +253,7 @@ class Env:
                 for r in self.gcp.request_log
                 if r.method in WRITES and "/operations/" not in r.path
             ]
-        kube = [f"kube {r.method} {r.path}" for r in self.kube.requests() if r.method in WRITES]
+        kube = [f"kube {r.method} {r.path}" for r in self.kube.requests() if r.method in WRITES and not is_lock(r)]
         return [*self.aws.writes(), *kube]
 
     def inventory(self, plan: Plan) -> JSON:

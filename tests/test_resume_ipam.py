@@ -46,7 +46,7 @@ from cidrx.model.plan import Plan, Step, load_plan, save_plan
 from cidrx.render.progress import NullProgress
 from tests.support import calico_cases
 from tests.support import whereabouts_cases as wc
-from tests.support.fakes.kube_server import FakeKubeServer
+from tests.support.fakes.kube_server import FakeKubeServer, is_lock
 
 JSON = dict[str, Any]
 CREATED = "2024-12-09T03:45:00Z"
@@ -219,7 +219,7 @@ def engine_apply(
 
 
 def writes(server: FakeKubeServer) -> list[tuple[str, str]]:
-    return [(r.method, r.path) for r in server.requests() if r.method in WRITE_METHODS]
+    return [(r.method, r.path) for r in server.requests() if r.method in WRITE_METHODS and not is_lock(r)]
 
 
 _VOLATILE = ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields")

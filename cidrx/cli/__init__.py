@@ -20,6 +20,7 @@ from cidrx.cli.expand import expand
 from cidrx.cli.exporter import exporter
 from cidrx.cli.permissions import permissions
 from cidrx.cli.reclaim import reclaim
+from cidrx.cli.rollback import rollback
 from cidrx.cli.snapshot import snapshot
 from cidrx.errors import InvalidInput
 
@@ -33,6 +34,7 @@ Exit codes:
   5  apply stopped partway; running the same command again resumes
   6  access: credentials missing, permission denied, target not found or unreachable
   7  the cloud or cluster kept failing (5xx, throttling) after every retry; nothing is wrong with the input: retry later
+  8  another apply or rollback of the same plan holds its lock (the message names it); or use --wait-for-lock
 
 \b
 Every TARGET option can also be set as CIDRX_<OPTION>, e.g. CIDRX_EKS=1
@@ -126,6 +128,7 @@ def cli(verbose: int, quiet: bool, no_color: bool) -> None:
       cidrx diagnose --snapshot FILE                  the same, offline
       cidrx expand --eks ... --plan                   a reviewable fix plan
       cidrx expand --apply PLAN.json --yes            carry it out (resumable)
+      cidrx rollback PLAN.json --yes                  undo what that apply did
       cidrx reclaim --k8s --ipam whereabouts --plan   release stale in-cluster IPs
       cidrx snapshot --eks ... --out FILE             everything diagnose reads
       cidrx exporter --k8s --interval 120             the same as Prometheus metrics
@@ -164,6 +167,7 @@ cli.add_command(diagnose)
 cli.add_command(snapshot)
 cli.add_command(expand)
 cli.add_command(reclaim)
+cli.add_command(rollback)
 cli.add_command(permissions)
 cli.add_command(exporter)
 

@@ -200,6 +200,14 @@ def load_for_apply(target: TargetOptions, plan_path: str, command: str) -> Plan:
 
 APPLY_FORMATS = ("table", "json")
 
+WAIT_FOR_LOCK = click.option(
+    "--wait-for-lock",
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help="With --apply: when another run holds this plan's lock, wait up to SECONDS for it instead of "
+    "refusing at once (exit 8).",
+)
+
 
 def apply(
     target: TargetOptions,
@@ -208,6 +216,7 @@ def apply(
     command: str = "expand",
     plan: Plan | None = None,
     output: str = "table",
+    wait_for_lock: float | None = None,
 ) -> int:
     """Carry out the plan at `plan_path` (shared by `expand --apply` and `reclaim --apply`); `plan` is that
     file already loaded with `load_for_apply`, if the caller did. After the last step a fresh snapshot
@@ -232,19 +241,21 @@ def apply(
         if not click.confirm(f"Apply plan {plan.plan_id} to {plan.target.label()}?", default=False, err=True):
             raise InvalidInput("apply cancelled at the prompt; nothing was changed")
     progress = make_progress(sys.stderr)
-    progress.note(f"taking a fresh snapshot of {plan.target.label()} to check the plan still holds")
-    with reading_status(f"reading {plan.target.label()}"):
-        snap = dispatch.collect_for_plan(plan, target)
-    with boundary.applying():
-        outcomes = dispatch.apply_plan(plan, plan_path, snap, target, progress)
-    progress.note(f"taking a fresh snapshot of {plan.target.label()} to see what the apply changed")
-    verification = None
-    unverified = None
-    try:
-        with reading_status(f"reading {plan.target.label()} again"):
-            verification = dispatch.verify_apply(plan, plan_path, snap, target)
-    except CidrxError as exc:  # the apply itself is done; say why its result could not be checked
-        unverified = exc.message
+    # The lock comes first: the drift check must see what a run that held it before us left behind.
+    with dispatch.holding_lock(plan, plan_path, target, progress, wait_for_lock):
+        progress.note(f"taking a fresh snapshot of {plan.target.label()} to check the plan still holds")
+        with reading_status(f"reading {plan.target.label()}"):
+            snap = dispatch.collect_for_plan(plan, target)
+        with boundary.applying():
+            outcomes = dispatch.apply_plan(plan, plan_path, snap, target, progress)
+        progress.note(f"taking a fresh snapshot of {plan.target.label()} to see what the apply changed")
+        verification = None
+        unverified = None
+        try:
+            with reading_status(f"reading {plan.target.label()} again"):
+                verification = dispatch.verify_apply(plan, plan_path, snap, target)
+        except CidrxError as exc:  # the apply itself is done; say why its result could not be checked
+            unverified = exc.message
     rows = [(o.step_id, o.status, dict(o.outputs)) for o in outcomes]
     if output == "json":
         from cidrx.engine.verify import verification_doc
@@ -258,7 +269,9 @@ def apply(
     return 0
 
 
-def apply_and_emit(target: TargetOptions, plan_path: str, yes: bool, output: str = "table") -> int:
+def apply_and_emit(
+    target: TargetOptions, plan_path: str, yes: bool, output: str = "table", wait_for_lock: float | None = None
+) -> int:
     """`expand --apply PLAN --emit terraform`: apply, then write the .tf beside the plan with import blocks
     for what the journal recorded, also when the apply stopped partway (its exit code is kept) or was
     refused, so what was created so far can be adopted."""
@@ -267,7 +280,7 @@ def apply_and_emit(target: TargetOptions, plan_path: str, yes: bool, output: str
     terraform_text(plan, plan_path, how)  # a plan Terraform cannot express is refused before anything is applied
     tf = terraform_path(plan_path)
     try:
-        code = apply(target, plan_path, yes, plan=plan, output=output)
+        code = apply(target, plan_path, yes, plan=plan, output=output, wait_for_lock=wait_for_lock)
     except BaseException:
         try:
             write_atomically(tf, terraform_text(plan, plan_path, how))
@@ -334,6 +347,7 @@ def apply_and_emit(target: TargetOptions, plan_path: str, yes: bool, output: str
     "what the apply created, so Terraform adopts it.",
 )
 @click.option("--yes", is_flag=True, help="With --apply: do not ask (required when stdin is not a terminal).")
+@WAIT_FOR_LOCK
 def expand(
     target: TargetOptions,
     plan_mode: bool,
@@ -350,6 +364,7 @@ def expand(
     output: str,
     emit: str | None,
     yes: bool,
+    wait_for_lock: float | None,
 ) -> int:
     """Add pod address space: --plan writes a reviewable plan, --apply PLAN.json carries it out.
 
@@ -381,8 +396,10 @@ def expand(
         if given:
             raise InvalidInput(f"{', '.join(given)} only work with --plan; the plan file already fixes them")
         if emit:
-            return apply_and_emit(target, apply_path, yes, output)
-        return apply(target, apply_path, yes, output=output)
+            return apply_and_emit(target, apply_path, yes, output, wait_for_lock)
+        return apply(target, apply_path, yes, output=output, wait_for_lock=wait_for_lock)
+    if wait_for_lock is not None:
+        raise InvalidInput("--wait-for-lock only works with --apply; --plan takes no lock")
     if yes:
         raise InvalidInput("--yes only works with --apply; --plan never changes anything")
     from cidrx.model.options import PlanOptions

@@ -89,10 +89,11 @@ def _provider_flags(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--for",
     "purpose",
-    type=click.Choice(["diagnose", "apply", "all"]),
+    type=click.Choice(["diagnose", "apply", "rollback", "all"]),
     default="all",
     show_default=True,
-    help="diagnose: read-only (diagnose, snapshot, --plan). apply/all: also every write the apply steps make.",
+    help="diagnose: read-only (diagnose, snapshot, --plan). apply: also every write the apply steps make. "
+    "rollback: what `cidrx rollback` needs to undo them. all: apply and rollback.",
 )
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def permissions(chosen: list[str], purpose: str, output: str) -> int:

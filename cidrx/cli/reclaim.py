@@ -12,7 +12,7 @@ import click
 
 from cidrx import registry
 from cidrx.cli.diagnose import get_snapshot
-from cidrx.cli.expand import apply, write_plan
+from cidrx.cli.expand import WAIT_FOR_LOCK, apply, write_plan
 from cidrx.cli.options import OutputFormat, TargetOptions, target_options
 from cidrx.errors import InvalidInput
 from cidrx.render import PLAN_FORMATS
@@ -40,6 +40,7 @@ IPAMS = tuple(dict.fromkeys(s.owner for s in registry.strategies() if s.reclaim)
     help="Plan output format; with --apply, table or json (the cidrx.apply/v1 document); text means table.",
 )
 @click.option("--yes", is_flag=True, help="With --apply: do not ask (required when stdin is not a terminal).")
+@WAIT_FOR_LOCK
 def reclaim(
     target: TargetOptions,
     ipam: str | None,
@@ -49,6 +50,7 @@ def reclaim(
     out: str | None,
     output: str,
     yes: bool,
+    wait_for_lock: float | None,
 ) -> int:
     """Release addresses Whereabouts or Calico hold for pods that no longer exist.
 
@@ -69,7 +71,9 @@ def reclaim(
         given = [n for n, v in (("--ipam", ipam), ("--snapshot", snapshot_path), ("--out", out)) if v is not None]
         if given:
             raise InvalidInput(f"{', '.join(given)} only work with --plan; the plan file already fixes them")
-        return apply(target, apply_path, yes, command="reclaim", output=output)
+        return apply(target, apply_path, yes, command="reclaim", output=output, wait_for_lock=wait_for_lock)
+    if wait_for_lock is not None:
+        raise InvalidInput("--wait-for-lock only works with --apply; --plan takes no lock")
     if yes:
         raise InvalidInput("--yes only works with --apply; --plan never changes anything")
     if ipam is None:

@@ -133,7 +133,8 @@ def run_plan(
                         f"{step.id}: the journal says this step was done, but the cloud no longer shows it; "
                         "doing it again"
                     )
-                journal.record(step.id, "started")
+                before = getattr(executor, "before", None)  # RecordsBefore: what act will overwrite
+                journal.record(step.id, "started", before(step, params, ctx) if before is not None else None)
                 outputs = dict(executor.act(step, params, ctx))
                 journal.record(step.id, "acted", outputs)
                 executor.wait(step, params, ctx, outputs)

@@ -57,6 +57,8 @@ class StepContext:
     progress: Progress
     outputs: dict[str, Outputs] = field(default_factory=dict)
     journal_outputs: dict[str, Outputs] = field(default_factory=dict)
+    # For rollback: what each step's `before` recorded in the apply journal (Journal.before_of), by step id.
+    recorded_before: dict[str, Outputs] = field(default_factory=dict)
 
     @property
     def plan_id(self) -> str:
@@ -85,6 +87,14 @@ class Executor(Protocol):
     def verify(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
         """Raise CloudError if the end state is not what the step promised."""
         ...
+
+
+class RecordsBefore(Protocol):
+    """An Executor that changes a setting in place (rather than creating something tagged) also has `before`:
+    the values its `act` is about to overwrite, recorded in the journal's first "started" event of the step so
+    `cidrx rollback` can put them back (cidrx.engine.undo)."""
+
+    def before(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs: ...
 
 
 def parse_ref(value: str) -> tuple[str, str] | None:

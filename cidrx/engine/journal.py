@@ -136,6 +136,14 @@ class Journal:
                 return dict(e.outputs)
         return None
 
+    def before_of(self, step_id: str) -> dict[str, Any] | None:
+        """What the step's executor recorded, before its first act, about the values it would overwrite (the
+        earliest "started" event with outputs: a later act of a resumed run would only see its own values)."""
+        for e in self._events:
+            if e.step == step_id and e.event == "started" and e.outputs:
+                return dict(e.outputs)
+        return None
+
     def is_done(self, step_id: str) -> bool:
         """True when the step's latest event says it finished (done or skipped)."""
         return next((e.event in _FINISHED for e in self._of(step_id)), False)

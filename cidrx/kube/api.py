@@ -783,6 +783,26 @@ class KubeApi:
         except NotFound:
             return False
 
+    def pods_in(self, cidr: str) -> list[str]:
+        """namespace/name of the pods (not host-network, not finished) whose address lies in `cidr`: what makes
+        a range or pool "in use" for `cidrx rollback`."""
+        import ipaddress
+
+        net = ipaddress.ip_network(cidr, strict=False)
+        found = []
+        for p in self.iter_pods("status.phase!=Succeeded,status.phase!=Failed"):
+            ip = (p.get("status") or {}).get("podIP")
+            if not ip or (p.get("spec") or {}).get("hostNetwork"):
+                continue
+            try:
+                inside = ipaddress.ip_address(ip) in net
+            except ValueError:
+                continue
+            if inside:
+                meta = p.get("metadata") or {}
+                found.append(f"{meta.get('namespace')}/{meta.get('name')}")
+        return sorted(found)
+
 
 def classify(exc: BaseException, *, write: bool) -> Retryable | None:
     """The retry policy's view of a Kubernetes client failure (see cidrx.engine.retry for what is safe):

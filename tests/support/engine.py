@@ -102,15 +102,28 @@ def apply_in_boundary(
     return boundary.run(apply)
 
 
-def sealed_eks_plan(steps: tuple[Step, ...]) -> Plan:
-    """A sealed custom-networking plan for the EKS cluster `demo` with these steps (engine and journal tests)."""
+def small_plan(
+    target: Target,
+    strategy: str,
+    *steps: Step,
+    basis: dict[str, Any] | None = None,
+    created_at: str = "2026-11-24T10:00:00Z",
+) -> Plan:
+    """A sealed plan of `steps` for `target` (tests that need a plan file, not a planner's output)."""
     return seal(
         Plan(
-            target=Target("eks", "demo", region="ap-southeast-2"),
-            created_at="2024-05-01T10:00:00Z",
+            target=target,
+            created_at=created_at,
             snapshot_fingerprint="f" * 64,
-            strategy="custom-networking",
-            basis={"vpc_cidrs": ["10.0.0.0/16"]},
+            strategy=strategy,
+            basis=basis or {},
             steps=steps,
         )
     )
+
+
+def sealed_eks_plan(steps: tuple[Step, ...]) -> Plan:
+    """A sealed custom-networking plan for the EKS cluster `demo` with these steps (engine and journal tests)."""
+    target = Target("eks", "demo", region="ap-southeast-2")
+    basis = {"vpc_cidrs": ["10.0.0.0/16"]}
+    return small_plan(target, "custom-networking", *steps, basis=basis, created_at="2024-05-01T10:00:00Z")

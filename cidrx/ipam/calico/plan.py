@@ -77,6 +77,12 @@ CREATE_IPPOOL = Action(
     "calico.create-ippool",
     ("kubernetes: ippools.crd.projectcalico.org get,create",),
     "cidrx.ipam.calico.steps:CreateIpPool",
+    undo="cidrx.ipam.calico.undo:UndoIpPool",
+    undo_permissions=(
+        "kubernetes: ippools.crd.projectcalico.org get,update,delete",
+        "kubernetes: ipamblocks.crd.projectcalico.org list",
+        "kubernetes: pods list",
+    ),
 )
 RECLAIM_ACTIONS = (RELEASE_IPS, RELEASE_EMPTY_BLOCK)
 POOL_ACTIONS = (CREATE_IPPOOL,)

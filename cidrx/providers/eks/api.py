@@ -610,3 +610,25 @@ class EksApi:
         )
         with _aws("eks:CreateNodegroup", subject):
             return dict(self._call(self._eks.create_nodegroup, write=True, **kwargs)["nodegroup"])
+
+    # -- writes of `cidrx rollback` (cidrx.providers.eks.undo) ---------------------------------------------
+
+    def delete_nodegroup(self, cluster: str, name: str) -> None:
+        with _aws("eks:DeleteNodegroup", f"node group {name!r} of {self._cluster_subject(cluster)}"):
+            self._call(self._eks.delete_nodegroup, write=True, clusterName=cluster, nodegroupName=name)
+
+    def disassociate_route_table(self, association_id: str) -> None:
+        with _aws("ec2:DisassociateRouteTable", f"route table association {association_id}"):
+            self._call(self._ec2.disassociate_route_table, write=True, AssociationId=association_id)
+
+    def delete_subnet(self, subnet_id: str) -> None:
+        with _aws("ec2:DeleteSubnet", f"subnet {subnet_id}"):
+            self._call(self._ec2.delete_subnet, write=True, SubnetId=subnet_id)
+
+    def disassociate_vpc_cidr(self, association_id: str) -> None:
+        with _aws("ec2:DisassociateVpcCidrBlock", f"VPC CIDR association {association_id}"):
+            self._call(self._ec2.disassociate_vpc_cidr_block, write=True, AssociationId=association_id)
+
+    def delete_subnet_cidr_reservation(self, reservation_id: str) -> None:
+        with _aws("ec2:DeleteSubnetCidrReservation", f"subnet CIDR reservation {reservation_id}"):
+            self._call(self._ec2.delete_subnet_cidr_reservation, write=True, SubnetCidrReservationId=reservation_id)

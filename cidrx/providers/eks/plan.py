@@ -40,40 +40,63 @@ SUBNET_MAX_PREFIX = 28  # CreateSubnet accepts /16 to /28
 # Each step action, declared once: the step builders attach its name and permissions to their Steps, `cidrx
 # permissions` prints them without making a plan (cidrx.permissions), apply runs its executor (steps.py).
 _STEPS = "cidrx.providers.eks.steps"
+_UNDO = "cidrx.providers.eks.undo"  # how `cidrx rollback` takes each back (cidrx.engine.undo)
 ASSOCIATE_VPC_CIDR = Action(
-    "eks.associate-vpc-cidr", ("ec2:AssociateVpcCidrBlock", "ec2:DescribeVpcs"), f"{_STEPS}:AssociateVpcCidr"
+    "eks.associate-vpc-cidr",
+    ("ec2:AssociateVpcCidrBlock", "ec2:DescribeVpcs"),
+    f"{_STEPS}:AssociateVpcCidr",
+    undo=f"{_UNDO}:UndoVpcCidr",
+    undo_permissions=("ec2:DisassociateVpcCidrBlock", "ec2:DescribeVpcs", "ec2:DescribeSubnets"),
 )
 CREATE_SUBNET = Action(
-    "eks.create-subnet", ("ec2:CreateSubnet", "ec2:CreateTags", "ec2:DescribeSubnets"), f"{_STEPS}:CreateSubnet"
+    "eks.create-subnet",
+    ("ec2:CreateSubnet", "ec2:CreateTags", "ec2:DescribeSubnets"),
+    f"{_STEPS}:CreateSubnet",
+    undo=f"{_UNDO}:UndoSubnet",
+    undo_permissions=("ec2:DeleteSubnet", "ec2:DescribeSubnets", "ec2:DescribeNetworkInterfaces"),
 )
 ASSOCIATE_ROUTE_TABLE = Action(
     "eks.associate-route-table",
     ("ec2:AssociateRouteTable", "ec2:DescribeRouteTables"),
     f"{_STEPS}:AssociateRouteTable",
+    undo=f"{_UNDO}:UndoRouteTableAssociation",
+    undo_permissions=("ec2:DisassociateRouteTable", "ec2:DescribeRouteTables", "ec2:DescribeSubnets"),
 )
 APPLY_ENICONFIG = Action(
     "kube.apply-eniconfig",
     ("kubernetes: eniconfigs.crd.k8s.amazonaws.com get,create,update",),
     f"{_STEPS}:ApplyEniConfig",
+    undo=f"{_UNDO}:UndoEniConfig",
+    undo_permissions=("kubernetes: eniconfigs.crd.k8s.amazonaws.com get,update,delete",),
 )
 UPDATE_ADDON_ENV = Action(
     "eks.update-addon-env",
     ("eks:UpdateAddon", "eks:DescribeAddon", "eks:DescribeAddonConfiguration", "eks:DescribeUpdate"),
     f"{_STEPS}:UpdateAddonEnv",
+    undo=f"{_UNDO}:UndoAddonEnv",
+    undo_permissions=("eks:UpdateAddon", "eks:DescribeAddon"),
 )
 SET_DAEMONSET_ENV = Action(
-    "kube.set-daemonset-env", ("kubernetes: daemonsets get,update in kube-system",), f"{_STEPS}:SetDaemonSetEnv"
+    "kube.set-daemonset-env",
+    ("kubernetes: daemonsets get,update in kube-system",),
+    f"{_STEPS}:SetDaemonSetEnv",
+    undo=f"{_UNDO}:UndoDaemonSetEnv",
+    undo_permissions=("kubernetes: daemonsets get,update in kube-system",),
 )
 # iam:PassRole: CreateNodegroup passes the node role to EKS.
 CREATE_NODEGROUP = Action(
     "eks.create-nodegroup",
     ("eks:CreateNodegroup", "eks:ListNodegroups", "eks:DescribeNodegroup", "iam:PassRole"),
     f"{_STEPS}:CreateNodegroup",
+    undo=f"{_UNDO}:UndoNodegroup",
+    undo_permissions=("eks:DeleteNodegroup", "eks:ListNodegroups", "eks:DescribeNodegroup", "kubernetes: nodes list"),
 )
 RESERVE_SUBNET_CIDR = Action(
     "eks.reserve-subnet-cidr",
     ("ec2:CreateSubnetCidrReservation", "ec2:CreateTags", "ec2:GetSubnetCidrReservations"),
     f"{_STEPS}:ReserveSubnetCidr",
+    undo=f"{_UNDO}:UndoSubnetCidrReservation",
+    undo_permissions=("ec2:DeleteSubnetCidrReservation", "ec2:GetSubnetCidrReservations"),
 )
 CUSTOM_NETWORKING_ACTIONS = (
     ASSOCIATE_VPC_CIDR,

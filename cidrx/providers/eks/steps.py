@@ -97,6 +97,11 @@ class CreateSubnet:
     def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
         for s in _eks(ctx).describe_subnets(params["vpc_id"]):
             if s.get("CidrBlock") == params["cidr"]:
+                tags = {t.get("Key"): t.get("Value") for t in s.get("Tags") or []}
+                if tags.get(DIGEST_TAG) == ctx.plan_id:
+                    # Created by another run of this very plan (a crashed one, or one racing us before the
+                    # plan lock existed): adopt it, as a resume would.
+                    return {"subnet_id": s["SubnetId"]}
                 raise StalePlan(
                     f"subnet {s['SubnetId']} with {params['cidr']} exists but is not from this plan; make a new plan"
                 )
@@ -157,6 +162,11 @@ def _eniconfig_matches(obj: dict[str, Any], params: dict[str, Any]) -> bool:
 
 
 class ApplyEniConfig:
+    def before(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        """The ENIConfig's spec before a repoint (None: it did not exist), for `cidrx rollback`."""
+        obj = _kube(ctx, step).get_custom(*ENICONFIG[:3], params["name"])
+        return {"before": None if obj is None else dict(obj.get("spec") or {})}
+
     def check(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
         obj = _kube(ctx, step).get_custom(*ENICONFIG[:3], params["name"])
         return {"name": params["name"]} if obj is not None and _eniconfig_matches(obj, params) else None
@@ -226,6 +236,12 @@ def _rolled_out(ds: dict[str, Any]) -> bool:
 
 
 class SetDaemonSetEnv:
+    def before(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        """The values of the variables act sets (None: not set), for `cidrx rollback`."""
+        container = _container(self._get(step, params, ctx), params["container"])
+        have = {e.get("name"): e.get("value") for e in container.get("env") or []}
+        return {"before": {k: have.get(k) for k in params["env"]}}
+
     def _get(self, step: Step, params: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
         ds = _kube(ctx, step).get_daemonset(params["namespace"], params["name"])
         if ds is None:
@@ -272,6 +288,11 @@ class SetDaemonSetEnv:
 
 
 class UpdateAddonEnv:
+    def before(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        """The add-on's values of the variables act sets (None: not set), for `cidrx rollback`."""
+        have = addon_env(str(self._addon(params, ctx).get("configurationValues") or ""))
+        return {"before": {k: have.get(k) for k in params["env"]}}
+
     def _addon(self, params: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
         addon = _eks(ctx).describe_addon(params["cluster"], params["addon"])
         if addon is None:

@@ -571,6 +571,37 @@ class GkeApi:
         )
         return {"api": "container", "name": str(op.name)}
 
+    def delete_node_pool(self, cluster: str, name: str) -> Json:
+        """DeleteNodePool (for `cidrx rollback`); returns the operation handle."""
+        gke = self._client("container")
+        op = self._call(
+            "container.clusters.update",
+            f"node pool {name!r} of {self._cluster_subject(cluster)}",
+            gke.delete_node_pool,
+            write=True,
+            name=f"{self._cluster_name(cluster)}/nodePools/{name}",
+        )
+        return {"api": "container", "name": str(op.name)}
+
+    def remove_cluster_pod_ranges(self, cluster: str, range_names: list[str]) -> Json:
+        """UpdateCluster with update.removedAdditionalPodRangesConfig.podRangeNames = `range_names`."""
+        container_v1, _ = _import_sdk()
+        gke = self._client("container")
+        update = container_v1.ClusterUpdate(
+            removed_additional_pod_ranges_config=container_v1.AdditionalPodRangesConfig(
+                pod_range_names=list(range_names)
+            )
+        )
+        op = self._call(
+            "container.clusters.update",
+            self._cluster_subject(cluster),
+            gke.update_cluster,
+            write=True,
+            name=self._cluster_name(cluster),
+            update=update,
+        )
+        return {"api": "container", "name": str(op.name)}
+
     def get_operation(self, op: Json) -> Json:
         """Poll an operation handle once: {"done", "error" (one line or None), "status", "progress"}."""
         name = str(op["name"])

@@ -81,13 +81,14 @@ def review_ip_masq(kube: KubeSection, new: IPv4Network) -> MasqReview | None:
     return MasqReview(cm, cidrs, False)
 
 
-def updated_config(text: str, cidr: str) -> str:
+def updated_config(text: str, cidr: str, *, remove: bool = False) -> str:
     """The `config` value with `cidr` appended to nonMasqueradeCIDRs (the defaults written out when the key
-    was absent); other keys are kept (comments are not: the value is written back as YAML)."""
+    was absent), or with every entry equal to it taken out (`remove`, for rollback); other keys are kept
+    (comments are not: the value is written back as YAML)."""
     config = parse_config(text) or {}
     raw = config.get("nonMasqueradeCIDRs")
     cidrs = [str(c) for c in raw] if isinstance(raw, list) else list(DEFAULT_NON_MASQUERADE)
-    config["nonMasqueradeCIDRs"] = [*cidrs, cidr]
+    config["nonMasqueradeCIDRs"] = [c for c in cidrs if c != cidr] if remove else [*cidrs, cidr]
     out: str = yaml.safe_dump(config, default_flow_style=False, sort_keys=False)
     return out
 

@@ -38,10 +38,19 @@ RANGE_NAME_MAX = 63  # RFC 1035 label, as for every compute resource name
 # Each step action, declared once: the step builders attach its name and permissions to their Steps, `cidrx
 # permissions` prints them without making a plan (cidrx.permissions), apply runs its executor (steps.py).
 _STEPS = "cidrx.providers.gke.steps"
+_UNDO = "cidrx.providers.gke.undo"  # how `cidrx rollback` takes each back (cidrx.engine.undo)
 ADD_SECONDARY_RANGE = Action(
     "gke.add-secondary-range",
     ("compute.subnetworks.get", "compute.subnetworks.update", "compute.regionOperations.get"),
     f"{_STEPS}:AddSecondaryRange",
+    undo=f"{_UNDO}:UndoSecondaryRange",
+    undo_permissions=(
+        "compute.subnetworks.get",
+        "compute.subnetworks.update",
+        "compute.regionOperations.get",
+        "container.clusters.get",
+        "kubernetes: pods list",
+    ),
 )
 # nodePools.create is authorised by container.clusters.update, nodePools.get/list by container.clusters.get
 # (GKE "API permissions" reference); actAs is for the node service account the pool runs as.
@@ -49,11 +58,25 @@ CREATE_NODE_POOL = Action(
     "gke.create-node-pool",
     ("container.clusters.get", "container.clusters.update", "container.operations.get", "iam.serviceAccounts.actAs"),
     f"{_STEPS}:CreateNodePool",
+    undo=f"{_UNDO}:UndoNodePool",
+    undo_permissions=(
+        "container.clusters.get",
+        "container.clusters.update",
+        "container.operations.get",
+        "kubernetes: nodes list",
+    ),
 )
 ADD_CLUSTER_POD_RANGES = Action(
     "gke.add-cluster-pod-ranges",
     ("container.clusters.get", "container.clusters.update", "container.operations.get"),
     f"{_STEPS}:AddClusterPodRanges",
+    undo=f"{_UNDO}:UndoClusterPodRanges",
+    undo_permissions=(
+        "container.clusters.get",
+        "container.clusters.update",
+        "container.operations.get",
+        "kubernetes: pods list",
+    ),
 )
 # firewalls.patch needs compute.firewalls.update and, on the rule's network, compute.networks.updatePolicy
 # (Compute Engine IAM reference of firewalls.patch); the rule is re-read before the patch (firewalls.get).
@@ -66,11 +89,20 @@ ADD_FIREWALL_RANGE = Action(
         "compute.globalOperations.get",
     ),
     f"{_STEPS}:AddFirewallRange",
+    undo=f"{_UNDO}:UndoFirewallRange",
+    undo_permissions=(
+        "compute.firewalls.get",
+        "compute.firewalls.update",
+        "compute.networks.updatePolicy",
+        "compute.globalOperations.get",
+    ),
 )
 ADD_IP_MASQ_CIDR = Action(
     "kube.add-ip-masq-cidr",
     ("kubernetes: configmaps get,patch in kube-system",),
     f"{_STEPS}:AddIpMasqCidr",
+    undo=f"{_UNDO}:UndoIpMasqCidr",
+    undo_permissions=("kubernetes: configmaps get,patch in kube-system",),
 )
 NODE_POOL_ACTIONS = (ADD_SECONDARY_RANGE, ADD_FIREWALL_RANGE, ADD_IP_MASQ_CIDR, CREATE_NODE_POOL)
 CLUSTER_RANGE_ACTIONS = (ADD_SECONDARY_RANGE, ADD_FIREWALL_RANGE, ADD_IP_MASQ_CIDR, ADD_CLUSTER_POD_RANGES)

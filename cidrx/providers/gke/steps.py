@@ -462,6 +462,12 @@ class AddIpMasqCidr:
         return self._done(params) if _covered(cidrs, params["cidr"]) else None
 
     def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        where = f"ConfigMap {params['namespace']}/{params['name']}"
+        return self.patch(params, ctx, lambda cidrs: _already_or_unchanged(cidrs, params, where, "nonMasqueradeCIDRs"))
+
+    def patch(self, params: dict[str, Any], ctx: StepContext, done: Callable[[list[str]], bool]) -> Outputs:
+        """Add the planned CIDR (or take it out, `remove`) unless `done(cidrs)` says there is nothing to do;
+        a JSON patch whose first op tests the resourceVersion just read, read again on 422."""
         from cidrx.kube.api import PatchTestFailed
         from cidrx.providers.gke.masquerade import updated_config
 
@@ -469,13 +475,14 @@ class AddIpMasqCidr:
         for _ in range(IP_MASQ_RETRIES):
             cm = self._read(params, ctx)
             cidrs, text = self._cidrs(cm, params)
-            if _already_or_unchanged(cidrs, params, where, "nonMasqueradeCIDRs"):
+            if done(cidrs):
                 return self._done(params)
             version = str((cm.get("metadata") or {}).get("resourceVersion") or "")
             op = "replace" if params["key"] in (cm.get("data") or {}) else "add"
+            value = updated_config(text, params["cidr"], remove=bool(params.get("remove")))
             ops = [
                 {"op": "test", "path": "/metadata/resourceVersion", "value": version},
-                {"op": op, "path": f"/data/{params['key']}", "value": updated_config(text, params["cidr"])},
+                {"op": op, "path": f"/data/{params['key']}", "value": value},
             ]
             try:
                 _kube(ctx).json_patch("", "v1", "configmaps", params["name"], ops, namespace=params["namespace"])

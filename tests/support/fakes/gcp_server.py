@@ -428,6 +428,7 @@ class FakeGcp(FirewallsMixin, LoopbackServer):
             "container.projects.locations.clusters.nodePools.list": self._pools_list,
             "container.projects.locations.clusters.nodePools.get": self._pool_get,
             "container.projects.locations.clusters.nodePools.create": self._pool_create,
+            "container.projects.locations.clusters.nodePools.delete": self._pool_delete,
             "container.projects.locations.operations.get": self._container_op_get,
             "container.projects.locations.operations.list": self._container_ops_list,
             "compute.subnetworks.get": self._subnet_get,
@@ -1101,6 +1102,19 @@ class FakeGcp(FirewallsMixin, LoopbackServer):
             pool["statusMessage"] = message
 
         return self._new_container_op(key, "CREATE_NODE_POOL", pool["selfLink"], effect, failed)
+
+    def _pool_delete(self, params: dict[str, str], query: dict[str, str], body: Any) -> JSON:
+        """DeleteNodePool: the pool goes STOPPING, and is gone when its operation finishes."""
+        pool = self._pool_get(params, query, body)
+        key, _ = self._cluster_or_404(params["projectsId"], params["locationsId"], params["clustersId"])
+        self._refuse_if_busy(key)
+        pool["status"] = "STOPPING"
+        name = pool["name"]
+
+        def effect() -> None:
+            self._pools[key].pop(name, None)
+
+        return self._new_container_op(key, "DELETE_NODE_POOL", pool["selfLink"], effect)
 
     def _container_op_get(self, params: dict[str, str], query: dict[str, str], body: Any) -> JSON:
         key = (params["projectsId"], params["locationsId"], params["operationsId"])

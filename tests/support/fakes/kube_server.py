@@ -188,6 +188,8 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, short_names=("sa",)),
     ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, short_names=("ds",), status_subresource=True),
     ResourceType("apps", "v1", "deployments", "Deployment", True, short_names=("deploy",), status_subresource=True),
+    # The lock `expand --apply`, `reclaim --apply` and `rollback` hold while they run (cidrx.engine.lock).
+    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
     ResourceType(
         "apiextensions.k8s.io",
         "v1",
@@ -737,6 +739,11 @@ class RequestRecord(NamedTuple):
     method: str
     path: str
     query: dict[str, str]
+
+
+def is_lock(record: RequestRecord) -> bool:
+    """A request for the Lease an apply holds as its plan's lock (not one of the plan's own changes)."""
+    return record.path.startswith("/apis/coordination.k8s.io/")
 
 
 class Response(NamedTuple):
