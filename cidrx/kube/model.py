@@ -29,6 +29,11 @@ class KubeNode:
     internal_ip: IpAddrOrEmpty = ""
     allocatable_pods: int | None = None
     pool: str = ""  # node group / node pool label when present
+    # The labels and annotations the AWS VPC CNI's ipamd reads to pick the node's ENIConfig (only those keys,
+    # see cidrx.providers.eks.eniconfig), when the node carries any. None, not {}, when it carries none: the
+    # records sit in a tuple, where the codec prunes nothing, so an empty dict would change old fingerprints.
+    eniconfig_labels: dict[str, str] | None = None
+    eniconfig_annotations: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,22 @@ def used_by_subnet(enis: Iterable[Json]) -> dict[str, tuple[str, ...]]:
     return {s: _sorted_cidrs(v) for s, v in held.items()}
 
 
+def primary_eni_groups(
+    enis: Iterable[Json], *, node_ips: Iterable[str] = (), subnet_ids: Iterable[str] = ()
+) -> tuple[str, ...]:
+    """Security groups of the instances' primary ENIs (attachment device index 0): of the nodes with
+    `node_ips` when given, else of every instance in `subnet_ids`."""
+    ips, subnets = set(node_ips), set(subnet_ids)
+    groups: set[str] = set()
+    for eni in enis:
+        attachment = eni.get("Attachment") or {}
+        if attachment.get("DeviceIndex") != 0 or not attachment.get("InstanceId"):
+            continue
+        if (eni.get("PrivateIpAddress") in ips) if ips else (eni.get("SubnetId") in subnets):
+            groups.update(str(g["GroupId"]) for g in eni.get("Groups") or () if g.get("GroupId"))
+    return tuple(sorted(groups))
+
+
 def reservations_from(reservations: Iterable[Json]) -> tuple[str, ...]:
     """GetSubnetCidrReservations' `SubnetIpv4CidrReservations`, as CIDRs."""
     return _sorted_cidrs(str(r["Cidr"]) for r in reservations if r.get("Cidr"))
@@ -220,11 +236,14 @@ def _subnet_order(s: Subnet) -> tuple[str, tuple[int, int, int]]:
     return (s.az, _net_key(s.cidr))
 
 
-def collect_eks(api: EksApi, cluster_name: str, extra_instance_types: Iterable[str] = ()) -> EksSection:
+def collect_eks(
+    api: EksApi, cluster_name: str, extra_instance_types: Iterable[str] = (), *, node_ips: Iterable[str] = ()
+) -> EksSection:
     """Everything EKS diagnosis and planning read about one cluster.
 
     `extra_instance_types` adds types seen on nodes (self-managed groups, launch templates) to the one
-    DescribeInstanceTypes call. Subnet CIDR reservations are read for the cluster's and node groups'
+    DescribeInstanceTypes call; `node_ips` (the Kubernetes nodes' addresses) pick the nodes' primary ENIs,
+    whose security groups ENIConfigs fall back to. Subnet CIDR reservations are read for the cluster's and node groups'
     subnets only; other subnets of the VPC show none.
     """
     cluster_d = api.describe_cluster(cluster_name)
@@ -260,7 +279,8 @@ def collect_eks(api: EksApi, cluster_name: str, extra_instance_types: Iterable[s
             key=lambda p: p.peering_id,
         )
     )
-    used = used_by_subnet(api.describe_network_interfaces(vpc_id))
+    enis = api.describe_network_interfaces(vpc_id)
+    used = used_by_subnet(enis)
 
     nodegroups = tuple(
         sorted(
@@ -308,4 +328,5 @@ def collect_eks(api: EksApi, cluster_name: str, extra_instance_types: Iterable[s
         instance_types=instance_types,
         vpc_cni_addon=addon_from(addon_d) if addon_d is not None else None,
         vpc_cidr_quota=api.vpc_cidr_quota(),
+        node_security_groups=primary_eni_groups(enis, node_ips=node_ips, subnet_ids=in_use),
     )

@@ -120,6 +120,9 @@ class EksSection:
     instance_types: tuple[InstanceType, ...]
     vpc_cni_addon: Addon | None
     vpc_cidr_quota: int = 5
+    # Security groups of the nodes' primary ENIs (device index 0): what ENIConfigs fall back to when EKS
+    # reports neither a cluster security group nor cluster security groups.
+    node_security_groups: tuple[str, ...] = ()
 
     def invariant_problem(self) -> str | None:
         return first_problem(

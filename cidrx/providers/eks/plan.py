@@ -29,6 +29,7 @@ from cidrx.providers.eks.cni import (
     cni_config,
     max_pods,
 )
+from cidrx.providers.eks.eniconfig import security_groups as eniconfig_security_groups
 from cidrx.providers.eks.model import EksSection, Nodegroup, Subnet
 from cidrx.registry import Action
 
@@ -346,6 +347,7 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
             f"hold at least one node's {per_node} pods"
         )
     placement, placement_notes = _node_placement(eks, template, zones, template.max_size + add_nodes)
+    groups, groups_from = eniconfig_security_groups(eks)
     cluster = eks.cluster.name
     steps: list[Step] = [
         Step(
@@ -392,9 +394,9 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
                 params={
                     "name": az,
                     "subnet": f"${{create-subnet-{az}.subnet_id}}",
-                    "security_groups": [eks.cluster.cluster_security_group_id],
+                    "security_groups": groups,
                 },
-                description=f"create ENIConfig {az} (pod subnet in {az}, cluster security group)",
+                description=f"create ENIConfig {az} (pod subnet in {az}, {groups_from})",
                 depends_on=(f"create-subnet-{az}",),
                 permissions=APPLY_ENICONFIG.permissions,
             )
@@ -438,6 +440,7 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
         "nodegroup_name": ng_name,
         "eniconfigs": sorted(e.name for e in snapshot.kube.eniconfigs),
         "cni_source": cni.source,
+        "eniconfig_security_groups": groups,
     }
     summary = {
         "cidr": str(cidr),
@@ -593,6 +596,8 @@ def _custom_networking_drift(plan: Plan, eks: EksSection, snapshot: Snapshot) ->
             problems.append(f"route table {rt} for {az} no longer exists")
     if eks.cluster.cluster_security_group_id != b["cluster_security_group"]:
         problems.append("the cluster security group changed")
+    elif "eniconfig_security_groups" in b and _groups_now(eks) != b["eniconfig_security_groups"]:
+        problems.append(f"the security groups for the ENIConfigs changed (planned {b['eniconfig_security_groups']})")
     names = {ng.name: ng for ng in eks.nodegroups}
     if b["template_nodegroup"] not in names:
         problems.append(f"template node group {b['template_nodegroup']} no longer exists")
@@ -605,6 +610,13 @@ def _custom_networking_drift(plan: Plan, eks: EksSection, snapshot: Snapshot) ->
         if e.name in b["route_tables"] and e.name not in b["eniconfigs"] and foreign:
             problems.append(f"ENIConfig {e.name} was created by someone else (subnet {e.subnet})")
     return problems
+
+
+def _groups_now(eks: EksSection) -> list[str] | None:
+    try:
+        return eniconfig_security_groups(eks)[0]
+    except InvalidInput:
+        return None
 
 
 def _prefix_drift(plan: Plan, eks: EksSection) -> list[str]:
