@@ -61,7 +61,14 @@ TAG_ON_CREATE = ("ec2", "TagSpecifications", "ec2:CreateTags")
 # Printed for diagnose but not called by every collect: DescribeSecurityGroups only when EKS does not
 # report the cluster security group (docs/permissions.md says so); the fleet listing only by fleet mode
 # (`diagnose --all-clusters`), not by a run on one cluster.
-AWS_OPTIONAL_READS = {"ec2:DescribeSecurityGroups", *EKS_FLEET}
+# SearchTransitGatewayRoutes only for a VPC attached to a transit gateway, GetManagedPrefixListEntries only when
+# a route refers to a prefix list (tests/test_eks_routes.py reads both).
+AWS_OPTIONAL_READS = {
+    "ec2:DescribeSecurityGroups",
+    "ec2:SearchTransitGatewayRoutes",
+    "ec2:GetManagedPrefixListEntries",
+    *EKS_FLEET,
+}
 
 
 class AwsCalls:

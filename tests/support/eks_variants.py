@@ -1,5 +1,9 @@
 """EKS estates as real organisations run them, built on the incident (eks_world.py / eks_cluster.py):
 
+- `build_tgw_egress` (a builder for `eks_estate`): the incident, but the transit gateway the private subnets
+  send everything to also routes 100.64.0.0/16 to another VPC, blackholes 100.65.0.0/16, and the private route
+  table sends the managed prefix list "corp-ranges" (100.66.0.0/16, 100.67.0.0/24) there: the ranges a
+  planner picks first in 100.64.0.0/10, none of them visible as a route of the VPC itself.
 - `use_annotated_eniconfigs`: custom networking with ENIConfigs chosen by the node annotation
   `k8s.amazonaws.com/eniConfig` (ENI_CONFIG_LABEL_DEF unset), a documented setup that ipamd serves through
   its annotation rule (aws/amazon-vpc-cni-k8s pkg/eniconfig/eniconfig.go).
@@ -14,6 +18,41 @@ from typing import Any
 
 from tests.support.eks_cluster import node_name
 from tests.support.eks_estate import EksEstate
+from tests.support.eks_world import World, build_incident
+
+OTHER_VPC_CIDR = "100.64.0.0/16"
+BLACKHOLE = "100.65.0.0/16"
+CORP_RANGES = ("100.66.0.0/16", "100.67.0.0/24")
+TGW_ROUTED = (OTHER_VPC_CIDR, BLACKHOLE, *CORP_RANGES)
+
+
+def tgw_route_table(ec2: Any, tgw_id: str) -> str:
+    tables = ec2.describe_transit_gateway_route_tables(Filters=[{"Name": "transit-gateway-id", "Values": [tgw_id]}])[
+        "TransitGatewayRouteTables"
+    ]
+    return str(next(t for t in tables if t.get("DefaultAssociationRouteTable"))["TransitGatewayRouteTableId"])
+
+
+def build_tgw_egress(ec2: Any, eks: Any, *, region: str, cluster: str) -> World:
+    world = build_incident(ec2, eks, region=region, cluster=cluster)
+    other = ec2.create_vpc(CidrBlock=OTHER_VPC_CIDR)["Vpc"]["VpcId"]
+    other_subnet = ec2.create_subnet(VpcId=other, CidrBlock="100.64.0.0/24")["Subnet"]["SubnetId"]
+    attachment = ec2.create_transit_gateway_vpc_attachment(
+        TransitGatewayId=world.tgw_id, VpcId=other, SubnetIds=[other_subnet]
+    )["TransitGatewayVpcAttachment"]["TransitGatewayAttachmentId"]
+    rt = tgw_route_table(ec2, world.tgw_id)
+    ec2.create_transit_gateway_route(
+        TransitGatewayRouteTableId=rt, DestinationCidrBlock=OTHER_VPC_CIDR, TransitGatewayAttachmentId=attachment
+    )
+    ec2.create_transit_gateway_route(TransitGatewayRouteTableId=rt, DestinationCidrBlock=BLACKHOLE, Blackhole=True)
+    pl = ec2.create_managed_prefix_list(
+        PrefixListName="corp-ranges", AddressFamily="IPv4", MaxEntries=5, Entries=[{"Cidr": c} for c in CORP_RANGES]
+    )["PrefixList"]["PrefixListId"]
+    ec2.create_route(
+        RouteTableId=world.private_route_table_id, DestinationPrefixListId=pl, TransitGatewayId=world.tgw_id
+    )
+    return world
+
 
 ANNOTATION = "k8s.amazonaws.com/eniConfig"
 ENICONFIG_API = "crd.k8s.amazonaws.com/v1alpha1"

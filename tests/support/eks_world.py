@@ -90,7 +90,7 @@ class AwsCalls:
         self.calls.append(f"{model.service_model.service_name}:{model.name}")
 
     def writes(self) -> list[str]:
-        return [c for c in self.calls if not c.split(":")[1].startswith(("Describe", "Get", "List"))]
+        return [c for c in self.calls if not c.split(":")[1].startswith(("Describe", "Get", "List", "Search"))]
 
 
 def _tags(resource_type: str, tags: dict[str, str]) -> list[dict[str, Any]]:

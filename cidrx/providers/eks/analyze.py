@@ -33,6 +33,7 @@ from cidrx.providers.eks.eniconfig import (
     zone_named_unselected,
 )
 from cidrx.providers.eks.model import EksSection, InstanceType, Nodegroup, Subnet
+from cidrx.providers.eks.routing import unreadable_routes
 
 EKS_SUBNET_EXHAUSTED = FindingKind.parse(
     """EKS-SUBNET-EXHAUSTED (critical): A subnet the cluster's nodes or pods use has no free address (or too few
@@ -108,6 +109,12 @@ EKS_PREFIX_DELEGATION_NOT_ENOUGH = FindingKind.parse(
 EKS_VPC_CIDR_QUOTA_REACHED = FindingKind.parse(
     """EKS-VPC-CIDR-QUOTA-REACHED (warning): The VPC already holds as many IPv4 CIDR blocks as its quota allows,
     so a secondary CIDR cannot be added until the quota is raised."""
+)
+
+EKS_ROUTES_UNREADABLE = FindingKind.parse(
+    """EKS-ROUTES-UNREADABLE (warning): A transit gateway route table or managed prefix list the VPC routes
+    through could not be read (often a TGW shared by another account): ranges routed there are unknown, so a
+    secondary CIDR cidrx picks could already be in use elsewhere."""
 )
 
 # What this module raises, for the findings catalogue (python -m tools.docgen).
@@ -550,6 +557,23 @@ def _quota_findings(eks: EksSection) -> list[Finding]:
     ]
 
 
+def _routes_findings(eks: EksSection) -> list[Finding]:
+    lines = unreadable_routes(eks)
+    if not lines:
+        return []
+    return [
+        EKS_ROUTES_UNREADABLE.finding(
+            Severity.WARNING,
+            eks.vpc.vpc_id,
+            f"{len(lines)} transit gateway route table(s) or prefix list(s) of {eks.vpc.vpc_id} could not be read: "
+            "the ranges routed there are not known to cidrx",
+            tuple(lines[:MAX_EVIDENCE]),
+            "Grant ec2:SearchTransitGatewayRoutes / ec2:GetManagedPrefixListEntries in the account that owns them, "
+            "or check the network team's IP plan and pass a free range with --cidr.",
+        )
+    ]
+
+
 def nodegroup_capacity(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[Capacity]:
     types = _types_by_name(eks)
     nodes_by_group: dict[str, list[str]] = defaultdict(list)
@@ -630,6 +654,7 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     findings += _warm_pool_finding(eks, kube, cni, tight)
     findings += _prefix_findings(uses, cni, exhausted)
     findings += _quota_findings(eks)
+    findings += _routes_findings(eks)
     if not kube.available:
         from cidrx.model.findings import kube_unreachable
 

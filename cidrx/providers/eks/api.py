@@ -61,6 +61,11 @@ COLLECT_PERMISSIONS = (
     "ec2:GetSubnetCidrReservations",
     "ec2:DescribeSecurityGroups",
     "servicequotas:GetServiceQuota",
+    # Routed space the VPC cannot see locally (cidrx.providers.eks.routing): the transit gateway route tables
+    # of its attachments and the managed prefix lists routes refer to.
+    "ec2:DescribeTransitGatewayAttachments",
+    "ec2:SearchTransitGatewayRoutes",
+    "ec2:GetManagedPrefixListEntries",
 )
 # What fleet mode (`diagnose --eks --all-clusters`) adds: the listing, and the caller's account id to
 # name kubeconfig contexts by cluster ARN (GetCallerIdentity needs no grant, but is listed for clarity).
@@ -88,6 +93,9 @@ _NOT_FOUND_CODES = frozenset(
         "InvalidRouteTableID.NotFound",
         "InvalidGroup.NotFound",
         "InvalidVpcPeeringConnectionID.NotFound",
+        "InvalidRouteTableId.NotFound",
+        "InvalidPrefixListID.NotFound",
+        "InvalidPrefixListId.NotFound",
     }
 )
 _REJECTED_CODES = frozenset(
@@ -484,6 +492,38 @@ class EksApi:
         """IPv4 CIDR reservations of a subnet (GetSubnetCidrReservations has no boto3 paginator)."""
         with _aws("ec2:GetSubnetCidrReservations", f"subnet {subnet_id}"):
             return self._pages(self._ec2.get_subnet_cidr_reservations, "SubnetIpv4CidrReservations", SubnetId=subnet_id)
+
+    def describe_tgw_attachments(self, vpc_id: str) -> list[Json]:
+        """The VPC's transit gateway attachments (any state but deleted), with their route table association."""
+        with _aws("ec2:DescribeTransitGatewayAttachments", f"VPC {vpc_id}"):
+            filters: list[Any] = [
+                {"Name": "resource-id", "Values": [vpc_id]},
+                {"Name": "resource-type", "Values": ["vpc"]},
+            ]
+            found = self._pages(
+                self._ec2.describe_transit_gateway_attachments, "TransitGatewayAttachments", Filters=filters
+            )
+        # Checked again: the filters are a server-side nicety an endpoint may ignore.
+        return [a for a in found if a.get("ResourceId") == vpc_id and a.get("State") not in ("deleted", "deleting")]
+
+    def search_tgw_routes(self, route_table_id: str) -> list[Json]:
+        """Every static or propagated route of a transit gateway route table, active or blackhole (each page
+        its own request; SearchTransitGatewayRoutes requires a filter)."""
+        with _aws("ec2:SearchTransitGatewayRoutes", f"transit gateway route table {route_table_id}"):
+            filters: list[Any] = [
+                {"Name": "type", "Values": ["static", "propagated"]},
+                {"Name": "state", "Values": ["active", "blackhole"]},
+            ]
+            return self._pages(
+                self._ec2.search_transit_gateway_routes,
+                "Routes",
+                TransitGatewayRouteTableId=route_table_id,
+                Filters=filters,
+            )
+
+    def get_prefix_list_entries(self, prefix_list_id: str) -> list[Json]:
+        with _aws("ec2:GetManagedPrefixListEntries", f"prefix list {prefix_list_id}"):
+            return self._pages(self._ec2.get_managed_prefix_list_entries, "Entries", PrefixListId=prefix_list_id)
 
     def vpc_cidr_quota(self) -> int:
         """Applied value of "IPv4 CIDR blocks per VPC".

@@ -27,6 +27,7 @@ from cidrx.providers.eks.model import (
     Vpc,
     VpcCidr,
 )
+from cidrx.providers.eks.routing import collect_routes
 
 Json = Mapping[str, Any]
 
@@ -82,6 +83,7 @@ def vpc_from(d: Json) -> Vpc:
 def route_table_from(d: Json) -> RouteTable:
     """DescribeRouteTables' `RouteTables[i]`; destinations are every IPv4 route, local and 0.0.0.0/0 included."""
     assocs = d.get("Associations") or ()
+    routes = d.get("Routes") or ()
     return RouteTable(
         route_table_id=str(d["RouteTableId"]),
         main=any(a.get("Main") for a in assocs),
@@ -90,6 +92,14 @@ def route_table_from(d: Json) -> RouteTable:
             str(r["DestinationCidrBlock"]) for r in d.get("Routes") or () if r.get("DestinationCidrBlock")
         ),
         tags=tags_of(d.get("Tags")),
+        prefix_lists=tuple(
+            sorted({str(r["DestinationPrefixListId"]) for r in routes if r.get("DestinationPrefixListId")})
+        ),
+        vgw_propagated=_sorted_cidrs(
+            str(r["DestinationCidrBlock"])
+            for r in routes
+            if r.get("DestinationCidrBlock") and r.get("Origin") == "EnableVgwRoutePropagation"
+        ),
     )
 
 
@@ -273,6 +283,7 @@ def collect_eks(
         sorted((route_table_from(t) for t in api.describe_route_tables(vpc_id)), key=lambda t: t.route_table_id)
     )
     main_table, explicit = route_table_by_subnet(route_tables)
+    tgw_route_tables, prefix_lists = collect_routes(api, vpc_id, route_tables)
     peerings = tuple(
         sorted(
             (p for p in (peering_from(d, vpc_id) for d in api.describe_peerings(vpc_id)) if p is not None),
@@ -329,4 +340,6 @@ def collect_eks(
         vpc_cni_addon=addon_from(addon_d) if addon_d is not None else None,
         vpc_cidr_quota=api.vpc_cidr_quota(),
         node_security_groups=primary_eni_groups(enis, node_ips=node_ips, subnet_ids=in_use),
+        tgw_route_tables=tgw_route_tables,
+        prefix_lists=prefix_lists,
     )

@@ -60,6 +60,38 @@ class RouteTable:
     subnet_ids: tuple[str, ...]
     destinations: tuple[Ipv4Cidr, ...]  # IPv4 destination CIDRs of its routes
     tags: dict[str, str] = field(default_factory=dict)
+    prefix_lists: tuple[str, ...] = ()  # managed prefix lists its routes send somewhere (DestinationPrefixListId)
+    vgw_propagated: tuple[Ipv4Cidr, ...] = ()  # the destinations a virtual private gateway propagated (BGP)
+
+
+@dataclass(frozen=True)
+class PrefixList:
+    """A managed prefix list some route refers to, with its entries (GetManagedPrefixListEntries)."""
+
+    prefix_list_id: str
+    cidrs: tuple[Ipv4Cidr, ...] = ()
+    unreadable: str = ""  # why its entries could not be read, else ""
+
+
+@dataclass(frozen=True)
+class TgwRoute:
+    cidr: Ipv4Cidr | None  # None when the route's destination is a prefix list
+    type: str  # static | propagated
+    state: str  # active | blackhole
+    prefix_list_id: str = ""
+    to_this_vpc: bool = False  # leads back to this VPC's own attachment (its own CIDRs)
+
+
+@dataclass(frozen=True)
+class TgwRouteTable:
+    """The transit gateway route table associated with one of the VPC's attachments: where the VPC's traffic
+    to the TGW is routed, so every range in it is in use somewhere."""
+
+    attachment_id: str
+    transit_gateway_id: str
+    route_table_id: str
+    routes: tuple[TgwRoute, ...] = ()
+    unreadable: str = ""  # why the routes could not be read (e.g. a TGW shared by another account), else ""
 
 
 @dataclass(frozen=True)
@@ -123,6 +155,8 @@ class EksSection:
     # Security groups of the nodes' primary ENIs (device index 0): what ENIConfigs fall back to when EKS
     # reports neither a cluster security group nor cluster security groups.
     node_security_groups: tuple[str, ...] = ()
+    tgw_route_tables: tuple[TgwRouteTable, ...] = ()
+    prefix_lists: tuple[PrefixList, ...] = ()
 
     def invariant_problem(self) -> str | None:
         return first_problem(

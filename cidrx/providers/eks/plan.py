@@ -31,6 +31,7 @@ from cidrx.providers.eks.cni import (
 )
 from cidrx.providers.eks.eniconfig import security_groups as eniconfig_security_groups
 from cidrx.providers.eks.model import EksSection, Nodegroup, Subnet
+from cidrx.providers.eks.routing import routed_elsewhere
 from cidrx.registry import Action
 
 STRATEGIES = ("custom-networking", "prefix-delegation")
@@ -124,7 +125,9 @@ def occupied_space(eks: EksSection, *, ignore_plan: str | None = None) -> list[t
             net = IPv4Network(dest, strict=False)
             if net.prefixlen == 0:
                 continue
-            out.append((net, f"route to {dest} in {rt.route_table_id}"))
+            propagated = " (propagated by a virtual private gateway)" if dest in rt.vgw_propagated else ""
+            out.append((net, f"route to {dest} in {rt.route_table_id}{propagated}"))
+    out += routed_elsewhere(eks)
     return out
 
 
