@@ -187,6 +187,7 @@ def test_calls_are_bounded_by_subnets_and_nodegroups(incident: Any) -> None:
             "DescribeInstanceTypes": 1,
             "DescribeAddon": 1,
             "GetServiceQuota": 1,
+            "DescribeIpamPools": 1,  # none here: the account has no VPC IPAM
         }
     )
 

@@ -232,6 +232,7 @@ def _plans() -> list[Plan]:
         eks_cases.roomy(),
         eks_cases.managed_addon(),
         eks_cases.managed_addon(eks_cases.roomy()),
+        eks_cases.ipam_pool(),  # the secondary CIDR from the VPC's IPAM pool
     ]
     plans = [dispatch.make_plan(s, PlanOptions(strategy="custom-networking")) for s in eks]
     plans += [dispatch.make_plan(s, PlanOptions(strategy="prefix-delegation")) for s in eks[1::2]]

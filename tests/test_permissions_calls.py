@@ -67,6 +67,9 @@ AWS_OPTIONAL_READS = {
     "ec2:DescribeSecurityGroups",
     "ec2:SearchTransitGatewayRoutes",
     "ec2:GetManagedPrefixListEntries",
+    # Only for an IPAM pool that allocated the VPC's CIDRs (tests/test_eks_ipam.py).
+    "ec2:GetIpamPoolAllocations",
+    "ec2:GetIpamPoolCidrs",
     *EKS_FLEET,
 }
 

@@ -4,6 +4,9 @@
   send everything to also routes 100.64.0.0/16 to another VPC, blackholes 100.65.0.0/16, and the private route
   table sends the managed prefix list "corp-ranges" (100.66.0.0/16, 100.67.0.0/24) there: the ranges a
   planner picks first in 100.64.0.0/10, none of them visible as a route of the VPC itself.
+- `use_ipam_pool` (with `eks_estate(ipam=FakeIpam())`): the VPC's CIDRs come from the AWS VPC IPAM pool
+  "ipam-pool-0corp" (10.0.0.0/14, allocations /16 to /22, only to resources tagged env=prod), which also
+  allocated the peered VPC's 10.1.0.0/16; the VPC carries env=prod.
 - `use_annotated_eniconfigs`: custom networking with ENIConfigs chosen by the node annotation
   `k8s.amazonaws.com/eniConfig` (ENI_CONFIG_LABEL_DEF unset), a documented setup that ipamd serves through
   its annotation rule (aws/amazon-vpc-cni-k8s pkg/eniconfig/eniconfig.go).
@@ -18,7 +21,8 @@ from typing import Any
 
 from tests.support.eks_cluster import node_name
 from tests.support.eks_estate import EksEstate
-from tests.support.eks_world import World, build_incident
+from tests.support.eks_world import PEER_VPC_CIDR, VPC_CIDR, World, build_incident
+from tests.support.fakes.ec2_ipam import FakeIpam, Pool
 
 OTHER_VPC_CIDR = "100.64.0.0/16"
 BLACKHOLE = "100.65.0.0/16"
@@ -56,6 +60,22 @@ def build_tgw_egress(ec2: Any, eks: Any, *, region: str, cluster: str) -> World:
 
 ANNOTATION = "k8s.amazonaws.com/eniConfig"
 ENICONFIG_API = "crd.k8s.amazonaws.com/v1alpha1"
+
+
+POOL_ID = "ipam-pool-0c0a1b2c3d4e5f607"
+POOL_CIDR = "10.0.0.0/14"
+POOL_TAGS = {"env": "prod"}
+
+
+def use_ipam_pool(estate: EksEstate, ipam: FakeIpam) -> Pool:
+    w = estate.world
+    estate.ec2.create_tags(Resources=[w.vpc_id], Tags=[{"Key": k, "Value": v} for k, v in POOL_TAGS.items()])
+    pool = ipam.add_pool(
+        Pool(POOL_ID, [POOL_CIDR], min_netmask=16, max_netmask=22, default_netmask=20, resource_tags=dict(POOL_TAGS))
+    )
+    pool.allocate(VPC_CIDR, w.vpc_id)
+    pool.allocate(PEER_VPC_CIDR, w.peer_vpc_id)
+    return pool
 
 
 def set_aws_node_env(estate: EksEstate, **env: str | None) -> None:

@@ -66,6 +66,10 @@ COLLECT_PERMISSIONS = (
     "ec2:DescribeTransitGatewayAttachments",
     "ec2:SearchTransitGatewayRoutes",
     "ec2:GetManagedPrefixListEntries",
+    # Whether the VPC's CIDRs come from an AWS VPC IPAM pool (cidrx.providers.eks.ipampool), best effort.
+    "ec2:DescribeIpamPools",
+    "ec2:GetIpamPoolAllocations",
+    "ec2:GetIpamPoolCidrs",
 )
 # What fleet mode (`diagnose --eks --all-clusters`) adds: the listing, and the caller's account id to
 # name kubeconfig contexts by cluster ARN (GetCallerIdentity needs no grant, but is listed for clarity).
@@ -350,12 +354,14 @@ class EksApi:
         """One SDK request under the retry policy (run inside `_aws`, which translates what escapes)."""
         return call_with_retry(lambda: fn(**kwargs), _classify_write if write else _classify_read, policy)
 
-    def _pages(self, fn: Any, items: str, /, *, token: str = "NextToken", **kwargs: Any) -> list[Any]:
+    def _pages(
+        self, fn: Any, items: str, /, *, token: str = "NextToken", policy: RetryPolicy | None = None, **kwargs: Any
+    ) -> list[Any]:
         """Every item of a paginated read, each page its own retried request (resumes at its token)."""
         out: list[Any] = []
         request = dict(kwargs)
         while True:
-            page = self._call(fn, **request)
+            page = self._call(fn, policy=policy, **request)
             out.extend(dict(item) if isinstance(item, dict) else item for item in page.get(items, []))
             next_token = page.get(token)
             if not next_token:
@@ -524,6 +530,36 @@ class EksApi:
     def get_prefix_list_entries(self, prefix_list_id: str) -> list[Json]:
         with _aws("ec2:GetManagedPrefixListEntries", f"prefix list {prefix_list_id}"):
             return self._pages(self._ec2.get_managed_prefix_list_entries, "Entries", PrefixListId=prefix_list_id)
+
+    def describe_ipam_pools(self, *, policy: RetryPolicy | None = None) -> list[Json]:
+        """Every IPAM pool the account sees in the region. An answer that is not EC2's (an endpoint without
+        IPAM, a proxy's error page) is a CloudError here, not a bug: the caller treats IPAM as unreadable."""
+        from botocore.parsers import ResponseParserError
+
+        with _aws("ec2:DescribeIpamPools", f"IPAM pools in {self.region}"):
+            try:
+                return self._pages(self._ec2.describe_ipam_pools, "IpamPools", policy=policy)
+            except ResponseParserError as exc:
+                raise CloudError(f"ec2:DescribeIpamPools gave an answer that is not EC2's: {str(exc)[:80]}") from exc
+
+    def get_ipam_pool_allocations(self, pool_id: str) -> list[Json]:
+        with _aws("ec2:GetIpamPoolAllocations", f"IPAM pool {pool_id}"):
+            return self._pages(self._ec2.get_ipam_pool_allocations, "IpamPoolAllocations", IpamPoolId=pool_id)
+
+    def get_ipam_pool_cidrs(self, pool_id: str) -> list[Json]:
+        with _aws("ec2:GetIpamPoolCidrs", f"IPAM pool {pool_id}"):
+            return self._pages(self._ec2.get_ipam_pool_cidrs, "IpamPoolCidrs", IpamPoolId=pool_id)
+
+    def associate_vpc_cidr_from_pool(self, vpc_id: str, pool_id: str, netmask_length: int) -> Json:
+        with _aws("ec2:AssociateVpcCidrBlock", f"VPC {vpc_id} (IPAM pool {pool_id})"):
+            resp = self._call(
+                self._ec2.associate_vpc_cidr_block,
+                write=True,
+                VpcId=vpc_id,
+                Ipv4IpamPoolId=pool_id,
+                Ipv4NetmaskLength=netmask_length,
+            )
+            return dict(resp["CidrBlockAssociation"])
 
     def vpc_cidr_quota(self) -> int:
         """Applied value of "IPv4 CIDR blocks per VPC".

@@ -15,6 +15,7 @@ from typing import Any
 
 from cidrx.errors import AccessDenied
 from cidrx.providers.eks.api import VPC_CNI, EksApi
+from cidrx.providers.eks.ipampool import collect_pools
 from cidrx.providers.eks.model import (
     Addon,
     EksCluster,
@@ -328,6 +329,7 @@ def collect_eks(
     )
 
     addon_d = api.describe_addon(cluster_name, VPC_CNI)
+    ipam_pools, ipam_unreadable = collect_pools(api, vpc_id)
     return EksSection(
         region=api.region,
         cluster=cluster,
@@ -342,4 +344,6 @@ def collect_eks(
         node_security_groups=primary_eni_groups(enis, node_ips=node_ips, subnet_ids=in_use),
         tgw_route_tables=tgw_route_tables,
         prefix_lists=prefix_lists,
+        ipam_pools=ipam_pools,
+        ipam_unreadable=ipam_unreadable,
     )

@@ -95,6 +95,23 @@ class TgwRouteTable:
 
 
 @dataclass(frozen=True)
+class IpamPool:
+    """An AWS VPC IPAM pool that allocated one of this VPC's CIDRs, with its allocation rules."""
+
+    pool_id: str
+    state: str = ""
+    locale: str = ""
+    description: str = ""
+    min_netmask: int | None = None  # AllocationMinNetmaskLength: the largest block it hands out
+    max_netmask: int | None = None  # AllocationMaxNetmaskLength: the smallest block
+    default_netmask: int | None = None
+    resource_tags: dict[str, str] | None = None  # AllocationResourceTags a resource must carry
+    cidrs: tuple[Ipv4Cidr, ...] = ()  # provisioned to the pool (GetIpamPoolCidrs)
+    allocations: tuple[Ipv4Cidr, ...] = ()  # every allocation from it (GetIpamPoolAllocations)
+    vpc_cidrs: tuple[Ipv4Cidr, ...] = ()  # the allocations that are this VPC's CIDRs
+
+
+@dataclass(frozen=True)
 class Peering:
     peering_id: str
     status: str
@@ -157,6 +174,8 @@ class EksSection:
     node_security_groups: tuple[str, ...] = ()
     tgw_route_tables: tuple[TgwRouteTable, ...] = ()
     prefix_lists: tuple[PrefixList, ...] = ()
+    ipam_pools: tuple[IpamPool, ...] = ()
+    ipam_unreadable: str = ""  # why IPAM pools could not be read (best effort), else ""
 
     def invariant_problem(self) -> str | None:
         return first_problem(

@@ -30,6 +30,7 @@ from cidrx.providers.eks.cni import (
     max_pods,
 )
 from cidrx.providers.eks.eniconfig import security_groups as eniconfig_security_groups
+from cidrx.providers.eks.ipampool import ASSOCIATE_VPC_CIDR_FROM_POOL, carve, pool_drift, pool_netmask, vpc_pool
 from cidrx.providers.eks.model import EksSection, Nodegroup, Subnet
 from cidrx.providers.eks.routing import routed_elsewhere
 from cidrx.registry import Action
@@ -83,6 +84,7 @@ CUSTOM_NETWORKING_ACTIONS = (
     UPDATE_ADDON_ENV,
     SET_DAEMONSET_ENV,
     CREATE_NODEGROUP,
+    ASSOCIATE_VPC_CIDR_FROM_POOL,
 )
 PREFIX_DELEGATION_ACTIONS = (RESERVE_SUBNET_CIDR, UPDATE_ADDON_ENV, SET_DAEMONSET_ENV)
 ACTIONS = (*CUSTOM_NETWORKING_ACTIONS, RESERVE_SUBNET_CIDR)
@@ -336,17 +338,23 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
             f"{eks.vpc.vpc_id} already has {len(active)} CIDR blocks (quota {eks.vpc_cidr_quota}); request a "
             "quota increase (L-83CA0A9D) first"
         )
+    pool = None if opts.cidr else vpc_pool(eks)
     if opts.cidr:
         cidr = validate_cidr(eks, opts.cidr)
+    elif pool is not None:
+        # IPAM picks the block when the association is made: only its size is planned here.
+        cidr = IPv4Network((0, pool_netmask(eks, pool, *_cidr_prefixes_for(add_nodes * per_node, len(zones)))))
     else:
         cidr = choose_cidr(eks, *_cidr_prefixes_for(add_nodes * per_node, len(zones)))
+    cidr_text = f"a /{cidr.prefixlen} from IPAM pool {pool.pool_id}" if pool is not None else str(cidr)
     pieces = netmath.split_equal(cidr, len(zones))
     min_per_zone = per_node + netmath.AWS_RESERVED_PER_SUBNET
     # A /29 zone subnet may hold one node's pods, yet CreateSubnet rejects it.
     too_small = pieces[0].prefixlen > SUBNET_MAX_PREFIX
     if too_small or usable_addresses(str(pieces[0])) < min_per_zone - netmath.AWS_RESERVED_PER_SUBNET:
         raise InvalidInput(
-            f"{cidr} is too small: each of {len(zones)} zone subnets ({pieces[0]}) must be a /28 or larger and "
+            f"{cidr_text} is too small: each of {len(zones)} zone subnets (/{pieces[0].prefixlen}) must be a /28 or "
+            "larger and "
             f"hold at least one node's {per_node} pods"
         )
     placement, placement_notes = _node_placement(eks, template, zones, template.max_size + add_nodes)
@@ -360,9 +368,17 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
             description=f"associate secondary CIDR {cidr} with {eks.vpc.vpc_id} and wait until associated",
             permissions=ASSOCIATE_VPC_CIDR.permissions,
         )
+        if pool is None
+        else Step(
+            id="associate-vpc-cidr",
+            action=ASSOCIATE_VPC_CIDR_FROM_POOL.name,
+            params={"vpc_id": eks.vpc.vpc_id, "ipam_pool_id": pool.pool_id, "netmask_length": cidr.prefixlen},
+            description=f"associate {cidr_text} with {eks.vpc.vpc_id} (IPAM picks the CIDR) and wait until associated",
+            permissions=ASSOCIATE_VPC_CIDR_FROM_POOL.permissions,
+        )
     ]
     route_tables: dict[str, str] = {}
-    for az, piece in zip(zones, pieces, strict=True):
+    for index, (az, piece) in enumerate(zip(zones, pieces, strict=True)):
         rt, via = _route_table_for(eks, az, placement[az])
         route_tables[az] = rt
         steps.append(
@@ -372,10 +388,16 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
                 params={
                     "vpc_id": eks.vpc.vpc_id,
                     "az": az,
-                    "cidr": str(piece),
+                    **(
+                        {"cidr": str(piece)}
+                        if pool is None
+                        else {"carve": carve("${associate-vpc-cidr.cidr}", len(zones), index)}
+                    ),
                     "tags": {"Name": f"cidrx-{cluster}-pods-{az}", f"kubernetes.io/cluster/{cluster}": "shared"},
                 },
-                description=f"create pod subnet {piece} in {az}",
+                description=f"create pod subnet {piece} in {az}"
+                if pool is None
+                else f"create pod subnet in {az}: /{piece.prefixlen} number {index + 1} of the CIDR IPAM picks",
                 depends_on=("associate-vpc-cidr",),
                 permissions=CREATE_SUBNET.permissions,
             )
@@ -427,16 +449,30 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
         f"Only nodes that join after custom networking is on use the ENIConfigs: when {ng_name} is ready, "
         f"cordon and drain the nodes of {template.name} (kubectl drain --ignore-daemonsets), then scale it down. "
         "cidrx does not drain nodes.",
-        f"Pods now get addresses from {cidr}: update security groups, NACLs, firewall rules and NetworkPolicy "
+        f"Pods now get addresses from {cidr_text}: update security groups, NACLs, firewall rules and NetworkPolicy "
         "ipBlocks that list pod CIDRs.",
         f"Max pods per {itype.name if itype else 'node'} drops to {per_node} with custom networking (the primary "
         "ENI no longer holds pod addresses); nodes with a custom max-pods in their launch template need it lowered.",
     ]
+    if pool is not None:
+        notes.append(
+            f"The VPC's CIDRs come from IPAM pool {pool.pool_id}: the secondary CIDR is allocated from it (a "
+            f"/{cidr.prefixlen}, within the pool's rules); IPAM picks the block when the association is made, the "
+            "apply journal records it and the pod subnets are carved from it then."
+        )
+    elif eks.ipam_unreadable:
+        notes.append(
+            f"VPC IPAM pools could not be read ({eks.ipam_unreadable}): if your organisation allocates VPC CIDRs "
+            "from IPAM, AssociateVpcCidrBlock with a plain CIDR may be refused (an SCP); plan again with access."
+        )
+    where: dict[str, Any] = (
+        {"cidr": str(cidr)} if pool is None else {"ipam_pool_id": pool.pool_id, "netmask_length": cidr.prefixlen}
+    )
     basis = {
         "vpc_id": eks.vpc.vpc_id,
         "primary_cidr": eks.vpc.primary_cidr,
         "vpc_cidrs": active,
-        "cidr": str(cidr),
+        **where,
         "route_tables": route_tables,
         "cluster_security_group": eks.cluster.cluster_security_group_id,
         "template_nodegroup": template.name,
@@ -446,8 +482,15 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
         "eniconfig_security_groups": groups,
     }
     summary = {
-        "cidr": str(cidr),
-        "subnets": {az: str(p) for az, p in zip(zones, pieces, strict=True)},
+        **(
+            {"cidr": str(cidr), "subnets": {az: str(p) for az, p in zip(zones, pieces, strict=True)}}
+            if pool is None
+            else {
+                "ipam_pool": pool.pool_id,
+                "netmask_length": cidr.prefixlen,
+                "subnet_netmask_length": pieces[0].prefixlen,
+            }
+        ),
         "pods_per_node": per_node,
         "pod_addresses": sum(usable_addresses(str(p)) for p in pieces),
         "nodegroup": ng_name,
@@ -578,6 +621,13 @@ def _cni_management_drift(plan: Plan, eks: EksSection) -> list[str]:
 
 def _custom_networking_drift(plan: Plan, eks: EksSection, snapshot: Snapshot) -> list[str]:
     b = plan.basis
+    problems: list[str] = _cidr_drift(plan, eks) if "cidr" in b else pool_drift(b, eks)
+    problems += _placement_drift(plan, eks, snapshot)
+    return problems
+
+
+def _cidr_drift(plan: Plan, eks: EksSection) -> list[str]:
+    b = plan.basis
     problems: list[str] = []
     cidr = netmath.parse_cidr(b["cidr"])
     mine = plan.plan_id
@@ -593,6 +643,13 @@ def _custom_networking_drift(plan: Plan, eks: EksSection, snapshot: Snapshot) ->
             problems.append(f"{cidr} now overlaps {where}")
     if not ours_associated and len(_active_cidrs(eks)) >= eks.vpc_cidr_quota:
         problems.append(f"{eks.vpc.vpc_id} has reached its CIDR block quota ({eks.vpc_cidr_quota})")
+    return problems
+
+
+def _placement_drift(plan: Plan, eks: EksSection, snapshot: Snapshot) -> list[str]:
+    b = plan.basis
+    mine = plan.plan_id
+    problems: list[str] = []
     tables = {rt.route_table_id for rt in eks.route_tables}
     for az, rt in b["route_tables"].items():
         if rt not in tables:

@@ -15,6 +15,7 @@ from cidrx.engine.executor import Executor, Outputs, StepContext
 from cidrx.errors import CloudError, StalePlan
 from cidrx.model.plan import DIGEST_TAG, Step
 from cidrx.providers.eks.cni import addon_env
+from cidrx.providers.eks.ipampool import subnet_cidr
 from cidrx.providers.eks.plan import ACTIONS
 from cidrx.registry import executors
 
@@ -85,7 +86,7 @@ class AssociateVpcCidr:
 class CreateSubnet:
     def _mine(self, params: dict[str, Any], ctx: StepContext) -> dict[str, Any] | None:
         for s in _eks(ctx).find_subnets_by_tag(params["vpc_id"], DIGEST_TAG, ctx.plan_id):
-            if s.get("CidrBlock") == params["cidr"] and s.get("AvailabilityZone") == params["az"]:
+            if s.get("CidrBlock") == subnet_cidr(params) and s.get("AvailabilityZone") == params["az"]:
                 return s
         return None
 
@@ -94,12 +95,11 @@ class CreateSubnet:
         return {"subnet_id": found["SubnetId"]} if found else None
 
     def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        cidr = subnet_cidr(params)  # planned, or carved from the CIDR an IPAM pool gave
         for s in _eks(ctx).describe_subnets(params["vpc_id"]):
-            if s.get("CidrBlock") == params["cidr"]:
-                raise StalePlan(
-                    f"subnet {s['SubnetId']} with {params['cidr']} exists but is not from this plan; make a new plan"
-                )
-        subnet = _eks(ctx).create_subnet(params["vpc_id"], params["az"], params["cidr"], _tags(ctx, params["tags"]))
+            if s.get("CidrBlock") == cidr:
+                raise StalePlan(f"subnet {s['SubnetId']} with {cidr} exists but is not from this plan; make a new plan")
+        subnet = _eks(ctx).create_subnet(params["vpc_id"], params["az"], cidr, _tags(ctx, params["tags"]))
         return {"subnet_id": subnet["SubnetId"]}
 
     def wait(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
@@ -112,7 +112,7 @@ class CreateSubnet:
     def verify(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
         found = self._mine(params, ctx)
         if found is None or found["SubnetId"] != outputs["subnet_id"]:
-            raise CloudError(f"subnet {outputs['subnet_id']} ({params['cidr']} in {params['az']}) is not there")
+            raise CloudError(f"subnet {outputs['subnet_id']} ({subnet_cidr(params)} in {params['az']}) is not there")
 
 
 class AssociateRouteTable:
