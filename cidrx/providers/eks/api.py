@@ -354,14 +354,12 @@ class EksApi:
         """One SDK request under the retry policy (run inside `_aws`, which translates what escapes)."""
         return call_with_retry(lambda: fn(**kwargs), _classify_write if write else _classify_read, policy)
 
-    def _pages(
-        self, fn: Any, items: str, /, *, token: str = "NextToken", policy: RetryPolicy | None = None, **kwargs: Any
-    ) -> list[Any]:
+    def _pages(self, fn: Any, items: str, /, *, token: str = "NextToken", **kwargs: Any) -> list[Any]:
         """Every item of a paginated read, each page its own retried request (resumes at its token)."""
         out: list[Any] = []
         request = dict(kwargs)
         while True:
-            page = self._call(fn, policy=policy, **request)
+            page = self._call(fn, **request)
             out.extend(dict(item) if isinstance(item, dict) else item for item in page.get(items, []))
             next_token = page.get(token)
             if not next_token:
@@ -531,14 +529,14 @@ class EksApi:
         with _aws("ec2:GetManagedPrefixListEntries", f"prefix list {prefix_list_id}"):
             return self._pages(self._ec2.get_managed_prefix_list_entries, "Entries", PrefixListId=prefix_list_id)
 
-    def describe_ipam_pools(self, *, policy: RetryPolicy | None = None) -> list[Json]:
+    def describe_ipam_pools(self) -> list[Json]:
         """Every IPAM pool the account sees in the region. An answer that is not EC2's (an endpoint without
         IPAM, a proxy's error page) is a CloudError here, not a bug: the caller treats IPAM as unreadable."""
         from botocore.parsers import ResponseParserError
 
         with _aws("ec2:DescribeIpamPools", f"IPAM pools in {self.region}"):
             try:
-                return self._pages(self._ec2.describe_ipam_pools, "IpamPools", policy=policy)
+                return self._pages(self._ec2.describe_ipam_pools, "IpamPools")
             except ResponseParserError as exc:
                 raise CloudError(f"ec2:DescribeIpamPools gave an answer that is not EC2's: {str(exc)[:80]}") from exc
 
@@ -549,17 +547,6 @@ class EksApi:
     def get_ipam_pool_cidrs(self, pool_id: str) -> list[Json]:
         with _aws("ec2:GetIpamPoolCidrs", f"IPAM pool {pool_id}"):
             return self._pages(self._ec2.get_ipam_pool_cidrs, "IpamPoolCidrs", IpamPoolId=pool_id)
-
-    def associate_vpc_cidr_from_pool(self, vpc_id: str, pool_id: str, netmask_length: int) -> Json:
-        with _aws("ec2:AssociateVpcCidrBlock", f"VPC {vpc_id} (IPAM pool {pool_id})"):
-            resp = self._call(
-                self._ec2.associate_vpc_cidr_block,
-                write=True,
-                VpcId=vpc_id,
-                Ipv4IpamPoolId=pool_id,
-                Ipv4NetmaskLength=netmask_length,
-            )
-            return dict(resp["CidrBlockAssociation"])
 
     def vpc_cidr_quota(self) -> int:
         """Applied value of "IPv4 CIDR blocks per VPC".
@@ -581,9 +568,13 @@ class EksApi:
 
     # -- writes (apply steps); each returns what it created ------------------------------------------
 
-    def associate_vpc_cidr(self, vpc_id: str, cidr: str) -> Json:
-        with _aws("ec2:AssociateVpcCidrBlock", f"VPC {vpc_id}"):
-            resp = self._call(self._ec2.associate_vpc_cidr_block, write=True, VpcId=vpc_id, CidrBlock=cidr)
+    def associate_vpc_cidr(self, vpc_id: str, cidr: str = "", *, pool_id: str = "", netmask_length: int = 0) -> Json:
+        """Associate `cidr`, or (with `pool_id`) a /`netmask_length` that the IPAM pool picks."""
+        where: dict[str, Any] = (
+            {"Ipv4IpamPoolId": pool_id, "Ipv4NetmaskLength": netmask_length} if pool_id else {"CidrBlock": cidr}
+        )
+        with _aws("ec2:AssociateVpcCidrBlock", f"VPC {vpc_id}" + (f" (IPAM pool {pool_id})" if pool_id else "")):
+            resp = self._call(self._ec2.associate_vpc_cidr_block, write=True, VpcId=vpc_id, **where)
             return dict(resp["CidrBlockAssociation"])
 
     def find_vpc_cidr(self, vpc_id: str, cidr: str) -> Json | None:

@@ -1,5 +1,5 @@
-"""VPCs whose CIDRs come from an AWS VPC IPAM pool: find the pool, plan the secondary CIDR from it, carry the
-association out, and tell when the pool's rules changed.
+"""VPCs whose CIDRs come from an AWS VPC IPAM pool: find the pool, plan the secondary CIDR from it, and tell
+when the pool's rules changed (the association itself is `steps.AssociateVpcCidrFromPool`).
 
 Why it exists: organisations that allocate VPC space with IPAM (often enforced by an SCP) need
 AssociateVpcCidrBlock with `Ipv4IpamPoolId` + `Ipv4NetmaskLength`, not a CIDR picked by cidrx. IPAM picks the
@@ -16,17 +16,12 @@ the permission, plans as before and the plan says IPAM could not be read.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from ipaddress import IPv4Network
 from typing import TYPE_CHECKING, Any
 
 from cidrx import netmath
-from cidrx.engine.executor import Outputs, StepContext
-from cidrx.engine.retry import default_policy
-from cidrx.errors import CidrxError, CloudError, InvalidInput
-from cidrx.model.plan import Step
+from cidrx.errors import CidrxError, InvalidInput
 from cidrx.providers.eks.model import EksSection, IpamPool
 from cidrx.registry import Action
 
@@ -38,9 +33,9 @@ Json = Mapping[str, Any]
 ASSOCIATE_VPC_CIDR_FROM_POOL = Action(
     "eks.associate-vpc-cidr-from-ipam-pool",
     ("ec2:AssociateVpcCidrBlock", "ec2:DescribeVpcs", "ec2:GetIpamPoolAllocations"),
-    "cidrx.providers.eks.ipampool:AssociateVpcCidrFromPool",
+    "cidrx.providers.eks.steps:AssociateVpcCidrFromPool",
 )
-_GONE = ("disassociating", "disassociated", "failing", "failed")
+GONE = ("disassociating", "disassociated", "failing", "failed")
 
 
 # --- collect ---------------------------------------------------------------------------------------------
@@ -78,10 +73,9 @@ def collect_pools(api: EksApi, vpc_id: str) -> tuple[tuple[IpamPool, ...], str]:
     """The IPv4 pools in this region that allocated one of the VPC's CIDRs, and why IPAM could not be read
     ("" when it could). Pools of other regions' locales cannot allocate here and are not read further."""
     try:
-        policy = replace(default_policy(), max_attempts=3, budget=5.0)
         pools = [
             p
-            for p in api.describe_ipam_pools(policy=policy)
+            for p in api.describe_ipam_pools()
             if p.get("AddressFamily", "ipv4") == "ipv4" and (p.get("Locale") or "None") in (api.region, "None")
         ]
         found = []
@@ -162,10 +156,6 @@ def subnet_cidr(params: Mapping[str, Any]) -> str:
     return str(netmath.split_equal(netmath.parse_cidr(str(c["from"])), int(c["parts"]))[int(c["index"])])
 
 
-def piece_prefix(netmask: int, parts: int) -> int:
-    return netmask + math.ceil(math.log2(parts)) if parts > 1 else netmask
-
-
 def pool_drift(basis: Mapping[str, Any], eks: EksSection) -> list[str]:
     """What no longer holds of an IPAM plan's basis: the pool, its rules, the VPC's CIDRs (apart from the one
     this plan associated)."""
@@ -175,80 +165,10 @@ def pool_drift(basis: Mapping[str, Any], eks: EksSection) -> list[str]:
             return [f"IPAM pool {basis['ipam_pool_id']} could not be read ({eks.ipam_unreadable})"]
         return [f"IPAM pool {basis['ipam_pool_id']} no longer allocates to {eks.vpc.vpc_id}"]
     netmask = int(basis["netmask_length"])
-    new = [c.cidr for c in eks.vpc.cidrs if c.state not in _GONE and c.cidr not in basis["vpc_cidrs"]]
+    new = [c.cidr for c in eks.vpc.cidrs if c.state not in GONE and c.cidr not in basis["vpc_cidrs"]]
     ours = [c for c in new if IPv4Network(c).prefixlen == netmask and c in pool.vpc_cidrs]
     if len(new) > 1 or (new and not ours):
         return [f"{eks.vpc.vpc_id} gained CIDR(s) {', '.join(new)} since the plan was made"]
     if ours:
         return []  # this plan's association, made by an earlier run: the pool's rules were met then
     return pool_problems(eks, pool, netmask)
-
-
-# --- apply -----------------------------------------------------------------------------------------------
-
-
-def _api(ctx: StepContext) -> EksApi:
-    api: EksApi = ctx.apis.eks
-    return api
-
-
-class AssociateVpcCidrFromPool:
-    """AssociateVpcCidrBlock from an IPAM pool. Associations carry no tags: a CIDR of the planned size from the
-    pool that the VPC gained after the plan was made is this plan's (the drift check refuses an apply when the
-    VPC gained any other CIDR); the journal normally records it anyway."""
-
-    def _find(self, step: Step, params: dict[str, Any], ctx: StepContext) -> dict[str, Any] | None:
-        vpc = _api(ctx).describe_vpc(params["vpc_id"])
-        before = set(ctx.plan.basis.get("vpc_cidrs", ()))
-        candidates = [
-            a
-            for a in vpc.get("CidrBlockAssociationSet", [])
-            if a.get("CidrBlockState", {}).get("State") not in _GONE
-            and a.get("CidrBlock") not in before
-            and IPv4Network(str(a.get("CidrBlock"))).prefixlen == int(params["netmask_length"])
-        ]
-        if not candidates:
-            return None
-        allocated = {
-            str(a.get("Cidr"))
-            for a in _api(ctx).get_ipam_pool_allocations(params["ipam_pool_id"])
-            if a.get("ResourceId") == params["vpc_id"]
-        }
-        ours = [a for a in candidates if a.get("CidrBlock") in allocated]
-        if len(ours) > 1:
-            raise CloudError(
-                f"{params['vpc_id']} holds {len(ours)} new /{params['netmask_length']} CIDRs from IPAM pool "
-                f"{params['ipam_pool_id']}; cannot tell which one this plan made",
-                hint="remove the extra association, then run the same command again",
-            )
-        return dict(ours[0]) if ours else None
-
-    def check(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
-        found = self._find(step, params, ctx)
-        return {"association_id": found["AssociationId"], "cidr": found["CidrBlock"]} if found else None
-
-    def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
-        assoc = _api(ctx).associate_vpc_cidr_from_pool(
-            params["vpc_id"], params["ipam_pool_id"], int(params["netmask_length"])
-        )
-        return {"association_id": assoc["AssociationId"], "cidr": assoc["CidrBlock"]}
-
-    def _state(self, params: dict[str, Any], ctx: StepContext, association_id: str) -> str:
-        for assoc in _api(ctx).describe_vpc(params["vpc_id"]).get("CidrBlockAssociationSet", []):
-            if assoc.get("AssociationId") == association_id:
-                return str(assoc.get("CidrBlockState", {}).get("State", ""))
-        return "missing"
-
-    def wait(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
-        def probe() -> str | None:
-            state = self._state(params, ctx, outputs["association_id"])
-            if state in (*_GONE, "missing"):
-                raise CloudError(f"association of {outputs['cidr']} with {params['vpc_id']} ended in state {state}")
-            return state if state == "associated" else None
-
-        ctx.wait_until(f"{outputs['cidr']} to be associated", probe, timeout=5 * 60.0, interval=2.0)
-
-    def verify(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
-        state = self._state(params, ctx, outputs["association_id"])
-        if state != "associated":
-            raise CloudError(f"{outputs['cidr']} is {state} on {params['vpc_id']}, expected associated")
