@@ -121,6 +121,8 @@ def test_unreadable_route_tables_are_a_warning() -> None:
 
     (f,) = [f for f in analyze(_routed_snapshot(tgw, ())).findings if f.id == "EKS-ROUTES-UNREADABLE"]
     assert f.severity.value == "warning" and "tgw-rtb-9" in f.evidence[0]
+    plan = make_plan(_routed_snapshot(tgw, ()), EksPlanOptions())
+    assert any(n.startswith("Routes cidrx could not read may already use") and "tgw-rtb-9" in n for n in plan.notes)
 
 
 CIDRS = st.builds(

@@ -32,7 +32,7 @@ from cidrx.providers.eks.cni import (
 from cidrx.providers.eks.eniconfig import security_groups as eniconfig_security_groups
 from cidrx.providers.eks.ipampool import ASSOCIATE_VPC_CIDR_FROM_POOL, carve, pool_drift, pool_netmask, vpc_pool
 from cidrx.providers.eks.model import EksSection, Nodegroup, Subnet
-from cidrx.providers.eks.routing import routed_elsewhere
+from cidrx.providers.eks.routing import routed_elsewhere, unreadable_routes
 from cidrx.registry import Action
 
 STRATEGIES = ("custom-networking", "prefix-delegation")
@@ -454,6 +454,12 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
         f"Max pods per {itype.name if itype else 'node'} drops to {per_node} with custom networking (the primary "
         "ENI no longer holds pod addresses); nodes with a custom max-pods in their launch template need it lowered.",
     ]
+    if pool is None and unreadable_routes(eks):
+        notes.append(
+            f"Routes cidrx could not read may already use {cidr}: "
+            + "; ".join(unreadable_routes(eks)[:3])
+            + ". Check it against the network's IP plan before applying."
+        )
     if pool is not None:
         notes.append(
             f"The VPC's CIDRs come from IPAM pool {pool.pool_id}: the secondary CIDR is allocated from it (a "
