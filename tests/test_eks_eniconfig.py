@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from cidrx.errors import InvalidInput
-from cidrx.kube.collect import node_from
+from cidrx.kube.collect import section_from
 from cidrx.kube.model import EniConfig
 from cidrx.providers.eks.analyze import analyze
 from cidrx.providers.eks.eniconfig import security_groups, select
@@ -50,34 +50,37 @@ def test_a_key_present_with_an_empty_value_is_taken_as_is() -> None:
 
 
 def test_node_records_keep_only_the_keys_ipamd_reads() -> None:
-    obj = {
+    node = {
         "metadata": {
             "name": "n1",
             "labels": {"topology.kubernetes.io/zone": AZ_A, "team": "x", "my/eni": "cfg-label"},
             "annotations": {"my/annotation": "cfg-ann", "k8s.amazonaws.com/eniConfig": "ann", "other": "y"},
         }
     }
-    node = node_from(
-        obj, ("vpc.amazonaws.com/externalEniConfig", "my/eni"), ("my/annotation", "k8s.amazonaws.com/eniConfig")
-    )
-    assert node.eniconfig_labels == {"my/eni": "cfg-label"}
-    assert node.eniconfig_annotations == {"my/annotation": "cfg-ann", "k8s.amazonaws.com/eniConfig": "ann"}
-    assert node_from({"metadata": {"name": "bare"}}).eniconfig_labels is None
+    env = [
+        {"name": "ENI_CONFIG_LABEL_DEF", "value": "my/eni"},
+        {"name": "ENI_CONFIG_ANNOTATION_DEF", "value": "my/annotation"},
+    ]
+    aws_node = {
+        "metadata": {"name": "aws-node", "namespace": "kube-system"},
+        "spec": {"template": {"spec": {"containers": [{"name": "aws-node", "env": env}]}}},
+    }
+    kube = section_from([], [node, {"metadata": {"name": "bare"}}], [], [], aws_node, [], "ctx")
+    assert kube.node_eniconfig_labels == {"n1": {"my/eni": "cfg-label"}}
+    assert kube.node_eniconfig_annotations == {"n1": {"my/annotation": "cfg-ann", "k8s.amazonaws.com/eniConfig": "ann"}}
 
 
 def _annotated(**env: str | None) -> Any:
     """Custom networking with ENI_CONFIG_LABEL_DEF unset, nodes annotated with ENIConfigs pods-a / pods-b."""
     snap = cases.with_env(cases.example(), AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG="true", **env)
-    picks = {NODE_A: "pods-a", NODE_B: "pods-b"}
-    nodes = tuple(
-        dataclasses.replace(n, eniconfig_annotations={"k8s.amazonaws.com/eniConfig": picks[n.name]})
-        for n in snap.kube.nodes
-    )
+    annotations = {
+        name: {"k8s.amazonaws.com/eniConfig": pick} for name, pick in ((NODE_A, "pods-a"), (NODE_B, "pods-b"))
+    }
     enis = (
         EniConfig("pods-a", PRIVATE_A, (CLUSTER_SG,), "2023-11-03T23:00:00Z"),
         EniConfig("pods-b", PRIVATE_B, (CLUSTER_SG,), "2023-11-03T23:00:00Z"),
     )
-    return cases.with_kube(snap, nodes=nodes, eniconfigs=enis)
+    return cases.with_kube(snap, node_eniconfig_annotations=annotations, eniconfigs=enis)
 
 
 def ids(snap: Any) -> set[str]:
@@ -91,13 +94,9 @@ def test_annotated_nodes_have_their_eniconfigs_no_false_critical() -> None:
 
 def test_an_annotation_naming_an_absent_eniconfig_names_the_node() -> None:
     snap = _annotated()
-    nodes = tuple(
-        dataclasses.replace(n, eniconfig_annotations={"k8s.amazonaws.com/eniConfig": "gone"}) if n.name == NODE_B else n
-        for n in snap.kube.nodes
-    )
-    (f,) = [
-        f for f in analyze(cases.with_kube(snap, nodes=nodes)).findings if f.id == "EKS-CUSTOM-NETWORKING-NO-ENICONFIG"
-    ]
+    annotations = {**snap.kube.node_eniconfig_annotations, NODE_B: {"k8s.amazonaws.com/eniConfig": "gone"}}
+    snap = cases.with_kube(snap, node_eniconfig_annotations=annotations)
+    (f,) = [f for f in analyze(snap).findings if f.id == "EKS-CUSTOM-NETWORKING-NO-ENICONFIG"]
     assert "'gone'" in f.summary
     assert f.evidence == (f"node {NODE_B} ({AZ_B}) would use ENIConfig 'gone': annotation k8s.amazonaws.com/eniConfig",)
 

@@ -10,7 +10,6 @@ request). moto does not enforce CIDR restrictions either: the checks are cidrx's
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable
 from ipaddress import IPv4Network
@@ -21,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cidrx.providers.eks.collect import route_table_from
+from cidrx.providers.eks.collect import route_extras_from, route_table_from
 from cidrx.providers.eks.model import PrefixList, TgwRoute, TgwRouteTable
 from cidrx.providers.eks.plan import EksPlanOptions, make_plan, occupied_space
 from cidrx.providers.eks.routing import routed_elsewhere, tgw_route_from
@@ -55,36 +54,27 @@ def test_tgw_route_shapes_from_the_api_reference() -> None:
     assert tgw_route_from(to_list, own) == TgwRoute(None, "static", "blackhole", prefix_list_id="pl-0ccc")
 
 
-def test_route_table_keeps_prefix_lists_and_vgw_propagated_routes() -> None:
-    rt = route_table_from(
-        {
-            "RouteTableId": "rtb-1",
-            "Routes": [
-                {"DestinationCidrBlock": "10.0.0.0/16", "GatewayId": "local", "Origin": "CreateRouteTable"},
-                {"DestinationPrefixListId": "pl-1", "TransitGatewayId": "tgw-1", "Origin": "CreateRoute"},
-                {
-                    "DestinationCidrBlock": "192.168.10.0/24",
-                    "GatewayId": "vgw-1",
-                    "Origin": "EnableVgwRoutePropagation",
-                },
-            ],
-        }
+def test_route_tables_name_their_prefix_lists_and_vgw_propagated_routes() -> None:
+    table = {
+        "RouteTableId": "rtb-1",
+        "Routes": [
+            {"DestinationCidrBlock": "10.0.0.0/16", "GatewayId": "local", "Origin": "CreateRouteTable"},
+            {"DestinationPrefixListId": "pl-1", "TransitGatewayId": "tgw-1", "Origin": "CreateRoute"},
+            {"DestinationCidrBlock": "192.168.10.0/24", "GatewayId": "vgw-1", "Origin": "EnableVgwRoutePropagation"},
+        ],
+    }
+    assert route_extras_from([table, {"RouteTableId": "rtb-2"}]) == (
+        {"rtb-1": ("pl-1",)},
+        {"rtb-1": ("192.168.10.0/24",)},
     )
-    assert rt.prefix_lists == ("pl-1",)
-    assert rt.vgw_propagated == ("192.168.10.0/24",)
-    assert "192.168.10.0/24" in rt.destinations
+    assert "192.168.10.0/24" in route_table_from(table).destinations
 
 
 def _routed_snapshot(
     tgw: tuple[TgwRouteTable, ...], lists: tuple[PrefixList, ...], via_rt: tuple[str, ...] = ()
 ) -> Any:
-    snap = cases.example()
-    eks = cases.eks_of(snap)
-    tables = tuple(
-        dataclasses.replace(t, prefix_lists=via_rt) if t.route_table_id == cases.PRIVATE_RT else t
-        for t in eks.route_tables
-    )
-    return cases.with_eks(snap, route_tables=tables, tgw_route_tables=tgw, prefix_lists=lists)
+    via = {cases.PRIVATE_RT: via_rt} if via_rt else None
+    return cases.with_eks(cases.example(), tgw_route_tables=tgw, prefix_lists=lists, route_prefix_lists=via)
 
 
 def test_own_routes_and_the_default_route_are_not_occupied() -> None:
@@ -221,8 +211,8 @@ def test_vgw_propagated_routes_are_occupied(eks: Callable[..., Any], tmp_path: P
         vgw.tables[estate.world.private_route_table_id] = ("vgw-0onprem", ("100.64.0.0/12",))
         snap_path = tmp_path / "snap.json"
         assert run("snapshot", *estate.target, "--out", str(snap_path)).exit_code == 0
-        tables = json.loads(snap_path.read_text())["eks"]["route_tables"]
-        assert [t["vgw_propagated"] for t in tables if t["vgw_propagated"]] == [["100.64.0.0/12"]]
+        vgw_routes = json.loads(snap_path.read_text())["eks"]["vgw_routes"]
+        assert vgw_routes == {estate.world.private_route_table_id: ["100.64.0.0/12"]}
         out = tmp_path / "plan.json"
         assert run("expand", "--snapshot", str(snap_path), "--plan", "--out", str(out)).exit_code == 0
         assert not _overlaps(json.loads(out.read_text())["basis"]["cidr"], "100.64.0.0/12")

@@ -232,6 +232,16 @@ def section_from(
     # can still tell what nodes carry.
     label_keys = (ENICONFIG_EXTERNAL_LABEL, label_key, ENICONFIG_DEFAULT_KEY)
     annotation_keys = (annotation_key, ENICONFIG_DEFAULT_KEY)
+    node_records: list[KubeNode] = []
+    picked_labels: dict[str, dict[str, str]] = {}
+    picked_annotations: dict[str, dict[str, str]] = {}
+    for n in nodes:
+        record = node_from(n)
+        node_records.append(record)
+        if labels := _picked(_get(n, "metadata", "labels") or {}, label_keys):
+            picked_labels[record.name] = labels
+        if annotations := _picked(_get(n, "metadata", "annotations") or {}, annotation_keys):
+            picked_annotations[record.name] = annotations
     waiting: list[KubePod] = []
     named: list[PodState] = []
     for pod in pods:
@@ -252,7 +262,7 @@ def section_from(
         available=True,
         context=context,
         api_groups=tuple(sorted(set(api_groups))),
-        nodes=tuple(sorted((node_from(n, label_keys, annotation_keys) for n in nodes), key=lambda n: n.name)),
+        nodes=tuple(sorted(node_records, key=lambda n: n.name)),
         pods_per_node=dict(sorted(per_node.items())),
         host_network_pods_per_node=dict(sorted(host_net.items())),
         waiting_pods=tuple(sorted(waiting, key=lambda p: (p.namespace, p.name))),
@@ -262,6 +272,8 @@ def section_from(
         aws_node=env,
         eniconfigs=tuple(sorted((eniconfig_from(e) for e in eniconfigs), key=lambda e: e.name)),
         ipam_pods=tuple(sorted(named, key=lambda p: (p.namespace, p.name))),
+        node_eniconfig_labels=dict(sorted(picked_labels.items())),
+        node_eniconfig_annotations=dict(sorted(picked_annotations.items())),
     )
 
 
@@ -290,12 +302,12 @@ def _int_or_none(value: Any) -> int | None:
         return None
 
 
-def _picked(values: JSON, keys: Iterable[str]) -> dict[str, str] | None:
-    return {str(k): str(values[k]) for k in dict.fromkeys(keys) if k in values} or None
+def _picked(values: JSON, keys: Iterable[str]) -> dict[str, str]:
+    """The entries of `values` (labels or annotations) under `keys`."""
+    return {str(k): str(values[k]) for k in dict.fromkeys(keys) if k in values}
 
 
-def node_from(obj: JSON, eniconfig_labels: Iterable[str] = (), eniconfig_annotations: Iterable[str] = ()) -> KubeNode:
-    """A node record; `eniconfig_labels`/`eniconfig_annotations` name the keys kept for ENIConfig selection."""
+def node_from(obj: JSON) -> KubeNode:
     labels = _get(obj, "metadata", "labels") or {}
     status = obj.get("status") or {}
     conditions = status.get("conditions") or []
@@ -312,8 +324,6 @@ def node_from(obj: JSON, eniconfig_labels: Iterable[str] = (), eniconfig_annotat
         internal_ip=str(internal) if is_ip_address(str(internal)) else "",
         allocatable_pods=_int_or_none(_get(status, "allocatable", "pods")),
         pool=_first_label(labels, POOL_LABELS),
-        eniconfig_labels=_picked(labels, eniconfig_labels),
-        eniconfig_annotations=_picked(_get(obj, "metadata", "annotations") or {}, eniconfig_annotations),
     )
 
 

@@ -29,11 +29,6 @@ class KubeNode:
     internal_ip: IpAddrOrEmpty = ""
     allocatable_pods: int | None = None
     pool: str = ""  # node group / node pool label when present
-    # The labels and annotations the AWS VPC CNI's ipamd reads to pick the node's ENIConfig (only those keys,
-    # see cidrx.providers.eks.eniconfig), when the node carries any. None, not {}, when it carries none: the
-    # records sit in a tuple, where the codec prunes nothing, so an empty dict would change old fingerprints.
-    eniconfig_labels: dict[str, str] | None = None
-    eniconfig_annotations: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +130,11 @@ class KubeSection:
     calico: CalicoSection | None = None
     whereabouts: WhereaboutsSection | None = None
     node_ipam: NodeIpamConfig | None = None
+    # Per node name, the labels and annotations the AWS VPC CNI's ipamd reads to pick the node's ENIConfig (only
+    # those keys, see cidrx.providers.eks.eniconfig), for nodes that carry any. Kept here rather than on
+    # KubeNode: records inside a tuple are not pruned, so a field there would change every node's encoding.
+    node_eniconfig_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    node_eniconfig_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def invariant_problem(self) -> str | None:
         return first_problem(

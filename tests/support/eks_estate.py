@@ -21,7 +21,7 @@ import pytest
 
 from tests.support.eks_cluster import DaemonSetController, Hooks, incident_server
 from tests.support.eks_world import REGION, World, build_incident, fake_aws_env
-from tests.support.fakes.ec2_ipam import FakeIpam
+from tests.support.fakes.ec2_ipam import FakeIpam, is_moto_stub
 from tests.support.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
 from tests.support.fakes.kube_server import FakeKubeServer
 
@@ -108,7 +108,7 @@ def eks_estate(
     wrapped = ipam.wrap(botocore_stubber)
     if wrap_moto is not None:
         wrapped = wrap_moto(wrapped)
-    specs = [(s[0], wrapped, *s[2:]) if s[1] is botocore_stubber else s for s in specs]
+    specs = [(s[0], wrapped, *s[2:]) if is_moto_stub(s[1]) else s for s in specs]
     assert any(s[1] is wrapped for s in specs)
     specs += handlers
     addons = FakeEksAddons(region=REGION) if addon else None

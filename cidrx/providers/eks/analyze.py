@@ -414,7 +414,7 @@ def _custom_networking_findings(eks: EksSection, kube: KubeSection, cni: CniConf
                 "ENIConfig named after its zone.",
             )
         )
-    chosen = {n.name: node_selection(n, cni).name for n in kube.nodes}
+    chosen = {n.name: node_selection(kube, n, cni).name for n in kube.nodes}
     stale = [
         n for n in kube.nodes if chosen[n.name] in by_name and n.created and n.created < by_name[chosen[n.name]].created
     ]
@@ -443,7 +443,7 @@ def _zones_in_use(eks: EksSection, kube: KubeSection) -> set[str]:
 def _selections(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[tuple[str, str, Selection]]:
     """(who, zone, the ENIConfig ipamd picks) for every node, and for a node that would join each zone the
     cluster uses but no node runs in yet (with the labels of the node groups there)."""
-    out = [(f"node {n.name}", n.zone, node_selection(n, cni)) for n in kube.nodes]
+    out = [(f"node {n.name}", n.zone, node_selection(kube, n, cni)) for n in kube.nodes]
     seen = {n.zone for n in kube.nodes if n.zone}
     subnets = {s.subnet_id: s for s in eks.subnets}
     for zone in sorted(_zones_in_use(eks, kube) - seen):

@@ -84,7 +84,6 @@ def vpc_from(d: Json) -> Vpc:
 def route_table_from(d: Json) -> RouteTable:
     """DescribeRouteTables' `RouteTables[i]`; destinations are every IPv4 route, local and 0.0.0.0/0 included."""
     assocs = d.get("Associations") or ()
-    routes = d.get("Routes") or ()
     return RouteTable(
         route_table_id=str(d["RouteTableId"]),
         main=any(a.get("Main") for a in assocs),
@@ -93,15 +92,26 @@ def route_table_from(d: Json) -> RouteTable:
             str(r["DestinationCidrBlock"]) for r in d.get("Routes") or () if r.get("DestinationCidrBlock")
         ),
         tags=tags_of(d.get("Tags")),
-        prefix_lists=tuple(
-            sorted({str(r["DestinationPrefixListId"]) for r in routes if r.get("DestinationPrefixListId")})
-        ),
-        vgw_propagated=_sorted_cidrs(
+    )
+
+
+def route_extras_from(tables: Iterable[Json]) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
+    """DescribeRouteTables' tables as ({table: prefix lists its routes use}, {table: VGW-propagated
+    destinations}), each holding only the tables that have any."""
+    lists: dict[str, tuple[str, ...]] = {}
+    vgw: dict[str, tuple[str, ...]] = {}
+    for d in tables:
+        routes = d.get("Routes") or ()
+        if found := sorted({str(r["DestinationPrefixListId"]) for r in routes if r.get("DestinationPrefixListId")}):
+            lists[str(d["RouteTableId"])] = tuple(found)
+        propagated = _sorted_cidrs(
             str(r["DestinationCidrBlock"])
             for r in routes
             if r.get("DestinationCidrBlock") and r.get("Origin") == "EnableVgwRoutePropagation"
-        ),
-    )
+        )
+        if propagated:
+            vgw[str(d["RouteTableId"])] = propagated
+    return dict(sorted(lists.items())), dict(sorted(vgw.items()))
 
 
 def route_table_by_subnet(tables: Sequence[RouteTable]) -> tuple[str | None, dict[str, str]]:
@@ -280,11 +290,11 @@ def collect_eks(
     cluster = cluster_from(cluster_d, vpc_id=vpc_id, cluster_security_group_id=cluster_sg)
 
     vpc = vpc_from(api.describe_vpc(vpc_id))
-    route_tables = tuple(
-        sorted((route_table_from(t) for t in api.describe_route_tables(vpc_id)), key=lambda t: t.route_table_id)
-    )
+    tables_d = api.describe_route_tables(vpc_id)
+    route_tables = tuple(sorted((route_table_from(t) for t in tables_d), key=lambda t: t.route_table_id))
     main_table, explicit = route_table_by_subnet(route_tables)
-    tgw_route_tables, prefix_lists = collect_routes(api, vpc_id, route_tables)
+    route_prefix_lists, vgw_routes = route_extras_from(tables_d)
+    tgw_route_tables, prefix_lists = collect_routes(api, vpc_id, route_prefix_lists)
     peerings = tuple(
         sorted(
             (p for p in (peering_from(d, vpc_id) for d in api.describe_peerings(vpc_id)) if p is not None),
@@ -341,9 +351,11 @@ def collect_eks(
         instance_types=instance_types,
         vpc_cni_addon=addon_from(addon_d) if addon_d is not None else None,
         vpc_cidr_quota=api.vpc_cidr_quota(),
-        node_security_groups=primary_eni_groups(enis, node_ips=node_ips, subnet_ids=in_use),
-        tgw_route_tables=tgw_route_tables,
-        prefix_lists=prefix_lists,
-        ipam_pools=ipam_pools,
-        ipam_unreadable=ipam_unreadable,
+        node_security_groups=primary_eni_groups(enis, node_ips=node_ips, subnet_ids=in_use) or None,
+        tgw_route_tables=tgw_route_tables or None,
+        prefix_lists=prefix_lists or None,
+        route_prefix_lists=route_prefix_lists or None,
+        vgw_routes=vgw_routes or None,
+        ipam_pools=ipam_pools or None,
+        ipam_unreadable=ipam_unreadable or None,
     )

@@ -24,7 +24,7 @@ from cidrx.kube.collect import (
     ENICONFIG_LABEL_ENV,
     eniconfig_keys,
 )
-from cidrx.kube.model import KubeNode
+from cidrx.kube.model import KubeNode, KubeSection
 from cidrx.providers.eks.cni import ZONE_LABEL, CniConfig
 from cidrx.providers.eks.model import EksSection
 
@@ -61,19 +61,18 @@ def select(
     )
 
 
-def node_labels(node: KubeNode) -> dict[str, str]:
-    """The node's labels ipamd may read. Records made before these were kept carry none: their zone stands
-    in for the zone label (the only label cidrx ever told ipamd to read)."""
-    labels = dict(node.eniconfig_labels or {})
-    if not labels and node.zone:
+def node_labels(kube: KubeSection, node: KubeNode) -> dict[str, str]:
+    """The node's labels ipamd may read. Snapshots made before these were kept carry none: the node's zone
+    stands in for the zone label (the only label cidrx ever told ipamd to read)."""
+    labels = dict(kube.node_eniconfig_labels.get(node.name) or {})
+    if not kube.node_eniconfig_labels and node.zone:
         labels[ZONE_LABEL] = node.zone
     return labels
 
 
-def node_selection(node: KubeNode, cni: CniConfig) -> Selection:
-    return select(
-        node_labels(node), node.eniconfig_annotations or {}, annotation_def=cni.annotation_def, label_def=cni.label_def
-    )
+def node_selection(kube: KubeSection, node: KubeNode, cni: CniConfig) -> Selection:
+    annotations = kube.node_eniconfig_annotations.get(node.name) or {}
+    return select(node_labels(kube, node), annotations, annotation_def=cni.annotation_def, label_def=cni.label_def)
 
 
 def new_node_selection(zone: str, labels: Mapping[str, str], cni: CniConfig) -> Selection:
@@ -99,7 +98,7 @@ def security_groups(eks: EksSection) -> tuple[list[str], str]:
     listed = [g for g in eks.cluster.security_group_ids if g]
     if listed:
         return sorted(dict.fromkeys(listed)), "the cluster's security groups (EKS reports no cluster security group)"
-    nodes = [g for g in eks.node_security_groups if g]
+    nodes = [g for g in eks.node_security_groups or () if g]
     if nodes:
         return sorted(dict.fromkeys(nodes)), "the security groups of the nodes' primary ENIs"
     raise InvalidInput(

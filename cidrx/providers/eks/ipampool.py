@@ -98,8 +98,8 @@ def vpc_pool(eks: EksSection) -> IpamPool | None:
     """The pool a new CIDR of this VPC comes from: the one that allocated the primary CIDR, else any that
     allocated one of its CIDRs."""
     primary = IPv4Network(eks.vpc.primary_cidr, strict=False)
-    holding = [p for p in eks.ipam_pools if any(IPv4Network(c) == primary for c in p.vpc_cidrs)]
-    return next(iter(holding or eks.ipam_pools), None)
+    holding = [p for p in eks.ipam_pools or () if any(IPv4Network(c) == primary for c in p.vpc_cidrs)]
+    return next(iter(holding or eks.ipam_pools or ()), None)
 
 
 def pool_problems(eks: EksSection, pool: IpamPool, netmask: int) -> list[str]:
@@ -159,7 +159,7 @@ def subnet_cidr(params: Mapping[str, Any]) -> str:
 def pool_drift(basis: Mapping[str, Any], eks: EksSection) -> list[str]:
     """What no longer holds of an IPAM plan's basis: the pool, its rules, the VPC's CIDRs (apart from the one
     this plan associated)."""
-    pool = next((p for p in eks.ipam_pools if p.pool_id == basis["ipam_pool_id"]), None)
+    pool = next((p for p in eks.ipam_pools or () if p.pool_id == basis["ipam_pool_id"]), None)
     if pool is None:
         if eks.ipam_unreadable:
             return [f"IPAM pool {basis['ipam_pool_id']} could not be read ({eks.ipam_unreadable})"]

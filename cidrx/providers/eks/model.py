@@ -60,8 +60,6 @@ class RouteTable:
     subnet_ids: tuple[str, ...]
     destinations: tuple[Ipv4Cidr, ...]  # IPv4 destination CIDRs of its routes
     tags: dict[str, str] = field(default_factory=dict)
-    prefix_lists: tuple[str, ...] = ()  # managed prefix lists its routes send somewhere (DestinationPrefixListId)
-    vgw_propagated: tuple[Ipv4Cidr, ...] = ()  # the destinations a virtual private gateway propagated (BGP)
 
 
 @dataclass(frozen=True)
@@ -169,13 +167,19 @@ class EksSection:
     instance_types: tuple[InstanceType, ...]
     vpc_cni_addon: Addon | None
     vpc_cidr_quota: int = 5
+    # Fields added later default to None (collect writes None for "none"): the codec prunes None, so snapshots
+    # without them keep their fingerprints. Read them through the properties below.
     # Security groups of the nodes' primary ENIs (device index 0): what ENIConfigs fall back to when EKS
     # reports neither a cluster security group nor cluster security groups.
-    node_security_groups: tuple[str, ...] = ()
-    tgw_route_tables: tuple[TgwRouteTable, ...] = ()
-    prefix_lists: tuple[PrefixList, ...] = ()
-    ipam_pools: tuple[IpamPool, ...] = ()
-    ipam_unreadable: str = ""  # why IPAM pools could not be read (best effort), else ""
+    node_security_groups: tuple[str, ...] | None = None
+    tgw_route_tables: tuple[TgwRouteTable, ...] | None = None
+    prefix_lists: tuple[PrefixList, ...] | None = None
+    # Route table id -> the managed prefix lists its routes send somewhere (DestinationPrefixListId), and ->
+    # the destinations a virtual private gateway propagated into it (Origin EnableVgwRoutePropagation).
+    route_prefix_lists: dict[str, tuple[str, ...]] | None = None
+    vgw_routes: dict[str, tuple[Ipv4Cidr, ...]] | None = None
+    ipam_pools: tuple[IpamPool, ...] | None = None
+    ipam_unreadable: str | None = None  # why IPAM pools could not be read (best effort)
 
     def invariant_problem(self) -> str | None:
         return first_problem(

@@ -127,7 +127,8 @@ def occupied_space(eks: EksSection, *, ignore_plan: str | None = None) -> list[t
             net = IPv4Network(dest, strict=False)
             if net.prefixlen == 0:
                 continue
-            propagated = " (propagated by a virtual private gateway)" if dest in rt.vgw_propagated else ""
+            vgw = (eks.vgw_routes or {}).get(rt.route_table_id, ())
+            propagated = " (propagated by a virtual private gateway)" if dest in vgw else ""
             out.append((net, f"route to {dest} in {rt.route_table_id}{propagated}"))
     out += routed_elsewhere(eks)
     return out

@@ -20,7 +20,7 @@ from typing import Any
 
 from cidrx.errors import AccessDenied
 from cidrx.providers.eks.api import EksApi
-from cidrx.providers.eks.model import EksSection, PrefixList, RouteTable, TgwRoute, TgwRouteTable
+from cidrx.providers.eks.model import EksSection, PrefixList, TgwRoute, TgwRouteTable
 
 Json = Mapping[str, Any]
 
@@ -43,7 +43,7 @@ def _ipv4(cidr: str) -> bool:
 
 
 def collect_routes(
-    api: EksApi, vpc_id: str, route_tables: Sequence[RouteTable]
+    api: EksApi, vpc_id: str, route_prefix_lists: Mapping[str, Sequence[str]]
 ) -> tuple[tuple[TgwRouteTable, ...], tuple[PrefixList, ...]]:
     """The TGW route tables associated with the VPC's attachments, and every prefix list the VPC's and those
     tables' routes refer to. Bounded by the VPC's attachments and prefix lists, not by routes."""
@@ -70,7 +70,7 @@ def collect_routes(
         key = [(r.cidr or "", r.prefix_list_id, r.type, r.state) for r in routes]
         ordered = tuple(r for _, r in sorted(zip(key, routes, strict=True), key=lambda p: p[0]))
         tables.append(TgwRouteTable(attachment_id, tgw, rt, routes=ordered))
-    wanted = {p for t in route_tables for p in t.prefix_lists}
+    wanted = {p for lists in route_prefix_lists.values() for p in lists}
     wanted |= {r.prefix_list_id for t in tables for r in t.routes if r.prefix_list_id}
     lists: list[PrefixList] = []
     for pl in sorted(wanted):
@@ -88,7 +88,7 @@ def routed_elsewhere(eks: EksSection) -> list[tuple[IPv4Network, str]]:
     """Ranges the VPC routes through prefix lists or transit gateways (not 0.0.0.0/0, not the VPC's own
     CIDRs coming back from its own attachment), each with where it comes from. Blackhole routes count: the
     range is deliberately dropped, so a VPC CIDR there would be unreachable."""
-    lists = {p.prefix_list_id: p for p in eks.prefix_lists}
+    lists = {p.prefix_list_id: p for p in eks.prefix_lists or ()}
     out: list[tuple[IPv4Network, str]] = []
 
     def add(cidr: str, where: str) -> None:
@@ -96,11 +96,11 @@ def routed_elsewhere(eks: EksSection) -> list[tuple[IPv4Network, str]]:
         if net.prefixlen:
             out.append((net, where))
 
-    for rt in eks.route_tables:
-        for pl in rt.prefix_lists:
+    for rt, used in (eks.route_prefix_lists or {}).items():
+        for pl in used:
             for cidr in lists[pl].cidrs if pl in lists else ():
-                add(cidr, f"prefix list {pl} (routed by {rt.route_table_id})")
-    for t in eks.tgw_route_tables:
+                add(cidr, f"prefix list {pl} (routed by {rt})")
+    for t in eks.tgw_route_tables or ():
         for r in t.routes:
             if r.to_this_vpc:
                 continue
@@ -119,7 +119,7 @@ def unreadable_routes(eks: EksSection) -> list[str]:
     lines = [
         f"transit gateway route table {t.route_table_id or '(unknown)'} of attachment {t.attachment_id} "
         f"({t.transit_gateway_id}): {t.unreadable}"
-        for t in eks.tgw_route_tables
+        for t in eks.tgw_route_tables or ()
         if t.unreadable
     ]
-    return lines + [f"prefix list {p.prefix_list_id}: {p.unreadable}" for p in eks.prefix_lists if p.unreadable]
+    return lines + [f"prefix list {p.prefix_list_id}: {p.unreadable}" for p in eks.prefix_lists or () if p.unreadable]

@@ -60,6 +60,14 @@ class Pool:
         return None
 
 
+def is_moto_stub(handler: Any) -> bool:
+    """moto's botocore stub, bare or inside a fake's wrapper (a test's own monkeypatch of BUILTIN_HANDLERS, undone
+    after ours, can leave a wrapper behind: it then stands for the bare stub)."""
+    from moto.core.models import botocore_stubber
+
+    return handler is botocore_stubber or getattr(handler, "moto_stub", None) is botocore_stubber
+
+
 def _form(request: Any) -> dict[str, str]:
     body = request.body.decode() if isinstance(request.body, bytes) else str(request.body or "")
     return {k: v[0] for k, v in parse_qs(body).items()}
@@ -93,10 +101,12 @@ class FakeIpam:
         }
 
         def handler(event_name: str, request: Any, **kwargs: Any) -> Any:
-            answer = answers.get(event_name)
+            # Outside mock_aws moto's stub lets requests through; so does the fake.
+            answer = answers.get(event_name) if getattr(stub, "enabled", True) else None
             found = answer(request) if answer is not None else None
             return found if found is not None else stub(event_name=event_name, request=request, **kwargs)
 
+        handler.moto_stub = stub  # type: ignore[attr-defined]
         return handler
 
     @contextlib.contextmanager
@@ -106,7 +116,7 @@ class FakeIpam:
         from moto.core.models import botocore_stubber
 
         wrapped = self.wrap(botocore_stubber)
-        specs = [(s[0], wrapped, *s[2:]) if s[1] is botocore_stubber else s for s in botocore.handlers.BUILTIN_HANDLERS]
+        specs = [(s[0], wrapped, *s[2:]) if is_moto_stub(s[1]) else s for s in botocore.handlers.BUILTIN_HANDLERS]
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(botocore.handlers, "BUILTIN_HANDLERS", specs)
             yield self
