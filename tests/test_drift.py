@@ -39,6 +39,7 @@ from tests.support.cli import run
 from tests.support.eks_cluster import build_prefix_world
 from tests.support.eks_discovery_world import build_discovery_off
 from tests.support.eks_estate import ADDON_BEFORE, EksEstate, eks_estate
+from tests.support.eks_variants import tgw_route_table
 from tests.support.eks_world import REGION, AwsCalls, World, build_incident
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FakeKubeServer, is_lock
@@ -126,6 +127,33 @@ def _associate_overlap(env: Eks, plan: Plan) -> list[str]:
     theirs = str(list(IPv4Network(plan.basis["cidr"]).subnets(new_prefix=24))[-1])
     env.ec2.associate_vpc_cidr_block(VpcId=env.world.vpc_id, CidrBlock=theirs)
     return [f"{plan.basis['cidr']} now overlaps VPC {env.world.vpc_id} CIDR {theirs}"]
+
+
+def _tgw_route_over_planned_cidr(env: Eks, plan: Plan) -> list[str]:
+    rt = tgw_route_table(env.ec2, env.world.tgw_id)
+    env.ec2.create_transit_gateway_route(
+        TransitGatewayRouteTableId=rt, DestinationCidrBlock=plan.basis["cidr"], Blackhole=True
+    )
+    tgw = env.world.tgw_id
+    return [f"{plan.basis['cidr']} now overlaps static route in transit gateway route table {rt} ({tgw}), blackhole"]
+
+
+def _prefix_list_entry_over_planned_cidr(env: Eks, plan: Plan) -> list[str]:
+    theirs = str(next(IPv4Network(plan.basis["cidr"]).subnets(new_prefix=24)))
+    pl = env.ec2.create_managed_prefix_list(
+        PrefixListName="on-prem", AddressFamily="IPv4", MaxEntries=2, Entries=[{"Cidr": theirs}]
+    )["PrefixList"]["PrefixListId"]
+    rt = env.world.private_route_table_id
+    env.ec2.create_route(RouteTableId=rt, DestinationPrefixListId=pl, TransitGatewayId=env.world.tgw_id)
+    return [f"{plan.basis['cidr']} now overlaps prefix list {pl} (routed by {rt})"]
+
+
+def _unrelated_tgw_route(env: Eks, plan: Plan) -> list[str]:
+    rt = tgw_route_table(env.ec2, env.world.tgw_id)
+    env.ec2.create_transit_gateway_route(
+        TransitGatewayRouteTableId=rt, DestinationCidrBlock="192.0.2.0/24", Blackhole=True
+    )
+    return []
 
 
 def _delete_route_table(env: Eks, plan: Plan) -> list[str]:
@@ -243,6 +271,9 @@ EKS_ROWS = [
     Row("template-nodegroup-deleted", CN, "stale", _delete_template_nodegroup),
     Row("eniconfig-created-by-someone-else", CN, "stale", _create_foreign_eniconfig),
     Row("unrelated-vpc-tag", CN, "ok", _tag_vpc),
+    Row("tgw-route-over-the-planned-cidr", CN, "stale", _tgw_route_over_planned_cidr),
+    Row("prefix-list-entry-over-the-planned-cidr", CN, "stale", _prefix_list_entry_over_planned_cidr),
+    Row("unrelated-tgw-route", CN, "ok", _unrelated_tgw_route),
     Row("unrelated-subnet-in-the-vpc", CN, "ok", _unrelated_subnet_in_vpc),
     Row("eniconfig-for-an-az-the-plan-does-not-use", CN, "ok", _eniconfig_for_another_az),
     Row("block-reserved-meanwhile", PD, "stale", _reserve_in_block),

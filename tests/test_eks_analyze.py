@@ -227,14 +227,21 @@ def test_eniconfig_wrong_az() -> None:
 def test_custom_networking_without_eniconfigs() -> None:
     f = only(analyze(cases.custom_networking(eniconfigs=())), "EKS-CUSTOM-NETWORKING-NO-ENICONFIG")
     assert f.severity is Severity.CRITICAL
-    assert "2 zone(s)" in f.summary
-    assert set(f.evidence) == {f"no ENIConfig named {AZ_A}", f"no ENIConfig named {AZ_B}"}
+    assert f"2 ENIConfig(s) that nodes would use do not exist ('{AZ_A}', '{AZ_B}')" in f.summary
+    rule = "label topology.kubernetes.io/zone (ENI_CONFIG_LABEL_DEF)"
+    assert set(f.evidence) == {
+        f"node {NODE_A} ({AZ_A}) would use ENIConfig '{AZ_A}': {rule}",
+        f"node {NODE_B} ({AZ_B}) would use ENIConfig '{AZ_B}': {rule}",
+    }
 
 
 def test_custom_networking_with_one_eniconfig_missing() -> None:
     snap = cases.custom_networking(eniconfigs=(cases.eniconfig(AZ_A, PRIVATE_A),))
     f = only(analyze(snap), "EKS-CUSTOM-NETWORKING-NO-ENICONFIG")
-    assert f.evidence == (f"no ENIConfig named {AZ_B}",)
+    assert f.evidence == (
+        f"node {NODE_B} ({AZ_B}) would use ENIConfig '{AZ_B}': "
+        "label topology.kubernetes.io/zone (ENI_CONFIG_LABEL_DEF)",
+    )
     assert not found(analyze(cases.custom_networking()), "EKS-CUSTOM-NETWORKING-NO-ENICONFIG")
     assert not found(analyze(cases.example()), "EKS-CUSTOM-NETWORKING-NO-ENICONFIG")
 

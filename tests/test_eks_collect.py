@@ -179,6 +179,8 @@ def test_calls_are_bounded_by_subnets_and_nodegroups(incident: Any) -> None:
             "DescribeSecurityGroups": 1,  # the cluster security group by tag (moto gap)
             "DescribeVpcs": 1,
             "DescribeRouteTables": 1,
+            "DescribeTransitGatewayAttachments": 1,  # the VPC's attachment to the incident's transit gateway
+            "SearchTransitGatewayRoutes": 1,  # the route table associated with it
             "DescribeVpcPeeringConnections": 2,  # requester side, accepter side
             "DescribeNetworkInterfaces": 1,  # one list for all ENIs, not one per node
             "ListNodegroups": 1,
@@ -187,6 +189,7 @@ def test_calls_are_bounded_by_subnets_and_nodegroups(incident: Any) -> None:
             "DescribeInstanceTypes": 1,
             "DescribeAddon": 1,
             "GetServiceQuota": 1,
+            "DescribeIpamPools": 1,  # none here: the account has no VPC IPAM
         }
     )
 

@@ -92,7 +92,7 @@ def test_json_and_text_outputs_parse(provider: str, purpose: str) -> None:
 def test_diagnose_is_read_only() -> None:
     eks = printed("eks", "diagnose")
     actions = iam_actions(eks["iam_policy"])
-    assert all(a.split(":")[1].startswith(("Describe", "List", "Get")) for a in actions), actions
+    assert all(a.split(":")[1].startswith(("Describe", "List", "Get", "Search")) for a in actions), actions
     assert {"ec2:DescribeSubnets", "eks:DescribeCluster", "eks:ListNodegroups"} <= actions
     gke = printed("gke", "diagnose")
     assert not any(p.endswith((".update", ".create", ".delete", ".actAs")) for p in gke["gcp_permissions"])
@@ -247,6 +247,7 @@ def _plans() -> list[Plan]:
         eks_cases.roomy(),
         eks_cases.managed_addon(),
         eks_cases.managed_addon(eks_cases.roomy()),
+        eks_cases.ipam_pool(),  # the secondary CIDR from the VPC's IPAM pool
     ]
     plans = [dispatch.make_plan(s, PlanOptions(strategy="custom-networking")) for s in eks]
     plans += [dispatch.make_plan(s, PlanOptions(strategy="prefix-delegation")) for s in eks[1::2]]

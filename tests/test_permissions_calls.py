@@ -62,8 +62,19 @@ TAG_ON_CREATE = ("ec2", "TagSpecifications", "ec2:CreateTags")
 # Printed for diagnose but not called by every collect: DescribeSecurityGroups only when EKS does not
 # report the cluster security group (docs/permissions.md says so); the fleet listing only by fleet mode
 # (`diagnose --all-clusters`), not by a run on one cluster.
-# DescribeAddonConfiguration is only called when the VPC CNI is a managed add-on.
-AWS_OPTIONAL_READS = {"ec2:DescribeSecurityGroups", "eks:DescribeAddonConfiguration", *EKS_FLEET}
+# DescribeAddonConfiguration is only called when the VPC CNI is a managed add-on; SearchTransitGatewayRoutes
+# only for a VPC attached to a transit gateway, GetManagedPrefixListEntries only when a route refers to a prefix
+# list (tests/test_eks_routes.py reads both).
+AWS_OPTIONAL_READS = {
+    "ec2:DescribeSecurityGroups",
+    "eks:DescribeAddonConfiguration",
+    "ec2:SearchTransitGatewayRoutes",
+    "ec2:GetManagedPrefixListEntries",
+    # Only for an IPAM pool that allocated the VPC's CIDRs (tests/test_eks_ipam.py).
+    "ec2:GetIpamPoolAllocations",
+    "ec2:GetIpamPoolCidrs",
+    *EKS_FLEET,
+}
 
 
 class AwsCalls:

@@ -99,6 +99,7 @@ class _NodeMeta(_Struct):
     name: str = ""
     creationTimestamp: str | None = None
     labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None  # the collector keeps only the ENIConfig selection keys
 
 
 class _NodeSpec(_Struct):
@@ -666,7 +667,8 @@ class KubeApi:
                 yield to_builtins(item)
 
     def iter_nodes(self) -> Iterator[JSON]:
-        """Every node, trimmed to name/creationTimestamp/labels, podCIDR(s), conditions, addresses, allocatable."""
+        """Every node, trimmed to name/creationTimestamp/labels/annotations, podCIDR(s), conditions, addresses,
+        allocatable."""
         yield from self._list_records(_rows().node, _Call("list", "", "nodes"), namespaced=False)
 
     def iter_pods(self, field_selector: str | None = None) -> Iterator[JSON]:

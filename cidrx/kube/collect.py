@@ -61,6 +61,23 @@ GKE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 # GKE Dataplane V2's egress NAT policy (cluster-scoped; GKE creates one named `default`).
 EGRESS_NAT_GROUP, EGRESS_NAT_VERSION, EGRESS_NAT_PLURAL = "networking.gke.io", "v1", "egressnatpolicies"
 CLUSTER_SCOPED_KINDS = frozenset({"Node", "Namespace", "PersistentVolume"})
+# What the AWS VPC CNI's ipamd reads to pick a node's ENIConfig (aws/amazon-vpc-cni-k8s
+# pkg/eniconfig/eniconfig.go @ b52188387f2e2f10bf289ace929d6a63b176a4fa, GetNodeSpecificENIConfigName):
+# this label first, then the node annotation named by ENI_CONFIG_ANNOTATION_DEF, then the node label named
+# by ENI_CONFIG_LABEL_DEF (both default to k8s.amazonaws.com/eniConfig when unset or empty), else "default".
+ENICONFIG_EXTERNAL_LABEL = "vpc.amazonaws.com/externalEniConfig"
+ENICONFIG_DEFAULT_KEY = "k8s.amazonaws.com/eniConfig"
+ENICONFIG_ANNOTATION_ENV = "ENI_CONFIG_ANNOTATION_DEF"
+ENICONFIG_LABEL_ENV = "ENI_CONFIG_LABEL_DEF"
+
+
+def eniconfig_keys(env: Mapping[str, str]) -> tuple[str, str]:
+    """(annotation key, label key) ipamd reads with this aws-node env: the variable's value, or the
+    default when it is unset or empty (getEniConfigAnnotationDef / getEniConfigLabelDef)."""
+    return (
+        env.get(ENICONFIG_ANNOTATION_ENV) or ENICONFIG_DEFAULT_KEY,
+        env.get(ENICONFIG_LABEL_ENV) or ENICONFIG_DEFAULT_KEY,
+    )
 
 
 def collect_kube(kubeconfig: str | None, context: str | None, *, provider: str) -> KubeSection:
@@ -232,6 +249,22 @@ def section_from(
     every pod an IPAM record names, and every listed (so unfinished) pod reporting an address in a range."""
     per_node: dict[str, int] = {}
     host_net: dict[str, int] = {}
+    env = workload_env_from(aws_node, AWS_NODE[2]) if aws_node is not None else None
+    annotation_key, label_key = eniconfig_keys({v.name: v.value for v in env.env} if env is not None else {})
+    # Kept whatever the CNI's configuration: the default keys too, so a plan that changes ENI_CONFIG_LABEL_DEF
+    # can still tell what nodes carry.
+    label_keys = (ENICONFIG_EXTERNAL_LABEL, label_key, ENICONFIG_DEFAULT_KEY)
+    annotation_keys = (annotation_key, ENICONFIG_DEFAULT_KEY)
+    node_records: list[KubeNode] = []
+    picked_labels: dict[str, dict[str, str]] = {}
+    picked_annotations: dict[str, dict[str, str]] = {}
+    for n in nodes:
+        record = node_from(n)
+        node_records.append(record)
+        if labels := _picked(_get(n, "metadata", "labels") or {}, label_keys):
+            picked_labels[record.name] = labels
+        if annotations := _picked(_get(n, "metadata", "annotations") or {}, annotation_keys):
+            picked_annotations[record.name] = annotations
     waiting: list[KubePod] = []
     named: list[PodState] = []
     for pod in pods:
@@ -252,16 +285,18 @@ def section_from(
         available=True,
         context=context,
         api_groups=tuple(sorted(set(api_groups))),
-        nodes=tuple(sorted((node_from(n) for n in nodes), key=lambda n: n.name)),
+        nodes=tuple(sorted(node_records, key=lambda n: n.name)),
         pods_per_node=dict(sorted(per_node.items())),
         host_network_pods_per_node=dict(sorted(host_net.items())),
         waiting_pods=tuple(sorted(waiting, key=lambda p: (p.namespace, p.name))),
         events=tuple(
             sorted((event_from(e) for e in events), key=lambda e: (e.reason, e.namespace, e.kind, e.name, e.last_seen))
         ),
-        aws_node=workload_env_from(aws_node, AWS_NODE[2]) if aws_node is not None else None,
+        aws_node=env,
         eniconfigs=tuple(sorted((eniconfig_from(e) for e in eniconfigs), key=lambda e: e.name)),
         ipam_pods=tuple(sorted(named, key=lambda p: (p.namespace, p.name))),
+        node_eniconfig_labels=dict(sorted(picked_labels.items())),
+        node_eniconfig_annotations=dict(sorted(picked_annotations.items())),
     )
 
 
@@ -288,6 +323,11 @@ def _int_or_none(value: Any) -> int | None:
         return int(value)
     except (TypeError, ValueError):
         return None
+
+
+def _picked(values: JSON, keys: Iterable[str]) -> dict[str, str]:
+    """The entries of `values` (labels or annotations) under `keys`."""
+    return {str(k): str(values[k]) for k in dict.fromkeys(keys) if k in values}
 
 
 def node_from(obj: JSON) -> KubeNode:

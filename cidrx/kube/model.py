@@ -164,6 +164,12 @@ class KubeSection:
     def config_map(self, namespace: str, name: str) -> ConfigMapData | None:
         return next((c for c in self.config_maps or () if (c.namespace, c.name) == (namespace, name)), None)
 
+    # Per node name, the labels and annotations the AWS VPC CNI's ipamd reads to pick the node's ENIConfig (only
+    # those keys, see cidrx.providers.eks.eniconfig), for nodes that carry any. Kept here rather than on
+    # KubeNode: records inside a tuple are not pruned, so a field there would change every node's encoding.
+    node_eniconfig_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    node_eniconfig_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
+
     def invariant_problem(self) -> str | None:
         return first_problem(
             repeated("nodes", self.nodes, lambda n: n.name, "node"),

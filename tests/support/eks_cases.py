@@ -426,3 +426,27 @@ def discovery_example() -> Snapshot:
     snap = subnet_discovery(version="v1.18.1-eksbuild.1", enis=2, free=7, tagged=False)
     tags = {"Name": "eks-demo-ip-pods-2a", **ROLE_CNI}
     return add_subnet(snap, make_subnet(DISCOVERY_A, "10.0.32.0/24", AZ_A, used=3, route_table_id=PUBLIC_RT, tags=tags))
+
+
+IPAM_POOL_ID = "ipam-pool-0c0a1b2c3d4e5f607"
+
+
+def ipam_pool(snap: Snapshot | None = None) -> Snapshot:
+    """The VPC's CIDRs come from an AWS VPC IPAM pool (10.0.0.0/14, /16 to /22, only to env=prod resources),
+    which also allocated the peered VPC's 10.1.0.0/16; the VPC is tagged env=prod."""
+    from cidrx.providers.eks.model import IpamPool
+
+    snap = snap or example()
+    eks = eks_of(snap)
+    pool = IpamPool(
+        IPAM_POOL_ID,
+        state="create-complete",
+        min_netmask=16,
+        max_netmask=22,
+        resource_tags={"env": "prod"},
+        cidrs=("10.0.0.0/14",),
+        allocations=("10.0.0.0/16", "10.1.0.0/16"),
+        vpc_cidrs=("10.0.0.0/16",),
+    )
+    vpc = dataclasses.replace(eks.vpc, tags={**eks.vpc.tags, "env": "prod"})
+    return with_eks(snap, vpc=vpc, ipam_pools=(pool,))

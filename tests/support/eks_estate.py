@@ -21,6 +21,7 @@ import pytest
 
 from tests.support.eks_cluster import DaemonSetController, Hooks, incident_server
 from tests.support.eks_world import REGION, World, build_incident, fake_aws_env
+from tests.support.fakes.ec2_ipam import FakeIpam, is_moto_stub
 from tests.support.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
 from tests.support.fakes.kube_server import FakeKubeServer
 
@@ -62,6 +63,11 @@ def clean_env(mp: pytest.MonkeyPatch, **aws: str) -> None:
             mp.delenv(name)
 
 
+def _vpc_tags(session: Any, vpc_id: str) -> dict[str, str]:
+    (vpc,) = session.client("ec2").describe_vpcs(VpcIds=[vpc_id])["Vpcs"]
+    return {t["Key"]: t["Value"] for t in vpc.get("Tags") or ()}
+
+
 # A botocore BUILTIN_HANDLERS entry: (event name, handler, *optional position).
 HandlerSpec = tuple[Any, ...]
 
@@ -78,6 +84,7 @@ def eks_estate(
     addon_config: dict[str, Any] | None = None,
     seed: int | None = None,
     wrap_moto: Callable[[Callable[..., Any]], Callable[..., Any]] | None = None,
+    ipam: FakeIpam | None = None,
 ) -> Iterator[EksEstate]:
     """The world `builder` makes in moto, and its cluster in a started fake API server.
 
@@ -86,6 +93,8 @@ def eks_estate(
     seed: moto's id generator is seeded, so every world built with the same seed has the same ids.
     wrap_moto: replaces moto's botocore stub by wrap_moto(stub), for injectors that must answer *instead of*
     moto (botocore calls every before-send handler and uses the first answer).
+    ipam: the VPC IPAM the account has (fakes/ec2_ipam.py, in front of moto's stub: moto has none); by default
+    an account without pools.
     """
     import boto3
     import botocore.handlers
@@ -95,10 +104,12 @@ def eks_estate(
 
     clean_env(mp)
     specs = list(botocore.handlers.BUILTIN_HANDLERS)
+    ipam = ipam if ipam is not None else FakeIpam()
+    wrapped = ipam.wrap(botocore_stubber)
     if wrap_moto is not None:
-        wrapped = wrap_moto(botocore_stubber)
-        specs = [(s[0], wrapped, *s[2:]) if s[1] is botocore_stubber else s for s in specs]
-        assert any(s[1] is wrapped for s in specs)
+        wrapped = wrap_moto(wrapped)
+    specs = [(s[0], wrapped, *s[2:]) if is_moto_stub(s[1]) else s for s in specs]
+    assert any(s[1] is wrapped for s in specs)
     specs += handlers
     addons = FakeEksAddons(region=REGION) if addon else None
     if addons is not None:
@@ -112,6 +123,7 @@ def eks_estate(
             handlers_mp.setattr(botocore.handlers, "BUILTIN_HANDLERS", specs)
             with mock_aws():
                 session = boto3.Session(region_name=REGION)
+                ipam.tags_of = lambda vpc_id: _vpc_tags(session, vpc_id)
                 world = builder(session.client("ec2"), session.client("eks"), region=REGION, cluster=cluster)
                 if addons is not None:
                     if addon_config is None:

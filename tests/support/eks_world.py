@@ -92,7 +92,7 @@ class AwsCalls:
         self.calls.append(f"{model.service_model.service_name}:{model.name}")
 
     def writes(self) -> list[str]:
-        return [c for c in self.calls if not c.split(":")[1].startswith(("Describe", "Get", "List"))]
+        return [c for c in self.calls if not c.split(":")[1].startswith(("Describe", "Get", "List", "Search"))]
 
 
 def _tags(resource_type: str, tags: dict[str, str]) -> list[dict[str, Any]]:
@@ -339,7 +339,10 @@ def moto_incident(region: str = REGION, cluster: str = "demo") -> Iterator[tuple
     import boto3
     from moto import mock_aws
 
-    with mock_aws():
+    from tests.support.fakes.ec2_ipam import FakeIpam
+
+    # An account without VPC IPAM: moto has none, and raises on its calls.
+    with FakeIpam().in_front_of_moto(), mock_aws():
         session = boto3.Session(region_name=region)
         yield session, build_incident(session.client("ec2"), session.client("eks"), region=region, cluster=cluster)
 
@@ -349,19 +352,25 @@ def moto_server(host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
     """moto's server on a loopback port (0: a free one), werkzeug's per-request log silenced; yields its URL.
 
     For what must cross a process or a socket (subprocess end-to-end, AWS_ENDPOINT_URL handling);
-    in-process tests use `mock_aws` instead."""
+    in-process tests use `mock_aws` instead. The account has no VPC IPAM: moto lacks the IPAM actions (a
+    process cidrx runs in cannot share botocore events with tests/support/fakes/ec2_ipam.py), so the server
+    answers DescribeIpamPools with no pools, as EC2 does for an account that never set IPAM up."""
     import logging
 
+    from moto.core.responses import ActionResult
+    from moto.ec2.responses import EC2Response
     from moto.server import ThreadedMotoServer
 
     werkzeug = logging.getLogger("werkzeug")
     level = werkzeug.level
     werkzeug.setLevel(logging.ERROR)  # one line per request otherwise
     server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
-    server.start()
-    try:
-        bound_host, bound_port = server.get_host_and_port()
-        yield f"http://{bound_host}:{bound_port}"
-    finally:
-        server.stop()
-        werkzeug.setLevel(level)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(EC2Response, "describe_ipam_pools", lambda self: ActionResult({"IpamPools": []}), raising=False)
+        server.start()
+        try:
+            bound_host, bound_port = server.get_host_and_port()
+            yield f"http://{bound_host}:{bound_port}"
+        finally:
+            server.stop()
+            werkzeug.setLevel(level)

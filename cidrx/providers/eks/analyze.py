@@ -12,12 +12,29 @@ from ipaddress import IPv4Network
 
 from cidrx import netmath
 from cidrx.errors import InvalidInput
+from cidrx.kube.collect import ENICONFIG_DEFAULT_KEY
 from cidrx.kube.model import KubeSection
 from cidrx.model.findings import Capacity, Diagnosis, Finding, FindingKind, Severity, make_diagnosis, utilization
 from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks import discovery
-from cidrx.providers.eks.cni import CniConfig, cni_config, max_pods, node_ips_for_new_node, pod_ips_for_new_node
+from cidrx.providers.eks.cni import (
+    LABEL_DEF,
+    ZONE_LABEL,
+    CniConfig,
+    cni_config,
+    max_pods,
+    node_ips_for_new_node,
+    pod_ips_for_new_node,
+)
+from cidrx.providers.eks.eniconfig import (
+    DEFAULT_ENICONFIG,
+    Selection,
+    new_node_selection,
+    node_selection,
+    zone_named_unselected,
+)
 from cidrx.providers.eks.model import EksSection, InstanceType, Nodegroup, Subnet
+from cidrx.providers.eks.routing import unreadable_routes
 
 EKS_SUBNET_EXHAUSTED = FindingKind.parse(
     """EKS-SUBNET-EXHAUSTED (critical): A subnet the cluster's nodes or pods use has no free address (or too few
@@ -55,13 +72,14 @@ EKS_ENICONFIG_SUBNET_MISSING = FindingKind.parse(
 )
 
 EKS_ENICONFIG_WRONG_AZ = FindingKind.parse(
-    """EKS-ENICONFIG-WRONG-AZ (critical): An ENIConfig (named after a zone) points at a subnet in another zone;
-    ENI attachment for nodes in that zone will fail."""
+    """EKS-ENICONFIG-WRONG-AZ (critical): Nodes use an ENIConfig (picked by ipamd's rule: external label,
+    annotation, ENI_CONFIG_LABEL_DEF label, else `default`) whose subnet is in another zone; their pod ENIs fail."""
 )
 
 EKS_CUSTOM_NETWORKING_NO_ENICONFIG = FindingKind.parse(
-    """EKS-CUSTOM-NETWORKING-NO-ENICONFIG (critical): Custom networking is on but some zones the nodes run in
-    have no ENIConfig, so new nodes there get no pod addresses."""
+    """EKS-CUSTOM-NETWORKING-NO-ENICONFIG (critical): Custom networking is on but the ENIConfig ipamd picks for
+    some nodes (external label, annotation, ENI_CONFIG_LABEL_DEF label, else `default`) does not exist, so
+    those nodes get no pod addresses."""
 )
 
 EKS_NODES_PREDATE_ENICONFIG = FindingKind.parse(
@@ -92,6 +110,12 @@ EKS_PREFIX_DELEGATION_NOT_ENOUGH = FindingKind.parse(
 EKS_VPC_CIDR_QUOTA_REACHED = FindingKind.parse(
     """EKS-VPC-CIDR-QUOTA-REACHED (warning): The VPC already holds as many IPv4 CIDR blocks as its quota allows,
     so a secondary CIDR cannot be added until the quota is raised."""
+)
+
+EKS_ROUTES_UNREADABLE = FindingKind.parse(
+    """EKS-ROUTES-UNREADABLE (warning): A transit gateway route table or managed prefix list the VPC routes
+    through could not be read (often a TGW shared by another account): ranges routed there are unknown, so a
+    secondary CIDR cidrx picks could already be in use elsewhere."""
 )
 
 # What this module raises, for the findings catalogue (python -m tools.docgen).
@@ -349,58 +373,97 @@ def _custom_networking_findings(eks: EksSection, kube: KubeSection, cni: CniConf
                 )
             )
         return findings
-    for e in kube.eniconfigs:
-        s = subnets.get(e.subnet)
-        if s is None:
+    for cfg in kube.eniconfigs:
+        if cfg.subnet not in subnets:
             findings.append(
                 EKS_ENICONFIG_SUBNET_MISSING.finding(
                     Severity.CRITICAL,
-                    f"eniconfig {e.name}",
-                    f"ENIConfig {e.name} points at subnet {e.subnet or '(none)'}, which is not in {eks.vpc.vpc_id}",
-                    (f"spec.subnet={e.subnet!r}",),
+                    f"eniconfig {cfg.name}",
+                    f"ENIConfig {cfg.name} points at subnet {cfg.subnet or '(none)'}, which is not in {eks.vpc.vpc_id}",
+                    (f"spec.subnet={cfg.subnet!r}",),
                     "Point the ENIConfig at a subnet of the cluster VPC in the same AZ.",
                 )
             )
-        elif e.name.startswith(s.az[:-1]) and e.name != s.az:
-            findings.append(
-                EKS_ENICONFIG_WRONG_AZ.finding(
-                    Severity.CRITICAL,
-                    f"eniconfig {e.name}",
-                    f"ENIConfig {e.name} uses subnet {e.subnet} in {s.az}: ENIs for nodes in {e.name} will fail",
-                    (f"{subnet_label(s)} is in {s.az}",),
-                    f"Point ENIConfig {e.name} at a subnet in {e.name}.",
-                )
+    missing: dict[str, list[str]] = defaultdict(list)  # ENIConfig name -> "who would use it, and why"
+    wrong: dict[str, list[str]] = defaultdict(list)
+    for who, zone, sel in _selections(eks, kube, cni):
+        e = by_name.get(sel.name)
+        if e is None:
+            missing[sel.name].append(f"{who} ({zone or 'zone unknown'}) would use ENIConfig {sel.name!r}: {sel.rule}")
+        elif e.subnet in subnets and zone and subnets[e.subnet].az != zone:
+            wrong[sel.name].append(f"{who} in {zone} uses it ({sel.rule})")
+    for name, users in sorted(wrong.items()):
+        s = subnets[by_name[name].subnet]
+        findings.append(
+            EKS_ENICONFIG_WRONG_AZ.finding(
+                Severity.CRITICAL,
+                f"eniconfig {name}",
+                f"ENIConfig {name} uses subnet {s.subnet_id} in {s.az}, but {len(users)} node(s) in other zones use "
+                "it: their pod ENIs cannot be created (an ENI's subnet must be in the instance's zone)",
+                (f"{subnet_label(s)} is in {s.az}", *users[:MAX_EVIDENCE]),
+                f"Point ENIConfig {name} at a subnet in the nodes' zone, or give those nodes another ENIConfig.",
             )
-    node_zones = sorted({n.zone for n in kube.nodes if n.zone})
-    zones_in_use = node_zones or sorted({subnets[sid].az for sid in node_subnet_ids(eks) if sid in subnets})
-    if cni.label_def and cni.label_def != "topology.kubernetes.io/zone" and "zone" not in cni.label_def:
-        return findings
-    missing = [z for z in zones_in_use if z not in by_name]
+        )
     if missing:
+        zone_hint: tuple[str, ...] = ()
+        names = sorted(by_name)
+        zones = sorted({n.zone for n in kube.nodes if n.zone} | _zones_in_use(eks, kube))
+        if DEFAULT_ENICONFIG in missing and zone_named_unselected(names, zones, cni):
+            zone_hint = (
+                f"ENIConfigs named after zones ({', '.join(n for n in names if n in zones)}) are never read: ipamd "
+                f"looks for the label {cni.label_def or ENICONFIG_DEFAULT_KEY}, not {ZONE_LABEL}, then falls back "
+                f"to {DEFAULT_ENICONFIG!r}",
+            )
+        evidence = [line for name in sorted(missing) for line in missing[name][:MAX_EVIDENCE]]
         findings.append(
             EKS_CUSTOM_NETWORKING_NO_ENICONFIG.finding(
                 Severity.CRITICAL,
                 "aws-node",
-                f"custom networking is on but {len(missing)} zone(s) in use have no ENIConfig",
-                tuple(f"no ENIConfig named {z}" for z in missing)
-                + (() if cni.label_def else ("ENI_CONFIG_LABEL_DEF is not set: nodes need a label per node",)),
-                "Create an ENIConfig named after each zone (spec.subnet in that zone, spec.securityGroups = "
-                "the cluster security group).",
+                f"custom networking is on but {len(missing)} ENIConfig(s) that nodes would use do not exist "
+                f"({', '.join(repr(n) for n in sorted(missing))})",
+                (*zone_hint, *evidence),
+                "Create the ENIConfigs the nodes ask for (spec.subnet in the node's zone, spec.securityGroups = "
+                f"the cluster security group), or set {LABEL_DEF}={ZONE_LABEL} on aws-node so each node uses the "
+                "ENIConfig named after its zone.",
             )
         )
-    stale = [n for n in kube.nodes if n.zone in by_name and n.created and n.created < by_name[n.zone].created]
+    chosen = {n.name: node_selection(kube, n, cni).name for n in kube.nodes}
+    stale = [
+        n for n in kube.nodes if chosen[n.name] in by_name and n.created and n.created < by_name[chosen[n.name]].created
+    ]
     if stale:
         findings.append(
             EKS_NODES_PREDATE_ENICONFIG.finding(
                 Severity.WARNING,
                 "nodes",
-                f"{len(stale)} node(s) joined before their zone's ENIConfig and still give pods addresses "
+                f"{len(stale)} node(s) joined before their ENIConfig and still give pods addresses "
                 "from the node subnet",
-                tuple(f"{n.name} ({n.zone}) created {n.created}" for n in stale[:MAX_EVIDENCE]),
+                tuple(
+                    f"{n.name} ({n.zone}) created {n.created}, before ENIConfig {chosen[n.name]}"
+                    for n in stale[:MAX_EVIDENCE]
+                ),
                 "Cordon and drain these nodes so replacements pick up the ENIConfig.",
             )
         )
     return findings
+
+
+def _zones_in_use(eks: EksSection, kube: KubeSection) -> set[str]:
+    subnets = {s.subnet_id: s for s in eks.subnets}
+    return {subnets[sid].az for sid in node_subnet_ids(eks) if sid in subnets}
+
+
+def _selections(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[tuple[str, str, Selection]]:
+    """(who, zone, the ENIConfig ipamd picks) for every node, and for a node that would join each zone the
+    cluster uses but no node runs in yet (with the labels of the node groups there)."""
+    out = [(f"node {n.name}", n.zone, node_selection(kube, n, cni)) for n in kube.nodes]
+    seen = {n.zone for n in kube.nodes if n.zone}
+    subnets = {s.subnet_id: s for s in eks.subnets}
+    for zone in sorted(_zones_in_use(eks, kube) - seen):
+        groups = [g for g in eks.nodegroups if any(subnets[i].az == zone for i in g.subnet_ids if i in subnets)]
+        for labels, who in [(g.labels, f"a new node of {g.name}") for g in groups] or [({}, "a new node")]:
+            out.append((who, zone, new_node_selection(zone, labels, cni)))
+    return out
 
 
 def cni_source(cni: CniConfig) -> str:
@@ -507,6 +570,23 @@ def _quota_findings(eks: EksSection) -> list[Finding]:
     ]
 
 
+def _routes_findings(eks: EksSection) -> list[Finding]:
+    lines = unreadable_routes(eks)
+    if not lines:
+        return []
+    return [
+        EKS_ROUTES_UNREADABLE.finding(
+            Severity.WARNING,
+            eks.vpc.vpc_id,
+            f"{len(lines)} transit gateway route table(s) or prefix list(s) of {eks.vpc.vpc_id} could not be read: "
+            "the ranges routed there are not known to cidrx",
+            tuple(lines[:MAX_EVIDENCE]),
+            "Grant ec2:SearchTransitGatewayRoutes / ec2:GetManagedPrefixListEntries in the account that owns them, "
+            "or check the network team's IP plan and pass a free range with --cidr.",
+        )
+    ]
+
+
 def nodegroup_capacity(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[Capacity]:
     types = _types_by_name(eks)
     nodes_by_group: dict[str, list[str]] = defaultdict(list)
@@ -591,6 +671,7 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     findings += _quota_findings(eks)
     expand = f"cidrx expand {snapshot.target.flags()} --plan --out plan.json"
     findings = discovery.reworded(findings, disc) + discovery.findings(eks, kube, disc, zones, tight, expand)
+    findings += _routes_findings(eks)
     if not kube.available:
         from cidrx.model.findings import kube_unreachable
 

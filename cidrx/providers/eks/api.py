@@ -62,6 +62,15 @@ COLLECT_PERMISSIONS = (
     "ec2:GetSubnetCidrReservations",
     "ec2:DescribeSecurityGroups",
     "servicequotas:GetServiceQuota",
+    # Routed space the VPC cannot see locally (cidrx.providers.eks.routing): the transit gateway route tables
+    # of its attachments and the managed prefix lists routes refer to.
+    "ec2:DescribeTransitGatewayAttachments",
+    "ec2:SearchTransitGatewayRoutes",
+    "ec2:GetManagedPrefixListEntries",
+    # Whether the VPC's CIDRs come from an AWS VPC IPAM pool (cidrx.providers.eks.ipampool), best effort.
+    "ec2:DescribeIpamPools",
+    "ec2:GetIpamPoolAllocations",
+    "ec2:GetIpamPoolCidrs",
 )
 # What fleet mode (`diagnose --eks --all-clusters`) adds: the listing, and the caller's account id to
 # name kubeconfig contexts by cluster ARN (GetCallerIdentity needs no grant, but is listed for clarity).
@@ -89,6 +98,9 @@ _NOT_FOUND_CODES = frozenset(
         "InvalidRouteTableID.NotFound",
         "InvalidGroup.NotFound",
         "InvalidVpcPeeringConnectionID.NotFound",
+        "InvalidRouteTableId.NotFound",
+        "InvalidPrefixListID.NotFound",
+        "InvalidPrefixListId.NotFound",
     }
 )
 _REJECTED_CODES = frozenset(
@@ -497,6 +509,57 @@ class EksApi:
         with _aws("ec2:GetSubnetCidrReservations", f"subnet {subnet_id}"):
             return self._pages(self._ec2.get_subnet_cidr_reservations, "SubnetIpv4CidrReservations", SubnetId=subnet_id)
 
+    def describe_tgw_attachments(self, vpc_id: str) -> list[Json]:
+        """The VPC's transit gateway attachments (any state but deleted), with their route table association."""
+        with _aws("ec2:DescribeTransitGatewayAttachments", f"VPC {vpc_id}"):
+            filters: list[Any] = [
+                {"Name": "resource-id", "Values": [vpc_id]},
+                {"Name": "resource-type", "Values": ["vpc"]},
+            ]
+            found = self._pages(
+                self._ec2.describe_transit_gateway_attachments, "TransitGatewayAttachments", Filters=filters
+            )
+        # Checked again: the filters are a server-side nicety an endpoint may ignore.
+        return [a for a in found if a.get("ResourceId") == vpc_id and a.get("State") not in ("deleted", "deleting")]
+
+    def search_tgw_routes(self, route_table_id: str) -> list[Json]:
+        """Every static or propagated route of a transit gateway route table, active or blackhole (each page
+        its own request; SearchTransitGatewayRoutes requires a filter)."""
+        with _aws("ec2:SearchTransitGatewayRoutes", f"transit gateway route table {route_table_id}"):
+            filters: list[Any] = [
+                {"Name": "type", "Values": ["static", "propagated"]},
+                {"Name": "state", "Values": ["active", "blackhole"]},
+            ]
+            return self._pages(
+                self._ec2.search_transit_gateway_routes,
+                "Routes",
+                TransitGatewayRouteTableId=route_table_id,
+                Filters=filters,
+            )
+
+    def get_prefix_list_entries(self, prefix_list_id: str) -> list[Json]:
+        with _aws("ec2:GetManagedPrefixListEntries", f"prefix list {prefix_list_id}"):
+            return self._pages(self._ec2.get_managed_prefix_list_entries, "Entries", PrefixListId=prefix_list_id)
+
+    def describe_ipam_pools(self) -> list[Json]:
+        """Every IPAM pool the account sees in the region. An answer that is not EC2's (an endpoint without
+        IPAM, a proxy's error page) is a CloudError here, not a bug: the caller treats IPAM as unreadable."""
+        from botocore.parsers import ResponseParserError
+
+        with _aws("ec2:DescribeIpamPools", f"IPAM pools in {self.region}"):
+            try:
+                return self._pages(self._ec2.describe_ipam_pools, "IpamPools")
+            except ResponseParserError as exc:
+                raise CloudError(f"ec2:DescribeIpamPools gave an answer that is not EC2's: {str(exc)[:80]}") from exc
+
+    def get_ipam_pool_allocations(self, pool_id: str) -> list[Json]:
+        with _aws("ec2:GetIpamPoolAllocations", f"IPAM pool {pool_id}"):
+            return self._pages(self._ec2.get_ipam_pool_allocations, "IpamPoolAllocations", IpamPoolId=pool_id)
+
+    def get_ipam_pool_cidrs(self, pool_id: str) -> list[Json]:
+        with _aws("ec2:GetIpamPoolCidrs", f"IPAM pool {pool_id}"):
+            return self._pages(self._ec2.get_ipam_pool_cidrs, "IpamPoolCidrs", IpamPoolId=pool_id)
+
     def vpc_cidr_quota(self) -> int:
         """Applied value of "IPv4 CIDR blocks per VPC".
 
@@ -517,9 +580,13 @@ class EksApi:
 
     # -- writes (apply steps); each returns what it created ------------------------------------------
 
-    def associate_vpc_cidr(self, vpc_id: str, cidr: str) -> Json:
-        with _aws("ec2:AssociateVpcCidrBlock", f"VPC {vpc_id}"):
-            resp = self._call(self._ec2.associate_vpc_cidr_block, write=True, VpcId=vpc_id, CidrBlock=cidr)
+    def associate_vpc_cidr(self, vpc_id: str, cidr: str = "", *, pool_id: str = "", netmask_length: int = 0) -> Json:
+        """Associate `cidr`, or (with `pool_id`) a /`netmask_length` that the IPAM pool picks."""
+        where: dict[str, Any] = (
+            {"Ipv4IpamPoolId": pool_id, "Ipv4NetmaskLength": netmask_length} if pool_id else {"CidrBlock": cidr}
+        )
+        with _aws("ec2:AssociateVpcCidrBlock", f"VPC {vpc_id}" + (f" (IPAM pool {pool_id})" if pool_id else "")):
+            resp = self._call(self._ec2.associate_vpc_cidr_block, write=True, VpcId=vpc_id, **where)
             return dict(resp["CidrBlockAssociation"])
 
     def find_vpc_cidr(self, vpc_id: str, cidr: str) -> Json | None:

@@ -15,6 +15,7 @@ from cidrx.providers.eks.model import EksSection, InstanceType
 
 CUSTOM_NETWORK = "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG"
 LABEL_DEF = "ENI_CONFIG_LABEL_DEF"
+ANNOTATION_DEF = "ENI_CONFIG_ANNOTATION_DEF"
 PREFIX_DELEGATION = "ENABLE_PREFIX_DELEGATION"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 
@@ -29,6 +30,7 @@ class CniConfig:
     warm_ip_target: int | None
     minimum_ip_target: int | None
     warm_prefix_target: int
+    annotation_def: str = ""  # ENI_CONFIG_ANNOTATION_DEF as set ("" when unset)
 
 
 def _flag(value: str | None) -> bool:
@@ -76,6 +78,7 @@ def cni_config(eks: EksSection, kube: KubeSection) -> CniConfig:
         warm_ip_target=_int(env.get("WARM_IP_TARGET"), None),
         minimum_ip_target=_int(env.get("MINIMUM_IP_TARGET"), None),
         warm_prefix_target=_int(env.get("WARM_PREFIX_TARGET"), 1) or 0,
+        annotation_def=env.get(ANNOTATION_DEF, ""),
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from cidrx.errors import AccessDenied
 from cidrx.providers.eks.api import VPC_CNI, EksApi
+from cidrx.providers.eks.ipampool import collect_pools
 from cidrx.providers.eks.model import (
     Addon,
     EksCluster,
@@ -28,6 +29,7 @@ from cidrx.providers.eks.model import (
     Vpc,
     VpcCidr,
 )
+from cidrx.providers.eks.routing import collect_routes
 
 Json = Mapping[str, Any]
 
@@ -94,6 +96,25 @@ def route_table_from(d: Json) -> RouteTable:
     )
 
 
+def route_extras_from(tables: Iterable[Json]) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
+    """DescribeRouteTables' tables as ({table: prefix lists its routes use}, {table: VGW-propagated
+    destinations}), each holding only the tables that have any."""
+    lists: dict[str, tuple[str, ...]] = {}
+    vgw: dict[str, tuple[str, ...]] = {}
+    for d in tables:
+        routes = d.get("Routes") or ()
+        if found := sorted({str(r["DestinationPrefixListId"]) for r in routes if r.get("DestinationPrefixListId")}):
+            lists[str(d["RouteTableId"])] = tuple(found)
+        propagated = _sorted_cidrs(
+            str(r["DestinationCidrBlock"])
+            for r in routes
+            if r.get("DestinationCidrBlock") and r.get("Origin") == "EnableVgwRoutePropagation"
+        )
+        if propagated:
+            vgw[str(d["RouteTableId"])] = propagated
+    return dict(sorted(lists.items())), dict(sorted(vgw.items()))
+
+
 def route_table_by_subnet(tables: Sequence[RouteTable]) -> tuple[str | None, dict[str, str]]:
     """(main table id, {subnet id: explicitly associated table id})."""
     main = next((t.route_table_id for t in tables if t.main), None)
@@ -136,6 +157,22 @@ def instance_enis_from(enis: Iterable[Json]) -> tuple[InstanceEnis, ...]:
         ip, subnet = primary.get(instance, ("", ""))
         out.append(InstanceEnis(instance_id=instance, primary_ip=ip, subnet_id=subnet, enis=n))
     return tuple(out)
+
+
+def primary_eni_groups(
+    enis: Iterable[Json], *, node_ips: Iterable[str] = (), subnet_ids: Iterable[str] = ()
+) -> tuple[str, ...]:
+    """Security groups of the instances' primary ENIs (attachment device index 0): of the nodes with
+    `node_ips` when given, else of every instance in `subnet_ids`."""
+    ips, subnets = set(node_ips), set(subnet_ids)
+    groups: set[str] = set()
+    for eni in enis:
+        attachment = eni.get("Attachment") or {}
+        if attachment.get("DeviceIndex") != 0 or not attachment.get("InstanceId"):
+            continue
+        if (eni.get("PrivateIpAddress") in ips) if ips else (eni.get("SubnetId") in subnets):
+            groups.update(str(g["GroupId"]) for g in eni.get("Groups") or () if g.get("GroupId"))
+    return tuple(sorted(groups))
 
 
 def reservations_from(reservations: Iterable[Json]) -> tuple[str, ...]:
@@ -241,11 +278,14 @@ def _subnet_order(s: Subnet) -> tuple[str, tuple[int, int, int]]:
     return (s.az, _net_key(s.cidr))
 
 
-def collect_eks(api: EksApi, cluster_name: str, extra_instance_types: Iterable[str] = ()) -> EksSection:
+def collect_eks(
+    api: EksApi, cluster_name: str, extra_instance_types: Iterable[str] = (), *, node_ips: Iterable[str] = ()
+) -> EksSection:
     """Everything EKS diagnosis and planning read about one cluster.
 
     `extra_instance_types` adds types seen on nodes (self-managed groups, launch templates) to the one
-    DescribeInstanceTypes call. Subnet CIDR reservations are read for the cluster's and node groups'
+    DescribeInstanceTypes call; `node_ips` (the Kubernetes nodes' addresses) pick the nodes' primary ENIs,
+    whose security groups ENIConfigs fall back to. Subnet CIDR reservations are read for the cluster's and node groups'
     subnets only; other subnets of the VPC show none.
     """
     cluster_d = api.describe_cluster(cluster_name)
@@ -271,10 +311,11 @@ def collect_eks(api: EksApi, cluster_name: str, extra_instance_types: Iterable[s
     cluster = cluster_from(cluster_d, vpc_id=vpc_id, cluster_security_group_id=cluster_sg)
 
     vpc = vpc_from(api.describe_vpc(vpc_id))
-    route_tables = tuple(
-        sorted((route_table_from(t) for t in api.describe_route_tables(vpc_id)), key=lambda t: t.route_table_id)
-    )
+    tables_d = api.describe_route_tables(vpc_id)
+    route_tables = tuple(sorted((route_table_from(t) for t in tables_d), key=lambda t: t.route_table_id))
     main_table, explicit = route_table_by_subnet(route_tables)
+    route_prefix_lists, vgw_routes = route_extras_from(tables_d)
+    tgw_route_tables, prefix_lists = collect_routes(api, vpc_id, route_prefix_lists)
     peerings = tuple(
         sorted(
             (p for p in (peering_from(d, vpc_id) for d in api.describe_peerings(vpc_id)) if p is not None),
@@ -320,6 +361,7 @@ def collect_eks(api: EksApi, cluster_name: str, extra_instance_types: Iterable[s
 
     addon_d = api.describe_addon(cluster_name, VPC_CNI)
     schema = api.addon_configuration_schema(VPC_CNI, str(addon_d.get("addonVersion") or "")) if addon_d else ""
+    ipam_pools, ipam_unreadable = collect_pools(api, vpc_id)
     return EksSection(
         region=api.region,
         cluster=cluster,
@@ -332,4 +374,11 @@ def collect_eks(api: EksApi, cluster_name: str, extra_instance_types: Iterable[s
         vpc_cni_addon=addon_from(addon_d, schema) if addon_d is not None else None,
         vpc_cidr_quota=api.vpc_cidr_quota(),
         instance_enis=instance_enis_from(enis),
+        node_security_groups=primary_eni_groups(enis, node_ips=node_ips, subnet_ids=in_use) or None,
+        tgw_route_tables=tgw_route_tables or None,
+        prefix_lists=prefix_lists or None,
+        route_prefix_lists=route_prefix_lists or None,
+        vgw_routes=vgw_routes or None,
+        ipam_pools=ipam_pools or None,
+        ipam_unreadable=ipam_unreadable or None,
     )

@@ -22,7 +22,8 @@ from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks import discovery
 from cidrx.providers.eks.analyze import node_subnet_ids, subnet_label, usable_addresses
 from cidrx.providers.eks.cni import cni_config, max_pods
-from cidrx.providers.eks.model import EksSection, InstanceType
+from cidrx.providers.eks.ipampool import ASSOCIATE_VPC_CIDR_FROM_POOL, carve, pool_drift, pool_netmask, vpc_pool
+from cidrx.providers.eks.model import EksSection, InstanceType, IpamPool
 from cidrx.providers.eks.plan import (
     ACTIVE_STATES,
     ASSOCIATE_ROUTE_TABLE,
@@ -46,6 +47,7 @@ from cidrx.providers.eks.plan import (
 STRATEGY = "subnet-discovery"
 SUBNET_DISCOVERY_ACTIONS = (
     ASSOCIATE_VPC_CIDR,
+    ASSOCIATE_VPC_CIDR_FROM_POOL,
     CREATE_SUBNET,
     ASSOCIATE_ROUTE_TABLE,
     UPDATE_ADDON_ENV,
@@ -94,8 +96,10 @@ def _carve(within: list[IPv4Network], occupied: list[IPv4Network], prefix: int, 
 
 def _space(
     eks: EksSection, opts: EksPlanOptions, pods: int, zones: int
-) -> tuple[IPv4Network | None, list[IPv4Network]]:
-    """(the secondary CIDR to associate, or None when the subnets fit in the VPC's own CIDRs; a block per zone)."""
+) -> tuple[IPv4Network | None, list[IPv4Network], IpamPool | None]:
+    """(the secondary CIDR to associate, or None when the subnets fit in the VPC's own CIDRs; a block per zone;
+    the IPAM pool the VPC's CIDRs come from, when the new CIDR must be allocated from it: then only the CIDR's
+    size is known at plan time, and the blocks are carved at apply time from what IPAM gives)."""
     local = _local(eks)
     per_zone = math.ceil(pods / zones) + netmath.AWS_RESERVED_PER_SUBNET
     need = min(netmath.smallest_prefix_for(per_zone), SUBNET_MAX_PREFIX)
@@ -105,22 +109,26 @@ def _space(
             clash = [w for n, w in _occupied_inside(eks) if netmath.overlaps(n, net)]
             if clash:
                 raise InvalidInput(f"{net} is not free inside the VPC: it overlaps {clash[0]}")
-            return None, netmath.split_equal(net, zones)
+            return None, netmath.split_equal(net, zones), None
         secondary = validate_cidr(eks, opts.cidr)
-        return secondary, netmath.split_equal(secondary, zones)
+        return secondary, netmath.split_equal(secondary, zones), None
     occupied = [n for n, _ in _occupied_inside(eks)]
     for prefix in range(max(netmath.AWS_SECONDARY_MIN_PREFIX, min(need - 1, ZONE_PREFIX_CAP)), need + 1):
         pieces = _carve(local, occupied, prefix, zones)
         if pieces:
-            return None, pieces
+            return None, pieces, None
     active = _active_cidrs(eks)
     if len(active) >= eks.vpc_cidr_quota:
         raise InvalidInput(
             f"{eks.vpc.vpc_id} has no free /{need} per zone and already {len(active)} CIDR blocks (quota "
             f"{eks.vpc_cidr_quota}); request a quota increase (L-83CA0A9D) or pass --cidr inside the VPC"
         )
-    cidr = choose_cidr(eks, *_cidr_prefixes_for(pods, zones))
-    return cidr, netmath.split_equal(cidr, zones)
+    pool = vpc_pool(eks)
+    if pool is not None:  # IPAM picks the block when the association is made
+        cidr = IPv4Network((0, pool_netmask(eks, pool, *_cidr_prefixes_for(pods, zones))))
+    else:
+        cidr = choose_cidr(eks, *_cidr_prefixes_for(pods, zones))
+    return cidr, netmath.split_equal(cidr, zones), pool
 
 
 def _node_type(eks: EksSection, snapshot: Snapshot) -> InstanceType | None:
@@ -240,14 +248,25 @@ def make_discovery_plan(snapshot: Snapshot, eks: EksSection, opts: EksPlanOption
         f"({', '.join(subnet_label(s) for s in z.subnets)}): no new subnet there."
         for az, z in sorted(covered.items())
     ]
-    cidr, pieces = _space(eks, opts, per_zone * len(zones), len(zones))
+    cidr, pieces, pool = _space(eks, opts, per_zone * len(zones), len(zones))
     if pieces[0].prefixlen > SUBNET_MAX_PREFIX:
         raise InvalidInput(
             f"{cidr or opts.cidr} is too small: each of {len(zones)} zone subnets must be a /28 or larger"
         )
     cluster = eks.cluster.name
     steps: list[Step] = []
-    if cidr is not None:
+    if cidr is not None and pool is not None:
+        steps.append(
+            Step(
+                id="associate-vpc-cidr",
+                action=ASSOCIATE_VPC_CIDR_FROM_POOL.name,
+                params={"vpc_id": eks.vpc.vpc_id, "ipam_pool_id": pool.pool_id, "netmask_length": cidr.prefixlen},
+                description=f"associate a /{cidr.prefixlen} from IPAM pool {pool.pool_id} with {eks.vpc.vpc_id} "
+                "(IPAM picks the CIDR) and wait until associated",
+                permissions=ASSOCIATE_VPC_CIDR_FROM_POOL.permissions,
+            )
+        )
+    elif cidr is not None:
         steps.append(
             Step(
                 id="associate-vpc-cidr",
@@ -258,7 +277,7 @@ def make_discovery_plan(snapshot: Snapshot, eks: EksSection, opts: EksPlanOption
             )
         )
     route_tables: dict[str, str] = {}
-    for az, piece in zip(zones, pieces, strict=True):
+    for index, (az, piece) in enumerate(zip(zones, pieces, strict=True)):
         rt, via = _route_table_for(eks, az, None)
         route_tables[az] = rt
         steps += zone_subnet_steps(
@@ -267,22 +286,31 @@ def make_discovery_plan(snapshot: Snapshot, eks: EksSection, opts: EksPlanOption
             str(piece),
             _subnet_tags(cluster, az, state),
             (
-                f"create subnet {piece} in {az} tagged {discovery.ROLE_TAG}=1 for new pod ENIs",
+                (
+                    f"create subnet {piece} in {az}"
+                    if pool is None
+                    else f"create a /{piece.prefixlen} subnet in {az} (number {index + 1} of the CIDR IPAM picks)"
+                )
+                + f" tagged {discovery.ROLE_TAG}=1 for new pod ENIs",
                 ("associate-vpc-cidr",) if cidr is not None else (),
             ),
             (rt, f"associate the {az} subnet with {rt} (routed like the node subnet {via})"),
+            carved=None if pool is None else carve("${associate-vpc-cidr.cidr}", len(zones), index),
         )
     if not state.env_on:
         env_step = _env_step(eks, cni, {discovery.ENV: "true"}, "enable-subnet-discovery", "subnet discovery")
         steps.append(replace(env_step, depends_on=tuple(f"route-subnet-{az}" for az in zones)))
     space = f"the new secondary CIDR {cidr}" if cidr is not None else "free space of the VPC's own CIDRs"
+    if pool is not None and cidr is not None:
+        space = f"a new /{cidr.prefixlen} secondary CIDR from IPAM pool {pool.pool_id} (IPAM picks it at apply)"
+    pod_space = ", ".join(str(p) for p in pieces) if pool is None else space
     notes = [
         f"VPC CNI {version} ({state.version_from}) places new ENIs in subnets of the node's AZ tagged "
         f"{discovery.ROLE_TAG}; the new subnets come from {space}.",
         *fit_notes,
         "ENIs in the new subnets get the security groups of each node's primary ENI: no ENIConfig, no node group, "
         "and max pods per node do not change.",
-        f"Pods now get addresses from {', '.join(str(p) for p in pieces)}: update security groups, NACLs, firewall "
+        f"Pods now get addresses from {pod_space}: update security groups, NACLs, firewall "
         "rules and NetworkPolicy ipBlocks that list pod CIDRs.",
     ]
     if state.env_on:
@@ -295,15 +323,27 @@ def make_discovery_plan(snapshot: Snapshot, eks: EksSection, opts: EksPlanOption
         "vpc_id": eks.vpc.vpc_id,
         "primary_cidr": eks.vpc.primary_cidr,
         "vpc_cidrs": _active_cidrs(eks),
-        "cidr": str(cidr) if cidr is not None else "",
-        "subnets": {az: str(p) for az, p in zip(zones, pieces, strict=True)},
+        **(
+            {
+                "cidr": str(cidr) if cidr is not None else "",
+                "subnets": {az: str(p) for az, p in zip(zones, pieces, strict=True)},
+            }
+            if pool is None
+            else {"ipam_pool_id": pool.pool_id, "netmask_length": cidr.prefixlen if cidr else 0}
+        ),
         "route_tables": route_tables,
         "cni_source": cni.source,
         "cni_version": version,
     }
     summary = {
-        "cidr": str(cidr) if cidr is not None else "",
-        "subnets": {az: str(p) for az, p in zip(zones, pieces, strict=True)},
+        **(
+            {
+                "cidr": str(cidr) if cidr is not None else "",
+                "subnets": {az: str(p) for az, p in zip(zones, pieces, strict=True)},
+            }
+            if pool is None
+            else {"ipam_pool": pool.pool_id, "subnet_netmask_length": pieces[0].prefixlen}
+        ),
         "pod_addresses": sum(usable_addresses(str(p)) for p in pieces),
         "nodes_with_free_eni_slots": open_nodes,
     }
@@ -320,8 +360,9 @@ def discovery_drift(plan: Plan, snapshot: Snapshot, eks: EksSection) -> list[str
     if state.custom_networking:
         problems.append("custom networking is now on, so the VPC CNI would ignore tagged subnets")
     local = _local(eks)
-    pieces = [netmath.parse_cidr(p) for p in b["subnets"].values()]
-    if b["cidr"]:
+    if "ipam_pool_id" in b:  # the CIDR is IPAM's choice at apply time: the pool and its rules are the basis
+        problems += pool_drift(b, eks)
+    elif b["cidr"]:
         cidr = netmath.parse_cidr(b["cidr"])
         ours = cidr in local
         for net, where in occupied_space(eks, ignore_plan=mine):
@@ -334,7 +375,7 @@ def discovery_drift(plan: Plan, snapshot: Snapshot, eks: EksSection) -> list[str
         if not ours and len(_active_cidrs(eks)) >= eks.vpc_cidr_quota:
             problems.append(f"{eks.vpc.vpc_id} has reached its CIDR block quota ({eks.vpc_cidr_quota})")
     else:
-        for piece in pieces:
+        for piece in (netmath.parse_cidr(p) for p in b["subnets"].values()):
             if not any(piece.subnet_of(c) for c in local):
                 problems.append(f"{piece} is no longer inside a CIDR of {eks.vpc.vpc_id}")
             for net, where in _occupied_inside(eks, ignore_plan=mine):

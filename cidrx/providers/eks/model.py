@@ -63,6 +63,53 @@ class RouteTable:
 
 
 @dataclass(frozen=True)
+class PrefixList:
+    """A managed prefix list some route refers to, with its entries (GetManagedPrefixListEntries)."""
+
+    prefix_list_id: str
+    cidrs: tuple[Ipv4Cidr, ...] = ()
+    unreadable: str = ""  # why its entries could not be read, else ""
+
+
+@dataclass(frozen=True)
+class TgwRoute:
+    cidr: Ipv4Cidr | None  # None when the route's destination is a prefix list
+    type: str  # static | propagated
+    state: str  # active | blackhole
+    prefix_list_id: str = ""
+    to_this_vpc: bool = False  # leads back to this VPC's own attachment (its own CIDRs)
+
+
+@dataclass(frozen=True)
+class TgwRouteTable:
+    """The transit gateway route table associated with one of the VPC's attachments: where the VPC's traffic
+    to the TGW is routed, so every range in it is in use somewhere."""
+
+    attachment_id: str
+    transit_gateway_id: str
+    route_table_id: str
+    routes: tuple[TgwRoute, ...] = ()
+    unreadable: str = ""  # why the routes could not be read (e.g. a TGW shared by another account), else ""
+
+
+@dataclass(frozen=True)
+class IpamPool:
+    """An AWS VPC IPAM pool that allocated one of this VPC's CIDRs, with its allocation rules."""
+
+    pool_id: str
+    state: str = ""
+    locale: str = ""
+    description: str = ""
+    min_netmask: int | None = None  # AllocationMinNetmaskLength: the largest block it hands out
+    max_netmask: int | None = None  # AllocationMaxNetmaskLength: the smallest block
+    default_netmask: int | None = None
+    resource_tags: dict[str, str] | None = None  # AllocationResourceTags a resource must carry
+    cidrs: tuple[Ipv4Cidr, ...] = ()  # provisioned to the pool (GetIpamPoolCidrs)
+    allocations: tuple[Ipv4Cidr, ...] = ()  # every allocation from it (GetIpamPoolAllocations)
+    vpc_cidrs: tuple[Ipv4Cidr, ...] = ()  # the allocations that are this VPC's CIDRs
+
+
+@dataclass(frozen=True)
 class Peering:
     peering_id: str
     status: str
@@ -136,6 +183,19 @@ class EksSection:
     vpc_cni_addon: Addon | None
     vpc_cidr_quota: int = 5
     instance_enis: tuple[InstanceEnis, ...] = ()
+    # Fields added later default to None (collect writes None for "none"): the codec prunes None, so snapshots
+    # without them keep their fingerprints. Read them through the properties below.
+    # Security groups of the nodes' primary ENIs (device index 0): what ENIConfigs fall back to when EKS
+    # reports neither a cluster security group nor cluster security groups.
+    node_security_groups: tuple[str, ...] | None = None
+    tgw_route_tables: tuple[TgwRouteTable, ...] | None = None
+    prefix_lists: tuple[PrefixList, ...] | None = None
+    # Route table id -> the managed prefix lists its routes send somewhere (DestinationPrefixListId), and ->
+    # the destinations a virtual private gateway propagated into it (Origin EnableVgwRoutePropagation).
+    route_prefix_lists: dict[str, tuple[str, ...]] | None = None
+    vgw_routes: dict[str, tuple[Ipv4Cidr, ...]] | None = None
+    ipam_pools: tuple[IpamPool, ...] | None = None
+    ipam_unreadable: str | None = None  # why IPAM pools could not be read (best effort)
 
     def invariant_problem(self) -> str | None:
         return first_problem(

@@ -13,8 +13,11 @@ from cidrx.model.netmap import Area, NetworkMap
 from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks.analyze import subnet_label, subnet_uses
 from cidrx.providers.eks.cni import cni_config
+from cidrx.providers.eks.model import EksSection
+from cidrx.providers.eks.routing import routed_elsewhere
 
 KIND = "vpc-cidr"
+ROUTED_KIND = "routed-space"
 _ACTIVE = ("associated", "associating")
 
 
@@ -49,4 +52,36 @@ def address_maps(snapshot: Snapshot) -> tuple[NetworkMap, ...]:
                 )
             )
         out.append(NetworkMap(KIND, eks.vpc.vpc_id, block, tuple(areas), title=f"VPC {eks.vpc.vpc_id} block {block}"))
-    return tuple(out)
+    return (*out, *routed_maps(eks, blocks))
+
+
+def routed_maps(eks: EksSection, blocks: list[str]) -> list[NetworkMap]:
+    """One map per private address space holding ranges the VPC routes through transit gateways or prefix
+    lists: what a new VPC CIDR must avoid though the VPC's own tables do not show it (none without such routes)."""
+    routed = routed_elsewhere(eks)
+    out = []
+    for space in (netmath.CGNAT, *netmath.RFC1918):
+        inside = [(net, where) for net, where in routed if net.subnet_of(space)]
+        if not inside:
+            continue
+        areas = [
+            Area(
+                cidr=b,
+                name=f"{eks.vpc.vpc_id} {b}",
+                role="subnet",
+                size=IPv4Network(b).num_addresses,
+                detail="this VPC",
+            )
+            for b in dict.fromkeys(blocks)
+            if IPv4Network(b, strict=False).subnet_of(space)
+        ]
+        seen: set[IPv4Network] = set()
+        for net, where in sorted(inside, key=lambda p: (int(p[0].network_address), p[0].prefixlen)):
+            if net in seen:
+                continue
+            seen.add(net)
+            areas.append(Area(cidr=str(net), name=where, role="other", size=net.num_addresses, detail="routed"))
+        areas.sort(key=lambda a: (int(IPv4Network(a.cidr).network_address), IPv4Network(a.cidr).prefixlen))
+        title = f"Routed elsewhere in {space} (transit gateways, prefix lists)"
+        out.append(NetworkMap(ROUTED_KIND, str(space), str(space), tuple(areas), title=title))
+    return out

@@ -29,7 +29,10 @@ from cidrx.providers.eks.cni import (
     cni_config,
     max_pods,
 )
+from cidrx.providers.eks.eniconfig import security_groups as eniconfig_security_groups
+from cidrx.providers.eks.ipampool import ASSOCIATE_VPC_CIDR_FROM_POOL, carve, pool_drift, pool_netmask, vpc_pool
 from cidrx.providers.eks.model import EksSection, Nodegroup, Subnet
+from cidrx.providers.eks.routing import routed_elsewhere, unreadable_routes
 from cidrx.registry import Action
 
 STRATEGIES = ("custom-networking", "prefix-delegation", "subnet-discovery")
@@ -106,6 +109,7 @@ CUSTOM_NETWORKING_ACTIONS = (
     UPDATE_ADDON_ENV,
     SET_DAEMONSET_ENV,
     CREATE_NODEGROUP,
+    ASSOCIATE_VPC_CIDR_FROM_POOL,
 )
 PREFIX_DELEGATION_ACTIONS = (RESERVE_SUBNET_CIDR, UPDATE_ADDON_ENV, SET_DAEMONSET_ENV)
 ACTIONS = (*CUSTOM_NETWORKING_ACTIONS, RESERVE_SUBNET_CIDR)  # subnet-discovery's are among them
@@ -148,7 +152,10 @@ def occupied_space(eks: EksSection, *, ignore_plan: str | None = None) -> list[t
             net = IPv4Network(dest, strict=False)
             if net.prefixlen == 0:
                 continue
-            out.append((net, f"route to {dest} in {rt.route_table_id}"))
+            vgw = (eks.vgw_routes or {}).get(rt.route_table_id, ())
+            propagated = " (propagated by a virtual private gateway)" if dest in vgw else ""
+            out.append((net, f"route to {dest} in {rt.route_table_id}{propagated}"))
+    out += routed_elsewhere(eks)
     return out
 
 
@@ -312,14 +319,18 @@ def zone_subnet_steps(
     tags: dict[str, str],
     create: tuple[str, tuple[str, ...]],
     route: tuple[str, str],
+    *,
+    carved: dict[str, Any] | None = None,
 ) -> list[Step]:
-    """`create-subnet-<az>` (description, depends_on) and `route-subnet-<az>` (route table, description)."""
+    """`create-subnet-<az>` (description, depends_on) and `route-subnet-<az>` (route table, description).
+    With `carved`, the subnet's CIDR is carved at apply time from a CIDR known only then (an IPAM pool's)."""
     (create_text, create_after), (table, route_text) = create, route
+    where: dict[str, Any] = {"cidr": cidr} if carved is None else {"carve": carved}
     return [
         Step(
             id=f"create-subnet-{az}",
             action=CREATE_SUBNET.name,
-            params={"vpc_id": eks.vpc.vpc_id, "az": az, "cidr": cidr, "tags": tags},
+            params={"vpc_id": eks.vpc.vpc_id, "az": az, **where, "tags": tags},
             description=create_text,
             depends_on=create_after,
             permissions=CREATE_SUBNET.permissions,
@@ -390,20 +401,27 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
             f"{eks.vpc.vpc_id} already has {len(active)} CIDR blocks (quota {eks.vpc_cidr_quota}); request a "
             "quota increase (L-83CA0A9D) first"
         )
+    pool = None if opts.cidr else vpc_pool(eks)
     if opts.cidr:
         cidr = validate_cidr(eks, opts.cidr)
+    elif pool is not None:
+        # IPAM picks the block when the association is made: only its size is planned here.
+        cidr = IPv4Network((0, pool_netmask(eks, pool, *_cidr_prefixes_for(add_nodes * per_node, len(zones)))))
     else:
         cidr = choose_cidr(eks, *_cidr_prefixes_for(add_nodes * per_node, len(zones)))
+    cidr_text = f"a /{cidr.prefixlen} from IPAM pool {pool.pool_id}" if pool is not None else str(cidr)
     pieces = netmath.split_equal(cidr, len(zones))
     min_per_zone = per_node + netmath.AWS_RESERVED_PER_SUBNET
     # A /29 zone subnet may hold one node's pods, yet CreateSubnet rejects it.
     too_small = pieces[0].prefixlen > SUBNET_MAX_PREFIX
     if too_small or usable_addresses(str(pieces[0])) < min_per_zone - netmath.AWS_RESERVED_PER_SUBNET:
         raise InvalidInput(
-            f"{cidr} is too small: each of {len(zones)} zone subnets ({pieces[0]}) must be a /28 or larger and "
+            f"{cidr_text} is too small: each of {len(zones)} zone subnets (/{pieces[0].prefixlen}) must be a /28 or "
+            "larger and "
             f"hold at least one node's {per_node} pods"
         )
     placement, placement_notes = _node_placement(eks, template, zones, template.max_size + add_nodes)
+    groups, groups_from = eniconfig_security_groups(eks)
     cluster = eks.cluster.name
     steps: list[Step] = [
         Step(
@@ -413,9 +431,17 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
             description=f"associate secondary CIDR {cidr} with {eks.vpc.vpc_id} and wait until associated",
             permissions=ASSOCIATE_VPC_CIDR.permissions,
         )
+        if pool is None
+        else Step(
+            id="associate-vpc-cidr",
+            action=ASSOCIATE_VPC_CIDR_FROM_POOL.name,
+            params={"vpc_id": eks.vpc.vpc_id, "ipam_pool_id": pool.pool_id, "netmask_length": cidr.prefixlen},
+            description=f"associate {cidr_text} with {eks.vpc.vpc_id} (IPAM picks the CIDR) and wait until associated",
+            permissions=ASSOCIATE_VPC_CIDR_FROM_POOL.permissions,
+        )
     ]
     route_tables: dict[str, str] = {}
-    for az, piece in zip(zones, pieces, strict=True):
+    for index, (az, piece) in enumerate(zip(zones, pieces, strict=True)):
         rt, via = _route_table_for(eks, az, placement[az])
         route_tables[az] = rt
         steps += zone_subnet_steps(
@@ -423,8 +449,14 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
             az,
             str(piece),
             {"Name": f"cidrx-{cluster}-pods-{az}", f"kubernetes.io/cluster/{cluster}": "shared"},
-            (f"create pod subnet {piece} in {az}", ("associate-vpc-cidr",)),
+            (
+                f"create pod subnet {piece} in {az}"
+                if pool is None
+                else f"create pod subnet in {az}: /{piece.prefixlen} number {index + 1} of the CIDR IPAM picks",
+                ("associate-vpc-cidr",),
+            ),
             (rt, f"associate the {az} pod subnet with {rt} (routed like {via}, where the new nodes live)"),
+            carved=None if pool is None else carve("${associate-vpc-cidr.cidr}", len(zones), index),
         )
         steps.append(
             Step(
@@ -433,9 +465,9 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
                 params={
                     "name": az,
                     "subnet": f"${{create-subnet-{az}.subnet_id}}",
-                    "security_groups": [eks.cluster.cluster_security_group_id],
+                    "security_groups": groups,
                 },
-                description=f"create ENIConfig {az} (pod subnet in {az}, cluster security group)",
+                description=f"create ENIConfig {az} (pod subnet in {az}, {groups_from})",
                 depends_on=(f"create-subnet-{az}",),
                 permissions=APPLY_ENICONFIG.permissions,
             )
@@ -463,26 +495,54 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
         f"Only nodes that join after custom networking is on use the ENIConfigs: when {ng_name} is ready, "
         f"cordon and drain the nodes of {template.name} (kubectl drain --ignore-daemonsets), then scale it down. "
         "cidrx does not drain nodes.",
-        f"Pods now get addresses from {cidr}: update security groups, NACLs, firewall rules and NetworkPolicy "
+        f"Pods now get addresses from {cidr_text}: update security groups, NACLs, firewall rules and NetworkPolicy "
         "ipBlocks that list pod CIDRs.",
         f"Max pods per {itype.name if itype else 'node'} drops to {per_node} with custom networking (the primary "
         "ENI no longer holds pod addresses); nodes with a custom max-pods in their launch template need it lowered.",
     ]
+    if pool is None and unreadable_routes(eks):
+        notes.append(
+            f"Routes cidrx could not read may already use {cidr}: "
+            + "; ".join(unreadable_routes(eks)[:3])
+            + ". Check it against the network's IP plan before applying."
+        )
+    if pool is not None:
+        notes.append(
+            f"The VPC's CIDRs come from IPAM pool {pool.pool_id}: the secondary CIDR is allocated from it (a "
+            f"/{cidr.prefixlen}, within the pool's rules); IPAM picks the block when the association is made, the "
+            "apply journal records it and the pod subnets are carved from it then."
+        )
+    elif eks.ipam_unreadable:
+        notes.append(
+            f"VPC IPAM pools could not be read ({eks.ipam_unreadable}): if your organisation allocates VPC CIDRs "
+            "from IPAM, AssociateVpcCidrBlock with a plain CIDR may be refused (an SCP); plan again with access."
+        )
+    where: dict[str, Any] = (
+        {"cidr": str(cidr)} if pool is None else {"ipam_pool_id": pool.pool_id, "netmask_length": cidr.prefixlen}
+    )
     basis = {
         "vpc_id": eks.vpc.vpc_id,
         "primary_cidr": eks.vpc.primary_cidr,
         "vpc_cidrs": active,
-        "cidr": str(cidr),
+        **where,
         "route_tables": route_tables,
         "cluster_security_group": eks.cluster.cluster_security_group_id,
         "template_nodegroup": template.name,
         "nodegroup_name": ng_name,
         "eniconfigs": sorted(e.name for e in snapshot.kube.eniconfigs),
         "cni_source": cni.source,
+        "eniconfig_security_groups": groups,
     }
     summary = {
-        "cidr": str(cidr),
-        "subnets": {az: str(p) for az, p in zip(zones, pieces, strict=True)},
+        **(
+            {"cidr": str(cidr), "subnets": {az: str(p) for az, p in zip(zones, pieces, strict=True)}}
+            if pool is None
+            else {
+                "ipam_pool": pool.pool_id,
+                "netmask_length": cidr.prefixlen,
+                "subnet_netmask_length": pieces[0].prefixlen,
+            }
+        ),
         "pods_per_node": per_node,
         "pod_addresses": sum(usable_addresses(str(p)) for p in pieces),
         "nodegroup": ng_name,
@@ -621,6 +681,13 @@ def _cni_management_drift(plan: Plan, eks: EksSection) -> list[str]:
 
 def _custom_networking_drift(plan: Plan, eks: EksSection, snapshot: Snapshot) -> list[str]:
     b = plan.basis
+    problems: list[str] = _cidr_drift(plan, eks) if "cidr" in b else pool_drift(b, eks)
+    problems += _placement_drift(plan, eks, snapshot)
+    return problems
+
+
+def _cidr_drift(plan: Plan, eks: EksSection) -> list[str]:
+    b = plan.basis
     problems: list[str] = []
     cidr = netmath.parse_cidr(b["cidr"])
     mine = plan.plan_id
@@ -636,12 +703,21 @@ def _custom_networking_drift(plan: Plan, eks: EksSection, snapshot: Snapshot) ->
             problems.append(f"{cidr} now overlaps {where}")
     if not ours_associated and len(_active_cidrs(eks)) >= eks.vpc_cidr_quota:
         problems.append(f"{eks.vpc.vpc_id} has reached its CIDR block quota ({eks.vpc_cidr_quota})")
+    return problems
+
+
+def _placement_drift(plan: Plan, eks: EksSection, snapshot: Snapshot) -> list[str]:
+    b = plan.basis
+    mine = plan.plan_id
+    problems: list[str] = []
     tables = {rt.route_table_id for rt in eks.route_tables}
     for az, rt in b["route_tables"].items():
         if rt not in tables:
             problems.append(f"route table {rt} for {az} no longer exists")
     if eks.cluster.cluster_security_group_id != b["cluster_security_group"]:
         problems.append("the cluster security group changed")
+    elif "eniconfig_security_groups" in b and _groups_now(eks) != b["eniconfig_security_groups"]:
+        problems.append(f"the security groups for the ENIConfigs changed (planned {b['eniconfig_security_groups']})")
     names = {ng.name: ng for ng in eks.nodegroups}
     if b["template_nodegroup"] not in names:
         problems.append(f"template node group {b['template_nodegroup']} no longer exists")
@@ -654,6 +730,13 @@ def _custom_networking_drift(plan: Plan, eks: EksSection, snapshot: Snapshot) ->
         if e.name in b["route_tables"] and e.name not in b["eniconfigs"] and foreign:
             problems.append(f"ENIConfig {e.name} was created by someone else (subnet {e.subnet})")
     return problems
+
+
+def _groups_now(eks: EksSection) -> list[str] | None:
+    try:
+        return eniconfig_security_groups(eks)[0]
+    except InvalidInput:
+        return None
 
 
 def _prefix_drift(plan: Plan, eks: EksSection) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from ipaddress import IPv4Network
 from typing import TYPE_CHECKING, Any
 
 from cidrx.engine.executor import Executor, Outputs, StepContext
@@ -16,6 +17,7 @@ from cidrx.errors import CloudError, InvalidInput, StalePlan
 from cidrx.model.plan import DIGEST_TAG, Step
 from cidrx.providers.eks.addon_schema import schema_problem
 from cidrx.providers.eks.cni import addon_env
+from cidrx.providers.eks.ipampool import GONE, subnet_cidr
 from cidrx.providers.eks.plan import ACTIONS
 from cidrx.registry import executors
 
@@ -72,21 +74,66 @@ class AssociateVpcCidr:
         def probe() -> str | None:
             state = self._state(params, ctx, outputs["association_id"])
             if state in ("failed", "failing", "disassociated", "missing"):
-                raise CloudError(f"association of {params['cidr']} with {params['vpc_id']} ended in state {state}")
+                raise CloudError(f"association of {cidr} with {params['vpc_id']} ended in state {state}")
             return state if state == "associated" else None
 
-        ctx.wait_until(f"{params['cidr']} to be associated", probe, timeout=SHORT_TIMEOUT, interval=2.0)
+        cidr = outputs.get("cidr") or params["cidr"]
+        ctx.wait_until(f"{cidr} to be associated", probe, timeout=SHORT_TIMEOUT, interval=2.0)
 
     def verify(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
         state = self._state(params, ctx, outputs["association_id"])
         if state != "associated":
-            raise CloudError(f"{params['cidr']} is {state} on {params['vpc_id']}, expected associated")
+            cidr = outputs.get("cidr") or params["cidr"]
+            raise CloudError(f"{cidr} is {state} on {params['vpc_id']}, expected associated")
+
+
+class AssociateVpcCidrFromPool(AssociateVpcCidr):
+    """AssociateVpcCidrBlock from an IPAM pool (cidrx.providers.eks.ipampool); its outputs carry the CIDR IPAM
+    picked. Associations carry no tags: a CIDR of the planned size from the pool that the VPC gained after the
+    plan was made is this plan's (the drift check refuses an apply when the VPC gained any other CIDR); the
+    journal normally records it anyway."""
+
+    def _find(self, params: dict[str, Any], ctx: StepContext) -> dict[str, Any] | None:
+        vpc = _eks(ctx).describe_vpc(params["vpc_id"])
+        before = set(ctx.plan.basis.get("vpc_cidrs", ()))
+        candidates = [
+            a
+            for a in vpc.get("CidrBlockAssociationSet", [])
+            if a.get("CidrBlockState", {}).get("State") not in GONE
+            and a.get("CidrBlock") not in before
+            and IPv4Network(str(a.get("CidrBlock"))).prefixlen == int(params["netmask_length"])
+        ]
+        if not candidates:
+            return None
+        allocated = {
+            str(a.get("Cidr"))
+            for a in _eks(ctx).get_ipam_pool_allocations(params["ipam_pool_id"])
+            if a.get("ResourceId") == params["vpc_id"]
+        }
+        ours = [a for a in candidates if a.get("CidrBlock") in allocated]
+        if len(ours) > 1:
+            raise CloudError(
+                f"{params['vpc_id']} holds {len(ours)} new /{params['netmask_length']} CIDRs from IPAM pool "
+                f"{params['ipam_pool_id']}; cannot tell which one this plan made",
+                hint="remove the extra association, then run the same command again",
+            )
+        return dict(ours[0]) if ours else None
+
+    def check(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
+        found = self._find(params, ctx)
+        return {"association_id": found["AssociationId"], "cidr": found["CidrBlock"]} if found else None
+
+    def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        assoc = _eks(ctx).associate_vpc_cidr(
+            params["vpc_id"], pool_id=params["ipam_pool_id"], netmask_length=int(params["netmask_length"])
+        )
+        return {"association_id": assoc["AssociationId"], "cidr": assoc["CidrBlock"]}
 
 
 class CreateSubnet:
     def _mine(self, params: dict[str, Any], ctx: StepContext) -> dict[str, Any] | None:
         for s in _eks(ctx).find_subnets_by_tag(params["vpc_id"], DIGEST_TAG, ctx.plan_id):
-            if s.get("CidrBlock") == params["cidr"] and s.get("AvailabilityZone") == params["az"]:
+            if s.get("CidrBlock") == subnet_cidr(params) and s.get("AvailabilityZone") == params["az"]:
                 return s
         return None
 
@@ -95,17 +142,16 @@ class CreateSubnet:
         return {"subnet_id": found["SubnetId"]} if found else None
 
     def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        cidr = subnet_cidr(params)  # planned, or carved from the CIDR an IPAM pool gave
         for s in _eks(ctx).describe_subnets(params["vpc_id"]):
-            if s.get("CidrBlock") == params["cidr"]:
+            if s.get("CidrBlock") == cidr:
                 tags = {t.get("Key"): t.get("Value") for t in s.get("Tags") or []}
                 if tags.get(DIGEST_TAG) == ctx.plan_id:
                     # Created by another run of this very plan (a crashed one, or one racing us before the
                     # plan lock existed): adopt it, as a resume would.
                     return {"subnet_id": s["SubnetId"]}
-                raise StalePlan(
-                    f"subnet {s['SubnetId']} with {params['cidr']} exists but is not from this plan; make a new plan"
-                )
-        subnet = _eks(ctx).create_subnet(params["vpc_id"], params["az"], params["cidr"], _tags(ctx, params["tags"]))
+                raise StalePlan(f"subnet {s['SubnetId']} with {cidr} exists but is not from this plan; make a new plan")
+        subnet = _eks(ctx).create_subnet(params["vpc_id"], params["az"], cidr, _tags(ctx, params["tags"]))
         return {"subnet_id": subnet["SubnetId"]}
 
     def wait(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
@@ -118,7 +164,7 @@ class CreateSubnet:
     def verify(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
         found = self._mine(params, ctx)
         if found is None or found["SubnetId"] != outputs["subnet_id"]:
-            raise CloudError(f"subnet {outputs['subnet_id']} ({params['cidr']} in {params['az']}) is not there")
+            raise CloudError(f"subnet {outputs['subnet_id']} ({subnet_cidr(params)} in {params['az']}) is not there")
 
 
 class AssociateRouteTable:

@@ -7,8 +7,11 @@ writes the HCL.
 
 from __future__ import annotations
 
+from typing import Any
+
 from cidrx.errors import InvalidInput
 from cidrx.model.plan import DIGEST_TAG, Step
+from cidrx.providers.eks.ipampool import ASSOCIATE_VPC_CIDR_FROM_POOL
 from cidrx.providers.eks.plan import (
     APPLY_ENICONFIG,
     ASSOCIATE_ROUTE_TABLE,
@@ -69,12 +72,20 @@ def emit(e: Emitter) -> None:
             address = e.add(step, b)
             if assoc := e.out(step.id, "association_id"):
                 e.imports.append(import_block(address, assoc))
+        elif step.action == ASSOCIATE_VPC_CIDR_FROM_POOL.name:
+            # IPAM picks the block; the subnets below carve theirs from the association's cidr_block.
+            b = Block("resource", ("aws_vpc_ipv4_cidr_block_association", "pods"))
+            b.attr("vpc_id", p["vpc_id"]).attr("ipv4_ipam_pool_id", p["ipam_pool_id"])
+            b.attr("ipv4_netmask_length", int(p["netmask_length"]))
+            address = e.add(step, b)
+            if assoc := e.out(step.id, "association_id"):
+                e.imports.append(import_block(address, assoc))
         elif step.action == CREATE_SUBNET.name:
             b = Block("resource", ("aws_subnet", f"pods_{tf_name(p['az'])}"))
             assoc = next((e.addresses[d] for d in step.depends_on if d in e.addresses), None)
             # Referencing the association orders the subnet after it (its CIDR must be associated first).
             b.attr("vpc_id", Expr(f"{assoc}.vpc_id") if assoc else p["vpc_id"])
-            b.attr("availability_zone", p["az"]).attr("cidr_block", p["cidr"])
+            b.attr("availability_zone", p["az"]).attr("cidr_block", _subnet_cidr(e, p))
             b.attr("tags", {**p.get("tags", {}), DIGEST_TAG: e.plan.plan_id})
             address = e.add(step, b)
             if sid := e.out(step.id, "subnet_id"):
@@ -113,6 +124,17 @@ def emit(e: Emitter) -> None:
                 e.imports.append(import_block(address, f"{p['subnet_id']}:{rid}"))
         else:
             raise InvalidInput(f"plan step {step.id} ({step.action}) has no Terraform equivalent in cidrx")
+
+
+def _subnet_cidr(e: Emitter, p: dict[str, Any]) -> Any:
+    """The planned CIDR, or cidrsubnet() of the CIDR an IPAM pool gave (split_equal's pieces: newbits is the
+    log2 of the part count rounded up to a power of two, the piece number is the index)."""
+    if p.get("cidr"):
+        return p["cidr"]
+    carve = p["carve"]
+    newbits = (int(carve["parts"]) - 1).bit_length()
+    ref = e.ref(str(carve["from"]).replace(".cidr}", ".cidr_block}"))
+    return Expr(f"cidrsubnet({ref}, {newbits}, {int(carve['index'])})")
 
 
 def _ref_step(value: str) -> str | None:

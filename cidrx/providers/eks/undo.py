@@ -24,6 +24,7 @@ from cidrx.providers.eks.steps import (
     NODEGROUP_TIMEOUT,
     SHORT_TIMEOUT,
     AssociateRouteTable,
+    AssociateVpcCidrFromPool,
     CreateSubnet,
     ReserveSubnetCidr,
     SetDaemonSetEnv,
@@ -290,7 +291,8 @@ class UndoRouteTableAssociation:
 class UndoSubnet:
     def find(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
         found = CreateSubnet()._mine(params, ctx)
-        return {"subnet_id": found["SubnetId"]} if found else None
+        # The CIDR as created: planned, or carved from the CIDR an IPAM pool gave.
+        return {"subnet_id": found["SubnetId"], "cidr": str(found.get("CidrBlock") or "")} if found else None
 
     def in_use(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> str | None:
         enis = [
@@ -300,13 +302,13 @@ class UndoSubnet:
         ]
         if enis:
             return (
-                f"subnet {found['subnet_id']} ({params['cidr']}) still has {len(enis)} network interface(s) "
+                f"subnet {found['subnet_id']} ({found['cidr']}) still has {len(enis)} network interface(s) "
                 f"({', '.join(sorted(enis)[:3])})"
             )
         return None
 
     def describe(self, step: Step, params: dict[str, Any], found: Outputs) -> str:
-        return f"delete subnet {found['subnet_id']} ({params['cidr']} in {params['az']})"
+        return f"delete subnet {found['subnet_id']} ({found['cidr']} in {params['az']})"
 
     def act(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> Outputs:
         _eks(ctx).delete_subnet(found["subnet_id"])
@@ -348,6 +350,27 @@ class UndoVpcCidr:
             return True if _eks(ctx).find_vpc_cidr(params["vpc_id"], params["cidr"]) is None else None
 
         ctx.wait_until(f"{params['cidr']} to be disassociated", gone, timeout=SHORT_TIMEOUT, interval=2.0)
+
+
+class UndoVpcCidrFromPool(UndoVpcCidr):
+    """The CIDR an IPAM pool gave: found as the apply found it (new since the plan, of the planned size, allocated
+    to this VPC by the pool); disassociating it returns the allocation to the pool."""
+
+    def find(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
+        found = AssociateVpcCidrFromPool()._find(params, ctx)
+        return {"association_id": found["AssociationId"], "cidr": found["CidrBlock"]} if found else None
+
+    def in_use(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> str | None:
+        return super().in_use(step, {**params, "cidr": found["cidr"]}, found, ctx)
+
+    def describe(self, step: Step, params: dict[str, Any], found: Outputs) -> str:
+        return f"disassociate {found['cidr']} (from IPAM pool {params['ipam_pool_id']}) from {params['vpc_id']}"
+
+    def act(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> Outputs:
+        return {**super().act(step, params, found, ctx), "cidr": found["cidr"]}
+
+    def wait(self, step: Step, params: dict[str, Any], outputs: Outputs, ctx: StepContext) -> None:
+        super().wait(step, {**params, "cidr": outputs["cidr"]}, outputs, ctx)
 
 
 class UndoSubnetCidrReservation:

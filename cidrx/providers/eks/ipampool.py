@@ -1,0 +1,181 @@
+"""VPCs whose CIDRs come from an AWS VPC IPAM pool: find the pool, plan the secondary CIDR from it, and tell
+when the pool's rules changed (the association itself is `steps.AssociateVpcCidrFromPool`).
+
+Why it exists: organisations that allocate VPC space with IPAM (often enforced by an SCP) need
+AssociateVpcCidrBlock with `Ipv4IpamPoolId` + `Ipv4NetmaskLength`, not a CIDR picked by cidrx. IPAM picks the
+block, so the CIDR is known only after the call: the plan records pool and netmask length, the apply
+records the CIDR in the journal, and the pod subnets are carved from it then (`carve` parameters).
+
+Facts (Amazon VPC IPAM User Guide, "Create a pool" and "Allocate CIDRs"; EC2 API reference, IpamPool and
+AssociateVpcCidrBlock): a pool's allocation rules bound the netmask length of what it hands out
+(AllocationMinNetmaskLength is the largest block, AllocationMaxNetmaskLength the smallest) and may require
+the resource to carry AllocationResourceTags; the VPC's own allocations appear in GetIpamPoolAllocations with
+ResourceType `vpc` and ResourceId the VPC id. IPAM reads are best effort: an account without IPAM, or without
+the permission, plans as before and the plan says IPAM could not be read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from ipaddress import IPv4Network
+from typing import TYPE_CHECKING, Any
+
+from cidrx import netmath
+from cidrx.errors import CidrxError, InvalidInput
+from cidrx.providers.eks.model import EksSection, IpamPool
+from cidrx.registry import Action
+
+if TYPE_CHECKING:
+    from cidrx.providers.eks.api import EksApi
+
+Json = Mapping[str, Any]
+
+ASSOCIATE_VPC_CIDR_FROM_POOL = Action(
+    "eks.associate-vpc-cidr-from-ipam-pool",
+    ("ec2:AssociateVpcCidrBlock", "ec2:DescribeVpcs", "ec2:GetIpamPoolAllocations"),
+    "cidrx.providers.eks.steps:AssociateVpcCidrFromPool",
+    undo="cidrx.providers.eks.undo:UndoVpcCidrFromPool",
+    undo_permissions=(
+        "ec2:DisassociateVpcCidrBlock",
+        "ec2:DescribeVpcs",
+        "ec2:DescribeSubnets",
+        "ec2:GetIpamPoolAllocations",
+    ),
+)
+GONE = ("disassociating", "disassociated", "failing", "failed")
+
+
+# --- collect ---------------------------------------------------------------------------------------------
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int) else None
+
+
+def pool_from(d: Json, *, cidrs: Sequence[Json], allocations: Sequence[Json], vpc_id: str) -> IpamPool:
+    """DescribeIpamPools' `IpamPools[i]` with its CIDRs and allocations."""
+    tags = {str(t["Key"]): str(t.get("Value", "")) for t in d.get("AllocationResourceTags") or () if "Key" in t}
+    mine = [a for a in allocations if a.get("ResourceId") == vpc_id and a.get("ResourceType") == "vpc"]
+    return IpamPool(
+        pool_id=str(d["IpamPoolId"]),
+        state=str(d.get("State", "")),
+        locale=str(d.get("Locale") or ""),
+        description=str(d.get("Description") or ""),
+        min_netmask=_int(d.get("AllocationMinNetmaskLength")),
+        max_netmask=_int(d.get("AllocationMaxNetmaskLength")),
+        default_netmask=_int(d.get("AllocationDefaultNetmaskLength")),
+        resource_tags=tags or None,
+        cidrs=_cidrs(c.get("Cidr") for c in cidrs if c.get("State") in (None, "provisioned")),
+        allocations=_cidrs(a.get("Cidr") for a in allocations),
+        vpc_cidrs=_cidrs(a.get("Cidr") for a in mine),
+    )
+
+
+def _cidrs(values: Any) -> tuple[str, ...]:
+    nets = {IPv4Network(str(v), strict=False) for v in values if v and ":" not in str(v)}
+    return tuple(str(n) for n in sorted(nets))
+
+
+def collect_pools(api: EksApi, vpc_id: str) -> tuple[tuple[IpamPool, ...], str]:
+    """The IPv4 pools in this region that allocated one of the VPC's CIDRs, and why IPAM could not be read
+    ("" when it could). Pools of other regions' locales cannot allocate here and are not read further."""
+    try:
+        pools = [
+            p
+            for p in api.describe_ipam_pools()
+            if p.get("AddressFamily", "ipv4") == "ipv4" and (p.get("Locale") or "None") in (api.region, "None")
+        ]
+        found = []
+        for p in sorted(pools, key=lambda p: str(p["IpamPoolId"])):
+            allocations = api.get_ipam_pool_allocations(str(p["IpamPoolId"]))
+            if not any(a.get("ResourceId") == vpc_id for a in allocations):
+                continue
+            cidrs = api.get_ipam_pool_cidrs(str(p["IpamPoolId"]))
+            found.append(pool_from(p, cidrs=cidrs, allocations=allocations, vpc_id=vpc_id))
+    except CidrxError as exc:
+        text = str(exc)
+        return (), text if len(text) <= 200 else text[:197] + "..."
+    return tuple(found), ""
+
+
+# --- plan ------------------------------------------------------------------------------------------------
+
+
+def vpc_pool(eks: EksSection) -> IpamPool | None:
+    """The pool a new CIDR of this VPC comes from: the one that allocated the primary CIDR, else any that
+    allocated one of its CIDRs."""
+    primary = IPv4Network(eks.vpc.primary_cidr, strict=False)
+    holding = [p for p in eks.ipam_pools or () if any(IPv4Network(c) == primary for c in p.vpc_cidrs)]
+    return next(iter(holding or eks.ipam_pools or ()), None)
+
+
+def pool_problems(eks: EksSection, pool: IpamPool, netmask: int) -> list[str]:
+    """Why `pool` cannot give this VPC a /`netmask` now (empty when it can)."""
+    problems = []
+    if pool.state and pool.state not in ("create-complete", "modify-complete"):
+        problems.append(f"IPAM pool {pool.pool_id} is {pool.state}")
+    if pool.min_netmask is not None and netmask < pool.min_netmask:
+        problems.append(f"IPAM pool {pool.pool_id} hands out /{pool.min_netmask} at most, not /{netmask}")
+    if pool.max_netmask is not None and netmask > pool.max_netmask:
+        problems.append(f"IPAM pool {pool.pool_id} hands out /{pool.max_netmask} at least, not /{netmask}")
+    missing = {k: v for k, v in (pool.resource_tags or {}).items() if eks.vpc.tags.get(k) != v}
+    if missing:
+        tags = ", ".join(f"{k}={v}" for k, v in sorted(missing.items()))
+        problems.append(f"IPAM pool {pool.pool_id} allocates only to resources tagged {tags}; {eks.vpc.vpc_id} is not")
+    if pool.cidrs:
+        free = netmath.first_free_block(
+            netmask, [IPv4Network(c) for c in pool.cidrs], [IPv4Network(a) for a in pool.allocations]
+        )
+        if free is None:
+            problems.append(f"IPAM pool {pool.pool_id} has no free /{netmask} left")
+    return problems
+
+
+def pool_netmask(eks: EksSection, pool: IpamPool, preferred: int, needed: int) -> int:
+    """The netmask length to ask the pool for: `preferred` (or larger up to `needed`) within the pool's
+    allocation rules; InvalidInput with the pool's reason when none fits."""
+    low = max(preferred, pool.min_netmask or 0, netmath.AWS_SECONDARY_MIN_PREFIX)
+    high = min(needed, pool.max_netmask if pool.max_netmask is not None else 28)
+    reasons: list[str] = []
+    for netmask in range(low, high + 1):
+        reasons = pool_problems(eks, pool, netmask)
+        if not reasons:
+            return netmask
+    reasons = reasons or pool_problems(eks, pool, needed)
+    raise InvalidInput(
+        f"the VPC's CIDRs come from IPAM pool {pool.pool_id}, which cannot give a /{needed} or larger: "
+        + "; ".join(reasons or [f"its rules allow /{pool.min_netmask} to /{pool.max_netmask}"]),
+        hint="adjust the pool's allocation rules or provision it more space, or pass --cidr to associate a "
+        "CIDR without the pool (an SCP may forbid that)",
+    )
+
+
+def carve(step_ref: str, parts: int, index: int) -> dict[str, Any]:
+    """CreateSubnet parameters for piece `index` of `parts` of a CIDR an earlier step will report."""
+    return {"from": step_ref, "parts": parts, "index": index}
+
+
+def subnet_cidr(params: Mapping[str, Any]) -> str:
+    """The subnet CIDR of a CreateSubnet step: given, or carved from a resolved `carve`."""
+    if params.get("cidr"):
+        return str(params["cidr"])
+    c = params["carve"]
+    return str(netmath.split_equal(netmath.parse_cidr(str(c["from"])), int(c["parts"]))[int(c["index"])])
+
+
+def pool_drift(basis: Mapping[str, Any], eks: EksSection) -> list[str]:
+    """What no longer holds of an IPAM plan's basis: the pool, its rules, the VPC's CIDRs (apart from the one
+    this plan associated)."""
+    pool = next((p for p in eks.ipam_pools or () if p.pool_id == basis["ipam_pool_id"]), None)
+    if pool is None:
+        if eks.ipam_unreadable:
+            return [f"IPAM pool {basis['ipam_pool_id']} could not be read ({eks.ipam_unreadable})"]
+        return [f"IPAM pool {basis['ipam_pool_id']} no longer allocates to {eks.vpc.vpc_id}"]
+    netmask = int(basis["netmask_length"])
+    new = [c.cidr for c in eks.vpc.cidrs if c.state not in GONE and c.cidr not in basis["vpc_cidrs"]]
+    ours = [c for c in new if IPv4Network(c).prefixlen == netmask and c in pool.vpc_cidrs]
+    if len(new) > 1 or (new and not ours):
+        return [f"{eks.vpc.vpc_id} gained CIDR(s) {', '.join(new)} since the plan was made"]
+    if ours:
+        return []  # this plan's association, made by an earlier run: the pool's rules were met then
+    return pool_problems(eks, pool, netmask)
