@@ -3,10 +3,10 @@
 Why it exists: collection must stay fast and small on a 2,000-node, 60,000-pod cluster (docs/performance.md), and
 apply steps must write with optimistic concurrency. So reads are paginated list calls only (never a GET per
 object), decoded straight from the response bytes into compact msgspec records that hold only the fields
-cidrx reads, and yielded as plain dicts shaped like the Kubernetes objects (trimmed); custom resources are
-yielded whole, as plain dicts. Writes are guarded by resourceVersion (409 -> `Conflict`) or by a JSON-patch
-`test` (422 -> `PatchTestFailed`). Every failure goes through `KubeApi._translate`, so callers see
-cidrx errors that say what to grant or fix.
+cidrx reads (`pod_records` & co., which collection converts from directly), or as plain dicts shaped like
+the Kubernetes objects (trimmed, `iter_pods` & co.); custom resources are yielded whole, as plain dicts.
+Writes are guarded by resourceVersion (409 -> `Conflict`) or by a JSON-patch `test` (422 -> `PatchTestFailed`).
+Every failure goes through `KubeApi._translate`, so callers see cidrx errors that say what to grant or fix.
 
 lightkube is imported inside functions only, so `import cidrx.kube.api` (and `cidrx --help`) stays cheap.
 """
@@ -655,28 +655,38 @@ class KubeApi:
 
     def _list_records(
         self, res: type[Any], call: _Call, fields: dict[str, Any] | None = None, *, namespaced: bool = True
-    ) -> Iterator[JSON]:
+    ) -> Iterator[Any]:
         from lightkube import ALL_NS
 
-        to_builtins = msgspec.to_builtins
         namespace = ALL_NS if namespaced else None
         with self._guard(call):
-            for item in self._list(res, namespace, fields):
-                yield to_builtins(item)
+            yield from self._list(res, namespace, fields)
+
+    def node_records(self) -> Iterator[NodeRecord]:
+        """Every node as a compact NodeRecord (see iter_nodes for the fields kept)."""
+        yield from self._list_records(_rows().node, _Call("list", "", "nodes"), namespaced=False)
+
+    def pod_records(self, field_selector: str | None = None) -> Iterator[PodRecord]:
+        """Pods in all namespaces as compact PodRecords (see iter_pods for the fields kept)."""
+        yield from self._list_records(_rows().pod, _Call("list", "", "pods"), _fields(field_selector))
+
+    def event_records(self, reason: str) -> Iterator[EventRecord]:
+        """Events of one reason in all namespaces as compact EventRecords."""
+        yield from self._list_records(_rows().event, _Call("list", "", "events"), _fields(f"reason={reason}"))
 
     def iter_nodes(self) -> Iterator[JSON]:
         """Every node, trimmed to name/creationTimestamp/labels, podCIDR(s), conditions, addresses, allocatable."""
-        yield from self._list_records(_rows().node, _Call("list", "", "nodes"), namespaced=False)
+        return map(msgspec.to_builtins, self.node_records())
 
     def iter_pods(self, field_selector: str | None = None) -> Iterator[JSON]:
         """Pods in all namespaces, trimmed to: metadata name/namespace/uid/creationTimestamp and the Multus
         network-status annotations; spec nodeName/hostNetwork; status phase/podIP(s)/conditions and
         containerStatuses[].state.waiting.reason. `field_selector`: e.g. "status.phase!=Succeeded"."""
-        yield from self._list_records(_rows().pod, _Call("list", "", "pods"), _fields(field_selector))
+        return map(msgspec.to_builtins, self.pod_records(field_selector))
 
     def iter_events(self, reason: str) -> Iterator[JSON]:
         """Events of one reason in all namespaces (fieldSelector reason=X), trimmed to what KubeEvent keeps."""
-        yield from self._list_records(_rows().event, _Call("list", "", "events"), _fields(f"reason={reason}"))
+        return map(msgspec.to_builtins, self.event_records(reason))
 
     def iter_custom(self, group: str, version: str, plural: str, namespace: str | None = None) -> Iterator[JSON]:
         """Every object of a resource type (cluster-wide, or in `namespace`) as a plain dict.
