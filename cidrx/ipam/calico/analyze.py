@@ -15,6 +15,7 @@ from ipaddress import IPv4Network
 
 from cidrx import netmath
 from cidrx.errors import InvalidInput
+from cidrx.ipam.addresses import v4_text
 from cidrx.ipam.calico.model import AllocationAttribute, CalicoSection, IPAMBlock, IPPool
 from cidrx.ipam.liveness import AddressHolders
 from cidrx.kube.model import KubeNode, PodState
@@ -143,15 +144,16 @@ def leaked_ips(section: CalicoSection, pods: Mapping[str, PodState]) -> list[Lea
     holders = AddressHolders.of(pods.values())
     found: list[LeakedIp] = []
     for block in section.blocks:
-        base = None
+        base: int | None = None
         for ordinal, index in enumerate(block.allocations):
             if index is None:
                 continue
             attr = block.attribute(ordinal)
             if attr is None or attr.pod_ref is None:
                 continue
-            base = base or netmath.parse_cidr(block.cidr).network_address  # parsed once per block
-            ip = str(base + ordinal)
+            if base is None:  # parsed once per block; an IPv4 block (parse_cidr), so its addresses are quads
+                base = int(netmath.parse_cidr(block.cidr).network_address)
+            ip = v4_text(base + ordinal)
             why = leak_reason(attr, ip, pods, holders)
             if why is not None:
                 found.append(LeakedIp(block.name, block.cidr, ordinal, ip, attr.handle_id, attr.pod_ref, why))

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from cidrx.ipam.addresses import address_key, address_text
 from cidrx.ipam.whereabouts.model import (
     GROUP,
     NAD_GROUP,
@@ -116,7 +117,7 @@ def offset_ip(network: IPNet | None, key: str, first: IPAddr | None = None) -> s
     value = int(start) + int(key)
     if value > int(network.broadcast_address):
         return ""
-    return str(ipaddress.ip_address(value))
+    return address_text(value)
 
 
 def pool_from(obj: JSON) -> WhereaboutsPool:
@@ -157,8 +158,8 @@ def _reservation_order(r: OverlappingReservation) -> tuple[str, int, int, int, s
     """By namespace, then the address the name spells (IPv4 before IPv6), then name."""
     if not r.ip:
         return (r.namespace, 1, 0, 0, r.name)
-    addr = ipaddress.ip_address(r.ip)
-    return (r.namespace, 0, addr.version, int(addr), r.name)
+    version, value = address_key(r.ip)
+    return (r.namespace, 0, version, value, r.name)
 
 
 def reservation_from(obj: JSON) -> OverlappingReservation:
