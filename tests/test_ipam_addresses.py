@@ -15,6 +15,7 @@ from cidrx.ipam import addresses
 from cidrx.ipam.liveness import canonical_ip
 from cidrx.ipam.whereabouts.collect import offset_ip, parse_network
 from cidrx.ipam.whereabouts.model import go_ip_string, name_addresses, reservation_name
+from cidrx.kube.collect import AddressRanges
 
 _OCTETS = st.sampled_from(["0", "00", "01", "1", "9", "10", "99", "100", "199", "255", "256", "300", "007", "1e1", ""])
 _QUADS = st.lists(_OCTETS, min_size=3, max_size=5).map(".".join)
@@ -137,3 +138,26 @@ def test_offset_ip_as_ipaddress(cidr: str, key: str) -> None:
         if value <= int(network.broadcast_address):
             expected = str(ipaddress.ip_address(value))
     assert offset_ip(network, key, first) == expected
+
+
+@given(st.lists(TEXTS, max_size=4))
+@example(["10.0.0.5/24", "10.0.1.0/24", "0.0.0.0/0"])
+@example(["10.0.0.5", "fd00::/120", "::ffff:10.0.0.1"])
+def test_address_ranges_as_ipaddress(cidrs: list[str]) -> None:
+    """The pod filter's intervals (dotted quads read with integers) are ipaddress's networks, merged."""
+    spans: list[tuple[int, int]] = []
+    for cidr in cidrs:
+        try:
+            net = ipaddress.ip_network(cidr, strict=False)
+        except ValueError:
+            continue
+        base = 0 if net.version == 4 else 1 << 32
+        spans.append((base + int(net.network_address), base + int(net.broadcast_address)))
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        else:
+            merged.append((lo, hi))
+    ranges = AddressRanges.of(cidrs)
+    assert list(zip(ranges._starts, ranges._ends, strict=True)) == merged

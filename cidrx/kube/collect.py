@@ -43,7 +43,7 @@ from cidrx.kube.api import (
 )
 from cidrx.kube.model import EniConfig, EnvVar, KubeEvent, KubeNode, KubePod, KubeSection, PodState, WorkloadEnv
 from cidrx.model.target import Target
-from cidrx.model.validation import is_ip_address
+from cidrx.model.validation import _CANONICAL_V4, _v4_int, is_ip_address
 
 JSON = Mapping[str, Any]
 
@@ -167,6 +167,12 @@ class AddressRanges:
     def of(cls, cidrs: Iterable[str]) -> AddressRanges:
         spans: list[tuple[int, int]] = []
         for cidr in cidrs:
+            quad = _CANONICAL_V4.fullmatch(cidr)
+            if quad is not None:  # the common case, without ipaddress: a dotted quad, with or without a prefix
+                host = (1 << (32 - int(quad[2] or 32))) - 1
+                first = _v4_int(quad[1]) & ~host
+                spans.append((first, first | host))
+                continue
             try:
                 net = ipaddress.ip_network(cidr, strict=False)
             except ValueError:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from ipaddress import IPv4Network
 
 from cidrx import netmath
@@ -162,13 +163,23 @@ def leaked_ips(section: CalicoSection, pods: Mapping[str, PodState]) -> list[Lea
 
 def pool_of(block: IPAMBlock, pools: Sequence[IPPool]) -> IPPool | None:
     try:
-        net = netmath.parse_cidr(block.cidr)
+        first, last = _span(block.cidr)
     except InvalidInput:  # a malformed block CIDR belongs to no pool
         return None
     for pool in pools:
-        if net.subnet_of(_net(pool.cidr)):
+        lo, hi = _span(pool.cidr)
+        if lo <= first and last <= hi:
             return pool
     return None
+
+
+@lru_cache(maxsize=1 << 14)
+def _span(cidr: str) -> tuple[int, int]:
+    """First and last address of an IPv4 CIDR (netmath.parse_cidr's rules and errors), kept for the next
+    call: every block is matched against the pools more than once."""
+    net = netmath.parse_cidr(cidr)
+    first = int(net.network_address)
+    return first, first + net.num_addresses - 1
 
 
 def _net(cidr: str) -> IPv4Network:

@@ -111,13 +111,18 @@ def offset_ip(network: IPNet | None, key: str, first: IPAddr | None = None) -> s
     Whereabouts writes keys with fmt.Sprintf("%d") of a non-negative offset (toAllocationMap, ipam.go), so
     anything but plain decimal digits (a sign, a non-integer) is corrupt, as is an offset past the end of
     the range. Offsets count from `first` (the written address, see first_address), else the network."""
-    if network is None or not _DECIMAL.fullmatch(key):
+    if network is None:
         return ""
     start = first if first is not None else network.network_address
-    value = int(start) + int(key)
-    if value > int(network.broadcast_address):
+    return _offset_text(int(start), int(network.broadcast_address), key)
+
+
+def _offset_text(start: int, last: int, key: str) -> str:
+    """offset_ip with the range's ends as integers (worked out once per pool, not once per allocation)."""
+    if not _DECIMAL.fullmatch(key):
         return ""
-    return address_text(value)
+    value = start + int(key)
+    return address_text(value) if value <= last else ""
 
 
 def pool_from(obj: JSON) -> WhereaboutsPool:
@@ -128,12 +133,15 @@ def pool_from(obj: JSON) -> WhereaboutsPool:
     raw = spec.get("allocations")
     allocations: list[Allocation] = []
     if isinstance(raw, Mapping):
+        if network is not None:
+            start = int(first if first is not None else network.network_address)
+            last = int(network.broadcast_address)
         for key, entry in raw.items():
             entry = entry if isinstance(entry, Mapping) else {}
             allocations.append(
                 Allocation(
                     offset=str(key),
-                    ip=offset_ip(network, str(key), first),
+                    ip=_offset_text(start, last, str(key)) if network is not None else "",
                     podref=str(entry.get("podref") or ""),
                     ifname=str(entry.get("ifname") or ""),
                     id=str(entry.get("id") or ""),
