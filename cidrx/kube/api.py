@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 JSON = dict[str, Any]
 T = TypeVar("T")
+S = TypeVar("S", bound=msgspec.Struct)
 CHUNK_SIZE = 500  # items per list page (limit/continue)
 TIMEOUT = 30.0  # seconds per request; connecting gets at most CONNECT_TIMEOUT
 CONNECT_TIMEOUT = 5.0
@@ -241,6 +242,19 @@ def _rows() -> _Rows:
         _api_info = info("Event", "events")
 
     return _Rows(NodeRows, PodRows, EventRows)
+
+
+@cache
+def _record_resource(record: type[Any], group: str, version: str, plural: str, namespaced: bool) -> type[Any]:
+    """A lightkube resource class whose list items decode straight into `record` (a msgspec.Struct), as the
+    classes of _rows do; cluster-scoped serves cluster-wide lists of namespaced types (the path is the same)."""
+    from lightkube.core import resource as r
+
+    base = r.NamespacedResourceG if namespaced else r.GlobalResource
+    info = r.ApiInfo(
+        resource=r.ResourceDef(group, version, record.__name__), plural=plural, verbs=["list", "global_list"]
+    )
+    return type(f"Cidrx{record.__name__}Rows", (base, record), {"_api_info": info})
 
 
 @cache
@@ -699,6 +713,20 @@ class KubeApi:
             with self._guard(call):
                 for item in self._list(res, namespace):
                     yield dict(item)
+        except NotFound:
+            return
+
+    def iter_custom_records(
+        self, group: str, version: str, plural: str, record: type[S], namespace: str | None = None
+    ) -> Iterator[S]:
+        """Every object of a resource type (cluster-wide, or in `namespace`) decoded into `record`, a
+        msgspec.Struct naming only the fields the caller reads (unknown ones are skipped while decoding;
+        a value of another type than the record's field is a CloudError, so type the fields to take what
+        a CRD may hold). A resource type the server does not serve yields nothing."""
+        res = _record_resource(record, group, version, plural, namespace is not None)
+        try:
+            with self._guard(_Call("list", group, plural, namespace)):
+                yield from self._list(res, namespace)
         except NotFound:
             return
 

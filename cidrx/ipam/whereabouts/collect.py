@@ -15,7 +15,10 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from cidrx.ipam.addresses import address_key, address_text
+from cidrx.ipam.records import Meta, NotAnObject, meta_of, record
 from cidrx.ipam.whereabouts.model import (
     GROUP,
     NAD_GROUP,
@@ -44,8 +47,8 @@ _DECIMAL = re.compile(r"[0-9]+")
 def collect_whereabouts(api: KubeApi) -> WhereaboutsSection:
     """Pools, overlapping-range reservations and NetworkAttachmentDefinitions (three list calls)."""
     return section_from(
-        api.iter_custom(GROUP, VERSION, POOLS),
-        api.iter_custom(GROUP, VERSION, RESERVATIONS),
+        api.iter_custom_records(GROUP, VERSION, POOLS, PoolRecord),
+        api.iter_custom_records(GROUP, VERSION, RESERVATIONS, ReservationRecord),
         api.iter_custom(NAD_GROUP, NAD_VERSION, NADS),
     )
 
@@ -57,8 +60,11 @@ def pod_refs(section: WhereaboutsSection) -> set[str]:
     return refs
 
 
-def section_from(pools: Iterable[JSON], reservations: Iterable[JSON], nads: Iterable[JSON]) -> WhereaboutsSection:
-    """A WhereaboutsSection from the objects as dicts, each kind sorted for a stable fingerprint."""
+def section_from(
+    pools: Iterable[PoolRecord | JSON], reservations: Iterable[ReservationRecord | JSON], nads: Iterable[JSON]
+) -> WhereaboutsSection:
+    """A WhereaboutsSection from the objects as dicts (pools and reservations also as listed records), each
+    kind sorted for a stable fingerprint."""
     ranges: list[NetworkRange] = []
     nad_configs: list[NadConfig] = []
     for nad in nads:
@@ -125,12 +131,41 @@ def _offset_text(start: int, last: int, key: str) -> str:
     return address_text(value) if value <= last else ""
 
 
-def pool_from(obj: JSON) -> WhereaboutsPool:
-    meta, spec = _meta(obj), _spec(obj)
-    cidr = str(spec.get("range") or "")
+class _PoolSpec(msgspec.Struct):
+    range: Any = None
+    allocations: Any = None
+
+
+class PoolRecord(msgspec.Struct):
+    """What pool_from reads of an IPPool (cidrx.ipam.records: any JSON value is taken)."""
+
+    metadata: Meta | NotAnObject = None
+    spec: _PoolSpec | NotAnObject = None
+
+
+class _ReservationSpec(msgspec.Struct):
+    podref: Any = None
+    ifname: Any = None
+
+
+class ReservationRecord(msgspec.Struct):
+    """What reservation_from reads of an OverlappingRangeIPReservation."""
+
+    metadata: Meta | NotAnObject = None
+    spec: _ReservationSpec | NotAnObject = None
+
+
+_EMPTY_POOL_SPEC, _EMPTY_RESERVATION_SPEC = _PoolSpec(), _ReservationSpec()
+
+
+def pool_from(obj: PoolRecord | JSON) -> WhereaboutsPool:
+    pool = record(obj, PoolRecord)
+    meta = meta_of(pool.metadata)
+    spec = pool.spec if isinstance(pool.spec, _PoolSpec) else _EMPTY_POOL_SPEC
+    cidr = str(spec.range or "")
     network = parse_network(cidr)
     first = first_address(cidr)
-    raw = spec.get("allocations")
+    raw = spec.allocations
     allocations: list[Allocation] = []
     if isinstance(raw, Mapping):
         if network is not None:
@@ -149,11 +184,11 @@ def pool_from(obj: JSON) -> WhereaboutsPool:
             )
     allocations.sort(key=_offset_order)
     return WhereaboutsPool(
-        name=str(meta.get("name") or ""),
-        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.name or ""),
+        namespace=str(meta.namespace or ""),
         range=cidr,
         allocations=tuple(allocations),
-        resource_version=str(meta.get("resourceVersion") or ""),
+        resource_version=str(meta.resourceVersion or ""),
     )
 
 
@@ -170,14 +205,16 @@ def _reservation_order(r: OverlappingReservation) -> tuple[str, int, int, int, s
     return (r.namespace, 0, version, value, r.name)
 
 
-def reservation_from(obj: JSON) -> OverlappingReservation:
-    meta, spec = _meta(obj), _spec(obj)
+def reservation_from(obj: ReservationRecord | JSON) -> OverlappingReservation:
+    reservation = record(obj, ReservationRecord)
+    meta = meta_of(reservation.metadata)
+    spec = reservation.spec if isinstance(reservation.spec, _ReservationSpec) else _EMPTY_RESERVATION_SPEC
     return OverlappingReservation(
-        name=str(meta.get("name") or ""),
-        namespace=str(meta.get("namespace") or ""),
-        podref=str(spec.get("podref") or ""),
-        resource_version=str(meta.get("resourceVersion") or ""),
-        ifname=str(spec.get("ifname") or ""),
+        name=str(meta.name or ""),
+        namespace=str(meta.namespace or ""),
+        podref=str(spec.podref or ""),
+        resource_version=str(meta.resourceVersion or ""),
+        ifname=str(spec.ifname or ""),
     )
 
 
