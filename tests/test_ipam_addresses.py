@@ -140,24 +140,23 @@ def test_offset_ip_as_ipaddress(cidr: str, key: str) -> None:
     assert offset_ip(network, key, first) == expected
 
 
-@given(st.lists(TEXTS, max_size=4))
-@example(["10.0.0.5/24", "10.0.1.0/24", "0.0.0.0/0"])
-@example(["10.0.0.5", "fd00::/120", "::ffff:10.0.0.1"])
-def test_address_ranges_as_ipaddress(cidrs: list[str]) -> None:
-    """The pod filter's intervals (dotted quads read with integers) are ipaddress's networks, merged."""
-    spans: list[tuple[int, int]] = []
+@given(st.lists(TEXTS, max_size=4), st.lists(st.integers(0, (1 << 32) - 1), max_size=4))
+@example(["10.0.0.5/24", "10.0.1.0/24", "0.0.0.0/0"], [])
+@example(["10.0.0.5", "fd00::/120", "::ffff:10.0.0.1"], [])
+def test_address_ranges_as_ipaddress(cidrs: list[str], values: list[int]) -> None:
+    """The pod filter (dotted quads read with integers) holds exactly the addresses of ipaddress's networks:
+    probed at both ends of each network, just outside them, and anywhere."""
+    nets = []
     for cidr in cidrs:
         try:
-            net = ipaddress.ip_network(cidr, strict=False)
+            nets.append(ipaddress.ip_network(cidr, strict=False))
         except ValueError:
             continue
-        base = 0 if net.version == 4 else 1 << 32
-        spans.append((base + int(net.network_address), base + int(net.broadcast_address)))
-    merged: list[tuple[int, int]] = []
-    for lo, hi in sorted(spans):
-        if merged and lo <= merged[-1][1] + 1:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
-        else:
-            merged.append((lo, hi))
+    probes = [ipaddress.ip_address(v) for v in values]
+    for net in nets:
+        top = (1 << net.max_prefixlen) - 1
+        first, last = int(net.network_address), int(net.broadcast_address)
+        probes += [type(net.network_address)(v) for v in (first - 1, first, last, last + 1) if 0 <= v <= top]
     ranges = AddressRanges.of(cidrs)
-    assert list(zip(ranges._starts, ranges._ends, strict=True)) == merged
+    for ip in probes:
+        assert ranges.contains(str(ip)) is any(ip.version == n.version and ip in n for n in nets), ip

@@ -11,6 +11,7 @@ absent), and the leaves are `Any`, so the collectors see exactly the JSON values
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from typing import Any, TypeVar
 
 import msgspec
@@ -28,7 +29,16 @@ class Meta(msgspec.Struct):
 
 EMPTY_META = Meta()
 
+
+class Listed(msgspec.Struct):
+    """An object as listed: its metadata and its spec (a subclass types `spec` with a record of its fields)."""
+
+    metadata: Meta | NotAnObject = None
+    spec: Any = None
+
+
 R = TypeVar("R", bound=msgspec.Struct)
+P = TypeVar("P", bound=msgspec.Struct)
 
 
 def record(obj: R | Mapping[str, Any], cls: type[R]) -> R:
@@ -39,6 +49,21 @@ def record(obj: R | Mapping[str, Any], cls: type[R]) -> R:
     return msgspec.convert(obj, cls)
 
 
-def meta_of(value: Meta | NotAnObject) -> Meta:
-    """The metadata record, or an empty one when the object's metadata was absent or no object."""
-    return value if isinstance(value, Meta) else EMPTY_META
+def listed(kind: str, spec_type: type[msgspec.Struct]) -> type[Listed]:
+    """The record of a `kind` object whose spec holds the fields of `spec_type` (any other JSON value taken)."""
+    fields = [("spec", spec_type | NotAnObject, None)]
+    made: type[Listed] = msgspec.defstruct(f"{kind}Record", fields, bases=(Listed,))  # type: ignore[assignment]
+    return made
+
+
+def parts(obj: Listed | Mapping[str, Any], cls: type[Listed], spec_type: type[P]) -> tuple[Meta, P]:
+    """The metadata and spec of `obj` read as a `cls` record; an empty record for either when it is absent
+    or no object."""
+    listed = record(obj, cls)
+    meta, spec = listed.metadata, listed.spec
+    return meta if isinstance(meta, Meta) else EMPTY_META, spec if isinstance(spec, spec_type) else _empty(spec_type)
+
+
+@cache
+def _empty(spec_type: type[P]) -> P:
+    return spec_type()

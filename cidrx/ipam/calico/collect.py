@@ -24,7 +24,7 @@ from cidrx.ipam.calico.model import (
     IPAMHandle,
     IPPool,
 )
-from cidrx.ipam.records import Meta, NotAnObject, meta_of, record
+from cidrx.ipam.records import Listed, listed, parts
 from cidrx.model import validation
 from cidrx.model.plan import DIGEST_TAG
 
@@ -84,9 +84,9 @@ def collect_calico(api: KubeApi, api_version: str = V1_API) -> CalicoSection:
 
 def section_from(
     pools: Iterable[JSON],
-    blocks: Iterable[BlockRecord | JSON],
+    blocks: Iterable[Listed | JSON],
     affinities: Iterable[JSON],
-    handles: Iterable[HandleRecord | JSON],
+    handles: Iterable[Listed | JSON],
     configs: Iterable[JSON],
 ) -> CalicoSection:
     """A CalicoSection from the objects as dicts (blocks and handles also as listed records), each kind
@@ -205,20 +205,11 @@ class _BlockSpec(msgspec.Struct):
     sequenceNumber: Any = None
 
 
-class BlockRecord(msgspec.Struct):
-    """What block_from reads of an IPAMBlock (cidrx.ipam.records: any JSON value is taken)."""
-
-    metadata: Meta | NotAnObject = None
-    spec: _BlockSpec | NotAnObject = None
+BlockRecord = listed("IPAMBlock", _BlockSpec)  # what block_from reads (cidrx.ipam.records: any value taken)
 
 
-_EMPTY_BLOCK_SPEC = _BlockSpec()
-
-
-def block_from(obj: BlockRecord | JSON) -> IPAMBlock:
-    block = record(obj, BlockRecord)
-    meta = meta_of(block.metadata)
-    spec = block.spec if isinstance(block.spec, _BlockSpec) else _EMPTY_BLOCK_SPEC
+def block_from(obj: Listed | JSON) -> IPAMBlock:
+    meta, spec = parts(obj, BlockRecord, _BlockSpec)
     allocations = tuple(a if isinstance(a, int) else None for a in _array(spec.allocations))
     return IPAMBlock(
         name=str(meta.name or ""),
@@ -252,20 +243,11 @@ class _HandleSpec(msgspec.Struct):
     block: Any = None
 
 
-class HandleRecord(msgspec.Struct):
-    """What handle_from reads of an IPAMHandle (cidrx.ipam.records: any JSON value is taken)."""
-
-    metadata: Meta | NotAnObject = None
-    spec: _HandleSpec | NotAnObject = None
+HandleRecord = listed("IPAMHandle", _HandleSpec)
 
 
-_EMPTY_HANDLE_SPEC = _HandleSpec()
-
-
-def handle_from(obj: HandleRecord | JSON) -> IPAMHandle:
-    handle = record(obj, HandleRecord)
-    meta = meta_of(handle.metadata)
-    spec = handle.spec if isinstance(handle.spec, _HandleSpec) else _EMPTY_HANDLE_SPEC
+def handle_from(obj: Listed | JSON) -> IPAMHandle:
+    meta, spec = parts(obj, HandleRecord, _HandleSpec)
     name = str(meta.name or "")
     blocks = {str(k): int(v) for k, v in _object(spec.block).items() if isinstance(v, int)}
     return IPAMHandle(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from cidrx.ipam.addresses import address_key, address_text
-from cidrx.ipam.records import Meta, NotAnObject, meta_of, record
+from cidrx.ipam.records import Listed, listed, parts
 from cidrx.ipam.whereabouts.model import (
     GROUP,
     NAD_GROUP,
@@ -61,7 +61,7 @@ def pod_refs(section: WhereaboutsSection) -> set[str]:
 
 
 def section_from(
-    pools: Iterable[PoolRecord | JSON], reservations: Iterable[ReservationRecord | JSON], nads: Iterable[JSON]
+    pools: Iterable[Listed | JSON], reservations: Iterable[Listed | JSON], nads: Iterable[JSON]
 ) -> WhereaboutsSection:
     """A WhereaboutsSection from the objects as dicts (pools and reservations also as listed records), each
     kind sorted for a stable fingerprint."""
@@ -136,11 +136,7 @@ class _PoolSpec(msgspec.Struct):
     allocations: Any = None
 
 
-class PoolRecord(msgspec.Struct):
-    """What pool_from reads of an IPPool (cidrx.ipam.records: any JSON value is taken)."""
-
-    metadata: Meta | NotAnObject = None
-    spec: _PoolSpec | NotAnObject = None
+PoolRecord = listed("IPPool", _PoolSpec)  # what pool_from reads (cidrx.ipam.records: any value taken)
 
 
 class _ReservationSpec(msgspec.Struct):
@@ -148,20 +144,11 @@ class _ReservationSpec(msgspec.Struct):
     ifname: Any = None
 
 
-class ReservationRecord(msgspec.Struct):
-    """What reservation_from reads of an OverlappingRangeIPReservation."""
-
-    metadata: Meta | NotAnObject = None
-    spec: _ReservationSpec | NotAnObject = None
+ReservationRecord = listed("OverlappingRangeIPReservation", _ReservationSpec)
 
 
-_EMPTY_POOL_SPEC, _EMPTY_RESERVATION_SPEC = _PoolSpec(), _ReservationSpec()
-
-
-def pool_from(obj: PoolRecord | JSON) -> WhereaboutsPool:
-    pool = record(obj, PoolRecord)
-    meta = meta_of(pool.metadata)
-    spec = pool.spec if isinstance(pool.spec, _PoolSpec) else _EMPTY_POOL_SPEC
+def pool_from(obj: Listed | JSON) -> WhereaboutsPool:
+    meta, spec = parts(obj, PoolRecord, _PoolSpec)
     cidr = str(spec.range or "")
     network = parse_network(cidr)
     first = first_address(cidr)
@@ -205,10 +192,8 @@ def _reservation_order(r: OverlappingReservation) -> tuple[str, int, int, int, s
     return (r.namespace, 0, version, value, r.name)
 
 
-def reservation_from(obj: ReservationRecord | JSON) -> OverlappingReservation:
-    reservation = record(obj, ReservationRecord)
-    meta = meta_of(reservation.metadata)
-    spec = reservation.spec if isinstance(reservation.spec, _ReservationSpec) else _EMPTY_RESERVATION_SPEC
+def reservation_from(obj: Listed | JSON) -> OverlappingReservation:
+    meta, spec = parts(obj, ReservationRecord, _ReservationSpec)
     return OverlappingReservation(
         name=str(meta.name or ""),
         namespace=str(meta.namespace or ""),
