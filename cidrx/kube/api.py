@@ -213,6 +213,16 @@ class _ApiGroupList(_Struct):
     groups: list[_ApiGroup] = msgspec.field(default_factory=list)
 
 
+class _ListMeta(_Struct):
+    continue_: str | None = msgspec.field(name="continue", default=None)
+
+
+class _ListHead(_Struct):
+    """Only the continue token of a list page: decoding it skips the items (see KubeApi._list)."""
+
+    metadata: _ListMeta | None = None
+
+
 class _Rows(NamedTuple):
     node: type[Any]
     pod: type[Any]
@@ -625,6 +635,7 @@ class KubeApi:
         """The objects of a paginated list; each page is its own retried request that resumes at the
         continue token of the last page received, so the caller never sees an item twice. (lightkube's
         `Client.list` fetches its pages inside its iterator, out of the retry policy's reach.)"""
+        from lightkube.core.decoders import decode_list
         from lightkube.core.selector import build_selector
 
         generic = self._client._client
@@ -634,23 +645,28 @@ class KubeApi:
         }
         request = generic.prepare_request("list", res=res, namespace=namespace, params=params)
 
-        def page() -> tuple[bool, list[Any]]:
+        def page() -> tuple[bool, bytes]:
             response = generic.send(generic.build_adapter_request(request))
-            more, _rv, items = generic.handle_response("list", response, request)  # sets params["continue"]
-            return more, items
+            generic.raise_for_status(response)  # type: ignore[no-untyped-call]  # an ApiError, as handle_response raises
+            body: bytes = response.content
+            head = msgspec.json.decode(body, type=_ListHead)
+            token = head.metadata.continue_ if head.metadata is not None else None
+            if token:
+                request.params["continue"] = token  # what lightkube's handle_response does
+            return bool(token), body
 
-        # The next page is requested while the caller works through this one, so the server's time and
-        # ours overlap instead of adding up (one request in flight at a time, in order; the continue
-        # token of a page is known once it is decoded, before its items are handed out).
+        # The next page is requested as soon as this one's continue token is read (decoding only the
+        # token skips the items), and this page is decoded and handed out while the server prepares the
+        # next: the server's time and ours overlap instead of adding up (one request in flight, in order).
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cidrx-list") as fetcher:
             fetch = activity.carried(lambda: self._retry(page))  # retries there name this thread's request
             pending = fetcher.submit(fetch)
             more = True
             while more:
-                more, items = pending.result()
+                more, body = pending.result()
                 if more:
                     pending = fetcher.submit(fetch)
-                yield from items
+                yield from decode_list(body, res)[2]
 
     # ---- reads ----------------------------------------------------------------------------------
 
