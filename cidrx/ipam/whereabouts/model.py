@@ -79,14 +79,16 @@ def name_addresses(name: str) -> tuple[str, ...]:
     found: list[str] = []
     tails = [name] + [name[i + 1 :] for i, ch in enumerate(name) if ch == "-"]
     for tail in tails:
-        for text in (tail, tail.replace("-", ":")):
+        for text in dict.fromkeys((tail, tail.replace("-", ":"))):  # one candidate when the tail has no '-'
             if v4_value(text) is not None:
-                spelled = text  # a dotted quad ipaddress accepts prints as itself
-            else:
-                try:
-                    spelled = str(ipaddress.ip_address(text))
-                except ValueError:
-                    continue
+                # A dotted quad ipaddress accepts prints as itself, and NormalizeIP leaves it so.
+                if text == tail and text not in found:
+                    found.append(text)
+                continue
+            try:
+                spelled = str(ipaddress.ip_address(text))
+            except ValueError:
+                continue
             if reservation_name(spelled) == tail and spelled not in found:
                 found.append(spelled)
     return tuple(found)
