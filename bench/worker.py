@@ -74,7 +74,7 @@ def _floor(url: str, calls: list[tuple[str, dict[str, str]]], token_in: str, tok
     conn = HTTPConnection(parts.hostname or "127.0.0.1", parts.port)
     headers = {"Accept": "application/json", "Authorization": "Bearer fake-token"}
     items = requests = size = 0
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for path, query in calls:
         token = ""
         while True:
@@ -97,9 +97,9 @@ def _floor(url: str, calls: list[tuple[str, dict[str, str]]], token_in: str, tok
                 token = doc.get("nextPageToken") or ""
             if not token:
                 break
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     conn.close()
-    return {"wall": wall, "items": items, "requests": requests, "bytes": size}
+    return {"wall": wall, "cpu": cpu, "items": items, "requests": requests, "bytes": size}
 
 
 def _diagnosed(snap: Any, start: float, collected: float) -> dict[str, Any]:
@@ -128,13 +128,14 @@ def _kube_cidrx(kubeconfig: str) -> dict[str, Any]:
 
     _preload(KUBE_MODULES)
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     with KubeApi(kubeconfig, None) as api:
         kube = collect_with(api, provider="k8s")
     collected = time.perf_counter()
     target = Target("k8s", "bench", context=kube.context)
     result = _diagnosed(Snapshot(target=target, taken_at=TAKEN_AT, kube=kube), start, collected)
-    return {**result, "nodes": len(kube.nodes), "ipam_pods": len(kube.ipam_pods)}
+    cpu = time.process_time() - cpu
+    return {**result, "cpu": cpu, "nodes": len(kube.nodes), "ipam_pods": len(kube.ipam_pods)}
 
 
 def _gcp_cidrx(project: str, location: str, cluster: str) -> dict[str, Any]:

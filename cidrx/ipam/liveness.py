@@ -41,6 +41,10 @@ def is_unfinished(pod: PodState) -> bool:
     return pod.phase not in FINISHED_PHASES
 
 
+def _key(pod: PodState) -> str:
+    return pod.key
+
+
 @dataclass(frozen=True)
 class AddressHolders:
     """Which unfinished pods report each address (canonical spelling -> pods, sorted by namespace/name)."""
@@ -55,7 +59,7 @@ class AddressHolders:
                 continue
             for ip in pod.ips:
                 found.setdefault(canonical_ip(ip), []).append(pod)
-        return cls({ip: tuple(sorted(ps, key=lambda p: p.key)) for ip, ps in found.items()})
+        return cls({ip: (ps[0],) if len(ps) == 1 else tuple(sorted(ps, key=_key)) for ip, ps in found.items()})
 
     def holders(self, ip: str) -> tuple[PodState, ...]:
         """The unfinished pods that report `ip` (any spelling), possibly none."""

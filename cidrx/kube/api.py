@@ -3,10 +3,10 @@
 Why it exists: collection must stay fast and small on a 2,000-node, 60,000-pod cluster (docs/performance.md), and
 apply steps must write with optimistic concurrency. So reads are paginated list calls only (never a GET per
 object), decoded straight from the response bytes into compact msgspec records that hold only the fields
-cidrx reads, and yielded as plain dicts shaped like the Kubernetes objects (trimmed); custom resources are
-yielded whole, as plain dicts. Writes are guarded by resourceVersion (409 -> `Conflict`) or by a JSON-patch
-`test` (422 -> `PatchTestFailed`). Every failure goes through `KubeApi._translate`, so callers see
-cidrx errors that say what to grant or fix.
+cidrx reads (`pod_records` & co., which collection converts from directly), or as plain dicts shaped like
+the Kubernetes objects (trimmed, `iter_pods` & co.); custom resources are yielded whole, as plain dicts.
+Writes are guarded by resourceVersion (409 -> `Conflict`) or by a JSON-patch `test` (422 -> `PatchTestFailed`).
+Every failure goes through `KubeApi._translate`, so callers see cidrx errors that say what to grant or fix.
 
 lightkube is imported inside functions only, so `import cidrx.kube.api` (and `cidrx --help`) stays cheap.
 """
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 JSON = dict[str, Any]
 T = TypeVar("T")
+S = TypeVar("S", bound=msgspec.Struct)
 CHUNK_SIZE = 500  # items per list page (limit/continue)
 TIMEOUT = 30.0  # seconds per request; connecting gets at most CONNECT_TIMEOUT
 CONNECT_TIMEOUT = 5.0
@@ -214,6 +215,16 @@ class _ApiGroupList(_Struct):
     groups: list[_ApiGroup] = msgspec.field(default_factory=list)
 
 
+class _ListMeta(_Struct):
+    continue_: str | None = msgspec.field(name="continue", default=None)
+
+
+class _ListHead(_Struct):
+    """Only the continue token of a list page: decoding it skips the items (see KubeApi._list)."""
+
+    metadata: _ListMeta | None = None
+
+
 class _Rows(NamedTuple):
     node: type[Any]
     pod: type[Any]
@@ -243,6 +254,19 @@ def _rows() -> _Rows:
         _api_info = info("Event", "events")
 
     return _Rows(NodeRows, PodRows, EventRows)
+
+
+@cache
+def _record_resource(record: type[Any], group: str, version: str, plural: str, namespaced: bool) -> type[Any]:
+    """A lightkube resource class whose list items decode straight into `record` (a msgspec.Struct), as the
+    classes of _rows do; cluster-scoped serves cluster-wide lists of namespaced types (the path is the same)."""
+    from lightkube.core import resource as r
+
+    base = r.NamespacedResourceG if namespaced else r.GlobalResource
+    info = r.ApiInfo(
+        resource=r.ResourceDef(group, version, record.__name__), plural=plural, verbs=["list", "global_list"]
+    )
+    return type(f"Cidrx{record.__name__}Rows", (base, record), {"_api_info": info})
 
 
 @cache
@@ -613,6 +637,7 @@ class KubeApi:
         """The objects of a paginated list; each page is its own retried request that resumes at the
         continue token of the last page received, so the caller never sees an item twice. (lightkube's
         `Client.list` fetches its pages inside its iterator, out of the retry policy's reach.)"""
+        from lightkube.core.decoders import decode_list
         from lightkube.core.selector import build_selector
 
         generic = self._client._client
@@ -622,23 +647,28 @@ class KubeApi:
         }
         request = generic.prepare_request("list", res=res, namespace=namespace, params=params)
 
-        def page() -> tuple[bool, list[Any]]:
+        def page() -> tuple[bool, bytes]:
             response = generic.send(generic.build_adapter_request(request))
-            more, _rv, items = generic.handle_response("list", response, request)  # sets params["continue"]
-            return more, items
+            generic.raise_for_status(response)  # type: ignore[no-untyped-call]  # an ApiError, as handle_response raises
+            body: bytes = response.content
+            head = msgspec.json.decode(body, type=_ListHead)
+            token = head.metadata.continue_ if head.metadata is not None else None
+            if token:
+                request.params["continue"] = token  # what lightkube's handle_response does
+            return bool(token), body
 
-        # The next page is requested while the caller works through this one, so the server's time and
-        # ours overlap instead of adding up (one request in flight at a time, in order; the continue
-        # token of a page is known once it is decoded, before its items are handed out).
+        # The next page is requested as soon as this one's continue token is read (decoding only the
+        # token skips the items), and this page is decoded and handed out while the server prepares the
+        # next: the server's time and ours overlap instead of adding up (one request in flight, in order).
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cidrx-list") as fetcher:
             fetch = activity.carried(lambda: self._retry(page))  # retries there name this thread's request
             pending = fetcher.submit(fetch)
             more = True
             while more:
-                more, items = pending.result()
+                more, body = pending.result()
                 if more:
                     pending = fetcher.submit(fetch)
-                yield from items
+                yield from decode_list(body, res)[2]
 
     # ---- reads ----------------------------------------------------------------------------------
 
@@ -657,29 +687,39 @@ class KubeApi:
 
     def _list_records(
         self, res: type[Any], call: _Call, fields: dict[str, Any] | None = None, *, namespaced: bool = True
-    ) -> Iterator[JSON]:
+    ) -> Iterator[Any]:
         from lightkube import ALL_NS
 
-        to_builtins = msgspec.to_builtins
         namespace = ALL_NS if namespaced else None
         with self._guard(call):
-            for item in self._list(res, namespace, fields):
-                yield to_builtins(item)
+            yield from self._list(res, namespace, fields)
+
+    def node_records(self) -> Iterator[NodeRecord]:
+        """Every node as a compact NodeRecord (see iter_nodes for the fields kept)."""
+        yield from self._list_records(_rows().node, _Call("list", "", "nodes"), namespaced=False)
+
+    def pod_records(self, field_selector: str | None = None) -> Iterator[PodRecord]:
+        """Pods in all namespaces as compact PodRecords (see iter_pods for the fields kept)."""
+        yield from self._list_records(_rows().pod, _Call("list", "", "pods"), _fields(field_selector))
+
+    def event_records(self, reason: str) -> Iterator[EventRecord]:
+        """Events of one reason in all namespaces as compact EventRecords."""
+        yield from self._list_records(_rows().event, _Call("list", "", "events"), _fields(f"reason={reason}"))
 
     def iter_nodes(self) -> Iterator[JSON]:
         """Every node, trimmed to name/creationTimestamp/labels/annotations, podCIDR(s), conditions, addresses,
         allocatable."""
-        yield from self._list_records(_rows().node, _Call("list", "", "nodes"), namespaced=False)
+        return map(msgspec.to_builtins, self.node_records())
 
     def iter_pods(self, field_selector: str | None = None) -> Iterator[JSON]:
         """Pods in all namespaces, trimmed to: metadata name/namespace/uid/creationTimestamp and the Multus
         network-status annotations; spec nodeName/hostNetwork/nodeSelector; status phase/podIP(s)/conditions and
         containerStatuses[].state.waiting.reason. `field_selector`: e.g. "status.phase!=Succeeded"."""
-        yield from self._list_records(_rows().pod, _Call("list", "", "pods"), _fields(field_selector))
+        return map(msgspec.to_builtins, self.pod_records(field_selector))
 
     def iter_events(self, reason: str) -> Iterator[JSON]:
         """Events of one reason in all namespaces (fieldSelector reason=X), trimmed to what KubeEvent keeps."""
-        yield from self._list_records(_rows().event, _Call("list", "", "events"), _fields(f"reason={reason}"))
+        return map(msgspec.to_builtins, self.event_records(reason))
 
     def iter_custom(self, group: str, version: str, plural: str, namespace: str | None = None) -> Iterator[JSON]:
         """Every object of a resource type (cluster-wide, or in `namespace`) as a plain dict.
@@ -692,6 +732,20 @@ class KubeApi:
             with self._guard(call):
                 for item in self._list(res, namespace):
                     yield dict(item)
+        except NotFound:
+            return
+
+    def iter_custom_records(
+        self, group: str, version: str, plural: str, record: type[S], namespace: str | None = None
+    ) -> Iterator[S]:
+        """Every object of a resource type (cluster-wide, or in `namespace`) decoded into `record`, a
+        msgspec.Struct naming only the fields the caller reads (unknown ones are skipped while decoding;
+        a value of another type than the record's field is a CloudError, so type the fields to take what
+        a CRD may hold). A resource type the server does not serve yields nothing."""
+        res = _record_resource(record, group, version, plural, namespace is not None)
+        try:
+            with self._guard(_Call("list", group, plural, namespace)):
+                yield from self._list(res, namespace)
         except NotFound:
             return
 

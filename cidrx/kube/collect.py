@@ -19,11 +19,28 @@ import socket
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from itertools import chain
-from typing import Any
+from typing import Any, TypeVar
+
+import msgspec
 
 from cidrx import registry
-from cidrx.errors import InvalidInput
-from cidrx.kube.api import NETWORK_STATUS, NETWORKS_STATUS, KubeApi, KubeUnavailable
+from cidrx.errors import CloudError, InvalidInput
+from cidrx.kube.api import (
+    NETWORK_STATUS,
+    NETWORKS_STATUS,
+    EventRecord,
+    KubeApi,
+    KubeUnavailable,
+    NodeRecord,
+    PodRecord,
+    _EventSeries,
+    _NodeMeta,
+    _NodeSpec,
+    _NodeStatus,
+    _ObjectRef,
+    _PodMeta,
+    _PodStatus,
+)
 from cidrx.kube.model import (
     ConfigMapData,
     EgressNatPolicy,
@@ -37,7 +54,7 @@ from cidrx.kube.model import (
     WorkloadEnv,
 )
 from cidrx.model.target import Target
-from cidrx.model.validation import is_ip_address
+from cidrx.model.validation import _CANONICAL_V4, _v4_int, is_ip_address
 
 JSON = Mapping[str, Any]
 
@@ -80,6 +97,12 @@ def eniconfig_keys(env: Mapping[str, str]) -> tuple[str, str]:
     )
 
 
+# What a record's absent part reads as (all fields at their defaults).
+_NODE_META, _NODE_SPEC, _NODE_STATUS = _NodeMeta(), _NodeSpec(), _NodeStatus()
+_POD_META, _POD_STATUS = _PodMeta(), _PodStatus()
+_OBJECT_REF, _EVENT_SERIES = _ObjectRef(), _EventSeries()
+
+
 def collect_kube(kubeconfig: str | None, context: str | None, *, provider: str) -> KubeSection:
     """The cluster as cidrx needs it; `available=False` with a reason when it cannot be reached.
 
@@ -110,11 +133,11 @@ def collect_with(api: KubeApi, *, provider: str) -> KubeSection:
         ipam = _collect_ipams(api, groups, provider)
         wanted = _ipam_pod_refs(ipam, provider)
         ranges = AddressRanges.of(_ipam_cidrs(ipam, provider))
-        events = chain.from_iterable(api.iter_events(reason) for reason in EVENT_REASONS)
+        events = chain.from_iterable(api.event_records(reason) for reason in EVENT_REASONS)
         section = section_from(
             groups,
-            api.iter_nodes(),
-            api.iter_pods(POD_FIELD_SELECTOR),
+            api.node_records(),
+            api.pod_records(POD_FIELD_SELECTOR),
             events,
             aws_node,
             eniconfigs,
@@ -186,6 +209,12 @@ class AddressRanges:
     def of(cls, cidrs: Iterable[str]) -> AddressRanges:
         spans: list[tuple[int, int]] = []
         for cidr in cidrs:
+            quad = _CANONICAL_V4.fullmatch(cidr)
+            if quad is not None:  # the common case, without ipaddress: a dotted quad, with or without a prefix
+                host = (1 << (32 - int(quad[2] or 32))) - 1
+                first = _v4_int(quad[1]) & ~host
+                spans.append((first, first | host))
+                continue
             try:
                 net = ipaddress.ip_network(cidr, strict=False)
             except ValueError:
@@ -219,23 +248,23 @@ class AddressRanges:
 NO_RANGES = AddressRanges(())
 
 
-def _reported_ips(pod: JSON) -> Iterator[str]:
-    status = pod.get("status") or {}
-    for entry in status.get("podIPs") or ():
-        if isinstance(entry, Mapping) and entry.get("ip"):
-            yield str(entry["ip"])
-    if status.get("podIP"):
-        yield str(status["podIP"])
-    annotations = _get(pod, "metadata", "annotations") or {}
-    if NETWORK_STATUS in annotations or NETWORKS_STATUS in annotations:
-        yield from network_status_ips(annotations)[0]
+def _reported_ips(status: _PodStatus | None, meta: _PodMeta | None) -> Iterator[str]:
+    if status is not None:
+        for entry in status.podIPs or ():
+            if entry.ip:
+                yield entry.ip
+        if status.podIP:
+            yield status.podIP
+    annotations = meta.annotations if meta is not None else None
+    if annotations is not None and (annotations.network_status is not None or annotations.networks_status is not None):
+        yield from _network_status(annotations.network_status or annotations.networks_status)[0]
 
 
 def section_from(
     api_groups: Iterable[str],
-    nodes: Iterable[JSON],
-    pods: Iterable[JSON],
-    events: Iterable[JSON],
+    nodes: Iterable[NodeRecord | JSON],
+    pods: Iterable[PodRecord | JSON],
+    events: Iterable[EventRecord | JSON],
     aws_node: JSON | None,
     eniconfigs: Iterable[JSON],
     context: str,
@@ -243,7 +272,8 @@ def section_from(
     ipam_pod_refs: set[str] | frozenset[str] = frozenset(),
     ipam_ranges: AddressRanges = NO_RANGES,
 ) -> KubeSection:
-    """A KubeSection from Kubernetes objects as dicts (whole or trimmed); sorted for a stable fingerprint.
+    """A KubeSection from Kubernetes objects: the compact records KubeApi lists (`pod_records` & co.), or
+    dicts (whole or trimmed), converted to those records first; sorted for a stable fingerprint.
 
     `ipam_pod_refs` ("namespace/name") and `ipam_ranges` select the pods kept as PodState in `ipam_pods`:
     every pod an IPAM record names, and every listed (so unfinished) pod reporting an address in a range."""
@@ -259,25 +289,28 @@ def section_from(
     picked_labels: dict[str, dict[str, str]] = {}
     picked_annotations: dict[str, dict[str, str]] = {}
     for n in nodes:
-        record = node_from(n)
+        node_rec = _record(n, NodeRecord)
+        record = node_from(node_rec)
         node_records.append(record)
-        if labels := _picked(_get(n, "metadata", "labels") or {}, label_keys):
+        node_meta = node_rec.metadata or _NODE_META
+        if labels := _picked(node_meta.labels or {}, label_keys):
             picked_labels[record.name] = labels
-        if annotations := _picked(_get(n, "metadata", "annotations") or {}, annotation_keys):
+        if annotations := _picked(node_meta.annotations or {}, annotation_keys):
             picked_annotations[record.name] = annotations
     waiting: list[KubePod] = []
     named: list[PodState] = []
-    for pod in pods:
-        if (
-            ipam_pod_refs and f"{_get(pod, 'metadata', 'namespace')}/{_get(pod, 'metadata', 'name')}" in ipam_pod_refs
-        ) or (ipam_ranges and any(ipam_ranges.contains(ip) for ip in _reported_ips(pod))):
+    for obj in pods:
+        pod = _record(obj, PodRecord)
+        meta, spec, status = pod.metadata, pod.spec, pod.status
+        if (ipam_pod_refs and meta is not None and f"{meta.namespace}/{meta.name}" in ipam_pod_refs) or (
+            ipam_ranges and any(ipam_ranges.contains(ip) for ip in _reported_ips(status, meta))
+        ):
             named.append(pod_state_from(pod))
         node = pod_ip_node(pod)
         if node:
             per_node[node] = per_node.get(node, 0) + 1
-        elif _get(pod, "spec", "hostNetwork") and _get(pod, "spec", "nodeName"):
-            name = str(_get(pod, "spec", "nodeName"))
-            host_net[name] = host_net.get(name, 0) + 1
+        elif spec is not None and spec.hostNetwork and spec.nodeName:
+            host_net[spec.nodeName] = host_net.get(spec.nodeName, 0) + 1
         w = waiting_pod_from(pod)
         if w is not None:
             waiting.append(w)
@@ -302,19 +335,30 @@ def section_from(
 
 # ---- converters -----------------------------------------------------------------------------------
 
+_R = TypeVar("_R", NodeRecord, PodRecord, EventRecord)
+
+
+def _record(obj: _R | JSON, cls: type[_R]) -> _R:
+    """`obj` as the compact record KubeApi lists: a dict is converted by the same msgspec rules that decode
+    a list page (unknown fields skipped, a wrong-typed field refused), so both ways in read alike."""
+    if isinstance(obj, cls):
+        return obj
+    try:
+        return msgspec.convert(obj, cls)
+    except msgspec.ValidationError as exc:
+        raise CloudError(f"unexpected {cls.__name__.removesuffix('Record').lower()} object: {exc}") from None
+
 
 def _get(obj: JSON | None, *path: str) -> Any:
     cur: Any = obj
     for key in path:
-        # Plain dicts first: an isinstance check against the Mapping ABC costs more than the lookup, and
-        # this runs a dozen times for each of 60,000 pods.
-        if cur.__class__ is not dict and not isinstance(cur, Mapping):
+        if not isinstance(cur, Mapping):
             return None
         cur = cur.get(key)
     return cur
 
 
-def _first_label(labels: JSON, keys: Iterable[str]) -> str:
+def _first_label(labels: Mapping[str, str], keys: Iterable[str]) -> str:
     return next((str(labels[k]) for k in keys if labels.get(k)), "")
 
 
@@ -330,59 +374,68 @@ def _picked(values: JSON, keys: Iterable[str]) -> dict[str, str]:
     return {str(k): str(values[k]) for k in dict.fromkeys(keys) if k in values}
 
 
-def node_from(obj: JSON) -> KubeNode:
-    labels = _get(obj, "metadata", "labels") or {}
-    status = obj.get("status") or {}
-    conditions = status.get("conditions") or []
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-    cidrs = _get(obj, "spec", "podCIDRs") or ([_get(obj, "spec", "podCIDR")] if _get(obj, "spec", "podCIDR") else [])
-    internal = next((a.get("address", "") for a in status.get("addresses") or [] if a.get("type") == "InternalIP"), "")
+def node_from(obj: NodeRecord | JSON) -> KubeNode:
+    node = _record(obj, NodeRecord)
+    meta = node.metadata or _NODE_META
+    spec = node.spec or _NODE_SPEC
+    status = node.status or _NODE_STATUS
+    labels = meta.labels or {}
+    ready = any(c.type == "Ready" and c.status == "True" for c in status.conditions or ())
+    cidrs = spec.podCIDRs or ([spec.podCIDR] if spec.podCIDR else [])
+    internal = next((a.address for a in status.addresses or () if a.type == "InternalIP"), "")
     return KubeNode(
-        name=str(_get(obj, "metadata", "name") or ""),
+        name=meta.name,
         zone=_first_label(labels, ZONE_LABELS),
         instance_type=_first_label(labels, INSTANCE_TYPE_LABELS),
-        created=str(_get(obj, "metadata", "creationTimestamp") or ""),
+        created=meta.creationTimestamp or "",
         ready=ready,
-        pod_cidrs=tuple(str(c) for c in cidrs),
-        internal_ip=str(internal) if is_ip_address(str(internal)) else "",
-        allocatable_pods=_int_or_none(_get(status, "allocatable", "pods")),
+        pod_cidrs=tuple(cidrs),
+        internal_ip=internal if is_ip_address(internal) else "",
+        allocatable_pods=_int_or_none(status.allocatable.pods) if status.allocatable is not None else None,
         pool=_first_label(labels, POOL_LABELS),
     )
 
 
-def pod_ip_node(pod: JSON) -> str:
+def pod_ip_node(pod: PodRecord | JSON) -> str:
     """The node whose pod addresses `pod` uses: scheduled, Running or Pending, not hostNetwork; else ""."""
-    node = _get(pod, "spec", "nodeName")
-    if not node or _get(pod, "spec", "hostNetwork"):
+    record = _record(pod, PodRecord)
+    spec = record.spec
+    if spec is None or not spec.nodeName or spec.hostNetwork:
         return ""
-    return str(node) if _get(pod, "status", "phase") in ("Running", "Pending") else ""
+    phase = record.status.phase if record.status is not None else None
+    return spec.nodeName if phase in ("Running", "Pending") else ""
 
 
-def _waiting_reason(status: JSON) -> str:
-    for cs in status.get("containerStatuses") or []:
-        reason = _get(cs, "state", "waiting", "reason")
-        if reason:
-            return str(reason)
+def _waiting_reason(status: _PodStatus) -> str:
+    for cs in status.containerStatuses or ():
+        waiting = cs.state.waiting if cs.state is not None else None
+        if waiting is not None and waiting.reason:
+            return waiting.reason
     return ""
 
 
-def waiting_pod_from(pod: JSON) -> KubePod | None:
+def _node_selector(pod: PodRecord) -> dict[str, str]:
+    return (pod.spec.nodeSelector if pod.spec is not None else None) or {}
+
+
+def waiting_pod_from(pod: PodRecord | JSON) -> KubePod | None:
     """A KubePod when `pod` waits: phase Pending, or no phase yet while a container is ContainerCreating."""
-    status = pod.get("status") or {}
-    phase = status.get("phase") or ""
+    record = _record(pod, PodRecord)
+    status = record.status or _POD_STATUS
+    phase = status.phase or ""
     container_reason = _waiting_reason(status)
     if not (phase == "Pending" or (not phase and container_reason == "ContainerCreating")):
         return None
-    scheduled: JSON = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), {})
-    reason = container_reason or scheduled.get("reason") or phase or "Pending"
+    scheduled = next((c.reason for c in status.conditions or () if c.type == "PodScheduled"), None)
+    meta = record.metadata or _POD_META
     return KubePod(
-        namespace=str(_get(pod, "metadata", "namespace") or ""),
-        name=str(_get(pod, "metadata", "name") or ""),
+        namespace=meta.namespace or "",
+        name=meta.name,
         phase=phase,
-        node=str(_get(pod, "spec", "nodeName") or ""),
-        reason=str(reason),
-        created=str(_get(pod, "metadata", "creationTimestamp") or ""),
-        node_pool=str((_get(pod, "spec", "nodeSelector") or {}).get(GKE_POOL_LABEL) or "") or None,
+        node=(record.spec.nodeName if record.spec is not None else None) or "",
+        reason=container_reason or scheduled or phase or "Pending",
+        created=meta.creationTimestamp or "",
+        node_pool=(selector.get(GKE_POOL_LABEL) or None) if (selector := _node_selector(record)) else None,
     )
 
 
@@ -411,58 +464,73 @@ def egress_nat_from(obj: JSON) -> EgressNatPolicy:
 def network_status_ips(annotations: JSON) -> tuple[list[str], bool]:
     """Every address in the Multus network-status annotation (a JSON list of {name, interface, ips}),
     and whether the annotation was there at all. A malformed annotation counts as absent."""
-    raw = annotations.get(NETWORK_STATUS) or annotations.get(NETWORKS_STATUS)
+    return _network_status(annotations.get(NETWORK_STATUS) or annotations.get(NETWORKS_STATUS))
+
+
+def _network_status(raw: Any) -> tuple[list[str], bool]:
     if not raw:
         return [], False
     try:
-        entries = json.loads(raw)
-    except (TypeError, ValueError):
-        return [], False
+        entries = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, TypeError, UnicodeError):
+        # msgspec reads strict JSON; what it refuses json.loads may still take (NaN, Infinity), as before.
+        try:
+            entries = json.loads(raw)
+        except (TypeError, ValueError):
+            return [], False
     if not isinstance(entries, list):
         return [], False
     ips = [str(ip) for e in entries if isinstance(e, Mapping) for ip in e.get("ips") or []]
     return [ip for ip in ips if is_ip_address(ip)], True
 
 
-def pod_state_from(pod: JSON) -> PodState:
-    status = pod.get("status") or {}
-    ips = [str(p.get("ip")) for p in status.get("podIPs") or [] if p.get("ip")]
-    if status.get("podIP") and status["podIP"] not in ips:
-        ips.append(str(status["podIP"]))
-    extra, has_status = network_status_ips(_get(pod, "metadata", "annotations") or {})
+def pod_state_from(pod: PodRecord | JSON) -> PodState:
+    record = _record(pod, PodRecord)
+    meta = record.metadata or _POD_META
+    status = record.status or _POD_STATUS
+    ips = [p.ip for p in status.podIPs or () if p.ip]
+    if status.podIP and status.podIP not in ips:
+        ips.append(status.podIP)
+    annotations = meta.annotations
+    extra, has_status = (
+        _network_status(annotations.network_status or annotations.networks_status)
+        if annotations is not None
+        else ([], False)
+    )
     return PodState(
-        namespace=str(_get(pod, "metadata", "namespace") or ""),
-        name=str(_get(pod, "metadata", "name") or ""),
-        phase=str(status.get("phase") or ""),
-        node=str(_get(pod, "spec", "nodeName") or ""),
+        namespace=meta.namespace or "",
+        name=meta.name,
+        phase=status.phase or "",
+        node=(record.spec.nodeName if record.spec is not None else None) or "",
         ips=tuple(dict.fromkeys([*ips, *extra])),
         has_network_status=has_status,
-        uid=str(_get(pod, "metadata", "uid") or ""),
+        uid=meta.uid or "",
     )
 
 
-def event_from(obj: JSON) -> KubeEvent:
-    involved = obj.get("involvedObject") or {}
-    kind = str(involved.get("kind") or "")
+def event_from(obj: EventRecord | JSON) -> KubeEvent:
+    event = _record(obj, EventRecord)
+    involved = event.involvedObject or _OBJECT_REF
+    kind = involved.kind
     # A Node's events are stored in "default" but concern no namespace.
-    own_namespace = "" if kind in CLUSTER_SCOPED_KINDS else _get(obj, "metadata", "namespace")
-    namespace = involved.get("namespace") or own_namespace
-    series = obj.get("series") or {}
+    own_namespace = "" if kind in CLUSTER_SCOPED_KINDS or event.metadata is None else event.metadata.namespace
+    namespace = involved.namespace or own_namespace
+    series = event.series or _EVENT_SERIES
     # events.k8s.io-style events (written by newer components, read here through core/v1) leave count and
     # lastTimestamp empty and keep them in series; eventTime is the first occurrence, not the last.
-    count = obj.get("count") or series.get("count") or 1
-    last_seen = obj.get("lastTimestamp") or series.get("lastObservedTime") or obj.get("eventTime") or ""
-    source = _get(obj, "source", "component") or obj.get("reportingComponent") or obj.get("reportingController")
+    count = event.count or series.count or 1
+    last_seen = event.lastTimestamp or series.lastObservedTime or event.eventTime or ""
+    source = (event.source.component if event.source is not None else None) or event.reportingComponent
     return KubeEvent(
-        namespace=str(namespace or ""),
+        namespace=namespace or "",
         kind=kind,
-        name=str(involved.get("name") or ""),
-        reason=str(obj.get("reason") or ""),
-        type=str(obj.get("type") or ""),
-        message=str(obj.get("message") or ""),
-        count=int(count),
-        last_seen=str(last_seen),
-        source=str(source or ""),
+        name=involved.name,
+        reason=event.reason or "",
+        type=event.type or "",
+        message=event.message or "",
+        count=count,
+        last_seen=last_seen,
+        source=source or "",
     )
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from ipaddress import IPv4Network
 
 from cidrx import netmath
 from cidrx.errors import InvalidInput
+from cidrx.ipam.addresses import v4_text
 from cidrx.ipam.calico.model import AllocationAttribute, CalicoSection, IPAMBlock, IPPool
 from cidrx.ipam.liveness import AddressHolders
 from cidrx.kube.model import KubeNode, PodState
@@ -143,15 +145,16 @@ def leaked_ips(section: CalicoSection, pods: Mapping[str, PodState]) -> list[Lea
     holders = AddressHolders.of(pods.values())
     found: list[LeakedIp] = []
     for block in section.blocks:
-        base = None
+        base: int | None = None
         for ordinal, index in enumerate(block.allocations):
             if index is None:
                 continue
             attr = block.attribute(ordinal)
             if attr is None or attr.pod_ref is None:
                 continue
-            base = base or netmath.parse_cidr(block.cidr).network_address  # parsed once per block
-            ip = str(base + ordinal)
+            if base is None:  # parsed once per block; an IPv4 block (parse_cidr), so its addresses are quads
+                base = int(netmath.parse_cidr(block.cidr).network_address)
+            ip = v4_text(base + ordinal)
             why = leak_reason(attr, ip, pods, holders)
             if why is not None:
                 found.append(LeakedIp(block.name, block.cidr, ordinal, ip, attr.handle_id, attr.pod_ref, why))
@@ -160,13 +163,23 @@ def leaked_ips(section: CalicoSection, pods: Mapping[str, PodState]) -> list[Lea
 
 def pool_of(block: IPAMBlock, pools: Sequence[IPPool]) -> IPPool | None:
     try:
-        net = netmath.parse_cidr(block.cidr)
+        first, last = _span(block.cidr)
     except InvalidInput:  # a malformed block CIDR belongs to no pool
         return None
     for pool in pools:
-        if net.subnet_of(_net(pool.cidr)):
+        lo, hi = _span(pool.cidr)
+        if lo <= first and last <= hi:
             return pool
     return None
+
+
+@lru_cache(maxsize=1 << 14)
+def _span(cidr: str) -> tuple[int, int]:
+    """First and last address of an IPv4 CIDR (netmath.parse_cidr's rules and errors), kept for the next
+    call: every block is matched against the pools more than once."""
+    net = netmath.parse_cidr(cidr)
+    first = int(net.network_address)
+    return first, first + net.num_addresses - 1
 
 
 def _net(cidr: str) -> IPv4Network:

@@ -10,6 +10,8 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import msgspec
+
 from cidrx.ipam.calico.model import (
     DEFAULT_BLOCK_SIZE,
     V1_API,
@@ -22,6 +24,7 @@ from cidrx.ipam.calico.model import (
     IPAMHandle,
     IPPool,
 )
+from cidrx.ipam.records import Listed, listed, parts
 from cidrx.model import validation
 from cidrx.model.plan import DIGEST_TAG
 
@@ -67,9 +70,9 @@ def collect_calico(api: KubeApi, api_version: str = V1_API) -> CalicoSection:
 
     section = section_from(
         items("ippools"),
-        items("ipamblocks"),
+        api.iter_custom_records(group, version, "ipamblocks", BlockRecord),
         items("blockaffinities"),
-        items("ipamhandles"),
+        api.iter_custom_records(group, version, "ipamhandles", HandleRecord),
         items(config_plural(api_version)[0]),
     )
     if api_version == V1_API:
@@ -81,12 +84,13 @@ def collect_calico(api: KubeApi, api_version: str = V1_API) -> CalicoSection:
 
 def section_from(
     pools: Iterable[JSON],
-    blocks: Iterable[JSON],
+    blocks: Iterable[Listed | JSON],
     affinities: Iterable[JSON],
-    handles: Iterable[JSON],
+    handles: Iterable[Listed | JSON],
     configs: Iterable[JSON],
 ) -> CalicoSection:
-    """A CalicoSection from the objects as dicts, each kind sorted by name for a stable fingerprint."""
+    """A CalicoSection from the objects as dicts (blocks and handles also as listed records), each kind
+    sorted by name for a stable fingerprint."""
     config = None
     for obj in configs:
         if _meta(obj).get("name") == "default":
@@ -151,6 +155,17 @@ def pool_from(obj: JSON) -> IPPool:
     )
 
 
+def _object(value: Any) -> JSON:
+    """`value` when it is a JSON object, else an empty one (absent, or a CRD field holding something else)."""
+    # The class check first: 60,000 attributes come through here, and the Mapping ABC check costs more.
+    return value if value.__class__ is dict or isinstance(value, Mapping) else {}
+
+
+def _array(value: Any) -> list[Any]:
+    """`value` when it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
 def _opt(value: Any) -> str | None:
     return str(value) if value else None
 
@@ -158,13 +173,13 @@ def _opt(value: Any) -> str | None:
 def attribute_from(obj: JSON) -> AllocationAttribute:
     """One IPAMBlock attribute. Field names from libcalico-go/lib/backend/model/block.go AllocationAttribute
     (`secondary` = ActiveOwnerAttrs, `alternateOwnerAttrs`, `releasedAt`), commit 87c15906f20c."""
-    secondary = obj.get("secondary") or {}
-    alternate = obj.get("alternateOwnerAttrs") or {}
+    secondary = _object(obj.get("secondary"))
+    alternate = _object(obj.get("alternateOwnerAttrs"))
     handle = obj.get("handle_id")
     alt_ref = None
-    if isinstance(alternate, Mapping) and alternate.get("namespace") and alternate.get("pod"):
+    if alternate.get("namespace") and alternate.get("pod"):
         alt_ref = f"{alternate['namespace']}/{alternate['pod']}"
-    vmi = secondary.get("vmi-name") or (alternate.get("vmi-name") if isinstance(alternate, Mapping) else None)
+    vmi = secondary.get("vmi-name") or alternate.get("vmi-name")
     return AllocationAttribute(
         handle_id=str(handle) if handle is not None else None,
         namespace=str(secondary.get("namespace") or ""),
@@ -178,21 +193,36 @@ def attribute_from(obj: JSON) -> AllocationAttribute:
     )
 
 
-def block_from(obj: JSON) -> IPAMBlock:
-    spec = _spec(obj)
-    allocations = tuple(a if isinstance(a, int) else None for a in spec.get("allocations") or [])
+class _BlockSpec(msgspec.Struct):
+    cidr: Any = None
+    affinity: Any = None
+    allocations: Any = None
+    unallocated: Any = None
+    attributes: Any = None
+    strictAffinity: Any = None
+    deleted: Any = None
+    affinityClaimTime: Any = None
+    sequenceNumber: Any = None
+
+
+BlockRecord = listed("IPAMBlock", _BlockSpec)  # what block_from reads (cidrx.ipam.records: any value taken)
+
+
+def block_from(obj: Listed | JSON) -> IPAMBlock:
+    meta, spec = parts(obj, BlockRecord, _BlockSpec)
+    allocations = tuple(a if isinstance(a, int) else None for a in _array(spec.allocations))
     return IPAMBlock(
-        name=str(_meta(obj).get("name") or ""),
-        cidr=str(spec.get("cidr") or ""),
-        affinity=str(spec["affinity"]) if spec.get("affinity") else None,
+        name=str(meta.name or ""),
+        cidr=str(spec.cidr or ""),
+        affinity=str(spec.affinity) if spec.affinity else None,
         allocations=allocations,
-        unallocated=tuple(int(u) for u in spec.get("unallocated") or [] if isinstance(u, int)),
-        attributes=tuple(attribute_from(a) for a in spec.get("attributes") or [] if isinstance(a, Mapping)),
-        strict_affinity=_bool(spec.get("strictAffinity")),
-        deleted=_bool(spec.get("deleted")),
-        resource_version=str(_meta(obj).get("resourceVersion") or ""),
-        affinity_claim_time=_opt(spec.get("affinityClaimTime")),
-        sequence_number=seq if isinstance((seq := spec.get("sequenceNumber")), int) else None,
+        unallocated=tuple(int(u) for u in _array(spec.unallocated) if isinstance(u, int)),
+        attributes=tuple(attribute_from(a) for a in _array(spec.attributes) if isinstance(a, Mapping)),
+        strict_affinity=_bool(spec.strictAffinity),
+        deleted=_bool(spec.deleted),
+        resource_version=str(meta.resourceVersion or ""),
+        affinity_claim_time=_opt(spec.affinityClaimTime),
+        sequence_number=seq if isinstance((seq := spec.sequenceNumber), int) else None,
     )
 
 
@@ -208,15 +238,23 @@ def affinity_from(obj: JSON) -> BlockAffinity:
     )
 
 
-def handle_from(obj: JSON) -> IPAMHandle:
-    spec = _spec(obj)
-    name = str(_meta(obj).get("name") or "")
-    blocks = {str(k): int(v) for k, v in (spec.get("block") or {}).items() if isinstance(v, int)}
+class _HandleSpec(msgspec.Struct):
+    handleID: Any = None
+    block: Any = None
+
+
+HandleRecord = listed("IPAMHandle", _HandleSpec)
+
+
+def handle_from(obj: Listed | JSON) -> IPAMHandle:
+    meta, spec = parts(obj, HandleRecord, _HandleSpec)
+    name = str(meta.name or "")
+    blocks = {str(k): int(v) for k, v in _object(spec.block).items() if isinstance(v, int)}
     return IPAMHandle(
         name=name,
-        handle_id=str(spec.get("handleID") or name),
+        handle_id=str(spec.handleID or name),
         blocks=blocks,
-        resource_version=str(_meta(obj).get("resourceVersion") or ""),
+        resource_version=str(meta.resourceVersion or ""),
     )
 
 

@@ -178,7 +178,7 @@ def _live_pods(api: KubeApi, cidr: str, refs: set[str]) -> dict[str, PodState]:
 
     net = parse_cidr(cidr)
     out: dict[str, PodState] = {}
-    for raw in api.iter_pods(POD_FIELD_SELECTOR):
+    for raw in api.pod_records(POD_FIELD_SELECTOR):
         pod = pod_state_from(raw)
         if pod.key in refs or any(_in(ip, net) for ip in pod.ips):
             out[pod.key] = pod

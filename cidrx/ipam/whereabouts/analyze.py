@@ -21,6 +21,7 @@ import ipaddress
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from cidrx.ipam.addresses import address_int, address_key
 from cidrx.ipam.liveness import FINISHED_PHASES, AddressHolders, canonical_ip
 from cidrx.ipam.whereabouts.collect import parse_network
 from cidrx.ipam.whereabouts.model import (
@@ -319,7 +320,7 @@ class PoolSpace:
         return sum(hi - lo + 1 for lo, hi in self.intervals)
 
     def contains(self, ip: str) -> bool:
-        value = int(ipaddress.ip_address(ip))
+        value = address_int(ip)
         return any(lo <= value <= hi for lo, hi in self.intervals)
 
 
@@ -496,8 +497,7 @@ def _host_bits(pool: WhereaboutsPool, subject: str) -> Finding:
 def _address_order(ip: str) -> tuple[int, int]:
     """IPv4 before IPv6, then numeric: dual-stack pools put both families in one list (and ipaddress
     refuses to compare across them)."""
-    addr = ipaddress.ip_address(ip)
-    return addr.version, int(addr)
+    return address_key(ip)
 
 
 def _duplicates(section: WhereaboutsSection) -> list[Finding]:

@@ -15,6 +15,10 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
+from cidrx.ipam.addresses import address_key, address_text
+from cidrx.ipam.records import Listed, listed, parts
 from cidrx.ipam.whereabouts.model import (
     GROUP,
     NAD_GROUP,
@@ -43,8 +47,8 @@ _DECIMAL = re.compile(r"[0-9]+")
 def collect_whereabouts(api: KubeApi) -> WhereaboutsSection:
     """Pools, overlapping-range reservations and NetworkAttachmentDefinitions (three list calls)."""
     return section_from(
-        api.iter_custom(GROUP, VERSION, POOLS),
-        api.iter_custom(GROUP, VERSION, RESERVATIONS),
+        api.iter_custom_records(GROUP, VERSION, POOLS, PoolRecord),
+        api.iter_custom_records(GROUP, VERSION, RESERVATIONS, ReservationRecord),
         api.iter_custom(NAD_GROUP, NAD_VERSION, NADS),
     )
 
@@ -56,8 +60,11 @@ def pod_refs(section: WhereaboutsSection) -> set[str]:
     return refs
 
 
-def section_from(pools: Iterable[JSON], reservations: Iterable[JSON], nads: Iterable[JSON]) -> WhereaboutsSection:
-    """A WhereaboutsSection from the objects as dicts, each kind sorted for a stable fingerprint."""
+def section_from(
+    pools: Iterable[Listed | JSON], reservations: Iterable[Listed | JSON], nads: Iterable[JSON]
+) -> WhereaboutsSection:
+    """A WhereaboutsSection from the objects as dicts (pools and reservations also as listed records), each
+    kind sorted for a stable fingerprint."""
     ranges: list[NetworkRange] = []
     nad_configs: list[NadConfig] = []
     for nad in nads:
@@ -110,29 +117,53 @@ def offset_ip(network: IPNet | None, key: str, first: IPAddr | None = None) -> s
     Whereabouts writes keys with fmt.Sprintf("%d") of a non-negative offset (toAllocationMap, ipam.go), so
     anything but plain decimal digits (a sign, a non-integer) is corrupt, as is an offset past the end of
     the range. Offsets count from `first` (the written address, see first_address), else the network."""
-    if network is None or not _DECIMAL.fullmatch(key):
+    if network is None:
         return ""
     start = first if first is not None else network.network_address
-    value = int(start) + int(key)
-    if value > int(network.broadcast_address):
+    return _offset_text(int(start), int(network.broadcast_address), key)
+
+
+def _offset_text(start: int, last: int, key: str) -> str:
+    """offset_ip with the range's ends as integers (worked out once per pool, not once per allocation)."""
+    if not _DECIMAL.fullmatch(key):
         return ""
-    return str(ipaddress.ip_address(value))
+    value = start + int(key)
+    return address_text(value) if value <= last else ""
 
 
-def pool_from(obj: JSON) -> WhereaboutsPool:
-    meta, spec = _meta(obj), _spec(obj)
-    cidr = str(spec.get("range") or "")
+class _PoolSpec(msgspec.Struct):
+    range: Any = None
+    allocations: Any = None
+
+
+PoolRecord = listed("IPPool", _PoolSpec)  # what pool_from reads (cidrx.ipam.records: any value taken)
+
+
+class _ReservationSpec(msgspec.Struct):
+    podref: Any = None
+    ifname: Any = None
+
+
+ReservationRecord = listed("OverlappingRangeIPReservation", _ReservationSpec)
+
+
+def pool_from(obj: Listed | JSON) -> WhereaboutsPool:
+    meta, spec = parts(obj, PoolRecord, _PoolSpec)
+    cidr = str(spec.range or "")
     network = parse_network(cidr)
     first = first_address(cidr)
-    raw = spec.get("allocations")
+    raw = spec.allocations
     allocations: list[Allocation] = []
     if isinstance(raw, Mapping):
+        if network is not None:
+            start = int(first if first is not None else network.network_address)
+            last = int(network.broadcast_address)
         for key, entry in raw.items():
             entry = entry if isinstance(entry, Mapping) else {}
             allocations.append(
                 Allocation(
                     offset=str(key),
-                    ip=offset_ip(network, str(key), first),
+                    ip=_offset_text(start, last, str(key)) if network is not None else "",
                     podref=str(entry.get("podref") or ""),
                     ifname=str(entry.get("ifname") or ""),
                     id=str(entry.get("id") or ""),
@@ -140,11 +171,11 @@ def pool_from(obj: JSON) -> WhereaboutsPool:
             )
     allocations.sort(key=_offset_order)
     return WhereaboutsPool(
-        name=str(meta.get("name") or ""),
-        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.name or ""),
+        namespace=str(meta.namespace or ""),
         range=cidr,
         allocations=tuple(allocations),
-        resource_version=str(meta.get("resourceVersion") or ""),
+        resource_version=str(meta.resourceVersion or ""),
     )
 
 
@@ -157,18 +188,18 @@ def _reservation_order(r: OverlappingReservation) -> tuple[str, int, int, int, s
     """By namespace, then the address the name spells (IPv4 before IPv6), then name."""
     if not r.ip:
         return (r.namespace, 1, 0, 0, r.name)
-    addr = ipaddress.ip_address(r.ip)
-    return (r.namespace, 0, addr.version, int(addr), r.name)
+    version, value = address_key(r.ip)
+    return (r.namespace, 0, version, value, r.name)
 
 
-def reservation_from(obj: JSON) -> OverlappingReservation:
-    meta, spec = _meta(obj), _spec(obj)
+def reservation_from(obj: Listed | JSON) -> OverlappingReservation:
+    meta, spec = parts(obj, ReservationRecord, _ReservationSpec)
     return OverlappingReservation(
-        name=str(meta.get("name") or ""),
-        namespace=str(meta.get("namespace") or ""),
-        podref=str(spec.get("podref") or ""),
-        resource_version=str(meta.get("resourceVersion") or ""),
-        ifname=str(spec.get("ifname") or ""),
+        name=str(meta.name or ""),
+        namespace=str(meta.namespace or ""),
+        podref=str(spec.podref or ""),
+        resource_version=str(meta.resourceVersion or ""),
+        ifname=str(spec.ifname or ""),
     )
 
 

@@ -13,6 +13,7 @@ import ipaddress
 from dataclasses import dataclass
 from functools import lru_cache
 
+from cidrx.ipam.addresses import v4_value
 from cidrx.model.validation import IpAddrOrEmpty, IpCidr, IpCidrOrEmpty, first_problem, repeated
 
 GROUP, VERSION = "whereabouts.cni.cncf.io", "v1alpha1"
@@ -45,8 +46,11 @@ def pool_name(cidr: str, network_name: str = "", node_name: str = "") -> str:
 def go_ip_string(ip: str) -> str:
     """The address as Go's net.IP.String() prints it (what NormalizeIP starts from): RFC 5952 for IPv6,
     dotted quad for IPv4 and for IPv4-mapped IPv6; the text unchanged when it is no address."""
+    text = ip.strip()
+    if v4_value(text) is not None:
+        return text  # the one spelling ipaddress accepts is also the one it prints
     try:
-        addr = ipaddress.ip_address(ip.strip())
+        addr = ipaddress.ip_address(text)
     except ValueError:
         return ip
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
@@ -75,13 +79,18 @@ def name_addresses(name: str) -> tuple[str, ...]:
     found: list[str] = []
     tails = [name] + [name[i + 1 :] for i, ch in enumerate(name) if ch == "-"]
     for tail in tails:
-        for text in (tail, tail.replace("-", ":")):
+        for text in dict.fromkeys((tail, tail.replace("-", ":"))):  # one candidate when the tail has no '-'
+            if v4_value(text) is not None:
+                # A dotted quad ipaddress accepts prints as itself, and NormalizeIP leaves it so.
+                if text == tail and text not in found:
+                    found.append(text)
+                continue
             try:
-                addr = ipaddress.ip_address(text)
+                spelled = str(ipaddress.ip_address(text))
             except ValueError:
                 continue
-            if reservation_name(str(addr)) == tail and str(addr) not in found:
-                found.append(str(addr))
+            if reservation_name(spelled) == tail and spelled not in found:
+                found.append(spelled)
     return tuple(found)
 
 

@@ -59,7 +59,7 @@ class _Pods:
         if self._holders is None:
             from cidrx.kube.collect import POD_FIELD_SELECTOR, pod_state_from
 
-            self._holders = AddressHolders.of(pod_state_from(p) for p in self.kube.iter_pods(POD_FIELD_SELECTOR))
+            self._holders = AddressHolders.of(pod_state_from(p) for p in self.kube.pod_records(POD_FIELD_SELECTOR))
         return self._holders
 
     def get(self, ref: str) -> PodState | None:
