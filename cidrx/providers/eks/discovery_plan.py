@@ -38,6 +38,7 @@ from cidrx.providers.eks.plan import (
     _env_step,
     _route_table_for,
     _zones,
+    associate_step,
     choose_cidr,
     occupied_space,
     validate_cidr,
@@ -255,27 +256,8 @@ def make_discovery_plan(snapshot: Snapshot, eks: EksSection, opts: EksPlanOption
         )
     cluster = eks.cluster.name
     steps: list[Step] = []
-    if cidr is not None and pool is not None:
-        steps.append(
-            Step(
-                id="associate-vpc-cidr",
-                action=ASSOCIATE_VPC_CIDR_FROM_POOL.name,
-                params={"vpc_id": eks.vpc.vpc_id, "ipam_pool_id": pool.pool_id, "netmask_length": cidr.prefixlen},
-                description=f"associate a /{cidr.prefixlen} from IPAM pool {pool.pool_id} with {eks.vpc.vpc_id} "
-                "(IPAM picks the CIDR) and wait until associated",
-                permissions=ASSOCIATE_VPC_CIDR_FROM_POOL.permissions,
-            )
-        )
-    elif cidr is not None:
-        steps.append(
-            Step(
-                id="associate-vpc-cidr",
-                action=ASSOCIATE_VPC_CIDR.name,
-                params={"vpc_id": eks.vpc.vpc_id, "cidr": str(cidr)},
-                description=f"associate secondary CIDR {cidr} with {eks.vpc.vpc_id} and wait until associated",
-                permissions=ASSOCIATE_VPC_CIDR.permissions,
-            )
-        )
+    if cidr is not None:
+        steps.append(associate_step(eks, cidr, pool))
     route_tables: dict[str, str] = {}
     for index, (az, piece) in enumerate(zip(zones, pieces, strict=True)):
         rt, via = _route_table_for(eks, az, None)

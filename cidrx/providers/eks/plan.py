@@ -31,7 +31,7 @@ from cidrx.providers.eks.cni import (
 )
 from cidrx.providers.eks.eniconfig import security_groups as eniconfig_security_groups
 from cidrx.providers.eks.ipampool import ASSOCIATE_VPC_CIDR_FROM_POOL, carve, pool_drift, pool_netmask, vpc_pool
-from cidrx.providers.eks.model import EksSection, Nodegroup, Subnet
+from cidrx.providers.eks.model import EksSection, IpamPool, Nodegroup, Subnet
 from cidrx.providers.eks.routing import routed_elsewhere, unreadable_routes
 from cidrx.registry import Action
 
@@ -312,6 +312,27 @@ def _env_step(eks: EksSection, cni: CniConfig, env: dict[str, str], step_id: str
     )
 
 
+def associate_step(eks: EksSection, cidr: IPv4Network, pool: IpamPool | None) -> Step:
+    """`associate-vpc-cidr`: `cidr` itself, or (with the IPAM `pool` the VPC's CIDRs come from) a block of
+    its size that IPAM picks when the association is made."""
+    if pool is None:
+        return Step(
+            id="associate-vpc-cidr",
+            action=ASSOCIATE_VPC_CIDR.name,
+            params={"vpc_id": eks.vpc.vpc_id, "cidr": str(cidr)},
+            description=f"associate secondary CIDR {cidr} with {eks.vpc.vpc_id} and wait until associated",
+            permissions=ASSOCIATE_VPC_CIDR.permissions,
+        )
+    return Step(
+        id="associate-vpc-cidr",
+        action=ASSOCIATE_VPC_CIDR_FROM_POOL.name,
+        params={"vpc_id": eks.vpc.vpc_id, "ipam_pool_id": pool.pool_id, "netmask_length": cidr.prefixlen},
+        description=f"associate a /{cidr.prefixlen} from IPAM pool {pool.pool_id} with {eks.vpc.vpc_id} (IPAM "
+        "picks the CIDR) and wait until associated",
+        permissions=ASSOCIATE_VPC_CIDR_FROM_POOL.permissions,
+    )
+
+
 def zone_subnet_steps(
     eks: EksSection,
     az: str,
@@ -423,23 +444,7 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
     placement, placement_notes = _node_placement(eks, template, zones, template.max_size + add_nodes)
     groups, groups_from = eniconfig_security_groups(eks)
     cluster = eks.cluster.name
-    steps: list[Step] = [
-        Step(
-            id="associate-vpc-cidr",
-            action=ASSOCIATE_VPC_CIDR.name,
-            params={"vpc_id": eks.vpc.vpc_id, "cidr": str(cidr)},
-            description=f"associate secondary CIDR {cidr} with {eks.vpc.vpc_id} and wait until associated",
-            permissions=ASSOCIATE_VPC_CIDR.permissions,
-        )
-        if pool is None
-        else Step(
-            id="associate-vpc-cidr",
-            action=ASSOCIATE_VPC_CIDR_FROM_POOL.name,
-            params={"vpc_id": eks.vpc.vpc_id, "ipam_pool_id": pool.pool_id, "netmask_length": cidr.prefixlen},
-            description=f"associate {cidr_text} with {eks.vpc.vpc_id} (IPAM picks the CIDR) and wait until associated",
-            permissions=ASSOCIATE_VPC_CIDR_FROM_POOL.permissions,
-        )
-    ]
+    steps: list[Step] = [associate_step(eks, cidr, pool)]
     route_tables: dict[str, str] = {}
     for index, (az, piece) in enumerate(zip(zones, pieces, strict=True)):
         rt, via = _route_table_for(eks, az, placement[az])

@@ -557,14 +557,17 @@ class GkeApi:
     def add_cluster_pod_ranges(self, cluster: str, range_names: list[str]) -> Json:
         """UpdateCluster with update.additionalPodRangesConfig.podRangeNames = `range_names`."""
         container_v1, _ = _import_sdk()
-        gke = self._client("container")
         update = container_v1.ClusterUpdate(
             additional_pod_ranges_config=container_v1.AdditionalPodRangesConfig(pod_range_names=list(range_names))
         )
+        return self._update_cluster(cluster, update)
+
+    def _update_cluster(self, cluster: str, update: Any) -> Json:
+        """UpdateCluster with `update` (a container_v1.ClusterUpdate); returns the operation handle."""
         op = self._call(
             "container.clusters.update",
             self._cluster_subject(cluster),
-            gke.update_cluster,
+            self._client("container").update_cluster,
             write=True,
             name=self._cluster_name(cluster),
             update=update,
@@ -586,21 +589,12 @@ class GkeApi:
     def remove_cluster_pod_ranges(self, cluster: str, range_names: list[str]) -> Json:
         """UpdateCluster with update.removedAdditionalPodRangesConfig.podRangeNames = `range_names`."""
         container_v1, _ = _import_sdk()
-        gke = self._client("container")
         update = container_v1.ClusterUpdate(
             removed_additional_pod_ranges_config=container_v1.AdditionalPodRangesConfig(
                 pod_range_names=list(range_names)
             )
         )
-        op = self._call(
-            "container.clusters.update",
-            self._cluster_subject(cluster),
-            gke.update_cluster,
-            write=True,
-            name=self._cluster_name(cluster),
-            update=update,
-        )
-        return {"api": "container", "name": str(op.name)}
+        return self._update_cluster(cluster, update)
 
     def get_operation(self, op: Json) -> Json:
         """Poll an operation handle once: {"done", "error" (one line or None), "status", "progress"}."""

@@ -1,9 +1,6 @@
-"""Terraform for GKE plans (node-pool, cluster-range): google_* resources and snippets to merge.
-
-Why it exists: the Terraform equivalent of a plan is written by the package that makes the plan, so a new
-provider brings its own; cidrx.render.terraform calls `emit` through the registry and cidrx.render.hcl
-writes the HCL.
-"""
+"""Terraform for GKE plans (node-pool, cluster-range): google_* resources and snippets to merge, split into
+a host-project part and a service-project part under Shared VPC. Lives beside the GKE planner (reached as
+`emit` through the registry); the HCL itself is written by cidrx.render.hcl."""
 
 from __future__ import annotations
 
