@@ -102,8 +102,14 @@ def resource_names() -> dict[tuple[str, str], tuple[str, ...]]:
     """The only objects of these resources cidrx touches; rules for them name the objects."""
     from cidrx.ipam.nodeipam.collect import KUBEADM_CONFIG
     from cidrx.kube.collect import AWS_NODE
+    from cidrx.providers.eks.provisioner_collect import KARPENTER_DEPLOYMENTS
 
-    return {("apps", "daemonsets"): (AWS_NODE[1],), ("", "configmaps"): (KUBEADM_CONFIG,)}
+    karpenter = tuple(sorted({name for _, name in KARPENTER_DEPLOYMENTS}))
+    return {
+        ("apps", "daemonsets"): (AWS_NODE[1],),
+        ("", "configmaps"): (KUBEADM_CONFIG,),
+        ("apps", "deployments"): karpenter,
+    }
 
 
 def collect_kube_grants(provider: str) -> tuple[KubeGrant, ...]:
@@ -129,6 +135,7 @@ def collect_kube_grants(provider: str) -> tuple[KubeGrant, ...]:
     spec = registry.provider_spec(provider)
     if spec is not None and spec.kube_daemonset is not None:
         grants.append(_kube("apps", "daemonsets", "get", namespace=spec.kube_daemonset[0]))
+    grants += [parse_kube(text) for text in (spec.kube_reads if spec is not None else ())]
     if any(provider in i.providers for i in registry.ipams()):  # node IPAM reads kubeadm-config
         grants.append(_kube("", "configmaps", "get", namespace=NAMESPACE))
     return tuple(grants)

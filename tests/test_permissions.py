@@ -33,7 +33,7 @@ from cidrx.kube.collect import collect_with
 from cidrx.model.plan import Plan
 from cidrx.model.snapshot import load_snapshot
 from cidrx.permissions import allows, allows_path, collect_kube_grants
-from tests.support import eks_cases, gke_cases
+from tests.support import eks_cases, eks_provisioner_cases, gke_cases
 from tests.support.cli import run as cli_run
 from tests.support.eks_world import REGION, build_incident, fake_aws_env, moto_server
 from tests.support.fakes.kube_server import FakeKubeServer
@@ -235,6 +235,11 @@ def _plans() -> list[Plan]:
     ]
     plans = [dispatch.make_plan(s, PlanOptions(strategy="custom-networking")) for s in eks]
     plans += [dispatch.make_plan(s, PlanOptions(strategy="prefix-delegation")) for s in eks[1::2]]
+    # Clusters without managed node groups: their follow-up steps (Karpenter, Auto Mode).
+    others = [eks_provisioner_cases.karpenter(), eks_provisioner_cases.auto_mode()]
+    plans += [dispatch.make_plan(s, PlanOptions(strategy="custom-networking")) for s in others]
+    roomy_karpenter = eks_provisioner_cases.karpenter(eks_cases.roomy())
+    plans.append(dispatch.make_plan(roomy_karpenter, PlanOptions(strategy="prefix-delegation")))
     plans += [dispatch.make_plan(gke_cases.incident(), PlanOptions(strategy=s)) for s in ("node-pool", "cluster-range")]
     calico = load_snapshot(EXAMPLES / "calico-borrowing.snapshot.json")
     plans.append(dispatch.make_reclaim_plan(load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json"), "whereabouts"))
@@ -321,7 +326,7 @@ def test_every_action_an_executor_runs_is_declared() -> None:
 
 def _name(resource: str) -> str | None:
     """The object a step names for the resources ClusterRoles restrict by name."""
-    return {"daemonsets": "aws-node", "configmaps": "kubeadm-config"}.get(resource)
+    return {"daemonsets": "aws-node", "configmaps": "kubeadm-config", "deployments": "karpenter"}.get(resource)
 
 
 # -- coverage: every Kubernetes call the collector makes -------------------------------------------------

@@ -15,6 +15,7 @@ from cidrx.errors import InvalidInput
 from cidrx.kube.model import KubeSection
 from cidrx.model.findings import Capacity, Diagnosis, Finding, FindingKind, Severity, make_diagnosis, utilization
 from cidrx.model.snapshot import Snapshot
+from cidrx.providers.eks import provisioners
 from cidrx.providers.eks.cni import CniConfig, cni_config, max_pods, node_ips_for_new_node, pod_ips_for_new_node
 from cidrx.providers.eks.model import EksSection, InstanceType, Nodegroup, Subnet
 
@@ -163,12 +164,12 @@ def _largest_type(names: tuple[str, ...], types: dict[str, InstanceType]) -> Ins
 
 def pod_subnet_ids(eks: EksSection, kube: KubeSection, cni: CniConfig) -> set[str]:
     if cni.custom_networking and kube.eniconfigs:
-        return {e.subnet for e in kube.eniconfigs}
-    return node_subnet_ids(eks)
+        return {e.subnet for e in kube.eniconfigs} | provisioners.auto_mode_pod_subnets(eks)
+    return node_subnet_ids(eks) | provisioners.auto_mode_pod_subnets(eks)
 
 
 def node_subnet_ids(eks: EksSection) -> set[str]:
-    ids = {sid for ng in eks.nodegroups for sid in ng.subnet_ids}
+    ids = {sid for ng in eks.nodegroups for sid in ng.subnet_ids} | provisioners.node_subnets(eks)
     return ids or set(eks.cluster.subnet_ids)
 
 
@@ -574,6 +575,7 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     findings += _warm_pool_finding(eks, kube, cni, tight)
     findings += _prefix_findings(uses, cni, exhausted)
     findings += _quota_findings(eks)
+    findings += provisioners.provisioner_findings(eks, kube, cni)
     if not kube.available:
         from cidrx.model.findings import kube_unreachable
 
@@ -581,7 +583,8 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     from cidrx.model.netmap import unallocated_capacity
     from cidrx.providers.eks.netmap import address_maps
 
-    capacity = _subnet_capacity(uses) + nodegroup_capacity(eks, kube, cni) + [_vpc_capacity(eks)]
+    capacity = _subnet_capacity(uses) + nodegroup_capacity(eks, kube, cni)
+    capacity += [*provisioners.provisioner_capacity(eks, kube, cni), _vpc_capacity(eks)]
     capacity += [unallocated_capacity(m) for m in address_maps(snapshot)]
     expand = f"cidrx expand {snapshot.target.flags()} --plan --out plan.json"
     findings = [replace(f, remediation=f.remediation.replace(EXPAND, expand)) for f in findings]

@@ -61,6 +61,10 @@ COLLECT_PERMISSIONS = (
     "ec2:GetSubnetCidrReservations",
     "ec2:DescribeSecurityGroups",
     "servicequotas:GetServiceQuota",
+    # Self-managed node groups (cidrx.providers.eks.provisioner_collect).
+    "autoscaling:DescribeAutoScalingGroups",
+    "autoscaling:DescribeAutoScalingInstances",
+    "ec2:DescribeLaunchTemplateVersions",
 )
 # What fleet mode (`diagnose --eks --all-clusters`) adds: the listing, and the caller's account id to
 # name kubeconfig contexts by cluster ARN (GetCallerIdentity needs no grant, but is listed for clarity).
@@ -598,3 +602,45 @@ class EksApi:
         )
         with _aws("eks:CreateNodegroup", subject):
             return dict(self._call(self._eks.create_nodegroup, write=True, **kwargs)["nodegroup"])
+
+    # -- node provisioners (cidrx.providers.eks.provisioner_collect) ---------------------------------
+
+    def describe_auto_scaling_groups(self, *, tag_key: str = "", names: Sequence[str] = ()) -> list[Json]:
+        """Auto Scaling groups carrying the tag key `tag_key`, or those named `names`."""
+        kwargs: dict[str, Any] = {}
+        if tag_key:
+            kwargs["Filters"] = [{"Name": "tag-key", "Values": [tag_key]}]
+        elif names:
+            kwargs["AutoScalingGroupNames"] = list(names)
+        else:
+            return []
+        with _aws("autoscaling:DescribeAutoScalingGroups", f"Auto Scaling groups in {self.region}"):
+            return self._pages(self._client("autoscaling").describe_auto_scaling_groups, "AutoScalingGroups", **kwargs)
+
+    def auto_scaling_groups_of(self, instance_ids: Sequence[str]) -> dict[str, str]:
+        """{instance id: Auto Scaling group name} of those instances that belong to a group."""
+        found: dict[str, str] = {}
+        ids = sorted(set(instance_ids))
+        with _aws("autoscaling:DescribeAutoScalingInstances", f"instances in {self.region}"):
+            for start in range(0, len(ids), 50):  # the API takes at most 50 ids per request
+                for item in self._pages(
+                    self._client("autoscaling").describe_auto_scaling_instances,
+                    "AutoScalingInstances",
+                    InstanceIds=ids[start : start + 50],
+                ):
+                    found[str(item["InstanceId"])] = str(item["AutoScalingGroupName"])
+        return found
+
+    def describe_launch_template_version(self, template: Mapping[str, str]) -> Json | None:
+        """The launch template version an Auto Scaling group names (id or name, version or $Default)."""
+        kwargs: dict[str, Any] = {"Versions": [template.get("version") or "$Default"]}
+        if template.get("id"):
+            kwargs["LaunchTemplateId"] = template["id"]
+        elif template.get("name"):
+            kwargs["LaunchTemplateName"] = template["name"]
+        else:
+            return None
+        subject = f"launch template {template.get('id') or template.get('name')}"
+        with _aws("ec2:DescribeLaunchTemplateVersions", subject):
+            versions = self._pages(self._ec2.describe_launch_template_versions, "LaunchTemplateVersions", **kwargs)
+        return versions[0] if versions else None

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cidrx.model.validation import Ipv4AddrOrCidr, Ipv4Cidr, first_problem, repeated
+from cidrx.providers.eks.provisioner_model import NodeProvisioners
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,8 @@ class EksSection:
     instance_types: tuple[InstanceType, ...]
     vpc_cni_addon: Addon | None
     vpc_cidr_quota: int = 5
+    # Self-managed groups, Karpenter and Auto Mode (None: the cluster uses managed node groups only).
+    provisioners: NodeProvisioners | None = None
 
     def invariant_problem(self) -> str | None:
         return first_problem(
