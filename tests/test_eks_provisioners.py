@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import json
+from pathlib import Path
 
 import pytest
 
 from cidrx import dispatch
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.model.options import PlanOptions
-from cidrx.model.plan import DIGEST_TAG, Plan
-from cidrx.model.snapshot import Snapshot
+from cidrx.model.plan import DIGEST_TAG, Plan, load_plan
+from cidrx.model.snapshot import Snapshot, load_snapshot
 from cidrx.providers.eks.provisioner_collect import (
     karpenter_from,
     max_pods_from_user_data,
@@ -24,6 +26,7 @@ from cidrx.providers.eks.provisioner_collect import (
 from cidrx.providers.eks.provisioner_model import AUTO_NODE_CLASS, EC2_NODE_CLASS, NodeProvisioners
 from tests.support import eks_cases as cases
 from tests.support import eks_provisioner_cases as pc
+from tests.support.cli import run
 
 CN = PlanOptions(strategy="custom-networking")
 PD = PlanOptions(strategy="prefix-delegation")
@@ -144,11 +147,50 @@ def test_prefix_delegation_gives_karpenter_nodeclasses_max_pods() -> None:
     assert step.depends_on == ("enable-prefix-delegation",)
 
 
-def test_self_managed_plan_says_how_to_roll_the_group() -> None:
+def test_self_managed_plan_writes_a_launch_template_version_and_says_how_to_roll() -> None:
     plan = _plan(pc.self_managed())
+    step = plan.step(f"launch-template-{pc.ASG}")
+    assert step.params == {
+        "template_id": "lt-0a1b2c3d4e5f60718",
+        "source_version": 4,
+        "max_pods_from": 29,
+        "max_pods_to": 20,
+    }
+    assert "enable-custom-networking" in step.depends_on
+    # The group launches $Latest: the new version is used without pointing the group at it.
+    assert "eks.set-group-launch-template" not in _actions(plan)
     note = next(n for n in plan.notes if pc.ASG in n)
-    assert "--max-pods=20" in note and "start-instance-refresh" in note
-    assert "eks.create-nodegroup" not in _actions(plan)
+    assert "start-instance-refresh" in note and "eks.create-nodegroup" not in _actions(plan)
+
+
+def test_a_group_pinned_to_a_version_is_pointed_at_the_new_one() -> None:
+    plan = _plan(pc.self_managed(version="4"))
+    step = plan.step(f"group-launch-template-{pc.ASG}")
+    assert step.params["version"] == f"${{launch-template-{pc.ASG}.version}}"
+    assert step.depends_on == (f"launch-template-{pc.ASG}",)
+
+
+def test_unreadable_max_pods_gives_a_note_not_a_step() -> None:
+    plan = _plan(pc.self_managed(max_pods=None))
+    assert "eks.create-launch-template-version" not in _actions(plan)
+    assert any("Make sure its nodes' kubelet --max-pods is 20" in n for n in plan.notes)
+
+
+def test_prefix_delegation_raises_a_self_managed_groups_max_pods() -> None:
+    plan = _plan(pc.self_managed(cases.roomy(), version="4"), PD)
+    assert plan.step(f"launch-template-{pc.ASG}").params["max_pods_to"] == 110
+    assert plan.step(f"group-launch-template-{pc.ASG}").action == "eks.set-group-launch-template"
+
+
+def test_rewrite_max_pods_changes_only_the_figure_cidrx_read() -> None:
+    from cidrx.providers.eks.provisioner_steps import rewrite_max_pods
+
+    text = "#!/bin/bash\n/etc/eks/bootstrap.sh demo --kubelet-extra-args '--max-pods=29 --node-labels=a=b'\n"
+    encoded = base64.b64encode(text.encode()).decode()
+    again = rewrite_max_pods(encoded, 29, 20)
+    assert again is not None
+    assert base64.b64decode(again).decode() == text.replace("--max-pods=29", "--max-pods=20")
+    assert rewrite_max_pods(encoded, 17, 20) is None  # it no longer says what the plan read
 
 
 def test_a_cluster_with_no_provisioner_at_all_still_refuses() -> None:
@@ -305,3 +347,21 @@ def test_snapshots_of_managed_node_group_clusters_are_unchanged() -> None:
     """The new section is None unless something was found, so old snapshots keep their fingerprints."""
     assert cases.eks_of(cases.example()).provisioners is None
     assert NodeProvisioners() == NodeProvisioners()
+
+
+# --- the bundled Karpenter example ---------------------------------------------------------------------
+
+
+def test_bundled_karpenter_example_is_the_case_and_gets_a_plan(tmp_path: Path) -> None:
+    """examples/eks-karpenter.snapshot.json is `karpenter()` (regenerate it with save_snapshot)."""
+    example = Path(__file__).resolve().parents[1] / "examples" / "eks-karpenter.snapshot.json"
+    assert load_snapshot(example).fingerprint == pc.karpenter().fingerprint
+    diag = run("diagnose", "--snapshot", str(example), "-o", "json")
+    assert diag.exit_code == 3, diag.output
+    kinds = {c["kind"] for c in json.loads(diag.stdout)["capacity"]}
+    assert "karpenter-nodepool" in kinds and "nodegroup" not in kinds
+    out = tmp_path / "plan.json"
+    made = run("expand", "--snapshot", str(example), "--plan", "--out", str(out))
+    assert made.exit_code == 0, made.output
+    actions = [s.action for s in load_plan(out).steps]
+    assert "kube.update-ec2nodeclass" in actions and "eks.create-nodegroup" not in actions

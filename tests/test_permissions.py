@@ -236,10 +236,14 @@ def _plans() -> list[Plan]:
     plans = [dispatch.make_plan(s, PlanOptions(strategy="custom-networking")) for s in eks]
     plans += [dispatch.make_plan(s, PlanOptions(strategy="prefix-delegation")) for s in eks[1::2]]
     # Clusters without managed node groups: their follow-up steps (Karpenter, Auto Mode).
-    others = [eks_provisioner_cases.karpenter(), eks_provisioner_cases.auto_mode()]
+    pinned = eks_provisioner_cases.self_managed(version="4")
+    others = [eks_provisioner_cases.karpenter(), eks_provisioner_cases.auto_mode(), pinned]
     plans += [dispatch.make_plan(s, PlanOptions(strategy="custom-networking")) for s in others]
-    roomy_karpenter = eks_provisioner_cases.karpenter(eks_cases.roomy())
-    plans.append(dispatch.make_plan(roomy_karpenter, PlanOptions(strategy="prefix-delegation")))
+    for roomy in (
+        eks_provisioner_cases.karpenter(eks_cases.roomy()),
+        eks_provisioner_cases.self_managed(eks_cases.roomy(), version="4"),
+    ):
+        plans.append(dispatch.make_plan(roomy, PlanOptions(strategy="prefix-delegation")))
     plans += [dispatch.make_plan(gke_cases.incident(), PlanOptions(strategy=s)) for s in ("node-pool", "cluster-range")]
     calico = load_snapshot(EXAMPLES / "calico-borrowing.snapshot.json")
     plans.append(dispatch.make_reclaim_plan(load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json"), "whereabouts"))

@@ -90,7 +90,7 @@ def auto_mode(snap: Snapshot | None = None, *, builtin_only: bool = False) -> Sn
     return cases.with_eks(snap, nodegroups=(), vpc_cni_addon=None, provisioners=found)
 
 
-def self_managed(snap: Snapshot | None = None, *, max_pods: int | None = 29) -> Snapshot:
+def self_managed(snap: Snapshot | None = None, *, max_pods: int | None = 29, version: str = "$Latest") -> Snapshot:
     """No managed node group: an Auto Scaling group with a launch template runs both nodes."""
     snap = _nodes_of(snap or cases.example(), "")
     group = SelfManagedGroup(
@@ -101,7 +101,7 @@ def self_managed(snap: Snapshot | None = None, *, max_pods: int | None = 29) -> 
         max_size=4,
         desired_size=2,
         instances=2,
-        launch_template={"id": "lt-0a1b2c3d4e5f60718", "version": "$Latest"},
+        launch_template={"id": "lt-0a1b2c3d4e5f60718", "version": version},
         launch_template_version=4,
         max_pods=max_pods,
         tags={f"kubernetes.io/cluster/{cases.CLUSTER}": "owned"},

@@ -644,3 +644,36 @@ class EksApi:
         with _aws("ec2:DescribeLaunchTemplateVersions", subject):
             versions = self._pages(self._ec2.describe_launch_template_versions, "LaunchTemplateVersions", **kwargs)
         return versions[0] if versions else None
+
+    def launch_template_versions(self, template_id: str, versions: Sequence[str] = ()) -> list[Json]:
+        """Versions of a launch template (all of them, or those named: numbers, $Latest, $Default)."""
+        kwargs: dict[str, Any] = {"LaunchTemplateId": template_id}
+        if versions:
+            kwargs["Versions"] = list(versions)
+        with _aws("ec2:DescribeLaunchTemplateVersions", f"launch template {template_id}"):
+            return self._pages(self._ec2.describe_launch_template_versions, "LaunchTemplateVersions", **kwargs)
+
+    def create_launch_template_version(
+        self, template_id: str, source_version: str, description: str, data: Mapping[str, Any]
+    ) -> Json:
+        """A new version of the template: `source_version` with `data` laid over it."""
+        with _aws("ec2:CreateLaunchTemplateVersion", f"launch template {template_id}"):
+            resp = self._call(
+                self._ec2.create_launch_template_version,
+                write=True,
+                LaunchTemplateId=template_id,
+                SourceVersion=source_version,
+                VersionDescription=description,
+                LaunchTemplateData=dict(data),
+            )
+            return dict(resp["LaunchTemplateVersion"])
+
+    def set_group_launch_template(self, group: str, template_id: str, version: str) -> None:
+        """Point an Auto Scaling group at a launch template version (new instances use it)."""
+        with _aws("autoscaling:UpdateAutoScalingGroup", f"Auto Scaling group {group}"):
+            self._call(
+                self._client("autoscaling").update_auto_scaling_group,
+                write=True,
+                AutoScalingGroupName=group,
+                LaunchTemplate={"LaunchTemplateId": template_id, "Version": version},
+            )

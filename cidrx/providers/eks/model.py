@@ -21,6 +21,7 @@ class EksCluster:
     subnet_ids: tuple[str, ...]
     cluster_security_group_id: str
     security_group_ids: tuple[str, ...] = ()
+    auto_mode: bool | None = None  # computeConfig.enabled (EKS Auto Mode); None when off
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from cidrx.providers.eks.cni import (
 from cidrx.providers.eks.model import EksSection, Nodegroup, Subnet
 from cidrx.providers.eks.provisioner_plan import (
     PROVISIONER_ACTIONS,
+    SELF_MANAGED_ACTIONS,
     UPDATE_EC2_NODE_CLASS,
     auto_mode_custom_networking,
     check_not_auto_mode_only,
@@ -40,7 +41,7 @@ from cidrx.providers.eks.provisioner_plan import (
     karpenter_prefix_delegation,
     node_type,
     provisioner_drift,
-    self_managed_notes,
+    self_managed,
     uses_aws_cni,
     without_identity,
 )
@@ -98,7 +99,13 @@ CUSTOM_NETWORKING_ACTIONS = (
     CREATE_NODEGROUP,
     *PROVISIONER_ACTIONS,
 )
-PREFIX_DELEGATION_ACTIONS = (RESERVE_SUBNET_CIDR, UPDATE_ADDON_ENV, SET_DAEMONSET_ENV, UPDATE_EC2_NODE_CLASS)
+PREFIX_DELEGATION_ACTIONS = (
+    RESERVE_SUBNET_CIDR,
+    UPDATE_ADDON_ENV,
+    SET_DAEMONSET_ENV,
+    UPDATE_EC2_NODE_CLASS,
+    *SELF_MANAGED_ACTIONS,
+)
 ACTIONS = (*CUSTOM_NETWORKING_ACTIONS, RESERVE_SUBNET_CIDR)
 
 
@@ -471,7 +478,9 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
     for f in follow_ups:
         steps += f.steps
         notes += f.notes
-    notes += self_managed_notes(eks, cn_cni, prefix_delegation=False)
+    groups = self_managed(eks, cn_cni, after, prefix_delegation=False)
+    steps += groups.steps
+    notes += groups.notes
     notes += [
         f"Pods now get addresses from {cidr}: update security groups, NACLs, firewall rules and NetworkPolicy "
         "ipBlocks that list pod CIDRs.",
@@ -494,7 +503,7 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
         "eniconfigs": sorted(e.name for e in snapshot.kube.eniconfigs),
         "cni_source": cni.source,
     }
-    for f in follow_ups:
+    for f in (*follow_ups, groups):
         basis.update(f.basis or {})
     if provisioners(eks).auto_mode:
         basis["auto_mode"] = True
@@ -564,8 +573,9 @@ def _prefix_delegation(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
             "These subnets have no free /28 and gain nothing: " + ", ".join(subnet_label(u.subnet) for u in dead)
         )
     karpenter = karpenter_prefix_delegation(eks, snapshot.kube, pd_cni)
-    steps += karpenter.steps
-    notes += [*karpenter.notes, *self_managed_notes(eks, pd_cni, prefix_delegation=True)]
+    groups = self_managed(eks, pd_cni, ("enable-prefix-delegation",), prefix_delegation=True)
+    steps += [*karpenter.steps, *groups.steps]
+    notes += [*karpenter.notes, *groups.notes]
     if provisioners(eks).auto_mode:
         notes.append("EKS Auto Mode nodes are unaffected: they ignore aws-node env and use /28 prefixes already.")
     basis: dict[str, Any] = {
@@ -574,6 +584,7 @@ def _prefix_delegation(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
         "reservations": {u.subnet.subnet_id: list(u.subnet.reservations) for u in uses},
         "cni_source": cni.source,
         **(karpenter.basis or {}),
+        **(groups.basis or {}),
     }
     summary = {"free_28": {u.subnet.subnet_id: u.free_28 for u in uses}}
     return seal_plan(snapshot, opts.created_at, "prefix-delegation", basis, steps, notes, summary)

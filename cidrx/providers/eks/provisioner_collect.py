@@ -234,11 +234,10 @@ def collect_provisioners(eks: EksSection, api: EksApi, kube: KubeSection, access
     from dataclasses import replace
 
     cluster = eks.cluster.name
-    compute = api.describe_cluster(cluster).get("computeConfig") or {}
     self_managed = collect_self_managed(api, cluster, kube)
     classes, pools, karpenter = _kube_reads(kube, access)
     found = NodeProvisioners(
-        auto_mode=bool(compute.get("enabled")),
+        auto_mode=bool(eks.cluster.auto_mode),
         self_managed=self_managed,
         node_classes=classes,
         node_pools=pools,

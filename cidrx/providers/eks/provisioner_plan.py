@@ -62,7 +62,18 @@ SET_DEPLOYMENT_ENV = Action(
     ("kubernetes: deployments.apps get,update",),
     f"{_STEPS}:SetDeploymentEnv",
 )
-PROVISIONER_ACTIONS = (UPDATE_EC2_NODE_CLASS, APPLY_AUTO_NODE_CLASS, SET_DEPLOYMENT_ENV)
+CREATE_LAUNCH_TEMPLATE_VERSION = Action(
+    "eks.create-launch-template-version",
+    ("ec2:CreateLaunchTemplateVersion", "ec2:DescribeLaunchTemplateVersions"),
+    f"{_STEPS}:CreateLaunchTemplateVersion",
+)
+SET_GROUP_LAUNCH_TEMPLATE = Action(
+    "eks.set-group-launch-template",
+    ("autoscaling:UpdateAutoScalingGroup", "autoscaling:DescribeAutoScalingGroups"),
+    f"{_STEPS}:SetGroupLaunchTemplate",
+)
+SELF_MANAGED_ACTIONS = (CREATE_LAUNCH_TEMPLATE_VERSION, SET_GROUP_LAUNCH_TEMPLATE)
+PROVISIONER_ACTIONS = (UPDATE_EC2_NODE_CLASS, APPLY_AUTO_NODE_CLASS, SET_DEPLOYMENT_ENV, *SELF_MANAGED_ACTIONS)
 
 AUTO_POD_NODE_CLASS = "cidrx-pod-subnets"  # what cidrx creates next to Auto Mode's built-in NodeClass
 RESERVED_ENIS_FOR_CUSTOM_NETWORKING = "1"
@@ -309,8 +320,10 @@ def auto_mode_custom_networking(eks: EksSection, zones: list[str], after: tuple[
     return FollowUp(tuple(steps), tuple(notes), basis)
 
 
-def self_managed_notes(eks: EksSection, cni: CniConfig, *, prefix_delegation: bool) -> tuple[str, ...]:
-    """How to bring each self-managed group's nodes onto the change: its launch template and a roll."""
+def self_managed(eks: EksSection, cni: CniConfig, after: tuple[str, ...], *, prefix_delegation: bool) -> FollowUp:
+    """Each self-managed group's new launch template version (when its user data sets --max-pods in plain
+    text, cidrx writes the new figure into a copy of it) and how to roll the group."""
+    steps: list[Step] = []
     notes = []
     types = {t.name: t for t in eks.instance_types}
     for g in provisioners(eks).self_managed:
@@ -318,18 +331,60 @@ def self_managed_notes(eks: EksSection, cni: CniConfig, *, prefix_delegation: bo
         limit = max_pods(t, cni) if t else None
         lt = g.launch_template
         template = f"launch template {lt.get('name') or lt.get('id')}" if lt else "its launch configuration"
+        roll = f"aws autoscaling start-instance-refresh --auto-scaling-group-name {g.name}"
+        current = g.max_pods or 0
+        change = limit is not None and current != limit and (prefix_delegation or current > limit)
+        if change and lt.get("id") and g.launch_template_version and g.max_pods:
+            step_id = f"launch-template-{g.name}"
+            steps.append(
+                Step(
+                    id=step_id,
+                    action=CREATE_LAUNCH_TEMPLATE_VERSION.name,
+                    params={
+                        "template_id": lt["id"],
+                        "source_version": g.launch_template_version,
+                        "max_pods_from": g.max_pods,
+                        "max_pods_to": limit,
+                    },
+                    description=f"create a version of {template} (from v{g.launch_template_version}) with "
+                    f"--max-pods={limit} instead of {g.max_pods}, for group {g.name}",
+                    depends_on=after,
+                    permissions=CREATE_LAUNCH_TEMPLATE_VERSION.permissions,
+                )
+            )
+            if lt.get("version") != "$Latest":
+                steps.append(
+                    Step(
+                        id=f"group-launch-template-{g.name}",
+                        action=SET_GROUP_LAUNCH_TEMPLATE.name,
+                        params={"group": g.name, "template_id": lt["id"], "version": f"${{{step_id}.version}}"},
+                        description=f"point Auto Scaling group {g.name} at the new launch template version",
+                        depends_on=(step_id,),
+                        permissions=SET_GROUP_LAUNCH_TEMPLATE.permissions,
+                    )
+                )
+            notes.append(
+                f"Self-managed group {g.name}: new instances launch with the new {template} version; replace the "
+                f"running ones with `{roll}` (cidrx does not drain nodes)."
+            )
+            continue
         if g.max_pods and limit is not None and (g.max_pods > limit or prefix_delegation):
-            fix = f"create a new version of {template} with --max-pods={limit} (it has {g.max_pods})"
+            fix = f"Create a new version of {template} with --max-pods={limit} (it has {g.max_pods})"
+            fix += ", point the group at it"
         elif limit is not None:
-            fix = f"make sure its nodes' kubelet --max-pods is {limit} (set in the user data of {template})"
+            fix = f"Make sure its nodes' kubelet --max-pods is {limit} (in the user data of {template})"
         else:
-            fix = f"set its nodes' kubelet --max-pods in {template}"
+            fix = f"Set its nodes' kubelet --max-pods in {template}"
         notes.append(
-            f"Self-managed group {g.name}: only replaced nodes pick up the change. {fix[0].upper()}{fix[1:]}, "
-            f"point the group at it, then roll it: aws autoscaling start-instance-refresh "
-            f"--auto-scaling-group-name {g.name}."
+            f"Self-managed group {g.name}: only replaced nodes pick up the change. {fix}, then roll it: {roll}."
         )
-    return tuple(notes)
+    basis = {
+        "self_managed": {
+            g.name: {"launch_template_version": g.launch_template_version, "max_pods": g.max_pods}
+            for g in provisioners(eks).self_managed
+        }
+    }
+    return FollowUp(tuple(steps), tuple(notes), basis if provisioners(eks).self_managed else None)
 
 
 def karpenter_prefix_delegation(eks: EksSection, kube: KubeSection, cni: CniConfig) -> FollowUp:
@@ -395,6 +450,15 @@ def provisioner_drift(plan_steps: tuple[Step, ...], basis: dict[str, Any], eks: 
             other = have.get((AUTO_NODE_CLASS, step.params["name"]))
             if other is not None and other.labels.get(DIGEST_TAG) != mine:
                 problems.append(f"a NodeClass named {step.params['name']} was created by someone else")
+    groups = {g.name: g for g in p.self_managed}
+    for name, was in (basis.get("self_managed") or {}).items():
+        g = groups.get(name)
+        if g is None:
+            problems.append(f"self-managed group {name} no longer exists")
+            continue
+        planned = [s.params["max_pods_to"] for s in plan_steps if s.id == f"launch-template-{name}"]
+        if g.max_pods != was["max_pods"] and g.max_pods not in planned:  # our own new version is progress
+            problems.append(f"the launch template of {name} now sets max pods {g.max_pods}, not {was['max_pods']}")
     if basis.get("auto_mode") is not None and bool(basis["auto_mode"]) != p.auto_mode:
         problems.append(f"EKS Auto Mode was turned {'on' if p.auto_mode else 'off'}")
     return problems

@@ -8,16 +8,20 @@ finds its own earlier work, so a crashed or repeated apply converges.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
+import re
 from typing import TYPE_CHECKING, Any
 
 from cidrx.engine.executor import Outputs, StepContext
 from cidrx.errors import CloudError, StalePlan
 from cidrx.model.plan import DIGEST_TAG, Step
-from cidrx.providers.eks.provisioner_collect import AUTO_NODE_CLASSES, EC2_NODE_CLASSES
+from cidrx.providers.eks.provisioner_collect import AUTO_NODE_CLASSES, EC2_NODE_CLASSES, max_pods_from_user_data
 
 if TYPE_CHECKING:
     from cidrx.kube.api import KubeApi
+    from cidrx.providers.eks.api import EksApi
     from cidrx.providers.eks.steps import EksApis
 
 CONFLICT_RETRIES = 5
@@ -249,3 +253,93 @@ class SetDeploymentEnv:
     def verify(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
         if not _env_applied(self._get(step, params, ctx), params["container"], params["env"]):
             raise CloudError(f"Deployment {params['name']} env does not carry {', '.join(params['env'])}")
+
+
+# --- self-managed groups: a launch template version with the new max pods -------------------------------
+
+_MAX_PODS_ARG = re.compile(r"(--max-pods[= ]+|\bmaxPods:\s*)(\d+)")
+
+
+def _eks(ctx: StepContext) -> EksApi:
+    apis: EksApis = ctx.apis
+    return apis.eks
+
+
+def _description(plan_id: str) -> str:
+    # Launch template versions take no tags of their own: the description carries the plan id.
+    return f"cidrx plan {plan_id}: max pods"
+
+
+def rewrite_max_pods(user_data: str, old: int, new: int) -> str | None:
+    """Base64 user data with every --max-pods / maxPods of `old` set to `new`; None when it is not plain text
+    or does not say `old` (then it was changed since the plan was made, or is not what cidrx read)."""
+    try:
+        text = base64.b64decode(user_data, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    found = [int(m.group(2)) for m in _MAX_PODS_ARG.finditer(text)]
+    if not found or set(found) != {old}:
+        return None
+    changed = _MAX_PODS_ARG.sub(lambda m: f"{m.group(1)}{new}", text)
+    return base64.b64encode(changed.encode("utf-8")).decode("ascii")
+
+
+class CreateLaunchTemplateVersion:
+    def _mine(self, params: dict[str, Any], ctx: StepContext) -> dict[str, Any] | None:
+        for v in _eks(ctx).launch_template_versions(params["template_id"]):
+            if v.get("VersionDescription") == _description(ctx.plan_id):
+                return v
+        return None
+
+    def check(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
+        found = self._mine(params, ctx)
+        return {"version": str(found["VersionNumber"])} if found else None
+
+    def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        api = _eks(ctx)
+        source = api.launch_template_versions(params["template_id"], [str(params["source_version"])])
+        data = (source[0].get("LaunchTemplateData") or {}) if source else {}
+        rewritten = rewrite_max_pods(str(data.get("UserData") or ""), params["max_pods_from"], params["max_pods_to"])
+        if rewritten is None:
+            raise StalePlan(
+                f"launch template {params['template_id']} v{params['source_version']} no longer sets max pods "
+                f"{params['max_pods_from']} in plain user data; make a new plan"
+            )
+        made = api.create_launch_template_version(
+            params["template_id"], str(params["source_version"]), _description(ctx.plan_id), {"UserData": rewritten}
+        )
+        return {"version": str(made["VersionNumber"])}
+
+    def wait(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
+        return None
+
+    def verify(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
+        found = self._mine(params, ctx)
+        data = (found or {}).get("LaunchTemplateData") or {}
+        if found is None or max_pods_from_user_data(str(data.get("UserData") or "")) != params["max_pods_to"]:
+            raise CloudError(f"launch template {params['template_id']} has no version with the new max pods")
+
+
+class SetGroupLaunchTemplate:
+    def _current(self, params: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
+        groups = _eks(ctx).describe_auto_scaling_groups(names=[params["group"]])
+        if not groups:
+            raise CloudError(f"Auto Scaling group {params['group']} no longer exists")
+        return dict(groups[0].get("LaunchTemplate") or {})
+
+    def check(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
+        lt = self._current(params, ctx)
+        same = lt.get("LaunchTemplateId") == params["template_id"] and str(lt.get("Version")) == str(params["version"])
+        return {"version": str(params["version"])} if same else None
+
+    def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        before = self._current(params, ctx)
+        _eks(ctx).set_group_launch_template(params["group"], params["template_id"], str(params["version"]))
+        return {"version": str(params["version"]), "previous_version": str(before.get("Version") or "")}
+
+    def wait(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
+        return None
+
+    def verify(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
+        if self.check(step, params, ctx) is None:
+            raise CloudError(f"Auto Scaling group {params['group']} does not use the new launch template version")
