@@ -365,3 +365,27 @@ def test_bundled_karpenter_example_is_the_case_and_gets_a_plan(tmp_path: Path) -
     assert made.exit_code == 0, made.output
     actions = [s.action for s in load_plan(out).steps]
     assert "kube.update-ec2nodeclass" in actions and "eks.create-nodegroup" not in actions
+
+
+# --- Terraform -----------------------------------------------------------------------------------------
+
+
+def test_terraform_of_an_auto_mode_plan_creates_cidrxs_nodeclass() -> None:
+    from cidrx.render.terraform import render_terraform
+    from tests.support.terraform_check import parse, resources
+
+    pytest.importorskip("hcl2")
+    plan = _plan(pc.auto_mode(builtin_only=True))
+    doc = resources(parse(render_terraform(plan)))
+    manifest = doc[("kubernetes_manifest", "nodeclass_cidrx_pod_subnets")]["manifest"]
+    assert manifest["kind"] == "NodeClass" and manifest["metadata"]["labels"][DIGEST_TAG] == plan.plan_id
+    pod_subnets = [str(t["id"]) for t in manifest["spec"]["podSubnetSelectorTerms"]]
+    assert pod_subnets == ["${aws_subnet.pods_ap_southeast_2a.id}", "${aws_subnet.pods_ap_southeast_2b.id}"]
+    assert not any(t == "kubernetes_env" for t, _ in doc)  # Auto Mode: no aws-node env
+
+
+def test_terraform_refuses_a_partial_edit_of_an_existing_node_class() -> None:
+    from cidrx.render.terraform import render_terraform
+
+    with pytest.raises(InvalidInput, match=r"EC2NodeClass default.*no resource for that"):
+        render_terraform(_plan(pc.karpenter()))

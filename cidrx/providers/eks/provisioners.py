@@ -107,6 +107,25 @@ def _label(eks: EksSection, ids: Iterable[str]) -> str:
     return ", ".join(f"{i} ({names[i]})" if names.get(i) else i for i in ids) or "none resolved"
 
 
+def _pod_slots(
+    kind: str, name: str, size: int, used: int, nodes: int, note: str, autoscaling_max: int | None = None
+) -> Capacity:
+    """A consumer of pod slots (not an address space): `max_nodes` stays unset, the autoscaling limit is extra."""
+    extra: dict[str, float] = {"autoscaling_max_nodes": autoscaling_max} if autoscaling_max is not None else {}
+    return Capacity(
+        kind=kind,
+        name=name,
+        cidr=None,
+        size=size,
+        used=used,
+        free=max(0, size - used),
+        utilization=utilization(used, size),
+        nodes=nodes,
+        note=note,
+        extra=extra,
+    )
+
+
 def provisioner_capacity(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[Capacity]:
     """One row per self-managed group and per NodePool: its nodes, pod slots, and where nodes launch."""
     p = provisioners(eks)
@@ -123,21 +142,9 @@ def provisioner_capacity(eks: EksSection, kube: KubeSection, cni: CniConfig) -> 
         lt = g.launch_template
         where = f"launch template {lt.get('name') or lt.get('id')} v{g.launch_template_version or lt.get('version')}"
         source = "--max-pods in user data" if g.max_pods else f"{', '.join(g.instance_types) or 'type unknown'}"
-        out.append(
-            Capacity(
-                kind="self-managed-group",
-                name=g.name,
-                cidr=None,
-                size=size,
-                used=used,
-                free=max(0, size - used),
-                utilization=utilization(used, size),
-                nodes=count,
-                note=f"{per_node} pods/node ({source}); {where if lt else 'no launch template'}; "
-                f"subnets {_label(eks, g.subnet_ids)}",
-                extra={"autoscaling_max_nodes": g.max_size},
-            )
-        )
+        note = f"{per_node} pods/node ({source}); {where if lt else 'no launch template'}; "
+        note += f"subnets {_label(eks, g.subnet_ids)}"
+        out.append(_pod_slots("self-managed-group", g.name, size, used, count, note, g.max_size))
     classes = {(c.kind, c.name): c for c in p.node_classes}
     nodes_by_pool: dict[str, list[str]] = defaultdict(list)
     for n in kube.nodes:
@@ -169,19 +176,8 @@ def provisioner_capacity(eks: EksSection, kube: KubeSection, cni: CniConfig) -> 
                 where += f"; kubelet maxPods {c.max_pods}"
             else:
                 where += f"; RESERVED_ENIS={reserved}"
-        out.append(
-            Capacity(
-                kind="auto-mode-nodepool" if auto else "karpenter-nodepool",
-                name=pool.name,
-                cidr=None,
-                size=size,
-                used=used,
-                free=max(0, size - used),
-                utilization=utilization(used, size),
-                nodes=len(nodes_by_pool.get(pool.name, [])),
-                note=where,
-            )
-        )
+        kind = "auto-mode-nodepool" if auto else "karpenter-nodepool"
+        out.append(_pod_slots(kind, pool.name, size, used, len(nodes_by_pool.get(pool.name, [])), where))
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from cidrx.errors import InvalidInput
 from cidrx.model.plan import DIGEST_TAG, Step
+from cidrx.providers.eks import provisioner_terraform
 from cidrx.providers.eks.plan import (
     APPLY_ENICONFIG,
     ASSOCIATE_ROUTE_TABLE,
@@ -111,6 +112,8 @@ def emit(e: Emitter) -> None:
             address = e.add(step, b)
             if rid := e.out(step.id, "reservation_id"):
                 e.imports.append(import_block(address, f"{p['subnet_id']}:{rid}"))
+        elif step.action in provisioner_terraform.NAMES:
+            provisioner_terraform.emit_step(e, step)
         else:
             raise InvalidInput(f"plan step {step.id} ({step.action}) has no Terraform equivalent in cidrx")
 
