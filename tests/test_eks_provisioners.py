@@ -124,6 +124,8 @@ def test_auto_mode_plan_has_no_eniconfig_or_aws_node_step_and_sets_pod_subnets()
     step = plan.step(f"auto-nodeclass-{pc.AUTO_CLASS}")
     assert step.params["pod_subnets"] == [f"${{create-subnet-{az}.subnet_id}}" for az in (cases.AZ_A, cases.AZ_B)]
     assert step.params["pod_security_groups"] == [cases.CLUSTER_SG]
+    # Its nodes' own addresses: the full public subnets cannot take them, the private ones can.
+    assert step.params["subnets"] == [cases.PRIVATE_A, cases.PRIVATE_B]
     assert any("ignores aws-node env and ENIConfigs" in n for n in plan.notes)
 
 
@@ -131,8 +133,15 @@ def test_auto_mode_with_only_the_builtin_nodeclass_creates_its_own() -> None:
     plan = _plan(pc.auto_mode(builtin_only=True))
     step = plan.step("auto-nodeclass-cidrx-pod-subnets")
     assert step.params["create"] is True and step.params["role"] == "AmazonEKSAutoNodeRole"
-    assert step.params["subnets"] == [cases.PUBLIC_A, cases.PUBLIC_B]
+    assert step.params["subnets"] == [cases.PRIVATE_A, cases.PRIVATE_B]  # the built-in's are full
     assert not any(s.id == "auto-nodeclass-default" for s in plan.steps)
+
+
+def test_auto_mode_keeps_node_subnets_that_have_room() -> None:
+    roomy = pc.auto_mode(cases.roomy())
+    plan = _plan(roomy)
+    assert "subnets" not in plan.step(f"auto-nodeclass-{pc.AUTO_CLASS}").params
+    assert plan.step("auto-nodeclass-cidrx-pod-subnets").params["subnets"] == [cases.PUBLIC_A, cases.PUBLIC_B]
 
 
 def test_prefix_delegation_is_refused_on_an_auto_mode_only_cluster() -> None:

@@ -200,6 +200,8 @@ def test_auto_mode_cluster_plan_apply_and_reapply(tmp_path: Path, monkeypatch: p
             assert nc["spec"]["podSubnetSelectorTerms"] == [{"id": s} for s in new_ids]
             assert nc["spec"]["podSecurityGroupSelectorTerms"] == [{"id": env.estate.world.cluster_security_group_id}]
             assert nc["metadata"]["labels"][DIGEST_TAG] == plan.plan_id
+            private = [env.estate.world.private_subnet_a, env.estate.world.private_subnet_b]
+            assert nc["spec"]["subnetSelectorTerms"] == [{"id": s} for s in private]  # room for the nodes
         builtin = kube.get("eks.amazonaws.com", "v1", "nodeclasses", "default")
         assert builtin is not None and "podSubnetSelectorTerms" not in builtin["spec"]  # EKS's own: untouched
 
@@ -331,3 +333,39 @@ def test_apply_refuses_when_someone_else_made_the_nodeclass_cidrx_would_create(
         result = env.apply(path)
         assert result.exit_code == 4, result.output
         assert "created by someone else" in result.output and env.writes() == []
+
+
+def test_an_untagged_group_is_found_through_its_nodes_provider_ids(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not every self-managed group carries the cluster tag: the nodes' providerID instance ids find it
+    (DescribeAutoScalingInstances). A managed node group's own Auto Scaling group is never counted."""
+    import boto3
+
+    with world("self-managed", tmp_path, monkeypatch) as env:
+        asg = boto3.Session(region_name=REGION).client("autoscaling")
+        tag = {"ResourceId": pw.ASG, "ResourceType": "auto-scaling-group", "Key": "kubernetes.io/cluster/demo"}
+        asg.delete_tags(Tags=[tag])
+        managed = "eks-managed-ng-0ac5e5a7"
+        asg.create_auto_scaling_group(
+            AutoScalingGroupName=managed,
+            LaunchTemplate={"LaunchTemplateName": pw.LAUNCH_TEMPLATE, "Version": "$Latest"},
+            MinSize=0,
+            MaxSize=2,
+            DesiredCapacity=0,
+            VPCZoneIdentifier=env.estate.world.private_subnet_a,
+            Tags=[
+                {
+                    "ResourceId": managed,
+                    "ResourceType": "auto-scaling-group",
+                    "Key": k,
+                    "Value": v,
+                    "PropagateAtLaunch": True,
+                }
+                for k, v in (("eks:nodegroup-name", "managed-ng"), ("kubernetes.io/cluster/demo", "owned"))
+            ],
+        )
+        rows = _capacity(env)
+        assert f"self-managed-group/{pw.ASG}" in rows and rows[f"self-managed-group/{pw.ASG}"]["nodes"] == 2
+        assert f"self-managed-group/{managed}" not in rows
+        assert "autoscaling:DescribeAutoScalingInstances" in env.aws.calls

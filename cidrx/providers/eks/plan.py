@@ -473,7 +473,7 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
             notes.append(f"{ng_name} does not copy {template.name}'s identity: " + ", ".join(dropped) + ".")
     follow_ups = [
         karpenter_custom_networking(eks, snapshot.kube, zones, placement, add_nodes, after),
-        auto_mode_custom_networking(eks, zones, routed),
+        auto_mode_custom_networking(eks, zones, placement, add_nodes, routed),
     ]
     for f in follow_ups:
         steps += f.steps

@@ -152,11 +152,11 @@ def _node_class_types(eks: EksSection, kube: KubeSection, c: NodeClass) -> list[
     )
 
 
-def _karpenter_subnets(
+def _roomy_node_subnets(
     eks: EksSection, c: NodeClass, zones: list[str], placement: dict[str, str | None], per_zone: int
 ) -> list[str] | None:
-    """The node subnets Karpenter should launch in after custom networking, when its current ones cannot
-    take the new nodes' own addresses in some zone (None: keep the selector as it is)."""
+    """The node subnets a node class should launch in after the change, when its current ones cannot take the
+    new nodes' own addresses in some zone (None: keep the selector as it is)."""
     by_id = {s.subnet_id: s for s in eks.subnets}
     current = [by_id[i] for i in node_class_subnets(eks, c) if i in by_id]
     roomy = {s.az for s in current if s.available_ips >= per_zone}
@@ -216,7 +216,7 @@ def karpenter_custom_networking(
     types = {t.name: t for t in eks.instance_types}
     for c in classes:
         params: dict[str, Any] = {"name": c.name}
-        subnets = _karpenter_subnets(eks, c, zones, placement, per_zone)
+        subnets = _roomy_node_subnets(eks, c, zones, placement, per_zone)
         if subnets is not None:
             params["subnet_ids"] = subnets
         node_types = _node_class_types(eks, kube, c) or [t for t in types.values()]
@@ -252,10 +252,14 @@ def karpenter_custom_networking(
     return FollowUp(tuple(steps), tuple(notes), basis)
 
 
-def auto_mode_custom_networking(eks: EksSection, zones: list[str], after: tuple[str, ...]) -> FollowUp:
+def auto_mode_custom_networking(
+    eks: EksSection, zones: list[str], placement: dict[str, str | None], add_nodes: int, after: tuple[str, ...]
+) -> FollowUp:
     """Point Auto Mode's pods at the new subnets: podSubnetSelectorTerms and podSecurityGroupSelectorTerms of
-    each NodeClass in use (its own NodeClass next to the built-in `default`, which EKS manages)."""
+    each NodeClass in use (its own NodeClass next to the built-in `default`, which EKS manages), and its nodes
+    at subnets with room for their own addresses when the current ones are full."""
     p = provisioners(eks)
+    per_zone = math.ceil(add_nodes / max(1, len(zones))) + 1
     if not p.auto_mode:
         return FollowUp()
     classes = classes_in_use(p, AUTO_NODE_CLASS)
@@ -272,13 +276,17 @@ def auto_mode_custom_networking(eks: EksSection, zones: list[str], after: tuple[
     targets = [c for c in classes if c.name != BUILTIN_AUTO_NODE_CLASS]
     builtin = next((c for c in classes if c.name == BUILTIN_AUTO_NODE_CLASS), None)
     for c in targets:
+        params: dict[str, Any] = {"name": c.name, "pod_subnets": pod_subnets, "pod_security_groups": groups}
+        moved = _roomy_node_subnets(eks, c, zones, placement, per_zone)
+        if moved is not None:
+            params["subnets"] = moved
         steps.append(
             Step(
                 id=f"auto-nodeclass-{c.name}",
                 action=APPLY_AUTO_NODE_CLASS.name,
-                params={"name": c.name, "pod_subnets": pod_subnets, "pod_security_groups": groups},
+                params=params,
                 description=f"set podSubnetSelectorTerms (the new subnets) and podSecurityGroupSelectorTerms on "
-                f"Auto Mode NodeClass {c.name}",
+                f"Auto Mode NodeClass {c.name}" + (", and node subnets with room" if moved is not None else ""),
                 depends_on=after,
                 permissions=APPLY_AUTO_NODE_CLASS.permissions,
             )
@@ -286,6 +294,8 @@ def auto_mode_custom_networking(eks: EksSection, zones: list[str], after: tuple[
     if builtin is not None or not targets:
         terms = builtin.subnet_terms if builtin is not None else ()
         node_subnets = [t.id for t in terms if t.id] or sorted(node_class_subnets(eks, builtin) if builtin else ())
+        if builtin is not None:
+            node_subnets = _roomy_node_subnets(eks, builtin, zones, placement, per_zone) or node_subnets
         steps.append(
             Step(
                 id=f"auto-nodeclass-{AUTO_POD_NODE_CLASS}",
@@ -299,8 +309,8 @@ def auto_mode_custom_networking(eks: EksSection, zones: list[str], after: tuple[
                     "pod_subnets": pod_subnets,
                     "pod_security_groups": groups,
                 },
-                description=f"create Auto Mode NodeClass {AUTO_POD_NODE_CLASS}: nodes where the built-in NodeClass "
-                "puts them, pods in the new subnets",
+                description=f"create Auto Mode NodeClass {AUTO_POD_NODE_CLASS}: nodes in subnets with room for "
+                "their own addresses, pods in the new subnets",
                 depends_on=after,
                 permissions=APPLY_AUTO_NODE_CLASS.permissions,
             )

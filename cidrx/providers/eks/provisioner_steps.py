@@ -124,6 +124,7 @@ class ApplyAutoNodeClass:
             _labelled(obj, plan_id)
             and spec.get("podSubnetSelectorTerms") == _ids(params["pod_subnets"])
             and spec.get("podSecurityGroupSelectorTerms") == _ids(params["pod_security_groups"])
+            and ("subnets" not in params or spec.get("subnetSelectorTerms") == _ids(params["subnets"]))
         )
 
     def check(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
@@ -166,8 +167,13 @@ class ApplyAutoNodeClass:
             before = {
                 "previous_pod_subnet_terms": copy.deepcopy(spec.get("podSubnetSelectorTerms")),
                 "previous_pod_security_group_terms": copy.deepcopy(spec.get("podSecurityGroupSelectorTerms")),
+                "previous_subnet_terms": copy.deepcopy(spec.get("subnetSelectorTerms"))
+                if "subnets" in params
+                else None,
             }
             spec.update(pods)
+            if "subnets" in params:
+                spec["subnetSelectorTerms"] = _ids(params["subnets"])
             _label(obj, ctx.plan_id)
             return before
 
