@@ -342,12 +342,12 @@ def test_self_managed_group_from_describe_output() -> None:
         "Tags": [{"Key": "kubernetes.io/cluster/demo", "Value": "owned"}],
     }
     version = {"VersionNumber": 4, "LaunchTemplateData": {"InstanceType": "m5.large"}}
-    g = self_managed_from(group, version)
-    assert (g.subnet_ids, g.instance_types, g.instances, g.instance_ids) == (
+    g = self_managed_from(group, version, ["node-1"])
+    assert (g.subnet_ids, g.instance_types, g.instances, g.nodes) == (
         ("subnet-a", "subnet-b"),
         ("m5.large",),
         1,
-        ("i-1",),
+        ("node-1",),
     )
     assert g.launch_template == {"id": "lt-1", "name": "ng-1", "version": "$Latest"} and g.launch_template_version == 4
 

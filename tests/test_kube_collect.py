@@ -63,7 +63,6 @@ def test_collect_eks_cluster(kube_server: FakeKubeServer, kubeconfig_path: Path)
         internal_ip="10.0.208.27",
         allocatable_pods=29,
         pool="managed-ng",
-        instance_id="i-010020827",  # from spec.providerID aws:///ap-southeast-2a/i-010020827
     )
     assert nodes[NODE_B].zone == "ap-southeast-2b"
     old = nodes[NODE_OLD]

@@ -62,7 +62,11 @@ TAG_ON_CREATE = ("ec2", "TagSpecifications", "ec2:CreateTags")
 # report the cluster security group (docs/permissions.md says so); the fleet listing only by fleet mode
 # (`diagnose --all-clusters`), not by a run on one cluster.
 # Read only for clusters with self-managed groups (launch templates), or nodes outside any tagged group.
-SELF_MANAGED_READS = {"ec2:DescribeLaunchTemplateVersions", "autoscaling:DescribeAutoScalingInstances"}
+SELF_MANAGED_READS = {
+    "ec2:DescribeLaunchTemplateVersions",
+    "autoscaling:DescribeAutoScalingInstances",
+    "ec2:DescribeInstances",
+}
 AWS_OPTIONAL_READS = {"ec2:DescribeSecurityGroups", *EKS_FLEET, *SELF_MANAGED_READS}
 
 

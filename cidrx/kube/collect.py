@@ -289,14 +289,7 @@ def node_from(obj: JSON) -> KubeNode:
         internal_ip=str(internal) if is_ip_address(str(internal)) else "",
         allocatable_pods=_int_or_none(_get(status, "allocatable", "pods")),
         pool=_first_label(labels, POOL_LABELS),
-        instance_id=_aws_instance_id(str(_get(obj, "spec", "providerID") or "")),
     )
-
-
-def _aws_instance_id(provider_id: str) -> str | None:
-    """`i-0abc` of `aws:///us-east-1a/i-0abc` (the AWS cloud provider's providerID); None for other clouds."""
-    tail = provider_id.rsplit("/", 1)[-1]
-    return tail if provider_id.startswith("aws://") and tail.startswith("i-") else None
 
 
 def pod_ip_node(pod: JSON) -> str:

@@ -29,7 +29,6 @@ class KubeNode:
     internal_ip: IpAddrOrEmpty = ""
     allocatable_pods: int | None = None
     pool: str = ""  # node group / node pool label when present
-    instance_id: str | None = None  # the EC2 instance of an aws:// providerID
 
 
 @dataclass(frozen=True)

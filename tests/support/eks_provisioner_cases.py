@@ -105,5 +105,6 @@ def self_managed(snap: Snapshot | None = None, *, max_pods: int | None = 29, ver
         launch_template_version=4,
         max_pods=max_pods,
         tags={f"kubernetes.io/cluster/{cases.CLUSTER}": "owned"},
+        nodes=(cases.NODE_A, cases.NODE_B),
     )
     return cases.with_eks(snap, nodegroups=(), provisioners=NodeProvisioners(self_managed=(group,)))

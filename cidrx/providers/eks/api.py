@@ -65,6 +65,7 @@ COLLECT_PERMISSIONS = (
     "autoscaling:DescribeAutoScalingGroups",
     "autoscaling:DescribeAutoScalingInstances",
     "ec2:DescribeLaunchTemplateVersions",
+    "ec2:DescribeInstances",
 )
 # What fleet mode (`diagnose --eks --all-clusters`) adds: the listing, and the caller's account id to
 # name kubeconfig contexts by cluster ARN (GetCallerIdentity needs no grant, but is listed for clarity).
@@ -629,6 +630,22 @@ class EksApi:
                     InstanceIds=ids[start : start + 50],
                 ):
                     found[str(item["InstanceId"])] = str(item["AutoScalingGroupName"])
+        return found
+
+    def instance_private_ips(
+        self, vpc_id: str, *, instance_ids: Sequence[str] = (), private_ips: Sequence[str] = ()
+    ) -> dict[str, str]:
+        """{instance id: primary private IPv4} of the VPC's instances with those ids, or those addresses."""
+        name, values = ("instance-id", instance_ids) if instance_ids else ("private-ip-address", private_ips)
+        wanted = sorted(set(values))
+        found: dict[str, str] = {}
+        with _aws("ec2:DescribeInstances", f"instances in VPC {vpc_id}"):
+            for start in range(0, len(wanted), 200):  # at most 200 values per filter
+                filters: list[Any] = [*_vpc_filter(vpc_id), {"Name": name, "Values": wanted[start : start + 200]}]
+                for r in self._pages(self._ec2.describe_instances, "Reservations", Filters=filters):
+                    for i in r.get("Instances") or ():
+                        if i.get("InstanceId") and i.get("PrivateIpAddress"):
+                            found[str(i["InstanceId"])] = str(i["PrivateIpAddress"])
         return found
 
     def describe_launch_template_version(self, template: Mapping[str, str]) -> Json | None:

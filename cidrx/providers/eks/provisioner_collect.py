@@ -147,7 +147,11 @@ def _launch_template(group: Json) -> dict[str, str]:
     return {k: v for k, v in out.items() if v}
 
 
-def self_managed_from(group: Json, version: Json | None) -> SelfManagedGroup:
+def _in_service(group: Json) -> list[str]:
+    return sorted(str(i["InstanceId"]) for i in group.get("Instances") or () if i.get("LifecycleState") == "InService")
+
+
+def self_managed_from(group: Json, version: Json | None, nodes: Iterable[str] = ()) -> SelfManagedGroup:
     """DescribeAutoScalingGroups' group plus the launch template version it launches with."""
     data = (version or {}).get("LaunchTemplateData") or {}
     overrides = ((group.get("MixedInstancesPolicy") or {}).get("LaunchTemplate") or {}).get("Overrides") or ()
@@ -162,14 +166,12 @@ def self_managed_from(group: Json, version: Json | None) -> SelfManagedGroup:
         min_size=int(group.get("MinSize", 0)),
         max_size=int(group.get("MaxSize", 0)),
         desired_size=int(group.get("DesiredCapacity", 0)),
-        instances=sum(1 for i in group.get("Instances") or () if i.get("LifecycleState") == "InService"),
+        instances=len(_in_service(group)),
         launch_template=_launch_template(group),
         launch_template_version=_int_or_none((version or {}).get("VersionNumber")),
         max_pods=max_pods_from_user_data(str(data.get("UserData") or "")),
         tags=tags_of(group.get("Tags")),
-        instance_ids=tuple(
-            sorted(str(i["InstanceId"]) for i in group.get("Instances") or () if i.get("LifecycleState") == "InService")
-        ),
+        nodes=tuple(sorted(nodes)),
     )
 
 
@@ -178,22 +180,30 @@ def _is_cluster_group(group: Json, cluster: str) -> bool:
     return MANAGED_GROUP_TAG not in tags and tags.get(cluster_tag(cluster)) in ("owned", "shared")
 
 
-def collect_self_managed(api: EksApi, cluster: str, kube: KubeSection) -> tuple[SelfManagedGroup, ...]:
-    """Groups tagged for the cluster, and groups whose instances are the cluster's nodes (providerID)."""
+def collect_self_managed(api: EksApi, cluster: str, vpc_id: str, kube: KubeSection) -> tuple[SelfManagedGroup, ...]:
+    """Groups tagged for the cluster, and groups whose instances are nodes no node group or NodePool label
+    claims (found by the nodes' addresses), each with the names of its nodes."""
     groups = {str(g["AutoScalingGroupName"]): g for g in api.describe_auto_scaling_groups(tag_key=cluster_tag(cluster))}
     groups = {n: g for n, g in groups.items() if _is_cluster_group(g, cluster)}
-    known = {str(i.get("InstanceId")) for g in groups.values() for i in g.get("Instances") or ()}
-    loose = [n.instance_id for n in kube.nodes if n.instance_id and n.instance_id not in known and not n.pool]
-    if loose:
-        names = sorted(set(api.auto_scaling_groups_of(loose).values()) - set(groups))
+    known = {i for g in groups.values() for i in _in_service(g)}
+    loose = [n.internal_ip for n in kube.nodes if n.internal_ip and not n.pool]
+    ips = api.instance_private_ips(vpc_id, private_ips=loose) if loose else {}
+    unclaimed = sorted(set(ips) - known)
+    if unclaimed:
+        names = sorted(set(api.auto_scaling_groups_of(unclaimed).values()) - set(groups))
         for g in api.describe_auto_scaling_groups(names=names) if names else ():
             if MANAGED_GROUP_TAG not in tags_of(g.get("Tags")):
                 groups[str(g["AutoScalingGroupName"])] = g
+    members = sorted({i for g in groups.values() for i in _in_service(g)} - set(ips))
+    if members:
+        ips |= api.instance_private_ips(vpc_id, instance_ids=members)
+    node_by_ip = {n.internal_ip: n.name for n in kube.nodes if n.internal_ip}
     out = []
     for name in sorted(groups):
         lt = _launch_template(groups[name])
         version = api.describe_launch_template_version(lt) if lt else None
-        out.append(self_managed_from(groups[name], version))
+        nodes = [node_by_ip[ips[i]] for i in _in_service(groups[name]) if ips.get(i) in node_by_ip]
+        out.append(self_managed_from(groups[name], version, nodes))
     return tuple(out)
 
 
@@ -234,7 +244,7 @@ def collect_provisioners(eks: EksSection, api: EksApi, kube: KubeSection, access
     from dataclasses import replace
 
     cluster = eks.cluster.name
-    self_managed = collect_self_managed(api, cluster, kube)
+    self_managed = collect_self_managed(api, cluster, eks.vpc.vpc_id, kube)
     classes, pools, karpenter = _kube_reads(kube, access)
     found = NodeProvisioners(
         auto_mode=bool(eks.cluster.auto_mode),

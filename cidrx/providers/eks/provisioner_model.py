@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cidrx.model.validation import first_problem, repeated
+
 EC2_NODE_CLASS = "EC2NodeClass"  # karpenter.k8s.aws/v1 (Karpenter on EKS)
 AUTO_NODE_CLASS = "NodeClass"  # eks.amazonaws.com/v1 (EKS Auto Mode)
 
@@ -76,7 +78,7 @@ class SelfManagedGroup:
     launch_template_version: int | None = None  # the version number it resolves to
     max_pods: int | None = None  # --max-pods / maxPods read from the launch template's user data, if plain
     tags: dict[str, str] = field(default_factory=dict)
-    instance_ids: tuple[str, ...] = ()  # its in-service instances (to find their nodes)
+    nodes: tuple[str, ...] = ()  # the cluster nodes its in-service instances are
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,13 @@ class NodeProvisioners:
     node_classes: tuple[NodeClass, ...] = ()
     node_pools: tuple[NodePool, ...] = ()
     karpenter: KarpenterController | None = None
+
+    def invariant_problem(self) -> str | None:
+        return first_problem(
+            repeated("self_managed", self.self_managed, lambda g: g.name, "Auto Scaling group"),
+            repeated("node_classes", self.node_classes, lambda c: (c.kind, c.name), "node class"),
+            repeated("node_pools", self.node_pools, lambda p: p.name, "NodePool"),
+        )
 
     def classes(self, kind: str) -> tuple[NodeClass, ...]:
         return tuple(c for c in self.node_classes if c.kind == kind)

@@ -131,11 +131,11 @@ def provisioner_capacity(eks: EksSection, kube: KubeSection, cni: CniConfig) -> 
     p = provisioners(eks)
     types = _types(eks)
     out: list[Capacity] = []
-    by_instance = {n.instance_id: n for n in kube.nodes if n.instance_id}
+    by_name = {n.name: n for n in kube.nodes}
     for g in p.self_managed:
         t = max((types[n] for n in g.instance_types if n in types), key=lambda x: x.ips_per_eni, default=None)
         per_node = g.max_pods or (max_pods(t, cni) if t else 0)
-        nodes = [by_instance[i] for i in g.instance_ids if i in by_instance]
+        nodes = [by_name[n] for n in g.nodes if n in by_name]
         count = len(nodes) if kube.available and nodes else g.instances
         used = sum(kube.pods_per_node.get(n.name, 0) for n in nodes)
         size = per_node * count
