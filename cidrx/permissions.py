@@ -105,9 +105,15 @@ def resource_names() -> dict[tuple[str, str], tuple[str, ...]]:
     """The only objects of these resources cidrx touches; rules for them name the objects."""
     from cidrx.ipam.nodeipam.collect import KUBEADM_CONFIG
     from cidrx.kube.collect import AWS_NODE
+    from cidrx.providers.eks.provisioner_collect import KARPENTER_DEPLOYMENTS
 
     provider_maps = tuple(name for spec in registry.providers() for _ns, name in spec.kube_configmaps)
-    return {("apps", "daemonsets"): (AWS_NODE[1],), ("", "configmaps"): (KUBEADM_CONFIG, *provider_maps)}
+    karpenter = tuple(sorted({name for _, name in KARPENTER_DEPLOYMENTS}))
+    return {
+        ("apps", "daemonsets"): (AWS_NODE[1],),
+        ("", "configmaps"): (KUBEADM_CONFIG, *provider_maps),
+        ("apps", "deployments"): karpenter,
+    }
 
 
 def collect_kube_grants(provider: str) -> tuple[KubeGrant, ...]:
@@ -137,6 +143,7 @@ def collect_kube_grants(provider: str) -> tuple[KubeGrant, ...]:
         grants.append(_kube("", "configmaps", "get", namespace=namespace))
     # EgressNATPolicies (GKE Dataplane V2) are listed whenever their API group is served.
     grants.append(_kube(EGRESS_NAT_GROUP, EGRESS_NAT_PLURAL, "list"))
+    grants += [parse_kube(text) for text in (spec.kube_reads if spec is not None else ())]
     if any(provider in i.providers for i in registry.ipams()):  # node IPAM reads kubeadm-config
         grants.append(_kube("", "configmaps", "get", namespace=NAMESPACE))
     return tuple(grants)

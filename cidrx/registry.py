@@ -59,6 +59,9 @@ class ProviderSpec(_Spec):
     env_defaults: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # A DaemonSet (namespace, name) the cluster collector reads for it (the VPC CNI's aws-node on EKS).
     kube_daemonset: tuple[str, str] | None = None
+    # Further Kubernetes reads of its collector, in the "kubernetes: <plural>[.<group>] <verbs> [in <ns>]"
+    # notation of step permissions (e.g. EKS's Karpenter and Auto Mode node classes).
+    kube_reads: tuple[str, ...] = ()
     permissions_help: str = ""  # `cidrx permissions --<name>` help (default: `help`)
     # Fleet mode (`diagnose --all-clusters`): the TARGET option naming where its clusters are listed
     # (`--region`, `--project`); "module:attr" of `list_clusters(*, region, project, profile)` returning a
@@ -301,6 +304,15 @@ register(
         section="cidrx.providers.eks.model:EksSection",
         terraform="cidrx.providers.eks.terraform:emit",
         kube_daemonset=("kube-system", "aws-node"),
+        # cidrx.providers.eks.provisioner_collect: node classes and NodePools when their groups are served,
+        # and the Karpenter controller Deployment where its Helm chart installs it.
+        kube_reads=(
+            "kubernetes: ec2nodeclasses.karpenter.k8s.aws list",
+            "kubernetes: nodepools.karpenter.sh list",
+            "kubernetes: nodeclasses.eks.amazonaws.com list",
+            "kubernetes: deployments.apps get in kube-system",
+            "kubernetes: deployments.apps get in karpenter",
+        ),
         permissions_help="AWS IAM policy (JSON) for EKS targets.",
         fleet_scope="region",
         list_clusters="cidrx.providers.eks.fleet:list_clusters",

@@ -220,9 +220,15 @@ def test_nodegroup_copies_the_template(incident_plan: Plan) -> None:
     assert p["name"] == "managed-ng-cn" != NODEGROUP
     assert p["instance_types"] == list(template.instance_types) == ["m5.large"]
     assert p["node_role"] == template.node_role
-    assert p["labels"] == template.labels
+    # Everything but the template's identity (eksctl's nodegroup-name label and tags) is copied, and the
+    # plan says what it left out.
+    identity = {"alpha.eksctl.io/nodegroup-name", "alpha.eksctl.io/nodegroup-type"}
+    assert identity & (set(template.labels) | set(template.tags))
+    assert p["labels"] == {k: v for k, v in template.labels.items() if k not in identity}
     assert (p["ami_type"], p["capacity_type"], p["disk_size"]) == ("AL2_x86_64", "ON_DEMAND", 80)
-    assert p["tags"] == template.tags and DIGEST_TAG not in p["tags"]
+    assert p["tags"] == {k: v for k, v in template.tags.items() if k not in identity} and DIGEST_TAG not in p["tags"]
+    dropped = next(n for n in incident_plan.notes if "does not copy" in n)
+    assert all(k in dropped for k in identity & (set(template.labels) | set(template.tags)))
     assert p["scaling"]["desiredSize"] == template.desired_size
     assert p["scaling"]["minSize"] <= p["scaling"]["desiredSize"] <= p["scaling"]["maxSize"]
     # one subnet per AZ the template spans, in the same AZs

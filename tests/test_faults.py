@@ -189,6 +189,17 @@ def runs(request: pytest.FixtureRequest, fault_ledger: FaultLedger) -> Iterator[
 
 _WRITE_PREFIXES = ("Create", "Associate", "Update", "Delete", "Modify", "Put", "Disassociate")
 _EC2_ERROR = "<Response><Errors><Error><Code>{code}</Code><Message>{message}</Message></Error></Errors></Response>"
+# The query protocol's error document (Auto Scaling): ErrorResponse/Error with Type, Code, Message.
+_QUERY_ERROR = (
+    "<ErrorResponse><Error><Type>Sender</Type><Code>{code}</Code><Message>{message}</Message></Error>"
+    "<RequestId>00000000-0000-0000-0000-000000000000</RequestId></ErrorResponse>"
+)
+_QUERY_CODES = {
+    "throttle": (400, "Throttling"),
+    "unavailable": (503, "ServiceUnavailable"),
+    "internal": (500, "InternalFailure"),
+    "denied": (403, "AccessDenied"),
+}
 AWS_READ: tuple[Option, ...] = (
     ("throttle", "throttle"),
     ("5xx", "unavailable"),
@@ -200,7 +211,12 @@ AWS_WRITE: tuple[Option, ...] = (("throttle", "throttle"), ("refused", "refused"
 
 
 def aws_error(request: Any, service: str, kind: str, headers: dict[str, str] | None = None) -> Any:
-    """An AWS error answer in the service's own protocol (EC2: XML; EKS, Service Quotas: JSON)."""
+    """An AWS error answer in the service's own protocol (EC2: XML; Auto Scaling: query XML; EKS, Service
+    Quotas: JSON)."""
+    if service in ("autoscaling", "auto-scaling"):  # botocore names its events by the service id "Auto Scaling"
+        status, code = _QUERY_CODES[kind]
+        body = _QUERY_ERROR.format(code=code, message=f"injected {kind}").encode()
+        return raw_response(request.url, status, body, {"Content-Type": "text/xml", **(headers or {})})
     status, code = {
         "throttle": (503, "RequestLimitExceeded") if service == "ec2" else (429, "TooManyRequestsException"),
         "unavailable": (503, "Unavailable") if service == "ec2" else (503, "ServiceUnavailableException"),

@@ -416,6 +416,7 @@ def test_every_seed_has_plans_to_fuzz() -> None:
         "calico-borrowing": {"expand calico-pool", "reclaim calico"},
         "calico-kubevirt": {"expand calico-pool", "reclaim calico"},
         "eks-demo-ip": {"expand", "expand custom-networking"},
+        "eks-karpenter": {"expand", "expand custom-networking"},
         "eks-roomy": {"expand", "expand custom-networking", "expand prefix-delegation"},
         "eks-subnet-discovery": {"expand", "expand custom-networking", "expand subnet-discovery"},
         "gke-demo-ip": {"expand", "expand node-pool", "expand cluster-range"},

@@ -33,7 +33,7 @@ from cidrx.kube.collect import collect_with
 from cidrx.model.plan import Plan
 from cidrx.model.snapshot import load_snapshot
 from cidrx.permissions import allows, allows_path, collect_kube_grants
-from tests.support import eks_cases, gke_cases
+from tests.support import eks_cases, eks_provisioner_cases, gke_cases
 from tests.support.cli import run as cli_run
 from tests.support.eks_world import REGION, build_incident, fake_aws_env, moto_server
 from tests.support.fakes.kube_server import FakeKubeServer
@@ -253,8 +253,19 @@ def _plans() -> list[Plan]:
     plans += [dispatch.make_plan(s, PlanOptions(strategy="prefix-delegation")) for s in eks[1::2]]
     discovery = [eks_cases.subnet_discovery_off(), eks_cases.subnet_discovery_off(managed=True)]
     plans += [dispatch.make_plan(s, PlanOptions(strategy="subnet-discovery", cidr="100.65.0.0/20")) for s in discovery]
+    pooled = eks_cases.ipam_pool(eks_cases.subnet_discovery(enis=1, free=3, tagged=False))
+    plans.append(dispatch.make_plan(pooled, PlanOptions(strategy="subnet-discovery", add_nodes=2000)))
     gke = gke_cases.with_ip_masq(gke_cases.with_firewalls(gke_cases.incident()))
     plans += [dispatch.make_plan(gke, PlanOptions(strategy=s)) for s in ("node-pool", "cluster-range")]
+    # Clusters without managed node groups: their follow-up steps (Karpenter, Auto Mode).
+    pinned = eks_provisioner_cases.self_managed(version="4")
+    others = [eks_provisioner_cases.karpenter(), eks_provisioner_cases.auto_mode(), pinned]
+    plans += [dispatch.make_plan(s, PlanOptions(strategy="custom-networking")) for s in others]
+    for roomy in (
+        eks_provisioner_cases.karpenter(eks_cases.roomy()),
+        eks_provisioner_cases.self_managed(eks_cases.roomy(), version="4"),
+    ):
+        plans.append(dispatch.make_plan(roomy, PlanOptions(strategy="prefix-delegation")))
     calico = load_snapshot(EXAMPLES / "calico-borrowing.snapshot.json")
     plans.append(dispatch.make_reclaim_plan(load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json"), "whereabouts"))
     plans.append(dispatch.make_reclaim_plan(calico, "calico"))
@@ -340,7 +351,7 @@ def test_every_action_an_executor_runs_is_declared() -> None:
 
 def _name(resource: str) -> str | None:
     """The object a step names for the resources ClusterRoles restrict by name."""
-    return {"daemonsets": "aws-node", "configmaps": "kubeadm-config"}.get(resource)
+    return {"daemonsets": "aws-node", "configmaps": "kubeadm-config", "deployments": "karpenter"}.get(resource)
 
 
 # -- coverage: every Kubernetes call the collector makes -------------------------------------------------

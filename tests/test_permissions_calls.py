@@ -50,9 +50,9 @@ CLUSTER = "demo"
 # --- AWS: botocore operation -> IAM action -------------------------------------------------------------
 
 # IAM's service prefix for each botocore service cidrx calls (Service Authorization Reference, "Actions,
-# resources, and condition keys for <service>": ec2, eks, servicequotas, sts). A service missing here
-# fails the test: add its prefix after checking that reference.
-IAM_PREFIX = {"ec2": "ec2", "eks": "eks", "service-quotas": "servicequotas", "sts": "sts"}
+# resources, and condition keys for <service>": ec2, eks, servicequotas, sts, autoscaling). A service
+# missing here fails the test: add its prefix after checking that reference.
+IAM_PREFIX = {"ec2": "ec2", "eks": "eks", "service-quotas": "servicequotas", "sts": "sts", "autoscaling": "autoscaling"}
 # Actions AWS authorises along with an operation, beyond the operation's own: CreateNodegroup passes the
 # node role to EKS, which needs iam:PassRole (EKS User Guide, "Amazon EKS node IAM role").
 IAM_ALSO = {"eks:CreateNodegroup": ("iam:PassRole",)}
@@ -62,6 +62,12 @@ TAG_ON_CREATE = ("ec2", "TagSpecifications", "ec2:CreateTags")
 # Printed for diagnose but not called by every collect: DescribeSecurityGroups only when EKS does not
 # report the cluster security group (docs/permissions.md says so); the fleet listing only by fleet mode
 # (`diagnose --all-clusters`), not by a run on one cluster.
+# Read only for clusters with self-managed groups (launch templates), or nodes outside any tagged group.
+SELF_MANAGED_READS = {
+    "ec2:DescribeLaunchTemplateVersions",
+    "autoscaling:DescribeAutoScalingInstances",
+    "ec2:DescribeInstances",
+}
 # DescribeAddonConfiguration is only called when the VPC CNI is a managed add-on; SearchTransitGatewayRoutes
 # only for a VPC attached to a transit gateway, GetManagedPrefixListEntries only when a route refers to a prefix
 # list (tests/test_eks_routes.py reads both).
@@ -74,6 +80,7 @@ AWS_OPTIONAL_READS = {
     "ec2:GetIpamPoolAllocations",
     "ec2:GetIpamPoolCidrs",
     *EKS_FLEET,
+    *SELF_MANAGED_READS,
 }
 
 

@@ -73,7 +73,12 @@ POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
-POOL_LABELS = ("eks.amazonaws.com/nodegroup", "cloud.google.com/gke-nodepool", "alpha.eksctl.io/nodegroup-name")
+POOL_LABELS = (
+    "eks.amazonaws.com/nodegroup",
+    "cloud.google.com/gke-nodepool",
+    "alpha.eksctl.io/nodegroup-name",
+    "karpenter.sh/nodepool",  # Karpenter's and EKS Auto Mode's nodes
+)
 GKE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 # GKE Dataplane V2's egress NAT policy (cluster-scoped; GKE creates one named `default`).
 EGRESS_NAT_GROUP, EGRESS_NAT_VERSION, EGRESS_NAT_PLURAL = "networking.gke.io", "v1", "egressnatpolicies"

@@ -85,6 +85,7 @@ def eks_estate(
     seed: int | None = None,
     wrap_moto: Callable[[Callable[..., Any]], Callable[..., Any]] | None = None,
     ipam: FakeIpam | None = None,
+    kube_setup: Callable[[FakeKubeServer, Hooks, World], None] | None = None,
 ) -> Iterator[EksEstate]:
     """The world `builder` makes in moto, and its cluster in a started fake API server.
 
@@ -95,6 +96,7 @@ def eks_estate(
     moto (botocore calls every before-send handler and uses the first answer).
     ipam: the VPC IPAM the account has (fakes/ec2_ipam.py, in front of moto's stub: moto has none); by default
     an account without pools.
+    kube_setup: turns the incident's cluster into the builder's (e.g. Karpenter's nodes and node classes).
     """
     import boto3
     import botocore.handlers
@@ -116,13 +118,18 @@ def eks_estate(
         builtin = BuiltinHandlers()
         addons.install(builtin)
         specs += builtin.specs
-    if seed is not None:
-        mock_random.seed(seed)
     try:
         with pytest.MonkeyPatch.context() as handlers_mp:
             handlers_mp.setattr(botocore.handlers, "BUILTIN_HANDLERS", specs)
             with mock_aws():
                 session = boto3.Session(region_name=REGION)
+                if seed is not None:
+                    # moto sets up a region's backends (the EC2 one makes a default VPC) on first use, or when
+                    # a new mock resets one an earlier estate used (cidrx's collector reads Auto Scaling), drawing
+                    # ids from the same generator: set them up before seeding, so every world starts alike.
+                    session.client("ec2").describe_vpcs()
+                    session.client("autoscaling").describe_auto_scaling_groups()
+                    mock_random.seed(seed)
                 ipam.tags_of = lambda vpc_id: _vpc_tags(session, vpc_id)
                 world = builder(session.client("ec2"), session.client("eks"), region=REGION, cluster=cluster)
                 if addons is not None:
@@ -131,6 +138,8 @@ def eks_estate(
                     else:
                         addons.put_addon(cluster, configuration_values=json.dumps(addon_config))
                 kube, hooks, controller = incident_server(world)
+                if kube_setup is not None:
+                    kube_setup(kube, hooks, world)
                 try:
                     kubeconfig = str(kube.kubeconfig(tmp / f"kubeconfig-{id(kube)}"))
                     yield EksEstate(session, world, kube, hooks, controller, kubeconfig, cluster, addons)

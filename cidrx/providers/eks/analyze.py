@@ -16,7 +16,7 @@ from cidrx.kube.collect import ENICONFIG_DEFAULT_KEY
 from cidrx.kube.model import KubeSection
 from cidrx.model.findings import Capacity, Diagnosis, Finding, FindingKind, Severity, make_diagnosis, utilization
 from cidrx.model.snapshot import Snapshot
-from cidrx.providers.eks import discovery
+from cidrx.providers.eks import discovery, provisioners
 from cidrx.providers.eks.cni import (
     LABEL_DEF,
     ZONE_LABEL,
@@ -188,12 +188,12 @@ def _largest_type(names: tuple[str, ...], types: dict[str, InstanceType]) -> Ins
 
 def pod_subnet_ids(eks: EksSection, kube: KubeSection, cni: CniConfig) -> set[str]:
     if cni.custom_networking and kube.eniconfigs:
-        return {e.subnet for e in kube.eniconfigs}
-    return node_subnet_ids(eks)
+        return {e.subnet for e in kube.eniconfigs} | provisioners.auto_mode_pod_subnets(eks)
+    return node_subnet_ids(eks) | provisioners.auto_mode_pod_subnets(eks)
 
 
 def node_subnet_ids(eks: EksSection) -> set[str]:
-    ids = {sid for ng in eks.nodegroups for sid in ng.subnet_ids}
+    ids = {sid for ng in eks.nodegroups for sid in ng.subnet_ids} | provisioners.node_subnets(eks)
     return ids or set(eks.cluster.subnet_ids)
 
 
@@ -672,6 +672,7 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     expand = f"cidrx expand {snapshot.target.flags()} --plan --out plan.json"
     findings = discovery.reworded(findings, disc) + discovery.findings(eks, kube, disc, zones, tight, expand)
     findings += _routes_findings(eks)
+    findings += provisioners.provisioner_findings(eks, kube, cni)
     if not kube.available:
         from cidrx.model.findings import kube_unreachable
 
@@ -679,7 +680,8 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     from cidrx.model.netmap import unallocated_capacity
     from cidrx.providers.eks.netmap import address_maps
 
-    capacity = _subnet_capacity(uses) + nodegroup_capacity(eks, kube, cni) + [_vpc_capacity(eks)]
+    capacity = _subnet_capacity(uses) + nodegroup_capacity(eks, kube, cni)
+    capacity += [*provisioners.provisioner_capacity(eks, kube, cni), _vpc_capacity(eks)]
     free_28 = {s.subnet_id: free_prefix_blocks(s) for z in zones for s in z.subnets}
     capacity += discovery.capacity(zones, free_28, disc, cni.prefix_delegation)
     capacity += [unallocated_capacity(m) for m in address_maps(snapshot)]

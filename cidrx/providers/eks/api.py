@@ -71,6 +71,11 @@ COLLECT_PERMISSIONS = (
     "ec2:DescribeIpamPools",
     "ec2:GetIpamPoolAllocations",
     "ec2:GetIpamPoolCidrs",
+    # Self-managed node groups (cidrx.providers.eks.provisioner_collect).
+    "autoscaling:DescribeAutoScalingGroups",
+    "autoscaling:DescribeAutoScalingInstances",
+    "ec2:DescribeLaunchTemplateVersions",
+    "ec2:DescribeInstances",
 )
 # What fleet mode (`diagnose --eks --all-clusters`) adds: the listing, and the caller's account id to
 # name kubeconfig contexts by cluster ARN (GetCallerIdentity needs no grant, but is listed for clarity).
@@ -699,3 +704,94 @@ class EksApi:
     def delete_subnet_cidr_reservation(self, reservation_id: str) -> None:
         with _aws("ec2:DeleteSubnetCidrReservation", f"subnet CIDR reservation {reservation_id}"):
             self._call(self._ec2.delete_subnet_cidr_reservation, write=True, SubnetCidrReservationId=reservation_id)
+
+    # -- node provisioners (cidrx.providers.eks.provisioner_collect) ---------------------------------
+
+    def describe_auto_scaling_groups(self, *, tag_key: str = "", names: Sequence[str] = ()) -> list[Json]:
+        """Auto Scaling groups carrying the tag key `tag_key`, or those named `names`."""
+        kwargs: dict[str, Any] = {}
+        if tag_key:
+            kwargs["Filters"] = [{"Name": "tag-key", "Values": [tag_key]}]
+        elif names:
+            kwargs["AutoScalingGroupNames"] = list(names)
+        else:
+            return []
+        with _aws("autoscaling:DescribeAutoScalingGroups", f"Auto Scaling groups in {self.region}"):
+            return self._pages(self._client("autoscaling").describe_auto_scaling_groups, "AutoScalingGroups", **kwargs)
+
+    def auto_scaling_groups_of(self, instance_ids: Sequence[str]) -> dict[str, str]:
+        """{instance id: Auto Scaling group name} of those instances that belong to a group."""
+        found: dict[str, str] = {}
+        ids = sorted(set(instance_ids))
+        with _aws("autoscaling:DescribeAutoScalingInstances", f"instances in {self.region}"):
+            for start in range(0, len(ids), 50):  # the API takes at most 50 ids per request
+                for item in self._pages(
+                    self._client("autoscaling").describe_auto_scaling_instances,
+                    "AutoScalingInstances",
+                    InstanceIds=ids[start : start + 50],
+                ):
+                    found[str(item["InstanceId"])] = str(item["AutoScalingGroupName"])
+        return found
+
+    def instance_private_ips(
+        self, vpc_id: str, *, instance_ids: Sequence[str] = (), private_ips: Sequence[str] = ()
+    ) -> dict[str, str]:
+        """{instance id: primary private IPv4} of the VPC's instances with those ids, or those addresses."""
+        name, values = ("instance-id", instance_ids) if instance_ids else ("private-ip-address", private_ips)
+        wanted = sorted(set(values))
+        found: dict[str, str] = {}
+        with _aws("ec2:DescribeInstances", f"instances in VPC {vpc_id}"):
+            for start in range(0, len(wanted), 200):  # at most 200 values per filter
+                filters: list[Any] = [*_vpc_filter(vpc_id), {"Name": name, "Values": wanted[start : start + 200]}]
+                for r in self._pages(self._ec2.describe_instances, "Reservations", Filters=filters):
+                    for i in r.get("Instances") or ():
+                        if i.get("InstanceId") and i.get("PrivateIpAddress"):
+                            found[str(i["InstanceId"])] = str(i["PrivateIpAddress"])
+        return found
+
+    def describe_launch_template_version(self, template: Mapping[str, str]) -> Json | None:
+        """The launch template version an Auto Scaling group names (id or name, version or $Default)."""
+        kwargs: dict[str, Any] = {"Versions": [template.get("version") or "$Default"]}
+        if template.get("id"):
+            kwargs["LaunchTemplateId"] = template["id"]
+        elif template.get("name"):
+            kwargs["LaunchTemplateName"] = template["name"]
+        else:
+            return None
+        subject = f"launch template {template.get('id') or template.get('name')}"
+        with _aws("ec2:DescribeLaunchTemplateVersions", subject):
+            versions = self._pages(self._ec2.describe_launch_template_versions, "LaunchTemplateVersions", **kwargs)
+        return versions[0] if versions else None
+
+    def launch_template_versions(self, template_id: str, versions: Sequence[str] = ()) -> list[Json]:
+        """Versions of a launch template (all of them, or those named: numbers, $Latest, $Default)."""
+        kwargs: dict[str, Any] = {"LaunchTemplateId": template_id}
+        if versions:
+            kwargs["Versions"] = list(versions)
+        with _aws("ec2:DescribeLaunchTemplateVersions", f"launch template {template_id}"):
+            return self._pages(self._ec2.describe_launch_template_versions, "LaunchTemplateVersions", **kwargs)
+
+    def create_launch_template_version(
+        self, template_id: str, source_version: str, description: str, data: Mapping[str, Any]
+    ) -> Json:
+        """A new version of the template: `source_version` with `data` laid over it."""
+        with _aws("ec2:CreateLaunchTemplateVersion", f"launch template {template_id}"):
+            resp = self._call(
+                self._ec2.create_launch_template_version,
+                write=True,
+                LaunchTemplateId=template_id,
+                SourceVersion=source_version,
+                VersionDescription=description,
+                LaunchTemplateData=dict(data),
+            )
+            return dict(resp["LaunchTemplateVersion"])
+
+    def set_group_launch_template(self, group: str, template_id: str, version: str) -> None:
+        """Point an Auto Scaling group at a launch template version (new instances use it)."""
+        with _aws("autoscaling:UpdateAutoScalingGroup", f"Auto Scaling group {group}"):
+            self._call(
+                self._client("autoscaling").update_auto_scaling_group,
+                write=True,
+                AutoScalingGroupName=group,
+                LaunchTemplate={"LaunchTemplateId": template_id, "Version": version},
+            )

@@ -66,6 +66,7 @@ def cluster_from(d: Json, *, vpc_id: str | None = None, cluster_security_group_i
         subnet_ids=tuple(cfg.get("subnetIds") or ()),
         cluster_security_group_id=str(cfg.get("clusterSecurityGroupId") or cluster_security_group_id or ""),
         security_group_ids=tuple(cfg.get("securityGroupIds") or ()),
+        auto_mode=True if (d.get("computeConfig") or {}).get("enabled") else None,
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cidrx.model.validation import Ipv4AddrOrCidr, Ipv4Cidr, first_problem, repeated
+from cidrx.providers.eks.provisioner_model import NodeProvisioners
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,7 @@ class EksCluster:
     subnet_ids: tuple[str, ...]
     cluster_security_group_id: str
     security_group_ids: tuple[str, ...] = ()
+    auto_mode: bool | None = None  # computeConfig.enabled (EKS Auto Mode); None when off
 
 
 @dataclass(frozen=True)
@@ -196,6 +198,8 @@ class EksSection:
     vgw_routes: dict[str, tuple[Ipv4Cidr, ...]] | None = None
     ipam_pools: tuple[IpamPool, ...] | None = None
     ipam_unreadable: str | None = None  # why IPAM pools could not be read (best effort)
+    # Self-managed groups, Karpenter and Auto Mode (None: the cluster uses managed node groups only).
+    provisioners: NodeProvisioners | None = None
 
     def invariant_problem(self) -> str | None:
         return first_problem(

@@ -32,6 +32,22 @@ from cidrx.providers.eks.cni import (
 from cidrx.providers.eks.eniconfig import security_groups as eniconfig_security_groups
 from cidrx.providers.eks.ipampool import ASSOCIATE_VPC_CIDR_FROM_POOL, carve, pool_drift, pool_netmask, vpc_pool
 from cidrx.providers.eks.model import EksSection, IpamPool, Nodegroup, Subnet
+from cidrx.providers.eks.provisioner_plan import (
+    PROVISIONER_ACTIONS,
+    SELF_MANAGED_ACTIONS,
+    UPDATE_EC2_NODE_CLASS,
+    auto_mode_custom_networking,
+    check_not_auto_mode_only,
+    has_provisioner,
+    karpenter_custom_networking,
+    karpenter_prefix_delegation,
+    node_type,
+    provisioner_drift,
+    self_managed,
+    uses_aws_cni,
+    without_identity,
+)
+from cidrx.providers.eks.provisioners import provisioners
 from cidrx.providers.eks.routing import routed_elsewhere, unreadable_routes
 from cidrx.registry import Action
 
@@ -110,8 +126,15 @@ CUSTOM_NETWORKING_ACTIONS = (
     SET_DAEMONSET_ENV,
     CREATE_NODEGROUP,
     ASSOCIATE_VPC_CIDR_FROM_POOL,
+    *PROVISIONER_ACTIONS,
 )
-PREFIX_DELEGATION_ACTIONS = (RESERVE_SUBNET_CIDR, UPDATE_ADDON_ENV, SET_DAEMONSET_ENV)
+PREFIX_DELEGATION_ACTIONS = (
+    RESERVE_SUBNET_CIDR,
+    UPDATE_ADDON_ENV,
+    SET_DAEMONSET_ENV,
+    UPDATE_EC2_NODE_CLASS,
+    *SELF_MANAGED_ACTIONS,
+)
 ACTIONS = (*CUSTOM_NETWORKING_ACTIONS, RESERVE_SUBNET_CIDR)  # subnet-discovery's are among them
 
 
@@ -162,8 +185,9 @@ def occupied_space(eks: EksSection, *, ignore_plan: str | None = None) -> list[t
 def _template(eks: EksSection, name: str | None) -> Nodegroup:
     if not eks.nodegroups:
         raise InvalidInput(
-            f"cluster {eks.cluster.name} has no managed node groups to copy; create the node group by hand "
-            "or pass --template-nodegroup"
+            f"cluster {eks.cluster.name} has no managed node groups to copy"
+            + (f" (--template-nodegroup {name})" if name else "")
+            + ", and no self-managed group, Karpenter node class or Auto Mode was found: add nodes by hand"
         )
     if name:
         for ng in eks.nodegroups:
@@ -243,7 +267,7 @@ def _active_cidrs(eks: EksSection) -> list[str]:
 
 
 def _node_placement(
-    eks: EksSection, template: Nodegroup, zones: list[str], max_nodes: int
+    eks: EksSection, template: Nodegroup | None, zones: list[str], max_nodes: int
 ) -> tuple[dict[str, str | None], list[str]]:
     """Per AZ, the existing cluster subnet that can hold the new group's nodes (each needs one node address
     with custom networking), preferring one routed like the template's subnet there; None means the new
@@ -251,7 +275,9 @@ def _node_placement(
     in an incident the template's subnets are usually the full ones."""
     per_zone = math.ceil(max_nodes / len(zones)) + 1
     wanted = set(eks.cluster.subnet_ids) | node_subnet_ids(eks)
-    template_tables = {s.route_table_id for s in eks.subnets if s.subnet_id in template.subnet_ids}
+    template_subnets = set(template.subnet_ids) if template else node_subnet_ids(eks)
+    whose = f"{template.name}'s" if template else "the current nodes'"
+    template_tables = {s.route_table_id for s in eks.subnets if s.subnet_id in template_subnets}
     egress = {rt.route_table_id for rt in eks.route_tables if "0.0.0.0/0" in rt.destinations}
     # Nodes must reach the EKS endpoint and image registries: where the template's nodes have a default
     # route, only subnets that also have one are candidates.
@@ -275,7 +301,7 @@ def _node_placement(
             routed = (
                 ""
                 if best.route_table_id in template_tables
-                else f", routed by {best.route_table_id} unlike {template.name}'s subnets"
+                else f", routed by {best.route_table_id} unlike {whose} subnets"
             )
             notes.append(
                 f"New nodes in {az} take their own address from {subnet_label(best)} "
@@ -286,7 +312,7 @@ def _node_placement(
             notes.append(
                 f"No existing cluster subnet in {az} has room for {per_zone} node addresses: new nodes there take "
                 "their own address from the new subnet too, so it must give nodes egress (NAT or public IPs) like "
-                f"{template.name}'s subnets do."
+                f"{whose} subnets do."
             )
     return placement, notes
 
@@ -389,8 +415,12 @@ def _nodegroup_params(
         "subnets": subnets,
         "node_role": template.node_role,
         "scaling": {"minSize": min(template.min_size, desired), "maxSize": max_size, "desiredSize": desired},
-        "labels": dict(template.labels),
-        "tags": {k: v for k, v in template.tags.items() if not k.startswith("aws:") and k != DIGEST_TAG},
+        "labels": without_identity(template.labels, template.tags)[0],
+        "tags": {
+            k: v
+            for k, v in without_identity(template.labels, template.tags)[1].items()
+            if not k.startswith("aws:") and k != DIGEST_TAG
+        },
     }
     if template.launch_template:
         params["launch_template"] = dict(template.launch_template)
@@ -406,14 +436,21 @@ def _nodegroup_params(
 
 def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions) -> Plan:
     cni = cni_config(eks, snapshot.kube)
-    template = _template(eks, opts.template_nodegroup)
+    # No plan requires a managed node group: without one, the other provisioners bring the new nodes.
+    template = _template(eks, opts.template_nodegroup) if eks.nodegroups or not has_provisioner(eks) else None
+    if template is None and opts.template_nodegroup:
+        _template(eks, opts.template_nodegroup)
     zones = _zones(eks, snapshot)
     types = {t.name: t for t in eks.instance_types}
-    itype = next((types[n] for n in template.instance_types if n in types), None)
+    if template is not None:
+        itype = next((types[n] for n in template.instance_types if n in types), None)
+    else:
+        itype = node_type(eks, snapshot.kube)
     cn_cni = replace(cni, custom_networking=True, prefix_delegation=False)
     per_node = max_pods(itype, cn_cni) if itype else 110
     nodes_now = len(snapshot.kube.nodes) or sum(ng.desired_size for ng in eks.nodegroups)
-    add_nodes = opts.add_nodes if opts.add_nodes is not None else max(nodes_now, template.max_size, 2)
+    template_max = template.max_size if template else 0
+    add_nodes = opts.add_nodes if opts.add_nodes is not None else max(nodes_now, template_max, 2)
     if add_nodes < 1:
         raise InvalidInput("--add-nodes must be at least 1")
     active = _active_cidrs(eks)
@@ -441,8 +478,9 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
             "larger and "
             f"hold at least one node's {per_node} pods"
         )
-    placement, placement_notes = _node_placement(eks, template, zones, template.max_size + add_nodes)
-    groups, groups_from = eniconfig_security_groups(eks)
+    placement, placement_notes = _node_placement(eks, template, zones, template_max + add_nodes)
+    # ENIConfigs only where the VPC CNI runs (EKS Auto Mode nodes ignore them).
+    groups, groups_from = eniconfig_security_groups(eks) if uses_aws_cni(eks) else ([], "")
     cluster = eks.cluster.name
     steps: list[Step] = [associate_step(eks, cidr, pool)]
     route_tables: dict[str, str] = {}
@@ -463,6 +501,8 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
             (rt, f"associate the {az} pod subnet with {rt} (routed like {via}, where the new nodes live)"),
             carved=None if pool is None else carve("${associate-vpc-cidr.cidr}", len(zones), index),
         )
+        if not uses_aws_cni(eks):
+            continue  # EKS Auto Mode only: its nodes ignore ENIConfigs
         steps.append(
             Step(
                 id=f"eniconfig-{az}",
@@ -477,33 +517,52 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
                 permissions=APPLY_ENICONFIG.permissions,
             )
         )
-    env = {CUSTOM_NETWORK: "true", LABEL_DEF: ZONE_LABEL}
-    env_step = _env_step(eks, cni, env, "enable-custom-networking", "custom networking")
-    steps.append(replace(env_step, depends_on=tuple(f"eniconfig-{az}" for az in zones)))
-    ng_name = _nodegroup_name(eks, template, opts.nodegroup_name, "cn")
-    ng_subnets = [placement[az] or f"${{create-subnet-{az}.subnet_id}}" for az in zones]
-    desired = max(template.desired_size, 1)
-    max_size = max(template.max_size, desired + add_nodes)
-    steps.append(
-        Step(
-            id="create-nodegroup",
-            action=CREATE_NODEGROUP.name,
-            params=_nodegroup_params(eks, template, ng_name, ng_subnets, desired, max_size),
-            description=f"create node group {ng_name} like {template.name} ({desired}..{max_size} nodes); "
-            "its nodes use the ENIConfigs",
-            depends_on=("enable-custom-networking", *(f"route-subnet-{az}" for az in zones)),
-            permissions=CREATE_NODEGROUP.permissions,
+    routed = tuple(f"route-subnet-{az}" for az in zones)
+    after: tuple[str, ...] = routed
+    if uses_aws_cni(eks):
+        env = {CUSTOM_NETWORK: "true", LABEL_DEF: ZONE_LABEL}
+        env_step = _env_step(eks, cni, env, "enable-custom-networking", "custom networking")
+        steps.append(replace(env_step, depends_on=tuple(f"eniconfig-{az}" for az in zones)))
+        after = ("enable-custom-networking", *routed)
+    ng_name = ""
+    notes = [*placement_notes]
+    if template is not None:
+        ng_name = _nodegroup_name(eks, template, opts.nodegroup_name, "cn")
+        ng_subnets = [placement[az] or f"${{create-subnet-{az}.subnet_id}}" for az in zones]
+        desired = max(template.desired_size, 1)
+        max_size = max(template.max_size, desired + add_nodes)
+        steps.append(
+            Step(
+                id="create-nodegroup",
+                action=CREATE_NODEGROUP.name,
+                params=_nodegroup_params(eks, template, ng_name, ng_subnets, desired, max_size),
+                description=f"create node group {ng_name} like {template.name} ({desired}..{max_size} nodes); "
+                "its nodes use the ENIConfigs",
+                depends_on=after,
+                permissions=CREATE_NODEGROUP.permissions,
+            )
         )
-    )
-    notes = [
-        *placement_notes,
-        f"Only nodes that join after custom networking is on use the ENIConfigs: when {ng_name} is ready, "
-        f"cordon and drain the nodes of {template.name} (kubectl drain --ignore-daemonsets), then scale it down. "
-        "cidrx does not drain nodes.",
+        notes.append(
+            f"Only nodes that join after custom networking is on use the ENIConfigs: when {ng_name} is ready, "
+            f"cordon and drain the nodes of {template.name} (kubectl drain --ignore-daemonsets), then scale it "
+            "down. cidrx does not drain nodes."
+        )
+        dropped = without_identity(template.labels, template.tags)[2]
+        if dropped:
+            notes.append(f"{ng_name} does not copy {template.name}'s identity: " + ", ".join(dropped) + ".")
+    follow_ups = [
+        karpenter_custom_networking(eks, snapshot.kube, zones, placement, add_nodes, after),
+        auto_mode_custom_networking(eks, zones, placement, add_nodes, routed),
+    ]
+    for f in follow_ups:
+        steps += f.steps
+        notes += f.notes
+    self_managed_groups = self_managed(eks, cn_cni, after, prefix_delegation=False)
+    steps += self_managed_groups.steps
+    notes += self_managed_groups.notes
+    notes += [
         f"Pods now get addresses from {cidr_text}: update security groups, NACLs, firewall rules and NetworkPolicy "
         "ipBlocks that list pod CIDRs.",
-        f"Max pods per {itype.name if itype else 'node'} drops to {per_node} with custom networking (the primary "
-        "ENI no longer holds pod addresses); nodes with a custom max-pods in their launch template need it lowered.",
     ]
     if pool is None and unreadable_routes(eks):
         notes.append(
@@ -525,19 +584,30 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
     where: dict[str, Any] = (
         {"cidr": str(cidr)} if pool is None else {"ipam_pool_id": pool.pool_id, "netmask_length": cidr.prefixlen}
     )
-    basis = {
+    if uses_aws_cni(eks):
+        notes.append(
+            f"Max pods per {itype.name if itype else 'node'} drops to {per_node} with custom networking (the "
+            "primary ENI no longer holds pod addresses); nodes with a custom max-pods in their launch template "
+            "need it lowered."
+        )
+    basis: dict[str, Any] = {
         "vpc_id": eks.vpc.vpc_id,
         "primary_cidr": eks.vpc.primary_cidr,
         "vpc_cidrs": active,
         **where,
         "route_tables": route_tables,
         "cluster_security_group": eks.cluster.cluster_security_group_id,
-        "template_nodegroup": template.name,
-        "nodegroup_name": ng_name,
+        "template_nodegroup": template.name if template else None,
+        "nodegroup_name": ng_name or None,
         "eniconfigs": sorted(e.name for e in snapshot.kube.eniconfigs),
         "cni_source": cni.source,
-        "eniconfig_security_groups": groups,
+        # Empty on EKS Auto Mode-only clusters: no ENIConfig is written there (the codec prunes the empty list).
+        "eniconfig_security_groups": groups or None,
     }
+    for f in (*follow_ups, self_managed_groups):
+        basis.update(f.basis or {})
+    if provisioners(eks).auto_mode:
+        basis["auto_mode"] = True
     summary = {
         **(
             {"cidr": str(cidr), "subnets": {az: str(p) for az, p in zip(zones, pieces, strict=True)}}
@@ -550,7 +620,7 @@ def _custom_networking(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
         ),
         "pods_per_node": per_node,
         "pod_addresses": sum(usable_addresses(str(p)) for p in pieces),
-        "nodegroup": ng_name,
+        "nodegroup": ng_name or None,
     }
     return seal_plan(snapshot, opts.created_at, "custom-networking", basis, steps, notes, summary)
 
@@ -559,6 +629,7 @@ def _prefix_delegation(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
     cni = cni_config(eks, snapshot.kube)
     if opts.cidr:
         raise InvalidInput("--cidr does not apply to --strategy prefix-delegation (it uses existing subnets)")
+    check_not_auto_mode_only(eks, "prefix-delegation")
     types = {t.name: t for t in eks.instance_types}
     in_use = {t for ng in eks.nodegroups for t in ng.instance_types} | {n.instance_type for n in snapshot.kube.nodes}
     non_nitro = sorted(t for t in in_use if t in types and types[t].hypervisor != "nitro" and not types[t].bare_metal)
@@ -609,11 +680,19 @@ def _prefix_delegation(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions
         notes.append(
             "These subnets have no free /28 and gain nothing: " + ", ".join(subnet_label(u.subnet) for u in dead)
         )
-    basis = {
+    karpenter = karpenter_prefix_delegation(eks, snapshot.kube, pd_cni)
+    groups = self_managed(eks, pd_cni, ("enable-prefix-delegation",), prefix_delegation=True)
+    steps += [*karpenter.steps, *groups.steps]
+    notes += [*karpenter.notes, *groups.notes]
+    if provisioners(eks).auto_mode:
+        notes.append("EKS Auto Mode nodes are unaffected: they ignore aws-node env and use /28 prefixes already.")
+    basis: dict[str, Any] = {
         "vpc_id": eks.vpc.vpc_id,
         "subnets": {u.subnet.subnet_id: u.subnet.cidr for u in uses},
         "reservations": {u.subnet.subnet_id: list(u.subnet.reservations) for u in uses},
         "cni_source": cni.source,
+        **(karpenter.basis or {}),
+        **(groups.basis or {}),
     }
     summary = {"free_28": {u.subnet.subnet_id: u.free_28 for u in uses}}
     return seal_plan(snapshot, opts.created_at, "prefix-delegation", basis, steps, notes, summary)
@@ -655,6 +734,7 @@ def check_drift(plan: Plan, snapshot: Snapshot) -> None:
     if eks.vpc.vpc_id != b["vpc_id"]:
         problems.append(f"the cluster now uses VPC {eks.vpc.vpc_id}, not {b['vpc_id']}")
     problems += _cni_management_drift(plan, eks)
+    problems += provisioner_drift(plan.steps, b, eks, plan.plan_id)
     if plan.strategy == "custom-networking":
         problems += _custom_networking_drift(plan, eks, snapshot)
     elif plan.strategy == "subnet-discovery":
@@ -721,12 +801,12 @@ def _placement_drift(plan: Plan, eks: EksSection, snapshot: Snapshot) -> list[st
             problems.append(f"route table {rt} for {az} no longer exists")
     if eks.cluster.cluster_security_group_id != b["cluster_security_group"]:
         problems.append("the cluster security group changed")
-    elif "eniconfig_security_groups" in b and _groups_now(eks) != b["eniconfig_security_groups"]:
+    elif b.get("eniconfig_security_groups") and _groups_now(eks) != b["eniconfig_security_groups"]:
         problems.append(f"the security groups for the ENIConfigs changed (planned {b['eniconfig_security_groups']})")
     names = {ng.name: ng for ng in eks.nodegroups}
-    if b["template_nodegroup"] not in names:
+    if b.get("template_nodegroup") and b["template_nodegroup"] not in names:
         problems.append(f"template node group {b['template_nodegroup']} no longer exists")
-    other = names.get(b["nodegroup_name"])
+    other = names.get(b.get("nodegroup_name") or "")
     if other is not None and other.tags.get(DIGEST_TAG) != mine:
         problems.append(f"a node group named {b['nodegroup_name']} was created by someone else")
     our_subnets = {s.subnet_id for s in eks.subnets if s.tags.get(DIGEST_TAG) == mine}

@@ -29,9 +29,11 @@ def collect(target: Target, access: Access, kube: KubeSection, taken_at: str) ->
     # Nodes may run instance types no node group names (self-managed groups, Karpenter).
     node_types = sorted({n.instance_type for n in kube.nodes if "." in n.instance_type})
     node_ips = [n.internal_ip for n in kube.nodes if n.internal_ip]
-    eks = collect_eks(
-        EksApi(target.region, access.profile), target.cluster, extra_instance_types=node_types, node_ips=node_ips
-    )
+    api = EksApi(target.region, access.profile)
+    eks = collect_eks(api, target.cluster, extra_instance_types=node_types, node_ips=node_ips)
+    from cidrx.providers.eks.provisioner_collect import collect_provisioners
+
+    eks = collect_provisioners(eks, api, kube, access)
     check_same_cluster(kube, [c.cidr for c in eks.vpc.cidrs if c.state in ("associated", "associating")], target)
     return Snapshot(target=target, taken_at=taken_at, kube=kube, eks=eks)
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from cidrx.errors import InvalidInput
 from cidrx.model.plan import DIGEST_TAG, Step
+from cidrx.providers.eks import provisioner_terraform
 from cidrx.providers.eks.ipampool import ASSOCIATE_VPC_CIDR_FROM_POOL
 from cidrx.providers.eks.plan import (
     APPLY_ENICONFIG,
@@ -122,6 +123,8 @@ def emit(e: Emitter) -> None:
             address = e.add(step, b)
             if rid := e.out(step.id, "reservation_id"):
                 e.imports.append(import_block(address, f"{p['subnet_id']}:{rid}"))
+        elif step.action in provisioner_terraform.NAMES:
+            provisioner_terraform.emit_step(e, step)
         else:
             raise InvalidInput(f"plan step {step.id} ({step.action}) has no Terraform equivalent in cidrx")
 
