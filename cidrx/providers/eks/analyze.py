@@ -601,22 +601,8 @@ def nodegroup_capacity(eks: EksSection, kube: KubeSection, cni: CniConfig) -> li
         nodes = len(names) if kube.available else ng.desired_size
         used = sum(kube.pods_per_node.get(n, 0) for n in names)
         size = per_node * nodes
-        out.append(
-            Capacity(
-                kind="nodegroup",
-                name=ng.name,
-                cidr=None,
-                size=size,
-                used=used,
-                free=max(0, size - used),
-                utilization=utilization(used, size),
-                nodes=nodes,
-                note=f"{per_node} pods/node ({', '.join(ng.instance_types)})" if t else "instance type unknown",
-                # The group's autoscaling maximum, not room in an address space: `max_nodes` stays unset
-                # so "nodes >= max_nodes" keeps meaning "no address block left for another node".
-                extra={"autoscaling_max_nodes": ng.max_size},
-            )
-        )
+        note = f"{per_node} pods/node ({', '.join(ng.instance_types)})" if t else "instance type unknown"
+        out.append(provisioners.pod_slots("nodegroup", ng.name, size, used, nodes, note, ng.max_size))
     return out
 
 

@@ -107,7 +107,7 @@ def _label(eks: EksSection, ids: Iterable[str]) -> str:
     return ", ".join(f"{i} ({names[i]})" if names.get(i) else i for i in ids) or "none resolved"
 
 
-def _pod_slots(
+def pod_slots(
     kind: str, name: str, size: int, used: int, nodes: int, note: str, autoscaling_max: int | None = None
 ) -> Capacity:
     """A consumer of pod slots (not an address space): `max_nodes` stays unset, the autoscaling limit is extra."""
@@ -144,7 +144,7 @@ def provisioner_capacity(eks: EksSection, kube: KubeSection, cni: CniConfig) -> 
         source = "--max-pods in user data" if g.max_pods else f"{', '.join(g.instance_types) or 'type unknown'}"
         note = f"{per_node} pods/node ({source}); {where if lt else 'no launch template'}; "
         note += f"subnets {_label(eks, g.subnet_ids)}"
-        out.append(_pod_slots("self-managed-group", g.name, size, used, count, note, g.max_size))
+        out.append(pod_slots("self-managed-group", g.name, size, used, count, note, g.max_size))
     classes = {(c.kind, c.name): c for c in p.node_classes}
     nodes_by_pool: dict[str, list[str]] = defaultdict(list)
     for n in kube.nodes:
@@ -177,7 +177,7 @@ def provisioner_capacity(eks: EksSection, kube: KubeSection, cni: CniConfig) -> 
             else:
                 where += f"; RESERVED_ENIS={reserved}"
         kind = "auto-mode-nodepool" if auto else "karpenter-nodepool"
-        out.append(_pod_slots(kind, pool.name, size, used, len(nodes_by_pool.get(pool.name, [])), where))
+        out.append(pod_slots(kind, pool.name, size, used, len(nodes_by_pool.get(pool.name, [])), where))
     return out
 
 

@@ -165,6 +165,14 @@ def _project_in(ref: str) -> str:
 # -- converters (pure) ------------------------------------------------------------------------------
 
 
+def _policy_cidr(d: Json, which: str) -> str:
+    """ipAllocationPolicy's `<which>Ipv4CidrBlock` (or the older `<which>Ipv4Cidr`); for a routes-based
+    cluster, the cluster's own `<which>Ipv4Cidr` (there the policy may say nothing)."""
+    policy = d.get("ipAllocationPolicy") or {}
+    own = d.get(f"{which}Ipv4Cidr") if uses_routes(d) else ""
+    return str(policy.get(f"{which}Ipv4CidrBlock") or policy.get(f"{which}Ipv4Cidr") or own or "")
+
+
 def cluster_from(d: Json) -> GkeCluster:
     """container v1 `Cluster` (REST JSON)."""
     net_cfg = d.get("networkConfig") or {}
@@ -188,19 +196,9 @@ def cluster_from(d: Json) -> GkeCluster:
         )
         or DEFAULT_MAX_PODS_PER_NODE,
         pod_range_name=str(policy.get("clusterSecondaryRangeName", "")),
-        pod_cidr=str(
-            policy.get("clusterIpv4CidrBlock")
-            or policy.get("clusterIpv4Cidr")
-            or (d.get("clusterIpv4Cidr") if uses_routes(d) else "")
-            or ""
-        ),
+        pod_cidr=_policy_cidr(d, "cluster"),
         services_range_name=str(policy.get("servicesSecondaryRangeName", "")),
-        services_cidr=str(
-            policy.get("servicesIpv4CidrBlock")
-            or policy.get("servicesIpv4Cidr")
-            or (d.get("servicesIpv4Cidr") if uses_routes(d) else "")
-            or ""
-        ),
+        services_cidr=_policy_cidr(d, "services"),
         default_pod_range_utilization=_float(policy.get("defaultPodIpv4RangeUtilization")),
         additional_pod_ranges=tuple(PodRangeInfo(range_name=n, utilization=info.get(n)) for n in sorted(names)),
         self_link=str(d.get("selfLink", "")),
