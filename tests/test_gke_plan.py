@@ -71,15 +71,7 @@ def test_incident_plan_steps_exactly(incident_plan: Plan) -> None:
         "cluster": CLUSTER,
         "node_pool": {
             "name": "default-pool-pods2",
-            "config": {
-                "machineType": "e2-standard-4",
-                "diskSizeGb": 100,
-                "diskType": "pd-balanced",
-                "imageType": "COS_CONTAINERD",
-                "serviceAccount": "default",
-                "oauthScopes": ["https://www.googleapis.com/auth/cloud-platform"],
-                "labels": {"team": "platform"},
-            },
+            "config": cases.pool_config(),
             "initialNodeCount": 1,
             "locations": list(ZONES),
             "autoscaling": {"enabled": True, "minNodeCount": 1, "maxNodeCount": 7, "locationPolicy": "BALANCED"},

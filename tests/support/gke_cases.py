@@ -64,7 +64,8 @@ def node_name(i: int) -> str:
     return f"gke-demo-ip-default-pool-5f6c2a1d-{i:04d}"
 
 
-def _config() -> dict[str, Any]:
+def pool_config() -> dict[str, Any]:
+    """The incident's default-pool NodeConfig, as the snapshot keeps it."""
     return {
         "machineType": "e2-standard-4",
         "diskSizeGb": 100,
@@ -91,7 +92,7 @@ def default_pool(**changes: Any) -> NodePool:
         autoscaling=Autoscaling(enabled=True, min_node_count=1, max_node_count=7, location_policy="BALANCED"),
         pod_range_utilization=1.0,
         instance_group_count=3,
-        config=_config(),
+        config=pool_config(),
         management={"autoUpgrade": True, "autoRepair": True},
     )
     return dataclasses.replace(pool, **changes)
