@@ -13,6 +13,7 @@ derives AvailableIpAddressCount from the ENI addresses it holds, so the world as
 
 from __future__ import annotations
 
+import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -370,7 +371,11 @@ def moto_server(host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
         server.start()
         try:
             bound_host, bound_port = server.get_host_and_port()
-            yield f"http://{bound_host}:{bound_port}"
+            url = f"http://{bound_host}:{bound_port}"
+            # The threaded server shares moto's in-process backends: start from an empty account, whatever an
+            # earlier server or mock in this process left (a cluster of the same name makes CreateCluster fail).
+            urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"), timeout=10).close()
+            yield url
         finally:
             server.stop()
             werkzeug.setLevel(level)
