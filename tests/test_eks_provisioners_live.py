@@ -31,6 +31,7 @@ from tests.support.eks_estate import EksEstate, eks_estate
 from tests.support.eks_world import REGION, AwsCalls
 from tests.support.engine import CrashAfterAct, FakeClock, apply_in_boundary
 from tests.support.fakes.kube_server import is_lock
+from tests.test_rollback import normalised
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")
 
@@ -72,6 +73,9 @@ class Env:
 
     def apply(self, path: Path) -> Result:
         return self.cli("expand", "--apply", str(path), "--yes", "--kubeconfig", self.estate.kubeconfig)
+
+    def rollback(self, path: Path) -> Result:
+        return self.cli("rollback", str(path), "--yes", "--kubeconfig", self.estate.kubeconfig)
 
     def reset(self) -> None:
         self.aws.calls.clear()
@@ -373,3 +377,42 @@ def test_an_untagged_group_is_found_through_its_nodes(tmp_path: Path, monkeypatc
         assert f"self-managed-group/{pw.ASG}" in rows and rows[f"self-managed-group/{pw.ASG}"]["nodes"] == 2
         assert f"self-managed-group/{managed}" not in rows
         assert {"ec2:DescribeInstances", "autoscaling:DescribeAutoScalingInstances"} <= set(env.aws.calls)
+
+
+# --- rollback -----------------------------------------------------------------------------------------------
+
+
+def _env_unordered(inventory: dict[str, Any]) -> dict[str, Any]:
+    """The inventory with each container's env sorted by name: an undo puts a variable that existed before
+    back to its value where it is now (the apply moved it last); the order of env entries without $(VAR)
+    references means nothing to the kubelet."""
+    for kind in ("daemonsets", "deployments"):
+        for value in inventory[kind].values():
+            containers = value["containers"] if kind == "deployments" else value
+            for c in containers:
+                c["env"] = sorted(c.get("env") or [], key=lambda e: e["name"])
+    return inventory
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_apply_then_rollback_puts_the_provisioners_back(
+    variant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Node classes, Karpenter's env, launch template versions and groups as they were before the apply;
+    a second rollback writes nothing."""
+    with world(variant, tmp_path, monkeypatch) as env:
+        path = tmp_path / "plan.json"
+        plan = env.plan(path)
+        before = env.inventory(plan)
+        applied = env.apply(path)
+        assert applied.exit_code == 0, applied.output
+        assert env.inventory(plan) != before
+
+        back = env.rollback(path)
+        assert back.exit_code == 0, back.output
+        assert _env_unordered(normalised(env.inventory(plan))) == _env_unordered(normalised(before))
+
+        env.reset()
+        again = env.rollback(path)
+        assert again.exit_code == 0, again.output
+        assert "nothing to roll back" in again.output and env.writes() == []
