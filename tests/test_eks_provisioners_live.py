@@ -30,6 +30,7 @@ from tests.support import eks_provisioner_world as pw
 from tests.support.eks_estate import EksEstate, eks_estate
 from tests.support.eks_world import REGION, AwsCalls
 from tests.support.engine import CrashAfterAct, FakeClock, apply_in_boundary
+from tests.support.fakes.ec2_launch_templates import LAUNCH_TEMPLATE_HANDLERS
 from tests.support.fakes.kube_server import is_lock
 from tests.test_rollback import normalised
 
@@ -52,7 +53,7 @@ VARIANTS = {
     for v in (
         Variant("karpenter", pw.build_without_nodegroup, pw.karpenter_cluster),
         Variant("auto-mode", pw.build_without_nodegroup, pw.auto_mode_cluster, pw.AUTO_MODE_HANDLERS),
-        Variant("self-managed", pw.build_self_managed, pw.self_managed_cluster),
+        Variant("self-managed", pw.build_self_managed, pw.self_managed_cluster, LAUNCH_TEMPLATE_HANDLERS),
     )
 }
 
@@ -416,3 +417,85 @@ def test_apply_then_rollback_puts_the_provisioners_back(
         again = env.rollback(path)
         assert again.exit_code == 0, again.output
         assert "nothing to roll back" in again.output and env.writes() == []
+
+
+def test_rollback_points_a_pinned_group_back_before_deleting_the_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group pinned to v1: the plan points it at the new version; rollback points it back at v1 first,
+    then deletes the version (no group launches with it any more)."""
+    import boto3
+
+    with world("self-managed", tmp_path, monkeypatch) as env:
+        asg = boto3.Session(region_name=REGION).client("autoscaling")
+        template = {"LaunchTemplateName": pw.LAUNCH_TEMPLATE, "Version": "1"}
+        asg.update_auto_scaling_group(AutoScalingGroupName=pw.ASG, LaunchTemplate=template)
+        path = tmp_path / "plan.json"
+        plan = env.plan(path)
+        assert "eks.set-group-launch-template" in [s.action for s in plan.steps]
+        before = env.inventory(plan)
+        assert env.apply(path).exit_code == 0
+        assert env.inventory(plan)["launch_templates"][f"group {pw.ASG}"] == "2"
+
+        back = env.rollback(path)
+        assert back.exit_code == 0, back.output
+        after = env.inventory(plan)["launch_templates"]
+        assert after[f"group {pw.ASG}"] == "1" and [v[0] for v in after[pw.LAUNCH_TEMPLATE]] == [1]
+        assert _env_unordered(normalised(env.inventory(plan))) == _env_unordered(normalised(before))
+
+
+def test_rollback_refuses_while_a_group_launches_with_the_plans_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import boto3
+
+    with world("self-managed", tmp_path, monkeypatch) as env:
+        path = tmp_path / "plan.json"
+        plan = env.plan(path)
+        assert env.apply(path).exit_code == 0
+        asg = boto3.Session(region_name=REGION).client("autoscaling")
+        asg.update_auto_scaling_group(
+            AutoScalingGroupName=pw.ASG, LaunchTemplate={"LaunchTemplateName": pw.LAUNCH_TEMPLATE, "Version": "2"}
+        )
+        kept = env.inventory(plan)
+        env.reset()
+        result = env.rollback(path)
+        assert result.exit_code == 4, result.output
+        assert f"{pw.ASG} launch with" in result.output and env.writes() == []
+        assert env.inventory(plan) == kept
+
+
+def test_rollback_refuses_to_delete_a_nodeclass_a_nodepool_uses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with world("auto-mode", tmp_path, monkeypatch) as env:
+        path = tmp_path / "plan.json"
+        plan = env.plan(path)
+        assert env.apply(path).exit_code == 0
+        env.estate.kube.put(pw._node_pool("moved", "eks.amazonaws.com", "NodeClass", "cidrx-pod-subnets"))
+        kept = env.inventory(plan)
+        env.reset()
+        result = env.rollback(path)
+        assert result.exit_code == 4, result.output
+        assert "NodeClass cidrx-pod-subnets is used by NodePool(s) moved" in result.output and env.writes() == []
+        assert env.inventory(plan) == kept
+
+
+def test_rollback_refuses_an_ec2nodeclass_changed_since_the_apply(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with world("karpenter", tmp_path, monkeypatch) as env:
+        path = tmp_path / "plan.json"
+        plan = env.plan(path)
+        assert env.apply(path).exit_code == 0
+        kube = env.estate.kube
+        nc = kube.get("karpenter.k8s.aws", "v1", "ec2nodeclasses", pw.NODE_CLASS)
+        assert nc is not None
+        nc["spec"]["kubelet"]["maxPods"] = 42
+        kube.put(nc)
+        kept = env.inventory(plan)
+        env.reset()
+        result = env.rollback(path)
+        assert result.exit_code == 4, result.output
+        assert "maxPods of EC2NodeClass default changed since the apply" in result.output and env.writes() == []
+        assert env.inventory(plan) == kept

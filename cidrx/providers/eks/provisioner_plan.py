@@ -77,11 +77,19 @@ CREATE_LAUNCH_TEMPLATE_VERSION = Action(
     "eks.create-launch-template-version",
     ("ec2:CreateLaunchTemplateVersion", "ec2:DescribeLaunchTemplateVersions"),
     f"{_STEPS}:CreateLaunchTemplateVersion",
+    undo=f"{_UNDO}:UndoLaunchTemplateVersion",
+    undo_permissions=(
+        "ec2:DeleteLaunchTemplateVersions",
+        "ec2:DescribeLaunchTemplateVersions",
+        "autoscaling:DescribeAutoScalingGroups",
+    ),
 )
 SET_GROUP_LAUNCH_TEMPLATE = Action(
     "eks.set-group-launch-template",
     ("autoscaling:UpdateAutoScalingGroup", "autoscaling:DescribeAutoScalingGroups"),
     f"{_STEPS}:SetGroupLaunchTemplate",
+    undo=f"{_UNDO}:UndoGroupLaunchTemplate",
+    undo_permissions=("autoscaling:UpdateAutoScalingGroup", "autoscaling:DescribeAutoScalingGroups"),
 )
 SELF_MANAGED_ACTIONS = (CREATE_LAUNCH_TEMPLATE_VERSION, SET_GROUP_LAUNCH_TEMPLATE)
 PROVISIONER_ACTIONS = (UPDATE_EC2_NODE_CLASS, APPLY_AUTO_NODE_CLASS, SET_DEPLOYMENT_ENV, *SELF_MANAGED_ACTIONS)

@@ -18,8 +18,11 @@ from cidrx.providers.eks.provisioner_collect import AUTO_NODE_CLASSES, EC2_NODE_
 from cidrx.providers.eks.provisioner_steps import (
     DEPLOYMENTS,
     ROLLOUT_TIMEOUT,
+    CreateLaunchTemplateVersion,
     SetDeploymentEnv,
+    SetGroupLaunchTemplate,
     _container,
+    _eks,
     _ids,
     _kube,
     _labelled,
@@ -269,6 +272,97 @@ class UndoAutoNodeClass:
 
         _replace_until_done(kube, AUTO_NODE_CLASSES, params["name"], None, change)
         return {"restored": params["name"]}
+
+    def wait(self, step: Step, params: dict[str, Any], outputs: Outputs, ctx: StepContext) -> None:
+        return None
+
+
+def _set_version(step: Step, params: dict[str, Any], ctx: StepContext) -> str:
+    """The version the step pointed the group at: its resolved parameter, or what its act recorded."""
+    version = str(params.get("version") or "")
+    if version.startswith("${"):
+        version = str((ctx.journal_outputs.get(step.id) or {}).get("version") or "")
+    return version
+
+
+class UndoGroupLaunchTemplate:
+    """Point the Auto Scaling group back at the launch template version it used before the apply."""
+
+    def find(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
+        lt = SetGroupLaunchTemplate()._current(params, ctx)
+        current = (str(lt.get("LaunchTemplateId") or ""), str(lt.get("Version") or ""))
+        before = _recorded_before(step, ctx)
+        ours = current == (params["template_id"], _set_version(step, params, ctx))
+        if before is None:
+            return {"unknown": True} if ours else None
+        if current == (str(before.get("template_id") or ""), str(before.get("version") or "")):
+            return None
+        return {"before": before, "current": list(current), "ours": ours}
+
+    def in_use(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> str | None:
+        if found.get("unknown"):
+            return f"the journal beside the plan has no record of the launch template group {params['group']} used"
+        if not found["ours"]:
+            return (
+                f"Auto Scaling group {params['group']} was pointed at {found['current'][0]} v{found['current'][1]} "
+                "since the apply; set it back by hand"
+            )
+        return None
+
+    def describe(self, step: Step, params: dict[str, Any], found: Outputs) -> str:
+        before = found.get("before") or {}
+        return (
+            f"point Auto Scaling group {params['group']} back at {before.get('template_id')} v{before.get('version')}"
+        )
+
+    def act(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> Outputs:
+        before = found["before"]
+        _eks(ctx).set_group_launch_template(params["group"], str(before["template_id"]), str(before["version"]))
+        return {"version": str(before["version"])}
+
+    def wait(self, step: Step, params: dict[str, Any], outputs: Outputs, ctx: StepContext) -> None:
+        return None
+
+
+class UndoLaunchTemplateVersion:
+    """Delete the launch template version the plan made (its description names the plan), unless a group
+    launches with it by number or it became the template's default version."""
+
+    def find(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
+        found = CreateLaunchTemplateVersion()._mine(params, ctx)
+        if found is None:
+            return None
+        return {"version": str(found["VersionNumber"]), "default": bool(found.get("DefaultVersion"))}
+
+    def _restored_first(self, ctx: StepContext) -> set[str]:
+        """Groups this plan pointed at the version, whose own undo (newer, so run first) points them back."""
+        return {
+            str(s.params.get("group"))
+            for s in ctx.plan.steps
+            if s.action == "eks.set-group-launch-template" and _recorded_before(s, ctx) is not None
+        }
+
+    def in_use(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> str | None:
+        template, version = params["template_id"], found["version"]
+        if found["default"]:
+            return f"launch template {template} v{version} is its default version now; make another the default"
+        names = set(ctx.plan.basis.get("self_managed") or {}) - self._restored_first(ctx)
+        users = [
+            str(g["AutoScalingGroupName"])
+            for g in (_eks(ctx).describe_auto_scaling_groups(names=sorted(names)) if names else [])
+            if (g.get("LaunchTemplate") or {}).get("LaunchTemplateId") == template
+            and str((g.get("LaunchTemplate") or {}).get("Version")) == version
+        ]
+        if users:
+            return f"Auto Scaling group(s) {', '.join(sorted(users))} launch with {template} v{version}"
+        return None
+
+    def describe(self, step: Step, params: dict[str, Any], found: Outputs) -> str:
+        return f"delete launch template {params['template_id']} v{found['version']} (made by the plan)"
+
+    def act(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> Outputs:
+        _eks(ctx).delete_launch_template_version(params["template_id"], found["version"])
+        return {"version": found["version"]}
 
     def wait(self, step: Step, params: dict[str, Any], outputs: Outputs, ctx: StepContext) -> None:
         return None
