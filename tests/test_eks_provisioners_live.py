@@ -444,58 +444,45 @@ def test_rollback_points_a_pinned_group_back_before_deleting_the_version(
         assert _env_unordered(normalised(env.inventory(plan))) == _env_unordered(normalised(before))
 
 
-def test_rollback_refuses_while_a_group_launches_with_the_plans_version(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _group_back_on_the_plans_version(env: Env) -> None:
     import boto3
 
-    with world("self-managed", tmp_path, monkeypatch) as env:
-        path = tmp_path / "plan.json"
-        plan = env.plan(path)
-        assert env.apply(path).exit_code == 0
-        asg = boto3.Session(region_name=REGION).client("autoscaling")
-        asg.update_auto_scaling_group(
-            AutoScalingGroupName=pw.ASG, LaunchTemplate={"LaunchTemplateName": pw.LAUNCH_TEMPLATE, "Version": "2"}
-        )
-        kept = env.inventory(plan)
-        env.reset()
-        result = env.rollback(path)
-        assert result.exit_code == 4, result.output
-        assert f"{pw.ASG} launch with" in result.output and env.writes() == []
-        assert env.inventory(plan) == kept
+    asg = boto3.Session(region_name=REGION).client("autoscaling")
+    template = {"LaunchTemplateName": pw.LAUNCH_TEMPLATE, "Version": "2"}
+    asg.update_auto_scaling_group(AutoScalingGroupName=pw.ASG, LaunchTemplate=template)
 
 
-def test_rollback_refuses_to_delete_a_nodeclass_a_nodepool_uses(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def _nodepool_on_cidrx_nodeclass(env: Env) -> None:
+    env.estate.kube.put(pw._node_pool("moved", "eks.amazonaws.com", "NodeClass", "cidrx-pod-subnets"))
+
+
+def _max_pods_changed(env: Env) -> None:
+    nc = env.estate.kube.get("karpenter.k8s.aws", "v1", "ec2nodeclasses", pw.NODE_CLASS)
+    assert nc is not None
+    nc["spec"]["kubelet"]["maxPods"] = 42
+    env.estate.kube.put(nc)
+
+
+@pytest.mark.parametrize(
+    ("variant", "disturb", "said"),
+    [
+        ("self-managed", _group_back_on_the_plans_version, f"{pw.ASG} launch with"),
+        ("auto-mode", _nodepool_on_cidrx_nodeclass, "NodeClass cidrx-pod-subnets is used by NodePool(s) moved"),
+        ("karpenter", _max_pods_changed, "maxPods of EC2NodeClass default changed since the apply"),
+    ],
+    ids=["group-on-the-version", "nodepool-on-the-nodeclass", "maxpods-changed"],
+)
+def test_rollback_refuses_what_is_in_use_or_changed_since_and_changes_nothing(
+    variant: str, disturb: Any, said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with world("auto-mode", tmp_path, monkeypatch) as env:
+    with world(variant, tmp_path, monkeypatch) as env:
         path = tmp_path / "plan.json"
         plan = env.plan(path)
         assert env.apply(path).exit_code == 0
-        env.estate.kube.put(pw._node_pool("moved", "eks.amazonaws.com", "NodeClass", "cidrx-pod-subnets"))
+        disturb(env)
         kept = env.inventory(plan)
         env.reset()
         result = env.rollback(path)
         assert result.exit_code == 4, result.output
-        assert "NodeClass cidrx-pod-subnets is used by NodePool(s) moved" in result.output and env.writes() == []
-        assert env.inventory(plan) == kept
-
-
-def test_rollback_refuses_an_ec2nodeclass_changed_since_the_apply(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    with world("karpenter", tmp_path, monkeypatch) as env:
-        path = tmp_path / "plan.json"
-        plan = env.plan(path)
-        assert env.apply(path).exit_code == 0
-        kube = env.estate.kube
-        nc = kube.get("karpenter.k8s.aws", "v1", "ec2nodeclasses", pw.NODE_CLASS)
-        assert nc is not None
-        nc["spec"]["kubelet"]["maxPods"] = 42
-        kube.put(nc)
-        kept = env.inventory(plan)
-        env.reset()
-        result = env.rollback(path)
-        assert result.exit_code == 4, result.output
-        assert "maxPods of EC2NodeClass default changed since the apply" in result.output and env.writes() == []
+        assert said in result.output and env.writes() == []
         assert env.inventory(plan) == kept

@@ -29,7 +29,7 @@ from cidrx.providers.eks.provisioner_steps import (
     _replace_until_done,
     _rolled_out,
 )
-from cidrx.providers.eks.undo import _EnvUndo, _recorded_before
+from cidrx.providers.eks.undo import _EnvUndo, _recorded_before, restore_env
 
 
 def _recorded(step: Step, ctx: StepContext) -> dict[str, Any]:
@@ -81,16 +81,7 @@ class UndoDeploymentEnv(_EnvUndo):
         had_annotations = bool(_recorded(step, ctx).get("annotations"))
 
         def change(obj: dict[str, Any]) -> dict[str, Any]:
-            for c in obj["spec"]["template"]["spec"]["containers"]:
-                if c.get("name") != params["container"]:
-                    continue
-                env = []
-                for e in c.get("env") or []:
-                    if e.get("name") not in restore:
-                        env.append(e)
-                    elif restore[e["name"]] is not None:
-                        env.append({"name": e["name"], "value": restore[e["name"]]})
-                c["env"] = env
+            restore_env(obj, params["container"], restore)
             meta = obj["metadata"]
             annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != DIGEST_TAG}
             if annotations or had_annotations:
