@@ -486,3 +486,52 @@ def test_rollback_refuses_what_is_in_use_or_changed_since_and_changes_nothing(
         assert result.exit_code == 4, result.output
         assert said in result.output and env.writes() == []
         assert env.inventory(plan) == kept
+
+
+_PROVISIONER_ACTIONS = {
+    "kube.set-deployment-env",
+    "kube.update-ec2nodeclass",
+    "kube.apply-auto-nodeclass",
+    "eks.create-launch-template-version",
+    "eks.set-group-launch-template",
+}
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_a_rollback_interrupted_after_each_provisioner_undo_is_finished_by_the_same_command(
+    variant: str, baselines: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cidrx.cli import boundary
+    from cidrx.engine.waiting import Waiter
+    from cidrx.render.progress import NullProgress
+    from tests.test_rollback import CrashAfterUndo
+
+    plan = baselines(variant)[0]
+    crash_points = [s.id for s in plan.steps if s.action in _PROVISIONER_ACTIONS]
+    assert crash_points
+    for n, crash_at in enumerate(crash_points):
+        tmp = tmp_path / str(n)
+        tmp.mkdir()
+        path = tmp / "plan.json"
+        with world(variant, tmp, monkeypatch) as env:
+            save_plan(plan, path)
+            before = env.inventory(plan)
+            assert env.apply(path).exit_code == 0
+            clock = FakeClock()
+
+            def rollback(env: Env = env, crash_at: str = crash_at, path: Path = path, clock: FakeClock = clock) -> None:
+                dispatch.rollback(
+                    plan,
+                    path,
+                    dispatch.Access(kubeconfig=env.estate.kubeconfig),
+                    NullProgress(),
+                    lambda items: None,
+                    waiter=Waiter(sleep=clock.sleep, monotonic=clock.monotonic),
+                    wrap=lambda undo: CrashAfterUndo(undo, crash_at),
+                    writing=boundary.applying,
+                )
+
+            assert boundary.run(rollback) == 5, crash_at
+            result = env.rollback(path)
+            assert result.exit_code == 0, result.output
+            assert _env_unordered(normalised(env.inventory(plan))) == _env_unordered(normalised(before)), crash_at
