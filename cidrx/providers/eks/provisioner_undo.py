@@ -20,7 +20,6 @@ from cidrx.providers.eks.provisioner_steps import (
     ROLLOUT_TIMEOUT,
     CreateLaunchTemplateVersion,
     SetDeploymentEnv,
-    SetGroupLaunchTemplate,
     _container,
     _eks,
     _ids,
@@ -280,7 +279,10 @@ class UndoGroupLaunchTemplate:
     """Point the Auto Scaling group back at the launch template version it used before the apply."""
 
     def find(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
-        lt = SetGroupLaunchTemplate()._current(params, ctx)
+        groups = _eks(ctx).describe_auto_scaling_groups(names=[params["group"]])
+        if not groups:
+            return None  # the group is gone: nothing launches from it to point back
+        lt = dict(groups[0].get("LaunchTemplate") or {})
         current = (str(lt.get("LaunchTemplateId") or ""), str(lt.get("Version") or ""))
         before = _recorded_before(step, ctx)
         ours = current == (params["template_id"], _set_version(step, params, ctx))
