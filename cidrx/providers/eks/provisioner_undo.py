@@ -135,10 +135,13 @@ class UndoEc2NodeClass:
         restore = {k: before.get(k) for k in _planned_ec2(params) if have[k] != before.get(k)}
         return {"restore": restore, "before": before} if restore or marked else None
 
-    def in_use(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> str | None:
+    def in_use(
+        self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext, obj: dict[str, Any] | None = None
+    ) -> str | None:
         if found.get("unknown"):
             return f"the journal beside the plan has no record of EC2NodeClass {params['name']} before the apply"
-        obj = _kube(ctx, step).get_custom(*EC2_NODE_CLASSES, params["name"]) or {}
+        if obj is None:
+            obj = _kube(ctx, step).get_custom(*EC2_NODE_CLASSES, params["name"]) or {}
         have, planned = _ec2_have(obj), _planned_ec2(params)
         others = [k for k in found["restore"] if have[k] != planned[k]]
         if others:
@@ -154,6 +157,9 @@ class UndoEc2NodeClass:
         before: dict[str, Any] = found["before"]
 
         def change(obj: dict[str, Any]) -> dict[str, Any]:
+            # Re-checked on the object the guarded replace writes: a change since the survey is not overwritten.
+            if self.in_use(step, params, found, ctx, obj):
+                raise CloudError(f"EC2NodeClass {params['name']} changed during the rollback; run the same command")
             spec = obj.setdefault("spec", {})
             if "subnetSelectorTerms" in restore:
                 _restore(spec, "subnetSelectorTerms", restore["subnetSelectorTerms"])
@@ -204,7 +210,9 @@ class UndoAutoNodeClass:
         restore = {k: before.get(k) for k in self._planned(params) if spec.get(k) != before.get(k)}
         return {"restore": restore, "labels": bool(before.get("labels"))}
 
-    def in_use(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> str | None:
+    def in_use(
+        self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext, obj: dict[str, Any] | None = None
+    ) -> str | None:
         name = params["name"]
         if found.get("unknown"):
             return f"the journal beside the plan has no record of NodeClass {name} before the apply"
@@ -229,7 +237,7 @@ class UndoAutoNodeClass:
             if nodes:
                 return f"NodeClass {name} still has {len(nodes)} node(s) ({', '.join(sorted(nodes)[:3])})"
             return None
-        spec = (kube.get_custom(*AUTO_NODE_CLASSES, name) or {}).get("spec") or {}
+        spec = ((kube.get_custom(*AUTO_NODE_CLASSES, name) if obj is None else obj) or {}).get("spec") or {}
         planned = self._planned(params)
         others = [k for k in found["restore"] if spec.get(k) != planned[k]]
         if others:
@@ -254,6 +262,8 @@ class UndoAutoNodeClass:
         restore: dict[str, Any] = found["restore"]
 
         def change(obj: dict[str, Any]) -> dict[str, Any]:
+            if self.in_use(step, params, found, ctx, obj):  # changed since the survey: not overwritten
+                raise CloudError(f"NodeClass {params['name']} changed during the rollback; run the same command")
             spec = obj.setdefault("spec", {})
             for k, v in restore.items():
                 _restore(spec, k, v)
