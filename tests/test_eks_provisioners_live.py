@@ -30,7 +30,9 @@ from tests.support import eks_provisioner_world as pw
 from tests.support.eks_estate import EksEstate, eks_estate
 from tests.support.eks_world import REGION, AwsCalls
 from tests.support.engine import CrashAfterAct, FakeClock, apply_in_boundary
+from tests.support.fakes.ec2_launch_templates import LAUNCH_TEMPLATE_HANDLERS
 from tests.support.fakes.kube_server import is_lock
+from tests.test_rollback import normalised
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")
 
@@ -51,7 +53,7 @@ VARIANTS = {
     for v in (
         Variant("karpenter", pw.build_without_nodegroup, pw.karpenter_cluster),
         Variant("auto-mode", pw.build_without_nodegroup, pw.auto_mode_cluster, pw.AUTO_MODE_HANDLERS),
-        Variant("self-managed", pw.build_self_managed, pw.self_managed_cluster),
+        Variant("self-managed", pw.build_self_managed, pw.self_managed_cluster, LAUNCH_TEMPLATE_HANDLERS),
     )
 }
 
@@ -72,6 +74,9 @@ class Env:
 
     def apply(self, path: Path) -> Result:
         return self.cli("expand", "--apply", str(path), "--yes", "--kubeconfig", self.estate.kubeconfig)
+
+    def rollback(self, path: Path) -> Result:
+        return self.cli("rollback", str(path), "--yes", "--kubeconfig", self.estate.kubeconfig)
 
     def reset(self) -> None:
         self.aws.calls.clear()
@@ -373,3 +378,160 @@ def test_an_untagged_group_is_found_through_its_nodes(tmp_path: Path, monkeypatc
         assert f"self-managed-group/{pw.ASG}" in rows and rows[f"self-managed-group/{pw.ASG}"]["nodes"] == 2
         assert f"self-managed-group/{managed}" not in rows
         assert {"ec2:DescribeInstances", "autoscaling:DescribeAutoScalingInstances"} <= set(env.aws.calls)
+
+
+# --- rollback -----------------------------------------------------------------------------------------------
+
+
+def _env_unordered(inventory: dict[str, Any]) -> dict[str, Any]:
+    """The inventory with each container's env sorted by name: an undo puts a variable that existed before
+    back to its value where it is now (the apply moved it last); the order of env entries without $(VAR)
+    references means nothing to the kubelet."""
+    for kind in ("daemonsets", "deployments"):
+        for value in inventory[kind].values():
+            containers = value["containers"] if kind == "deployments" else value
+            for c in containers:
+                c["env"] = sorted(c.get("env") or [], key=lambda e: e["name"])
+    return inventory
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_apply_then_rollback_puts_the_provisioners_back(
+    variant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Node classes, Karpenter's env, launch template versions and groups as they were before the apply;
+    a second rollback writes nothing."""
+    with world(variant, tmp_path, monkeypatch) as env:
+        path = tmp_path / "plan.json"
+        plan = env.plan(path)
+        before = env.inventory(plan)
+        applied = env.apply(path)
+        assert applied.exit_code == 0, applied.output
+        assert env.inventory(plan) != before
+
+        back = env.rollback(path)
+        assert back.exit_code == 0, back.output
+        assert _env_unordered(normalised(env.inventory(plan))) == _env_unordered(normalised(before))
+
+        env.reset()
+        again = env.rollback(path)
+        assert again.exit_code == 0, again.output
+        assert "nothing to roll back" in again.output and env.writes() == []
+
+
+def test_rollback_points_a_pinned_group_back_before_deleting_the_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group pinned to v1: the plan points it at the new version; rollback points it back at v1 first,
+    then deletes the version (no group launches with it any more)."""
+    import boto3
+
+    with world("self-managed", tmp_path, monkeypatch) as env:
+        asg = boto3.Session(region_name=REGION).client("autoscaling")
+        template = {"LaunchTemplateName": pw.LAUNCH_TEMPLATE, "Version": "1"}
+        asg.update_auto_scaling_group(AutoScalingGroupName=pw.ASG, LaunchTemplate=template)
+        path = tmp_path / "plan.json"
+        plan = env.plan(path)
+        assert "eks.set-group-launch-template" in [s.action for s in plan.steps]
+        before = env.inventory(plan)
+        assert env.apply(path).exit_code == 0
+        assert env.inventory(plan)["launch_templates"][f"group {pw.ASG}"] == "2"
+
+        back = env.rollback(path)
+        assert back.exit_code == 0, back.output
+        after = env.inventory(plan)["launch_templates"]
+        assert after[f"group {pw.ASG}"] == "1" and [v[0] for v in after[pw.LAUNCH_TEMPLATE]] == [1]
+        assert _env_unordered(normalised(env.inventory(plan))) == _env_unordered(normalised(before))
+
+
+def _group_back_on_the_plans_version(env: Env) -> None:
+    import boto3
+
+    asg = boto3.Session(region_name=REGION).client("autoscaling")
+    template = {"LaunchTemplateName": pw.LAUNCH_TEMPLATE, "Version": "2"}
+    asg.update_auto_scaling_group(AutoScalingGroupName=pw.ASG, LaunchTemplate=template)
+
+
+def _nodepool_on_cidrx_nodeclass(env: Env) -> None:
+    env.estate.kube.put(pw._node_pool("moved", "eks.amazonaws.com", "NodeClass", "cidrx-pod-subnets"))
+
+
+def _max_pods_changed(env: Env) -> None:
+    nc = env.estate.kube.get("karpenter.k8s.aws", "v1", "ec2nodeclasses", pw.NODE_CLASS)
+    assert nc is not None
+    nc["spec"]["kubelet"]["maxPods"] = 42
+    env.estate.kube.put(nc)
+
+
+@pytest.mark.parametrize(
+    ("variant", "disturb", "said"),
+    [
+        ("self-managed", _group_back_on_the_plans_version, f"{pw.ASG} launch with"),
+        ("auto-mode", _nodepool_on_cidrx_nodeclass, "NodeClass cidrx-pod-subnets is used by NodePool(s) moved"),
+        ("karpenter", _max_pods_changed, "maxPods of EC2NodeClass default changed since the apply"),
+    ],
+    ids=["group-on-the-version", "nodepool-on-the-nodeclass", "maxpods-changed"],
+)
+def test_rollback_refuses_what_is_in_use_or_changed_since_and_changes_nothing(
+    variant: str, disturb: Any, said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with world(variant, tmp_path, monkeypatch) as env:
+        path = tmp_path / "plan.json"
+        plan = env.plan(path)
+        assert env.apply(path).exit_code == 0
+        disturb(env)
+        kept = env.inventory(plan)
+        env.reset()
+        result = env.rollback(path)
+        assert result.exit_code == 4, result.output
+        assert said in result.output and env.writes() == []
+        assert env.inventory(plan) == kept
+
+
+_PROVISIONER_ACTIONS = {
+    "kube.set-deployment-env",
+    "kube.update-ec2nodeclass",
+    "kube.apply-auto-nodeclass",
+    "eks.create-launch-template-version",
+    "eks.set-group-launch-template",
+}
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_a_rollback_interrupted_after_each_provisioner_undo_is_finished_by_the_same_command(
+    variant: str, baselines: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cidrx.cli import boundary
+    from cidrx.engine.waiting import Waiter
+    from cidrx.render.progress import NullProgress
+    from tests.test_rollback import CrashAfterUndo
+
+    plan = baselines(variant)[0]
+    crash_points = [s.id for s in plan.steps if s.action in _PROVISIONER_ACTIONS]
+    assert crash_points
+    for n, crash_at in enumerate(crash_points):
+        tmp = tmp_path / str(n)
+        tmp.mkdir()
+        path = tmp / "plan.json"
+        with world(variant, tmp, monkeypatch) as env:
+            save_plan(plan, path)
+            before = env.inventory(plan)
+            assert env.apply(path).exit_code == 0
+            clock = FakeClock()
+
+            def rollback(env: Env = env, crash_at: str = crash_at, path: Path = path, clock: FakeClock = clock) -> None:
+                dispatch.rollback(
+                    plan,
+                    path,
+                    dispatch.Access(kubeconfig=env.estate.kubeconfig),
+                    NullProgress(),
+                    lambda items: None,
+                    waiter=Waiter(sleep=clock.sleep, monotonic=clock.monotonic),
+                    wrap=lambda undo: CrashAfterUndo(undo, crash_at),
+                    writing=boundary.applying,
+                )
+
+            assert boundary.run(rollback) == 5, crash_at
+            result = env.rollback(path)
+            assert result.exit_code == 0, result.output
+            assert _env_unordered(normalised(env.inventory(plan))) == _env_unordered(normalised(before)), crash_at

@@ -786,6 +786,23 @@ class EksApi:
             )
             return dict(resp["LaunchTemplateVersion"])
 
+    def delete_launch_template_version(self, template_id: str, version: str) -> None:
+        """Delete one version of a launch template (already gone counts as done). EC2 answers a version it could
+        not delete in the response, not as an error (DeleteLaunchTemplateVersions, EC2 API reference)."""
+        with _aws("ec2:DeleteLaunchTemplateVersions", f"launch template {template_id}"):
+            resp = self._call(
+                self._ec2.delete_launch_template_versions,
+                write=True,
+                LaunchTemplateId=template_id,
+                Versions=[version],
+            )
+        for failed in resp.get("UnsuccessfullyDeletedLaunchTemplateVersions") or ():
+            error = failed.get("ResponseError") or {}
+            if error.get("Code") != "launchTemplateVersionDoesNotExist":
+                raise CloudError(
+                    f"launch template {template_id} v{version} was not deleted: {error.get('Message') or error}"
+                )
+
     def set_group_launch_template(self, group: str, template_id: str, version: str) -> None:
         """Point an Auto Scaling group at a launch template version (new instances use it)."""
         with _aws("autoscaling:UpdateAutoScalingGroup", f"Auto Scaling group {group}"):

@@ -47,30 +47,49 @@ from cidrx.providers.eks.provisioners import (
 from cidrx.registry import Action
 
 _STEPS = "cidrx.providers.eks.provisioner_steps"
+_UNDO = "cidrx.providers.eks.provisioner_undo"
 UPDATE_EC2_NODE_CLASS = Action(
     "kube.update-ec2nodeclass",
     ("kubernetes: ec2nodeclasses.karpenter.k8s.aws get,update",),
     f"{_STEPS}:UpdateEc2NodeClass",
+    undo=f"{_UNDO}:UndoEc2NodeClass",
+    undo_permissions=("kubernetes: ec2nodeclasses.karpenter.k8s.aws get,update",),
 )
 APPLY_AUTO_NODE_CLASS = Action(
     "kube.apply-auto-nodeclass",
     ("kubernetes: nodeclasses.eks.amazonaws.com get,create,update",),
     f"{_STEPS}:ApplyAutoNodeClass",
+    undo=f"{_UNDO}:UndoAutoNodeClass",
+    undo_permissions=(
+        "kubernetes: nodeclasses.eks.amazonaws.com get,update,delete",
+        "kubernetes: nodepools.karpenter.sh list",
+        "kubernetes: nodes list",
+    ),
 )
 SET_DEPLOYMENT_ENV = Action(
     "kube.set-deployment-env",
     ("kubernetes: deployments.apps get,update",),
     f"{_STEPS}:SetDeploymentEnv",
+    undo=f"{_UNDO}:UndoDeploymentEnv",
+    undo_permissions=("kubernetes: deployments.apps get,update",),
 )
 CREATE_LAUNCH_TEMPLATE_VERSION = Action(
     "eks.create-launch-template-version",
     ("ec2:CreateLaunchTemplateVersion", "ec2:DescribeLaunchTemplateVersions"),
     f"{_STEPS}:CreateLaunchTemplateVersion",
+    undo=f"{_UNDO}:UndoLaunchTemplateVersion",
+    undo_permissions=(
+        "ec2:DeleteLaunchTemplateVersions",
+        "ec2:DescribeLaunchTemplateVersions",
+        "autoscaling:DescribeAutoScalingGroups",
+    ),
 )
 SET_GROUP_LAUNCH_TEMPLATE = Action(
     "eks.set-group-launch-template",
     ("autoscaling:UpdateAutoScalingGroup", "autoscaling:DescribeAutoScalingGroups"),
     f"{_STEPS}:SetGroupLaunchTemplate",
+    undo=f"{_UNDO}:UndoGroupLaunchTemplate",
+    undo_permissions=("autoscaling:UpdateAutoScalingGroup", "autoscaling:DescribeAutoScalingGroups"),
 )
 SELF_MANAGED_ACTIONS = (CREATE_LAUNCH_TEMPLATE_VERSION, SET_GROUP_LAUNCH_TEMPLATE)
 PROVISIONER_ACTIONS = (UPDATE_EC2_NODE_CLASS, APPLY_AUTO_NODE_CLASS, SET_DEPLOYMENT_ENV, *SELF_MANAGED_ACTIONS)

@@ -75,6 +75,20 @@ class UpdateEc2NodeClass:
     """Tag the EC2NodeClass with the plan (spec.tags is hashed: Karpenter replaces its nodes), and set the
     node subnets / kubelet.maxPods the plan names."""
 
+    def before(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        """The fields act changes, as they were (None: unset), for `cidrx rollback`."""
+        obj = _kube(ctx, step).get_custom(*EC2_NODE_CLASSES, params["name"]) or {}
+        spec = obj.get("spec") or {}
+        return {
+            "before": {
+                "subnetSelectorTerms": copy.deepcopy(spec.get("subnetSelectorTerms")),
+                "maxPods": (spec.get("kubelet") or {}).get("maxPods"),
+                "kubelet": "kubelet" in spec,
+                "tags": "tags" in spec,
+                "labels": "labels" in (obj.get("metadata") or {}),
+            }
+        }
+
     def _done(self, obj: dict[str, Any], params: dict[str, Any], plan_id: str) -> bool:
         spec = obj.get("spec") or {}
         if (spec.get("tags") or {}).get(DIGEST_TAG) != plan_id or not _labelled(obj, plan_id):
@@ -117,6 +131,16 @@ class UpdateEc2NodeClass:
 
 class ApplyAutoNodeClass:
     """Set an Auto Mode NodeClass's pod subnets and pod security groups, or create cidrx's own NodeClass."""
+
+    def before(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        """The selector terms act sets, as they were (before None: the NodeClass did not exist), for rollback."""
+        obj = _kube(ctx, step).get_custom(*AUTO_NODE_CLASSES, params["name"])
+        if obj is None:
+            return {"before": None}
+        spec = obj.get("spec") or {}
+        fields = ("podSubnetSelectorTerms", "podSecurityGroupSelectorTerms", "subnetSelectorTerms")
+        kept = {k: copy.deepcopy(spec.get(k)) for k in fields}
+        return {"before": {**kept, "labels": "labels" in (obj.get("metadata") or {})}}
 
     def _done(self, obj: dict[str, Any], params: dict[str, Any], plan_id: str) -> bool:
         spec = obj.get("spec") or {}
@@ -219,6 +243,12 @@ def _rolled_out(obj: dict[str, Any]) -> bool:
 
 class SetDeploymentEnv:
     """Set env variables of one container of a Deployment (Karpenter's RESERVED_ENIS) and wait for the rollout."""
+
+    def before(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        """The values of the variables act sets (None: not set), for `cidrx rollback`."""
+        obj = self._get(step, params, ctx)
+        have = {e.get("name"): e.get("value") for e in _container(obj, params["container"]).get("env") or []}
+        return {"before": {k: have.get(k) for k in params["env"]}, "annotations": "annotations" in obj["metadata"]}
 
     def _get(self, step: Step, params: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
         obj = _kube(ctx, step).get_custom(*DEPLOYMENTS, params["name"], params["namespace"])
@@ -327,6 +357,11 @@ class CreateLaunchTemplateVersion:
 
 
 class SetGroupLaunchTemplate:
+    def before(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        """The launch template and version the group used, for `cidrx rollback`."""
+        lt = self._current(params, ctx)
+        return {"before": {"template_id": lt.get("LaunchTemplateId"), "version": str(lt.get("Version") or "")}}
+
     def _current(self, params: dict[str, Any], ctx: StepContext) -> dict[str, Any]:
         groups = _eks(ctx).describe_auto_scaling_groups(names=[params["group"]])
         if not groups:

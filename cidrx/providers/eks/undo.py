@@ -96,6 +96,20 @@ def _env_to_restore(have: dict[str, Any], params: dict[str, Any], before: dict[s
     return changed or None
 
 
+def restore_env(obj: dict[str, Any], container: str, restore: dict[str, Any]) -> None:
+    """Set the variables of `restore` in the pod template's `container` back ({name: value}, None: unset)."""
+    for c in obj["spec"]["template"]["spec"]["containers"]:
+        if c.get("name") != container:
+            continue
+        env = []
+        for e in c.get("env") or []:
+            if e.get("name") not in restore:
+                env.append(e)
+            elif restore[e["name"]] is not None:
+                env.append({"name": e["name"], "value": restore[e["name"]]})
+        c["env"] = env
+
+
 class _EnvUndo:
     """Puts the variables an env step set back to the values the apply journal recorded before the change."""
 
@@ -146,16 +160,7 @@ class UndoDaemonSetEnv(_EnvUndo):
         restore: dict[str, Any] = found["restore"]
         for _ in range(CONFLICT_RETRIES):
             ds = SetDaemonSetEnv()._get(step, params, ctx)
-            for c in ds["spec"]["template"]["spec"]["containers"]:
-                if c.get("name") != params["container"]:
-                    continue
-                env = []
-                for e in c.get("env") or []:
-                    if e.get("name") not in restore:
-                        env.append(e)
-                    elif restore[e["name"]] is not None:
-                        env.append({"name": e["name"], "value": restore[e["name"]]})
-                c["env"] = env
+            restore_env(ds, params["container"], restore)
             try:
                 _kube(ctx, step).replace_daemonset(ds)  # guarded by metadata.resourceVersion
             except Conflict:
