@@ -375,7 +375,7 @@ def undos(plan: Plan) -> tuple[dict[str, Any], list[str]]:
 
     declared = registry.strategy(plan.strategy)
     actions = registry.strategy_actions(declared) if declared is not None else ()
-    found = {a.name: registry.load(a.undo)() for a in actions if a.undo}
+    found = {a.name: registry.resolve(a.undo)() for a in actions if a.undo}
     reasons = {a.name: a.no_undo for a in actions if a.no_undo}
     return found, missing_undos(plan, found, reasons)
 

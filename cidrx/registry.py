@@ -1,10 +1,12 @@
-"""The registry: every provider, in-cluster IPAM and plan strategy cidrx knows, declared once.
+"""The registry: the declaration types plugins describe themselves with, and the list of plugin packages.
 
-Why it exists: the CLI's flags, `cidrx permissions`, dispatch, fleet mode and the docs all need the same
+Why it exists: the CLI's flags, `cidrx permissions`, the use cases, fleet mode and the docs all need the same
 lists (which providers, which flags name their targets, which strategies run where, which step actions a
-plan kind can hold). They read them here instead of keeping their own copies. Only the standard library is
-imported, so `cidrx --help` loads no SDK: each provider or IPAM object is named by a lazy "module:attr"
-path and imported when a command first needs it. A new provider is one package plus one `register()` line.
+plan kind can hold). Each plugin package declares itself in its own `__init__.py` (`SPEC` and `STRATEGIES`);
+this module lists the packages (`PACKAGES`) and answers for all of them, so nothing else keeps a copy. Only
+the standard library is imported, and a package's `__init__` imports nothing but this module, so `cidrx --help`
+loads no SDK: code is named by lazy "module:attr" paths, imported when a command first needs it. A new
+provider or IPAM is one package plus one line in `PACKAGES`.
 """
 
 from __future__ import annotations
@@ -99,33 +101,37 @@ class IpamSpec(_Spec):
 
 @dataclass(frozen=True)
 class Action:
-    """A step action, declared once in its owner's plan module: the `name` its steps carry, the
-    `permissions` each of them declares (what `cidrx permissions` and the docs print without making a plan)
-    and `executor`, the "module:attr" path of its `Executor` class in the owner's steps module (imported
-    when a plan is applied: the steps modules import the plan modules, so these cannot import them)."""
+    """A step action, declared once beside its executor, its undo and its Terraform: the `name` its steps
+    carry, the `permissions` each of them declares (what `cidrx permissions` and the docs print without making
+    a plan) and `executor`, its `Executor` class (or the "module:attr" path of one, imported when a plan is
+    applied)."""
 
     name: str
     permissions: tuple[str, ...]
-    executor: str
-    # How `cidrx rollback` takes the step back: the "module:attr" path of its `Undo` class (cidrx.engine.undo),
-    # declared beside the executor, and the permissions that undo needs. An action without one makes rollback
-    # refuse the whole plan up front (exit 2), saying `no_undo` (why it cannot be undone) or that none is
-    # declared yet.
-    undo: str = ""
+    executor: Any
+    # How `cidrx rollback` takes the step back: its `Undo` class (cidrx.engine.undo) or a "module:attr" path
+    # to one, and the permissions that undo needs. An action without one makes rollback refuse the whole plan
+    # up front (exit 2), saying `no_undo` (why it cannot be undone) or that none is declared yet.
+    undo: Any = ""
     undo_permissions: tuple[str, ...] = ()
     no_undo: str = ""
+    # Its Terraform: a function (step, plan) -> HCL blocks, or None when the action has no Terraform equivalent.
+    hcl: Any = None
 
 
 @dataclass(frozen=True)
 class Strategy:
-    """A plan kind: `owner` is the provider or IPAM whose plans they are; `reclaim` plans are made by
-    `cidrx reclaim`, the others by `cidrx expand --plan`; `actions` is the "module:attr" path of the tuple
-    of `Action`s its plans use."""
+    """A plan kind, one unit: `owner` is the provider or IPAM whose plans they are; `reclaim` plans are made
+    by `cidrx reclaim`, the others by `cidrx expand --plan`. Three "module:attr" paths name its code:
+    `actions` the tuple of `Action`s its plans use, `plan` its `make_plan(snapshot, opts, created_at) -> Plan`
+    and `drift` its `check_drift(plan, snapshot, begun) -> None` (raises StalePlan)."""
 
     name: str
     owner: str
     help: str
     actions: str
+    plan: str = ""
+    drift: str = ""
     reclaim: bool = False
     # The `expand --plan` options it reads (PlanOptions fields; None: all); others given are refused.
     options: frozenset[str] | None = None
@@ -133,13 +139,37 @@ class Strategy:
     pool_name: tuple[str, int, str] | None = None
 
 
+# The plugin packages, in the order their flags, findings and docs appear. Each `__init__.py` declares
+# `SPEC` (a ProviderSpec or IpamSpec) and `STRATEGIES` (its Strategy declarations).
+PACKAGES = (
+    "cidrx.providers.eks",
+    "cidrx.providers.gke",
+    "cidrx.providers.k8s",
+    "cidrx.ipam.whereabouts",
+    "cidrx.ipam.calico",
+    "cidrx.ipam.nodeipam",
+)
+
 _PROVIDERS: dict[str, ProviderSpec] = {}
 _IPAMS: dict[str, IpamSpec] = {}
 _STRATEGIES: dict[str, Strategy] = {}
+_loaded: list[str] = []
+
+
+def _ensure() -> None:
+    """Register the declarations of every package in PACKAGES (once; their `__init__` imports only this
+    module, so this costs no SDK)."""
+    if _loaded:
+        return
+    _loaded.append("yes")
+    for name in PACKAGES:
+        package = importlib.import_module(name)
+        register(package.SPEC, *package.STRATEGIES)
 
 
 def register(spec: ProviderSpec | IpamSpec, *strategies: Strategy) -> None:
-    """Add a provider or IPAM and the strategies it owns (tests register throw-away ones)."""
+    """Add a provider or IPAM and the strategies it owns (tests register throw-away ones), after the packages."""
+    _ensure()
     if isinstance(spec, ProviderSpec):
         _PROVIDERS[spec.name] = spec
     else:
@@ -157,53 +187,77 @@ def unregister(name: str) -> None:
 
 
 def providers() -> tuple[ProviderSpec, ...]:
+    _ensure()
     return tuple(_PROVIDERS.values())
 
 
 def provider_names() -> tuple[str, ...]:
+    _ensure()
     return tuple(_PROVIDERS)
 
 
 def provider_spec(name: str) -> ProviderSpec | None:
+    _ensure()
     return _PROVIDERS.get(name)
 
 
 def ipams() -> tuple[IpamSpec, ...]:
+    _ensure()
     return tuple(_IPAMS.values())
 
 
 def ipam_spec(name: str) -> IpamSpec | None:
+    _ensure()
     return _IPAMS.get(name)
 
 
 def strategies() -> tuple[Strategy, ...]:
+    _ensure()
     return tuple(_STRATEGIES.values())
 
 
 def strategy(name: str) -> Strategy | None:
+    _ensure()
     return _STRATEGIES.get(name)
 
 
 def ipam_strategies() -> tuple[str, ...]:
     """Strategies served by an in-cluster IPAM, whichever cloud the cluster runs on."""
+    _ensure()
     return tuple(s.name for s in _STRATEGIES.values() if s.owner in _IPAMS)
 
 
 def expand_strategies() -> tuple[str, ...]:
     """Every strategy `cidrx expand --plan` takes: the providers', then the in-cluster ones."""
+    _ensure()
     own = [s for p in _PROVIDERS.values() for s in p.strategies]
     ipam = [s.name for s in _STRATEGIES.values() if s.owner in _IPAMS and not s.reclaim]
     return tuple(dict.fromkeys([*own, *ipam]))
 
 
 def reclaim_strategies() -> tuple[str, ...]:
+    _ensure()
     return tuple(s.name for s in _STRATEGIES.values() if s.reclaim)
 
 
 def actions() -> tuple[Action, ...]:
     """Every step action, from the plan modules the specs name."""
+    _ensure()
     paths = [p.actions for p in _PROVIDERS.values()] + [i.actions for i in _IPAMS.values()]
     return tuple(a for path in paths if path for a in load(path))
+
+
+def owner_of(strategy_name: str) -> ProviderSpec | IpamSpec | None:
+    """The provider or IPAM that owns the strategy `strategy_name` (None: no such strategy)."""
+    s = strategy(strategy_name)
+    if s is None:
+        return None
+    return _PROVIDERS.get(s.owner) or _IPAMS.get(s.owner)
+
+
+def resolve(ref: Any) -> Any:
+    """A declared piece of code: `ref` itself, or what its "module:attr" path names."""
+    return load(ref) if isinstance(ref, str) else ref
 
 
 def strategy_actions(s: Strategy) -> tuple[Action, ...]:
@@ -219,7 +273,7 @@ def step_permissions() -> dict[str, tuple[str, ...]]:
 def executors(declared: Iterable[Action]) -> dict[str, Any]:
     """{action name: a new instance of its Executor}: the table the apply engine runs (imports the steps
     modules)."""
-    return {a.name: load(a.executor)() for a in declared}
+    return {a.name: resolve(a.executor)() for a in declared}
 
 
 # The kube section of a snapshot (its IPAM sections are the registered IPAMs' `section` types).
@@ -231,6 +285,7 @@ def bind_sections(snapshot_namespace: dict[str, Any]) -> None:
     validation: the kube section and each provider's section into `snapshot_namespace` (the globals of
     cidrx.model.snapshot), each IPAM's into the kube section's module. The model layer so imports no
     provider or IPAM, and the JSON stays as it was."""
+    _ensure()
     kube = load(KUBE_SECTION)
     snapshot_namespace[kube.__name__] = kube
     for p in _PROVIDERS.values():
@@ -248,213 +303,3 @@ def load(path: str) -> Any:
     """The object a lazy "module:attr" path names (imports the module)."""
     module, _, attr = path.partition(":")
     return getattr(importlib.import_module(module), attr)
-
-
-# -- what cidrx ships ------------------------------------------------------------------------------------
-
-# Name rules (docs/cloud-facts.md, "Names of what expand creates"): GKE node pools are RFC 1035 labels of at
-# most 40 characters; EKS node groups start with a letter or digit, then letters, digits, - and _, at most 63;
-# Calico IPPools are DNS-1123 subdomains (projectcalico/calico libcalico-go/lib/validator/v3/validator.go,
-# nameSubdomainFmt, at 87c15906f20c4ca1fda55af92295e7678b0cc0b2).
-_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_GKE_NODE_POOL = (
-    r"[a-z]([-a-z0-9]*[a-z0-9])?",
-    40,
-    "lowercase letters, digits and hyphens, starting with a letter and "
-    "not ending with a hyphen, at most 40 characters (a GKE node pool name)",
-)
-_EKS_NODEGROUP = (
-    r"[A-Za-z0-9][A-Za-z0-9_-]*",
-    63,
-    "letters, digits, hyphens and underscores, starting with a letter or "
-    "digit, at most 63 characters (an EKS node group name)",
-)
-_CALICO_IPPOOL = (
-    rf"{_LABEL}(\.{_LABEL})*",
-    253,
-    "lowercase letters, digits, '-' and '.', starting and ending "
-    "with a letter or digit, at most 253 characters (a Calico IPPool name, DNS-1123 subdomain)",
-)
-
-register(
-    ProviderSpec(
-        name="eks",
-        title="EKS",
-        help="Target an EKS cluster (AWS VPC CNI).",
-        requires=("region", "cluster"),
-        refuses=("project", "location"),
-        refuse_reason="EKS clusters are named by --region and --cluster",
-        env_hint="(or CIDRX_REGION / AWS_REGION, CIDRX_CLUSTER)",
-        finding_prefix="EKS-",
-        context_hint="aws eks update-kubeconfig --name {cluster}",
-        provider="cidrx.providers.eks.provider:PROVIDER",
-        iam="aws",
-        why_not=(
-            (
-                "max_pods_per_node",
-                "it sets the max pods of a new GKE node pool (EKS nodes' max pods follow the instance "
-                "type and the VPC CNI's settings)",
-            ),
-            ("allow_class_e", "it lets GKE use 240.0.0.0/4 (AWS does not accept class E as a VPC CIDR)"),
-        ),
-        # The region variables of the AWS tooling: AWS_REGION (AWS CLI v2 and the SDKs' shared config, taking
-        # precedence), then AWS_DEFAULT_REGION (botocore's session variable "region",
-        # botocore/configprovider.py BOTOCORE_DEFAULT_SESSION_VARIABLES, botocore 1.43).
-        env_defaults=(("region", ("AWS_REGION", "AWS_DEFAULT_REGION")),),
-        section="cidrx.providers.eks.model:EksSection",
-        terraform="cidrx.providers.eks.terraform:emit",
-        kube_daemonset=("kube-system", "aws-node"),
-        # cidrx.providers.eks.provisioner_collect: node classes and NodePools when their groups are served,
-        # and the Karpenter controller Deployment where its Helm chart installs it.
-        kube_reads=(
-            "kubernetes: ec2nodeclasses.karpenter.k8s.aws list",
-            "kubernetes: nodepools.karpenter.sh list",
-            "kubernetes: nodeclasses.eks.amazonaws.com list",
-            "kubernetes: deployments.apps get in kube-system",
-            "kubernetes: deployments.apps get in karpenter",
-        ),
-        permissions_help="AWS IAM policy (JSON) for EKS targets.",
-        fleet_scope="region",
-        list_clusters="cidrx.providers.eks.fleet:list_clusters",
-        kube_context="cidrx.providers.eks.fleet:kube_context",
-        actions="cidrx.providers.eks.plan:ACTIONS",
-    ),
-    Strategy(
-        "custom-networking",
-        "eks",
-        "add a VPC CIDR and pod subnets (ENIConfigs) and a node group that uses them",
-        "cidrx.providers.eks.plan:CUSTOM_NETWORKING_ACTIONS",
-        options=frozenset({"cidr", "add_nodes", "pool_name", "template"}),
-        pool_name=_EKS_NODEGROUP,
-    ),
-    Strategy(
-        "prefix-delegation",
-        "eks",
-        "turn on VPC CNI prefix delegation (a /28 per ENI slot)",
-        "cidrx.providers.eks.plan:PREFIX_DELEGATION_ACTIONS",
-        options=frozenset({"template"}),
-    ),
-    Strategy(
-        "subnet-discovery",
-        "eks",
-        "add a subnet per zone tagged kubernetes.io/role/cni for new pod ENIs (VPC CNI v1.18+; the default there)",
-        "cidrx.providers.eks.discovery_plan:SUBNET_DISCOVERY_ACTIONS",
-        options=frozenset({"cidr", "add_nodes"}),
-    ),
-)
-register(
-    ProviderSpec(
-        name="gke",
-        title="GKE",
-        help="Target a GKE cluster.",
-        requires=("project", "location", "cluster"),
-        refuses=("region", "profile"),
-        refuse_reason="GKE clusters are named by --project, --location and --cluster",
-        env_hint="(or CIDRX_PROJECT / CIDRX_LOCATION / CIDRX_CLUSTER)",
-        finding_prefix="GKE-",
-        context_hint="gcloud container clusters get-credentials {cluster} --location {location}",
-        provider="cidrx.providers.gke.provider:PROVIDER",
-        iam="gcp",
-        section="cidrx.providers.gke.model:GkeSection",
-        terraform="cidrx.providers.gke.terraform:emit",
-        permissions_help="Google Cloud permissions and custom role for GKE.",
-        fleet_scope="project",
-        list_clusters="cidrx.providers.gke.fleet:list_clusters",
-        kube_context="cidrx.providers.gke.fleet:kube_context",
-        actions="cidrx.providers.gke.plan:ACTIONS",
-        kube_configmaps=(("kube-system", "ip-masq-agent"),),
-    ),
-    Strategy(
-        "node-pool",
-        "gke",
-        "a new pod range and a node pool that uses it",
-        "cidrx.providers.gke.plan:NODE_POOL_ACTIONS",
-        options=None,
-        pool_name=_GKE_NODE_POOL,
-    ),
-    Strategy(
-        "cluster-range",
-        "gke",
-        "a new pod range added to the cluster (multi-pod CIDR)",
-        "cidrx.providers.gke.plan:CLUSTER_RANGE_ACTIONS",
-        options=frozenset({"cidr", "add_nodes", "template", "max_pods_per_node", "allow_class_e"}),
-    ),
-)
-register(
-    ProviderSpec(
-        name="k8s",
-        title="Kubernetes",
-        help="Target a plain Kubernetes cluster.",
-        requires=(),
-        refuses=("region", "profile", "project", "location"),
-        refuse_reason="--k8s reads the cluster through kubeconfig",
-        env_hint="",
-        finding_prefix="NODEIPAM-",
-        context_hint="",
-        provider="cidrx.providers.k8s.provider:PROVIDER",
-        permissions_help="Only the Kubernetes ClusterRole (plain clusters).",
-        in_cluster=True,
-    )
-)
-register(
-    IpamSpec(
-        name="whereabouts",
-        title="Whereabouts",
-        api_groups=("whereabouts.cni.cncf.io",),
-        finding_prefix="WHEREABOUTS-",
-        collect="cidrx.ipam.whereabouts.collect",
-        ipam="cidrx.ipam.whereabouts.ipam:IPAM",
-        field="whereabouts",
-        section="cidrx.ipam.whereabouts.model:WhereaboutsSection",
-        actions="cidrx.ipam.whereabouts.plan:ACTIONS",
-    ),
-    Strategy(
-        "whereabouts-reclaim",
-        "whereabouts",
-        "release Whereabouts allocations of pods that are gone",
-        "cidrx.ipam.whereabouts.plan:ACTIONS",
-        reclaim=True,
-    ),
-)
-register(
-    IpamSpec(
-        name="calico",
-        title="Calico",
-        api_groups=("crd.projectcalico.org",),
-        finding_prefix="CALICO-",
-        collect="cidrx.ipam.calico.collect",
-        ipam="cidrx.ipam.calico.ipam:IPAM",
-        field="calico",
-        section="cidrx.ipam.calico.model:CalicoSection",
-        terraform="cidrx.ipam.calico.terraform:emit",
-        actions="cidrx.ipam.calico.plan:ACTIONS",
-    ),
-    Strategy(
-        "calico-reclaim",
-        "calico",
-        "release Calico IPs of pods that are gone and empty blocks",
-        "cidrx.ipam.calico.plan:RECLAIM_ACTIONS",
-        reclaim=True,
-    ),
-    Strategy(
-        "calico-pool",
-        "calico",
-        "a new Calico IPPool",
-        "cidrx.ipam.calico.plan:POOL_ACTIONS",
-        options=frozenset({"cidr", "add_nodes", "pool_name"}),
-        pool_name=_CALICO_IPPOOL,
-    ),
-)
-register(
-    IpamSpec(
-        name="nodeipam",
-        title="Kubernetes node IPAM",
-        api_groups=(),
-        finding_prefix="NODE-IPAM-",
-        collect="cidrx.ipam.nodeipam.collect",
-        field="node_ipam",
-        section="cidrx.ipam.nodeipam.model:NodeIpamConfig",
-        ipam="cidrx.ipam.nodeipam.ipam:IPAM",
-        providers=("k8s",),
-    )
-)

@@ -1,1 +1,46 @@
-"""Calico IPAM (Kubernetes datastore): collect, analyze, reclaim and expand with a new IPPool."""
+"""Calico IPAM as a plugin: its declaration (`SPEC`, `STRATEGIES`), read by cidrx.registry."""
+
+from __future__ import annotations
+
+from cidrx.registry import IpamSpec, Strategy
+
+# Calico IPPools are DNS-1123 subdomains (projectcalico/calico libcalico-go/lib/validator/v3/validator.go,
+# nameSubdomainFmt, at 87c15906f20c4ca1fda55af92295e7678b0cc0b2).
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+IPPOOL_NAME = (
+    rf"{_LABEL}(\.{_LABEL})*",
+    253,
+    "lowercase letters, digits, '-' and '.', starting and ending "
+    "with a letter or digit, at most 253 characters (a Calico IPPool name, DNS-1123 subdomain)",
+)
+
+SPEC = IpamSpec(
+    name="calico",
+    title="Calico",
+    api_groups=("crd.projectcalico.org",),
+    finding_prefix="CALICO-",
+    collect="cidrx.ipam.calico.collect",
+    ipam="cidrx.ipam.calico.ipam:IPAM",
+    field="calico",
+    section="cidrx.ipam.calico.model:CalicoSection",
+    terraform="cidrx.ipam.calico.terraform:emit",
+    actions="cidrx.ipam.calico.plan:ACTIONS",
+)
+
+STRATEGIES = (
+    Strategy(
+        "calico-reclaim",
+        "calico",
+        "release Calico IPs of pods that are gone and empty blocks",
+        "cidrx.ipam.calico.plan:RECLAIM_ACTIONS",
+        reclaim=True,
+    ),
+    Strategy(
+        "calico-pool",
+        "calico",
+        "a new Calico IPPool",
+        "cidrx.ipam.calico.plan:POOL_ACTIONS",
+        options=frozenset({"cidr", "add_nodes", "pool_name"}),
+        pool_name=IPPOOL_NAME,
+    ),
+)

@@ -1,1 +1,19 @@
-"""Kubernetes node IPAM (kube-controller-manager --allocate-node-cidrs): node podCIDR capacity."""
+"""Kubernetes node IPAM as a plugin: its declaration (`SPEC`), read by cidrx.registry."""
+
+from __future__ import annotations
+
+from cidrx.registry import IpamSpec, Strategy
+
+SPEC = IpamSpec(
+    name="nodeipam",
+    title="Kubernetes node IPAM",
+    api_groups=(),
+    finding_prefix="NODE-IPAM-",
+    collect="cidrx.ipam.nodeipam.collect",
+    field="node_ipam",
+    section="cidrx.ipam.nodeipam.model:NodeIpamConfig",
+    ipam="cidrx.ipam.nodeipam.ipam:IPAM",
+    providers=("k8s",),
+)
+
+STRATEGIES: tuple[Strategy, ...] = ()

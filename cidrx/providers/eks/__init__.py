@@ -1,0 +1,82 @@
+"""EKS (AWS VPC CNI) as a plugin: its declaration (`SPEC`, `STRATEGIES`), read by cidrx.registry."""
+
+from __future__ import annotations
+
+from cidrx.registry import ProviderSpec, Strategy
+
+# EKS node groups start with a letter or digit, then letters, digits, - and _, at most 63 (docs/cloud-facts.md,
+# "Names of what expand creates").
+NODEGROUP_NAME = (
+    r"[A-Za-z0-9][A-Za-z0-9_-]*",
+    63,
+    "letters, digits, hyphens and underscores, starting with a letter or "
+    "digit, at most 63 characters (an EKS node group name)",
+)
+
+SPEC = ProviderSpec(
+    name="eks",
+    title="EKS",
+    help="Target an EKS cluster (AWS VPC CNI).",
+    requires=("region", "cluster"),
+    refuses=("project", "location"),
+    refuse_reason="EKS clusters are named by --region and --cluster",
+    env_hint="(or CIDRX_REGION / AWS_REGION, CIDRX_CLUSTER)",
+    finding_prefix="EKS-",
+    context_hint="aws eks update-kubeconfig --name {cluster}",
+    provider="cidrx.providers.eks.provider:PROVIDER",
+    iam="aws",
+    why_not=(
+        (
+            "max_pods_per_node",
+            "it sets the max pods of a new GKE node pool (EKS nodes' max pods follow the instance "
+            "type and the VPC CNI's settings)",
+        ),
+        ("allow_class_e", "it lets GKE use 240.0.0.0/4 (AWS does not accept class E as a VPC CIDR)"),
+    ),
+    # The region variables of the AWS tooling: AWS_REGION (AWS CLI v2 and the SDKs' shared config, taking
+    # precedence), then AWS_DEFAULT_REGION (botocore's session variable "region",
+    # botocore/configprovider.py BOTOCORE_DEFAULT_SESSION_VARIABLES, botocore 1.43).
+    env_defaults=(("region", ("AWS_REGION", "AWS_DEFAULT_REGION")),),
+    section="cidrx.providers.eks.model:EksSection",
+    terraform="cidrx.providers.eks.terraform:emit",
+    kube_daemonset=("kube-system", "aws-node"),
+    # cidrx.providers.eks.provisioner_collect: node classes and NodePools when their groups are served,
+    # and the Karpenter controller Deployment where its Helm chart installs it.
+    kube_reads=(
+        "kubernetes: ec2nodeclasses.karpenter.k8s.aws list",
+        "kubernetes: nodepools.karpenter.sh list",
+        "kubernetes: nodeclasses.eks.amazonaws.com list",
+        "kubernetes: deployments.apps get in kube-system",
+        "kubernetes: deployments.apps get in karpenter",
+    ),
+    permissions_help="AWS IAM policy (JSON) for EKS targets.",
+    fleet_scope="region",
+    list_clusters="cidrx.providers.eks.fleet:list_clusters",
+    kube_context="cidrx.providers.eks.fleet:kube_context",
+    actions="cidrx.providers.eks.plan:ACTIONS",
+)
+
+STRATEGIES = (
+    Strategy(
+        "custom-networking",
+        "eks",
+        "add a VPC CIDR and pod subnets (ENIConfigs) and a node group that uses them",
+        "cidrx.providers.eks.plan:CUSTOM_NETWORKING_ACTIONS",
+        options=frozenset({"cidr", "add_nodes", "pool_name", "template"}),
+        pool_name=NODEGROUP_NAME,
+    ),
+    Strategy(
+        "prefix-delegation",
+        "eks",
+        "turn on VPC CNI prefix delegation (a /28 per ENI slot)",
+        "cidrx.providers.eks.plan:PREFIX_DELEGATION_ACTIONS",
+        options=frozenset({"template"}),
+    ),
+    Strategy(
+        "subnet-discovery",
+        "eks",
+        "add a subnet per zone tagged kubernetes.io/role/cni for new pod ENIs (VPC CNI v1.18+; the default there)",
+        "cidrx.providers.eks.discovery_plan:SUBNET_DISCOVERY_ACTIONS",
+        options=frozenset({"cidr", "add_nodes"}),
+    ),
+)

@@ -1,0 +1,53 @@
+"""GKE as a plugin: its declaration (`SPEC`, `STRATEGIES`), read by cidrx.registry."""
+
+from __future__ import annotations
+
+from cidrx.registry import ProviderSpec, Strategy
+
+# GKE node pools are RFC 1035 labels of at most 40 characters (docs/cloud-facts.md, "Names of what expand creates").
+NODE_POOL_NAME = (
+    r"[a-z]([-a-z0-9]*[a-z0-9])?",
+    40,
+    "lowercase letters, digits and hyphens, starting with a letter and "
+    "not ending with a hyphen, at most 40 characters (a GKE node pool name)",
+)
+
+SPEC = ProviderSpec(
+    name="gke",
+    title="GKE",
+    help="Target a GKE cluster.",
+    requires=("project", "location", "cluster"),
+    refuses=("region", "profile"),
+    refuse_reason="GKE clusters are named by --project, --location and --cluster",
+    env_hint="(or CIDRX_PROJECT / CIDRX_LOCATION / CIDRX_CLUSTER)",
+    finding_prefix="GKE-",
+    context_hint="gcloud container clusters get-credentials {cluster} --location {location}",
+    provider="cidrx.providers.gke.provider:PROVIDER",
+    iam="gcp",
+    section="cidrx.providers.gke.model:GkeSection",
+    terraform="cidrx.providers.gke.terraform:emit",
+    permissions_help="Google Cloud permissions and custom role for GKE.",
+    fleet_scope="project",
+    list_clusters="cidrx.providers.gke.fleet:list_clusters",
+    kube_context="cidrx.providers.gke.fleet:kube_context",
+    actions="cidrx.providers.gke.plan:ACTIONS",
+    kube_configmaps=(("kube-system", "ip-masq-agent"),),
+)
+
+STRATEGIES = (
+    Strategy(
+        "node-pool",
+        "gke",
+        "a new pod range and a node pool that uses it",
+        "cidrx.providers.gke.plan:NODE_POOL_ACTIONS",
+        options=None,
+        pool_name=NODE_POOL_NAME,
+    ),
+    Strategy(
+        "cluster-range",
+        "gke",
+        "a new pod range added to the cluster (multi-pod CIDR)",
+        "cidrx.providers.gke.plan:CLUSTER_RANGE_ACTIONS",
+        options=frozenset({"cidr", "add_nodes", "template", "max_pods_per_node", "allow_class_e"}),
+    ),
+)
