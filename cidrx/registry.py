@@ -27,6 +27,9 @@ class _Spec:
     section: str = ""  # its snapshot section's dataclass
     terraform: str = ""  # the Terraform emitter of its plans (`--emit terraform`)
     actions: str = ""  # the tuple of every `Action` its plans' steps use
+    # "module:attr" of `default_strategy(snapshot, opts) -> str`: the strategy `expand --plan` uses without
+    # --strategy (empty: its first expand strategy).
+    default_strategy: str = ""
 
     @property
     def strategies(self) -> tuple[str, ...]:
