@@ -30,6 +30,13 @@ class _Spec:
     # "module:attr" of `default_strategy(snapshot, opts) -> str`: the strategy `expand --plan` uses without
     # --strategy (empty: its first expand strategy).
     default_strategy: str = ""
+    # The Kubernetes reads of its collectors, in the "kubernetes: <plural>[.<group>] <verbs> [in <ns>]" notation
+    # of step permissions (e.g. EKS's ENIConfigs and Karpenter node classes, Calico's IPAM resources): the
+    # ClusterRole `cidrx permissions` writes is derived from them.
+    kube_reads: tuple[str, ...] = ()
+    # "module:attr" of `address_maps(...)` giving its address maps (cidrx.model.netmap.NetworkMap) for the HTML
+    # report: a provider's takes the snapshot, an IPAM's its section of the kube section.
+    maps: str = ""
 
     @property
     def strategies(self) -> tuple[str, ...]:
@@ -64,9 +71,6 @@ class ProviderSpec(_Spec):
     env_defaults: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # A DaemonSet (namespace, name) the cluster collector reads for it (the VPC CNI's aws-node on EKS).
     kube_daemonset: tuple[str, str] | None = None
-    # Further Kubernetes reads of its collector, in the "kubernetes: <plural>[.<group>] <verbs> [in <ns>]"
-    # notation of step permissions (e.g. EKS's Karpenter and Auto Mode node classes).
-    kube_reads: tuple[str, ...] = ()
     permissions_help: str = ""  # `cidrx permissions --<name>` help (default: `help`)
     # Fleet mode (`diagnose --all-clusters`): the TARGET option naming where its clusters are listed
     # (`--region`, `--project`); "module:attr" of `list_clusters(*, region, project, profile)` returning a
