@@ -53,7 +53,7 @@ AWS_MODULES = (
 )
 TAKEN_AT = "2024-01-01T00:00:00Z"
 GCP_MODULES = (
-    "cidrx.providers.gke.analyze",
+    "cidrx.providers.gke.analyze.analyze",
     "cidrx.providers.gke.provider",
     "cidrx.render.jsonout",
     "google.cloud.compute_v1",
@@ -143,7 +143,7 @@ def _gcp_cidrx(project: str, location: str, cluster: str) -> dict[str, Any]:
     from cidrx.model.snapshot import Snapshot
     from cidrx.model.target import Target
     from cidrx.providers.gke.api import GkeApi
-    from cidrx.providers.gke.collect import collect_gke
+    from cidrx.providers.gke.collect.collect import collect_gke
 
     _preload(GCP_MODULES)
 

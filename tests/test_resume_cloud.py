@@ -210,8 +210,8 @@ class Env:
     def engine_apis(self) -> Iterator[Any]:
         """What `dispatch.apply_plan` hands the executors (it takes no fake clock, so the engine runs here)."""
         if self.gcp is not None:
+            from cidrx.providers.gke.actions.operations import GkeApis
             from cidrx.providers.gke.api import GkeApi
-            from cidrx.providers.gke.steps import GkeApis
 
             yield GkeApis(gke=GkeApi(gw.PROJECT, gw.LOCATION), kube=None)
             return

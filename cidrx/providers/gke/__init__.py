@@ -30,7 +30,8 @@ SPEC = ProviderSpec(
     fleet_scope="project",
     list_clusters="cidrx.providers.gke.fleet:list_clusters",
     kube_context="cidrx.providers.gke.fleet:kube_context",
-    actions="cidrx.providers.gke.plan:ACTIONS",
+    actions="cidrx.providers.gke.actions:ACTIONS",
+    default_strategy="cidrx.providers.gke.provider:default_strategy",
     kube_configmaps=(("kube-system", "ip-masq-agent"),),
 )
 
@@ -39,7 +40,9 @@ STRATEGIES = (
         "node-pool",
         "gke",
         "a new pod range and a node pool that uses it",
-        "cidrx.providers.gke.plan:NODE_POOL_ACTIONS",
+        "cidrx.providers.gke.strategies.node_pool:ACTIONS",
+        plan="cidrx.providers.gke.strategies.node_pool:make_plan",
+        drift="cidrx.providers.gke.strategies.node_pool:check_drift",
         options=None,
         pool_name=NODE_POOL_NAME,
     ),
@@ -47,7 +50,9 @@ STRATEGIES = (
         "cluster-range",
         "gke",
         "a new pod range added to the cluster (multi-pod CIDR)",
-        "cidrx.providers.gke.plan:CLUSTER_RANGE_ACTIONS",
+        "cidrx.providers.gke.strategies.cluster_range:ACTIONS",
+        plan="cidrx.providers.gke.strategies.cluster_range:make_plan",
+        drift="cidrx.providers.gke.strategies.cluster_range:check_drift",
         options=frozenset({"cidr", "add_nodes", "template", "max_pods_per_node", "allow_class_e"}),
     ),
 )

@@ -13,10 +13,10 @@ from ipaddress import IPv4Network
 from cidrx import netmath
 from cidrx.model.netmap import Area, NetworkMap
 from cidrx.model.snapshot import Snapshot
-from cidrx.providers.gke.analyze import pod_ranges
-from cidrx.providers.gke.plan import occupied_space
+from cidrx.providers.gke.facts.occupied import occupied_space
+from cidrx.providers.gke.facts.pod_ranges import pod_ranges
+from cidrx.providers.gke.facts.space import KIND
 
-KIND = "network-space"
 # Addresses GCP keeps in every subnet's primary range (network, gateway, second-to-last, broadcast):
 # https://cloud.google.com/vpc/docs/subnets#unusable-ip-addresses-in-every-subnet
 GCP_RESERVED_PER_PRIMARY = 4

@@ -1,66 +1,103 @@
-"""GKE as a provider: what differs from cloud to cloud in the provider object `cidrx.dispatch` uses for `--gke` targets.
+"""GKE as a provider: the object `cidrx.dispatch` uses for `--gke` targets (`PROVIDER`).
 
-Collect, plan options and the step APIs; the rest (analysis, drift, executors, address maps, permissions)
-comes from the package's usual modules through `PackageProvider`; the google-cloud SDKs are
-imported inside the functions so that `diagnose --snapshot` and `--help` never load them.
+Collect, analysis, address maps, permissions and the step APIs are GKE's own; plans, drift checks and
+executors are the strategies' (cidrx.providers.gke.strategies), looked up through the registry by the
+strategy a plan names, so nothing here lists strategies. The google-cloud SDKs and the planning code are
+imported inside the methods so that `diagnose --snapshot` and `--help` never load what they do not use.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from cidrx import registry
+from cidrx.errors import InvalidInput
 from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
-from cidrx.providers.package import PackageProvider
 
 if TYPE_CHECKING:
+    from cidrx.engine.executor import Executor
     from cidrx.kube.api import KubeApi
     from cidrx.kube.model import KubeSection
+    from cidrx.model.findings import Diagnosis
     from cidrx.model.options import Access, PlanOptions
     from cidrx.model.plan import Plan
 
-
-def collect(target: Target, access: Access, kube: KubeSection, taken_at: str) -> Snapshot:
-    from cidrx.kube.collect import check_same_cluster
-    from cidrx.providers.gke.api import GkeApi
-    from cidrx.providers.gke.collect import collect_gke
-
-    assert target.project is not None and target.location is not None  # resolve_target guarantees them
-    gke = collect_gke(GkeApi(target.project, target.location), target.cluster)
-    check_same_cluster(kube, [s.ip_cidr_range for s in gke.subnets], target)
-    return Snapshot(target=target, taken_at=taken_at, kube=kube, gke=gke)
+NAME = "gke"
 
 
-def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
-    from cidrx.providers.gke.plan import STRATEGIES, GkePlanOptions
-    from cidrx.providers.gke.plan import make_plan as make_gke_plan
+def own_strategies() -> tuple[str, ...]:
+    """The strategies GKE declares (cidrx.providers.gke.STRATEGIES), in declaration order."""
+    spec = registry.provider_spec(NAME)
+    return spec.strategies if spec is not None else ()
 
-    # Autopilot: GKE owns the node pools, so the default is the cluster's additional pod ranges.
+
+def default_strategy(snapshot: Snapshot, opts: PlanOptions) -> str:
+    """The strategy `expand --plan` uses without --strategy: on Autopilot GKE owns the node pools, so the
+    cluster's additional pod ranges (`cluster-range`); elsewhere the first declared (`node-pool`)."""
     autopilot = snapshot.gke is not None and snapshot.gke.cluster.autopilot
-    gke_opts = GkePlanOptions(
-        strategy=opts.strategy or ("cluster-range" if autopilot else STRATEGIES[0]),
-        cidr=opts.cidr,
-        add_nodes=opts.add_nodes,
-        max_pods_per_node=opts.max_pods_per_node,
-        pool_name=opts.pool_name,
-        template_pool=opts.template,
-        allow_class_e=opts.allow_class_e,
-        created_at=created_at,
-    )
-    return make_gke_plan(snapshot, gke_opts)
+    return "cluster-range" if autopilot else own_strategies()[0]
 
 
-def apis(plan: Plan, access: Access, kube: KubeApi | None) -> Any:
-    from cidrx.providers.gke.api import GkeApi
-    from cidrx.providers.gke.steps import GkeApis
+def strategy_of(name: str) -> registry.Strategy:
+    """GKE's declaration of strategy `name`; InvalidInput for a strategy GKE does not own."""
+    found = registry.strategy(name)
+    if found is None or found.owner != NAME:
+        raise InvalidInput(f"unknown GKE strategy {name!r}; choose one of {', '.join(own_strategies())}")
+    return found
 
-    assert plan.target.project is not None and plan.target.location is not None
-    return GkeApis(gke=GkeApi(plan.target.project, plan.target.location), kube=kube)
 
+class GkeProvider:
+    """The `cidrx.dispatch.Provider` of GKE targets, with the split of its permissions by project."""
 
-class GkeProvider(PackageProvider):
-    """The usual package provider, with the route reads in its permissions and a split by project."""
+    cluster_only = False  # its plans change the cloud, not only the cluster
+
+    def collect(self, target: Target, access: Access, kube: KubeSection, taken_at: str) -> Snapshot:
+        from cidrx.kube.collect import check_same_cluster
+        from cidrx.providers.gke.api import GkeApi
+        from cidrx.providers.gke.collect.collect import collect_gke
+
+        assert target.project is not None and target.location is not None  # resolve_target guarantees them
+        gke = collect_gke(GkeApi(target.project, target.location), target.cluster)
+        check_same_cluster(kube, [s.ip_cidr_range for s in gke.subnets], target)
+        return Snapshot(target=target, taken_at=taken_at, kube=kube, gke=gke)
+
+    def analyze(self, snapshot: Snapshot) -> Diagnosis:
+        from cidrx.providers.gke.analyze.analyze import analyze
+
+        return analyze(snapshot)
+
+    def make_plan(self, snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
+        """The plan of `opts.strategy` (default: `default_strategy`), made by that strategy's unit."""
+        from cidrx.providers.gke.strategies.pod_range import gke_section
+
+        gke_section(snapshot)  # a snapshot of another provider is refused before anything else
+        name = opts.strategy or default_strategy(snapshot, opts)
+        plan: Plan = registry.load(strategy_of(name).plan)(snapshot, opts, created_at)
+        return plan
+
+    def check_drift(self, plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> None:
+        """The drift check of the plan's strategy (StalePlan when what it relied on no longer holds)."""
+        registry.load(strategy_of(plan.strategy).drift)(plan, snapshot, begun)
+
+    def executors(self, plan: Plan | None = None) -> Mapping[str, Executor]:
+        """{action name: executor} for the actions of `plan`'s strategy (None: of every GKE strategy)."""
+        names = [plan.strategy] if plan is not None else own_strategies()
+        declared = [a for name in names for a in registry.strategy_actions(strategy_of(name))]
+        return registry.executors(dict.fromkeys(declared))
+
+    def apis(self, plan: Plan, access: Access, kube: KubeApi | None) -> Any:
+        from cidrx.providers.gke.actions.operations import GkeApis
+        from cidrx.providers.gke.api import GkeApi
+
+        assert plan.target.project is not None and plan.target.location is not None
+        return GkeApis(gke=GkeApi(plan.target.project, plan.target.location), kube=kube)
+
+    def address_maps(self, snapshot: Snapshot) -> Sequence[Any]:
+        from cidrx.providers.gke.netmap import address_maps
+
+        return address_maps(snapshot)
 
     def cloud_permissions(self) -> tuple[str, ...]:
         """What collect reads (routes and other clusters too), plus the listing of fleet mode."""
@@ -74,8 +111,9 @@ class GkeProvider(PackageProvider):
         the service project the
         cluster (clusters, node pools, their operations). Without Shared VPC both are the cluster's project.
         container.clusters.list is needed in both (routes-based clusters of either project)."""
+        from cidrx.providers.gke.actions.firewall import ADD_FIREWALL_RANGE
+        from cidrx.providers.gke.actions.subnet_ranges import ADD_SECONDARY_RANGE
         from cidrx.providers.gke.api import NETWORK_PROJECT_READS
-        from cidrx.providers.gke.plan import ADD_FIREWALL_RANGE, ADD_SECONDARY_RANGE
 
         host = {*NETWORK_PROJECT_READS, *ADD_SECONDARY_RANGE.permissions}
         host |= set(ADD_FIREWALL_RANGE.permissions)
@@ -86,5 +124,5 @@ class GkeProvider(PackageProvider):
         }
 
 
-PROVIDER = GkeProvider("cidrx.providers.gke", collect=collect, make_plan=make_plan, apis=apis)
+PROVIDER = GkeProvider()
 """The provider object `cidrx.registry` names (`cidrx.dispatch.Provider`)."""

@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from cidrx.model.snapshot import Snapshot
-from cidrx.providers.gke.analyze import pool_max_nodes
+from cidrx.providers.gke.facts.pod_ranges import pool_max_nodes
 from cidrx.providers.gke.model import GkeSection, NodePool
 
 # GCE label keys allow only [a-z0-9_-], so the plan id label is not DIGEST_TAG ("cidrx.io/plan").

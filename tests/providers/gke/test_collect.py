@@ -16,7 +16,7 @@ from cidrx.errors import EXIT_ACCESS, AccessDenied
 from cidrx.model import codec
 from cidrx.model.snapshot import Snapshot, load_snapshot, save_snapshot
 from cidrx.providers.gke.api import GkeApi
-from cidrx.providers.gke.collect import (
+from cidrx.providers.gke.collect.collect import (
     DEFAULT_MAX_PODS_PER_NODE,
     active_peerings,
     cluster_from,
@@ -61,7 +61,7 @@ from tests.support.gke_world import (
 
 # The world's fixtures, used by name below (tests.support.gke_world documents them).
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "gke-demo-ip.snapshot.json"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "gke-demo-ip.snapshot.json"
 C = "container.projects.locations.clusters"
 
 

@@ -17,14 +17,14 @@ from cidrx.errors import CloudError
 from cidrx.model.plan import load_plan
 from cidrx.model.snapshot import load_snapshot, save_snapshot
 from cidrx.providers.gke.api import GkeApi
-from cidrx.providers.gke.collect import collect_gke
+from cidrx.providers.gke.collect.collect import collect_gke
 from cidrx.providers.gke.model import Route, RoutesCluster
 from tests.support import gke_estates as se
 from tests.support.cli import one_line_error, run
 from tests.support.fakes.gcp_server import FakeGcp
 
 TARGET = ["--gke", "--project", se.SERVICE, "--location", se.LOCATION, "--cluster", se.CLUSTER, "--no-kube"]
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "gke-shared-vpc.snapshot.json"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "gke-shared-vpc.snapshot.json"
 LEGACY_TARGET = ["--gke", "--project", se.HOST, "--location", se.LEGACY_LOCATION, "--cluster", se.LEGACY, "--no-kube"]
 
 

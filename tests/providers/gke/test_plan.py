@@ -14,11 +14,14 @@ from hypothesis import strategies as st
 from cidrx import netmath
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.model import codec
+from cidrx.model.options import PlanOptions
 from cidrx.model.plan import Plan, load_plan, save_plan
 from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
+from cidrx.providers.gke.facts.occupied import occupied_space
+from cidrx.providers.gke.facts.pool_copy import PLAN_LABEL
 from cidrx.providers.gke.model import PeeringRoute, SecondaryRange, Subnetwork
-from cidrx.providers.gke.plan import PLAN_LABEL, GkePlanOptions, check_drift, make_plan, occupied_space
+from cidrx.providers.gke.provider import PROVIDER
 from tests.support import gke_cases as cases
 from tests.support.gke_cases import (
     CLUSTER,
@@ -38,8 +41,9 @@ from tests.support.gke_cases import (
 )
 
 
-def plan_for(snap: Snapshot, **opts: Any) -> Plan:
-    return make_plan(snap, GkePlanOptions(**opts))
+def plan_for(snap: Snapshot, created_at: str = "", **opts: Any) -> Plan:
+    """A plan as `expand --plan` makes it (node-pool unless `strategy` says otherwise)."""
+    return PROVIDER.make_plan(snap, PlanOptions(**{"strategy": "node-pool", **opts}), created_at)
 
 
 @pytest.fixture(scope="module")
@@ -277,7 +281,7 @@ def test_given_pool_name_is_used_and_must_be_new() -> None:
 
 
 def test_template_pool_option_copies_that_pool() -> None:
-    plan = plan_for(cases.own_pod_range(), template_pool="batch-pool")
+    plan = plan_for(cases.own_pod_range(), template="batch-pool")
     pool = plan.step("create-node-pool").params["node_pool"]
     assert plan.basis["range_name"] == "batch-pods-2"
     assert pool["name"] == "batch-pool-pods2"
@@ -295,7 +299,7 @@ def test_template_pool_option_copies_that_pool() -> None:
 
 def test_unknown_template_pool_is_refused() -> None:
     with pytest.raises(InvalidInput, match=r"node pool 'nope' not found .*known: default-pool"):
-        plan_for(cases.incident(), template_pool="nope")
+        plan_for(cases.incident(), template="nope")
 
 
 def test_default_template_is_the_pool_with_most_nodes() -> None:
@@ -375,7 +379,7 @@ def test_digest_is_stable_and_covers_the_steps(incident_plan: Plan, tmp_path: An
 
 def _stale(plan: Plan, snap: Snapshot, match: str) -> None:
     with pytest.raises(StalePlan, match=match) as err:
-        check_drift(plan, snap)
+        PROVIDER.check_drift(plan, snap)
     assert err.value.exit_code == 4
 
 
@@ -385,36 +389,36 @@ def _with_planned_range(snap: Snapshot, name: str = "pods-2", cidr: str = INCIDE
 
 
 def test_unchanged_snapshot_passes(incident_plan: Plan) -> None:
-    check_drift(incident_plan, cases.incident())
+    PROVIDER.check_drift(incident_plan, cases.incident())
 
 
 def test_fingerprint_change_alone_is_not_drift(incident_plan: Plan) -> None:
     subnet = dataclasses.replace(cases.cluster_subnet(), fingerprint="fp-99")
-    check_drift(incident_plan, cases.with_subnet(cases.incident(), subnet))
+    PROVIDER.check_drift(incident_plan, cases.with_subnet(cases.incident(), subnet))
 
 
 def test_unrelated_subnet_elsewhere_is_not_drift(incident_plan: Plan) -> None:
     g = cases.gke_of(cases.incident())
     extra = Subnetwork("eu-apps", "europe-west1", NETWORK, "10.200.0.0/20")
-    check_drift(incident_plan, cases.with_gke(cases.incident(), subnets=(*g.subnets, extra)))
+    PROVIDER.check_drift(incident_plan, cases.with_gke(cases.incident(), subnets=(*g.subnets, extra)))
 
 
 def test_unrelated_field_change_is_not_drift(incident_plan: Plan) -> None:
     snap = cases.with_kube(cases.incident(), events=())
     snap = cases.with_cluster(snap, version="1.28.1-gke.200")
-    check_drift(incident_plan, snap)
+    PROVIDER.check_drift(incident_plan, snap)
 
 
 def test_our_own_range_and_pool_are_progress(incident_plan: Plan) -> None:
     snap = _with_planned_range(cases.incident())
-    check_drift(incident_plan, snap)
+    PROVIDER.check_drift(incident_plan, snap)
     ours = cases.default_pool(
         name="default-pool-pods2",
         pod_range="pods-2",
         pod_cidr=INCIDENT_PLAN_CIDR,
         resource_labels={PLAN_LABEL: incident_plan.plan_id},
     )
-    check_drift(incident_plan, cases.with_pools(snap, cases.default_pool(), ours))
+    PROVIDER.check_drift(incident_plan, cases.with_pools(snap, cases.default_pool(), ours))
 
 
 def test_our_range_name_with_another_cidr_is_stale(incident_plan: Plan) -> None:
@@ -465,14 +469,14 @@ def test_template_pool_gone_is_stale(incident_plan: Plan) -> None:
 def test_other_target_is_refused(incident_plan: Plan) -> None:
     snap = dataclasses.replace(cases.incident(), target=Target("gke", "other", project=PROJECT, location=LOCATION))
     with pytest.raises(InvalidInput, match="plan is for"):
-        check_drift(incident_plan, snap)
+        PROVIDER.check_drift(incident_plan, snap)
 
 
 def test_cluster_range_drift_ignores_pools() -> None:
     plan = plan_for(cases.incident(), strategy="cluster-range")
     snap = cases.with_pools(cases.incident(), cases.default_pool(name="other-pool"))
     snap = cases.with_cluster(_with_planned_range(snap), additional_pod_ranges=())
-    check_drift(plan, snap)
+    PROVIDER.check_drift(plan, snap)
 
 
 # --- property ---------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from cidrx.errors import InvalidInput
 from cidrx.model import codec
 from cidrx.model.findings import Capacity, Diagnosis, Finding, Severity
 from cidrx.model.snapshot import snapshot_type
-from cidrx.providers.gke.analyze import analyze, suggested_max_pods
+from cidrx.providers.gke.analyze.analyze import analyze, suggested_max_pods
 from tests.support import gke_cases as cases
 from tests.support.gke_cases import FLAGS, POD_CIDR, POOL, SCALE_UP_MESSAGE
 

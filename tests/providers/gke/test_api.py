@@ -55,7 +55,7 @@ from tests.support.gke_world import (
 
 # The world's fixtures, used by name below (tests.support.gke_world documents them).
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 JSON = dict[str, Any]
 
 
@@ -86,7 +86,7 @@ def test_constructor_does_no_io_and_no_sdk_import() -> None:
     code = (
         "import sys\n"
         "from cidrx.providers.gke.api import GkeApi\n"
-        "import cidrx.providers.gke.collect\n"
+        "import cidrx.providers.gke.collect.collect\n"
         "api = GkeApi('p1', 'australia-southeast1')\n"
         "loaded = sorted(m for m in sys.modules if m.startswith(('google.cloud', 'google.auth', 'google.api_core')))\n"
         "print(loaded)\n"

@@ -15,27 +15,11 @@ cover the new range. Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from ipaddress import IPv4Network, ip_network
-from typing import Any
 
 from cidrx.providers.gke.model import FirewallRule, GkeSection
-
-
-def firewall_from(d: Mapping[str, Any], project: str) -> FirewallRule:
-    """compute v1 `Firewall` (REST JSON) of `project`."""
-    return FirewallRule(
-        name=str(d.get("name", "")),
-        project=project,
-        direction=str(d.get("direction") or "INGRESS"),
-        source_ranges=tuple(str(r) for r in d.get("sourceRanges") or ()),
-        destination_ranges=tuple(str(r) for r in d.get("destinationRanges") or ()),
-        action="deny" if d.get("denied") else "allow",
-        disabled=bool(d.get("disabled", False)),
-        priority=int(d.get("priority", 1000) or 0),
-        target_tags=tuple(str(t) for t in d.get("targetTags") or ()),
-    )
 
 
 def _v4(text: str) -> IPv4Network | None:

@@ -20,10 +20,11 @@ import yaml
 
 from cidrx.errors import StalePlan
 from cidrx.kube.model import ConfigMapData, EgressNatPolicy
+from cidrx.model.options import PlanOptions
 from cidrx.model.plan import Plan, load_plan
 from cidrx.model.snapshot import Snapshot, load_snapshot
-from cidrx.providers.gke.masquerade import review_ip_masq, updated_config
-from cidrx.providers.gke.plan import GkePlanOptions, check_drift, make_plan
+from cidrx.providers.gke.facts.masquerade import review_ip_masq, updated_config
+from cidrx.providers.gke.provider import PROVIDER
 from cidrx.render.terraform import render_terraform
 from tests.support import gke_cases as cases
 from tests.support.cli import run
@@ -32,8 +33,9 @@ from tests.support.fakes.kube_server import FakeKubeServer
 from tests.support.gke_world import CLUSTER, LOCATION, PROJECT
 
 
-def plan_of(snap: Snapshot, **opts: Any) -> Plan:
-    return make_plan(snap, GkePlanOptions(**opts))
+def plan_of(snap: Snapshot, created_at: str = "", **opts: Any) -> Plan:
+    """A plan as `expand --plan` makes it (node-pool unless `strategy` says otherwise)."""
+    return PROVIDER.make_plan(snap, PlanOptions(**{"strategy": "node-pool", **opts}), created_at)
 
 
 def masq_step(plan: Plan) -> Any:
@@ -105,13 +107,13 @@ def test_the_new_config_keeps_the_other_keys() -> None:
 def test_drift_of_the_configmap() -> None:
     snap = cases.with_ip_masq(cases.incident())
     plan = plan_of(snap)
-    check_drift(plan, cases.with_ip_masq(snap, resource_version="9999"))  # a new version alone is not drift
+    PROVIDER.check_drift(plan, cases.with_ip_masq(snap, resource_version="9999"))  # a new version alone is not drift
     grown = cases.IP_MASQ_CONFIG.replace("  - 10.4.0.0/22\n", f"  - 10.4.0.0/22\n  - {plan.basis['cidr']}\n")
-    check_drift(plan, cases.with_ip_masq(snap, grown))  # progress
+    PROVIDER.check_drift(plan, cases.with_ip_masq(snap, grown))  # progress
     with pytest.raises(StalePlan, match=re.escape("ConfigMap kube-system/ip-masq-agent now lists 10.0.0.0/24")):
-        check_drift(plan, cases.with_ip_masq(snap, "nonMasqueradeCIDRs: [10.0.0.0/24]\n"))
+        PROVIDER.check_drift(plan, cases.with_ip_masq(snap, "nonMasqueradeCIDRs: [10.0.0.0/24]\n"))
     with pytest.raises(StalePlan, match=re.escape("ConfigMap kube-system/ip-masq-agent is gone")):
-        check_drift(plan, cases.with_kube(snap, config_maps=()))
+        PROVIDER.check_drift(plan, cases.with_kube(snap, config_maps=()))
 
 
 def _dpv2(snap: Snapshot, *policies: EgressNatPolicy) -> Snapshot:

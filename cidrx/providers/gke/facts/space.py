@@ -5,7 +5,7 @@ the largest block nobody has) are what `cidrx.model.netmap.unallocated_capacity`
 of cidrx.providers.gke.netmap, but those maps build an `Area` per range with `ipaddress` objects, which the
 HTML map needs and the rows do not. A network with 20,000 routes and 5,000 subnets spent most of its
 analysis there. This module gives the same rows from (start, end) integers, sorted once; the address maps
-stay for HTML output. tests/test_gke_space.py checks both agree.
+stay for HTML output. tests/providers/gke/test_space.py checks both agree.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from ipaddress import IPv4Network
 from cidrx import netmath
 from cidrx.model.findings import Capacity, utilization
 from cidrx.model.snapshot import Snapshot
-from cidrx.providers.gke.netmap import KIND
-from cidrx.providers.gke.plan import occupied_entries
+from cidrx.providers.gke.facts.occupied import occupied_entries
 
+KIND = "network-space"  # the kind of these rows and of the address maps they summarise
 Interval = tuple[int, int]  # [start, end) of an IPv4 network
 
 

@@ -13,11 +13,13 @@ from typing import Any
 import pytest
 
 from cidrx.errors import StalePlan
+from cidrx.model.options import PlanOptions
 from cidrx.model.plan import Plan, load_plan
 from cidrx.model.snapshot import Snapshot
-from cidrx.providers.gke.firewalls import firewall_from, pod_cidrs, review
+from cidrx.providers.gke.collect.collect import firewall_from
+from cidrx.providers.gke.facts.firewalls import pod_cidrs, review
 from cidrx.providers.gke.model import FirewallRule
-from cidrx.providers.gke.plan import GkePlanOptions, check_drift, make_plan
+from cidrx.providers.gke.provider import PROVIDER
 from tests.support import gke_cases as cases
 from tests.support.cli import run
 from tests.support.fakes.gcp_server import FakeGcp, RequestRecord
@@ -26,8 +28,9 @@ from tests.support.gke_world import CLUSTER, FIREWALL_ALL, LOCATION, POD_CIDR, P
 TARGET = ["--gke", "--project", PROJECT, "--location", LOCATION, "--cluster", CLUSTER, "--no-kube"]
 
 
-def plan_of(snap: Snapshot, **opts: Any) -> Plan:
-    return make_plan(snap, GkePlanOptions(**opts))
+def plan_of(snap: Snapshot, created_at: str = "", **opts: Any) -> Plan:
+    """A plan as `expand --plan` makes it (node-pool unless `strategy` says otherwise)."""
+    return PROVIDER.make_plan(snap, PlanOptions(**{"strategy": "node-pool", **opts}), created_at)
 
 
 def test_converter_reads_a_real_shaped_rule() -> None:
@@ -122,19 +125,19 @@ def test_drift_when_the_rule_changes_or_goes_and_not_when_it_gained_the_range() 
     snap = cases.with_firewalls(cases.incident())
     plan = plan_of(snap)
     cidr = plan.basis["cidr"]
-    check_drift(plan, snap)
+    PROVIDER.check_drift(plan, snap)
     all_rule, *rest = cases.firewalls()
     gained = cases.with_firewalls(
         snap, (FirewallRule(all_rule.name, cases.PROJECT, source_ranges=(cases.POD_CIDR, cidr)), *rest)
     )
-    check_drift(plan, gained)  # progress, not drift
+    PROVIDER.check_drift(plan, gained)  # progress, not drift
     changed = cases.with_firewalls(
         snap, (FirewallRule(all_rule.name, cases.PROJECT, source_ranges=("10.9.0.0/16",)), *rest)
     )
     with pytest.raises(StalePlan, match=f"firewall rule {all_rule.name} now has ranges 10.9.0.0/16"):
-        check_drift(plan, changed)
+        PROVIDER.check_drift(plan, changed)
     with pytest.raises(StalePlan, match=f"firewall rule {all_rule.name} is gone"):
-        check_drift(plan, cases.with_firewalls(snap, tuple(rest)))
+        PROVIDER.check_drift(plan, cases.with_firewalls(snap, tuple(rest)))
 
 
 # --- against the fake ----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The GKE network-space rows computed on integer intervals (cidrx.providers.gke.space) are exactly the rows
+"""The GKE network-space rows computed on integer intervals (cidrx.providers.gke.facts.space) are exactly the rows
 the address maps give (`unallocated_capacity` of cidrx.providers.gke.netmap's maps), over the bundled
 examples and random route tables; and the CIDR parser agrees with `ipaddress`."""
 
@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 
 from cidrx.model.netmap import unallocated_capacity
 from cidrx.model.snapshot import Snapshot, load_snapshot
+from cidrx.providers.gke.facts.space import network_space_capacity, parse4
 from cidrx.providers.gke.model import ReservedRange, Route, RoutesCluster
 from cidrx.providers.gke.netmap import address_maps
-from cidrx.providers.gke.space import network_space_capacity, parse4
 from tests.support import gke_cases as cases
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 def rows_from_maps(snap: Snapshot) -> list[object]:

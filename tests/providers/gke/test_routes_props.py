@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cidrx.errors import InvalidInput
+from cidrx.model.options import PlanOptions
 from cidrx.providers.gke.model import Route, RoutesCluster
-from cidrx.providers.gke.plan import GkePlanOptions, make_plan
+from cidrx.providers.gke.provider import PROVIDER
 from tests.support import gke_cases as cases
 
 SPACES = (IPv4Network("10.0.0.0/8"), IPv4Network("172.16.0.0/12"), IPv4Network("192.168.0.0/16"))
@@ -54,7 +55,7 @@ def test_a_plan_never_overlaps_a_route_or_a_routes_based_cluster(
     routes, clusters = estate
     snap = cases.with_gke(cases.incident(), routes=routes or None, routes_clusters=clusters or None)
     try:
-        plan = make_plan(snap, GkePlanOptions(add_nodes=add_nodes))
+        plan = PROVIDER.make_plan(snap, PlanOptions(strategy="node-pool", add_nodes=add_nodes), "")
     except InvalidInput:
         return  # no room left: refusing is allowed, overlapping is not
     chosen = IPv4Network(plan.basis["cidr"])
@@ -70,7 +71,9 @@ def test_a_given_cidr_that_overlaps_a_route_is_refused(
     snap = cases.with_gke(cases.incident(), routes=routes or None, routes_clusters=clusters or None)
     clash = [n for n in routed(routes, clusters) if n.overlaps(wanted)]
     try:
-        plan = make_plan(snap, GkePlanOptions(cidr=str(wanted.supernet(new_prefix=min(wanted.prefixlen, 24)))))
+        plan = PROVIDER.make_plan(
+            snap, PlanOptions(strategy="node-pool", cidr=str(wanted.supernet(new_prefix=min(wanted.prefixlen, 24)))), ""
+        )
     except InvalidInput:
         return
     chosen = IPv4Network(plan.basis["cidr"])

@@ -26,8 +26,10 @@ from cidrx.engine.waiting import Waiter
 from cidrx.errors import CidrxError, StalePlan
 from cidrx.model.plan import Plan, Step, save_plan, seal
 from cidrx.model.target import Target
+from cidrx.providers.gke.actions.operations import GkeApis
 from cidrx.providers.gke.api import GkeApi
-from cidrx.providers.gke.steps import EXECUTORS, PLAN_LABEL, GkeApis
+from cidrx.providers.gke.facts.pool_copy import PLAN_LABEL
+from cidrx.providers.gke.provider import PROVIDER
 from cidrx.render.progress import NullProgress
 from tests.support.engine import FakeClock
 from tests.support.fakes.gcp_server import FakeGcp, RequestRecord
@@ -42,6 +44,7 @@ NEW_RANGE = "pods-2"
 NEW_CIDR = "10.4.4.0/22"
 NEW_POOL = "default-pool-2"
 OLD_RANGES = {"pods": "10.4.0.0/22", "services": "10.8.0.0/24"}
+EXECUTORS = PROVIDER.executors()
 JSON = dict[str, Any]
 
 

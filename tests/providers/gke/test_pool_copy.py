@@ -17,17 +17,18 @@ from typing import Any
 import pytest
 
 from cidrx.kube.model import KubeEvent, KubePod
+from cidrx.model.options import PlanOptions
 from cidrx.model.plan import Plan, load_plan
 from cidrx.model.snapshot import Snapshot
-from cidrx.providers.gke.collect import (
+from cidrx.providers.gke.collect.collect import (
     NODE_CONFIG_KEYS,
     NODE_CONFIG_NOT_COPIED,
     NODE_POOL_SETTING_KEYS,
     POD_RANGE_NETWORK_KEYS,
     node_pool_from,
 )
-from cidrx.providers.gke.plan import GkePlanOptions, make_plan
-from cidrx.providers.gke.pool_copy import choose_template, starving_pools
+from cidrx.providers.gke.facts.pool_copy import choose_template, starving_pools
+from cidrx.providers.gke.provider import PROVIDER
 from cidrx.render.terraform import render_terraform
 from tests.support import gke_cases as cases
 from tests.support.cli import run
@@ -96,8 +97,9 @@ def gpu_snapshot(**kube_changes: Any) -> Snapshot:
     return cases.with_kube(snap, **kube_changes) if kube_changes else snap
 
 
-def plan_of(snap: Snapshot, **opts: Any) -> Plan:
-    return make_plan(snap, GkePlanOptions(**opts))
+def plan_of(snap: Snapshot, created_at: str = "", **opts: Any) -> Plan:
+    """A plan as `expand --plan` makes it (node-pool unless `strategy` says otherwise)."""
+    return PROVIDER.make_plan(snap, PlanOptions(**{"strategy": "node-pool", **opts}), created_at)
 
 
 def create_step_params(plan: Plan) -> dict[str, Any]:
@@ -107,7 +109,7 @@ def create_step_params(plan: Plan) -> dict[str, Any]:
 
 def test_the_copy_keeps_the_whole_node_config_and_pool_settings() -> None:
     template = gpu_pool_json()
-    plan = plan_of(gpu_snapshot(), template_pool=GPU_POOL)
+    plan = plan_of(gpu_snapshot(), template=GPU_POOL)
     params = create_step_params(plan)
     pool = params["node_pool"]
     want_config = {k: v for k, v in template["config"].items() if k != "windowsNodeConfig"}  # {} means unset
@@ -133,7 +135,7 @@ def test_the_copy_keeps_the_whole_node_config_and_pool_settings() -> None:
 
 
 def test_the_plan_lists_every_difference() -> None:
-    plan = plan_of(gpu_snapshot(), template_pool=GPU_POOL)
+    plan = plan_of(gpu_snapshot(), template=GPU_POOL)
     params = create_step_params(plan)
     new_range = plan.basis["range_name"]
     assert params["differences"] == [
@@ -151,7 +153,7 @@ def test_max_pods_version_and_unknown_fields_are_listed_as_differences() -> None
     raw["version"] = "1.26.5-gke.1200"
     raw["config"]["fancyNewThing"] = {"enabled": True}  # a field this cidrx does not know
     snap = cases.with_pools(cases.incident(), cases.default_pool(), node_pool_from(raw, 110))
-    plan = plan_of(snap, template_pool=GPU_POOL, max_pods_per_node=16)
+    plan = plan_of(snap, template=GPU_POOL, max_pods_per_node=16)
     changed = create_step_params(plan)["differences"]
     assert "max pods per node: 16 (template 32)" in changed
     assert any(d.startswith("version: GKE's default") and "1.26.5-gke.1200" in d for d in changed)
@@ -163,7 +165,7 @@ def test_an_autoscaling_template_from_zero_starts_with_one_node_and_says_so() ->
     raw = gpu_pool_json()
     raw["initialNodeCount"] = 0
     snap = cases.with_pools(cases.incident(), cases.default_pool(), node_pool_from(raw, 110))
-    changed = create_step_params(plan_of(snap, template_pool=GPU_POOL))["differences"]
+    changed = create_step_params(plan_of(snap, template=GPU_POOL))["differences"]
     assert any(d.startswith("initial nodes per zone: 1 (template was created with 0") for d in changed)
 
 
@@ -281,7 +283,7 @@ def test_applied_copy_has_the_templates_gpus_taints_labels_and_service_account(g
 
 
 def test_terraform_of_the_copy_carries_the_gpus_and_settings() -> None:
-    plan = plan_of(gpu_snapshot(), template_pool=GPU_POOL)
+    plan = plan_of(gpu_snapshot(), template=GPU_POOL)
     text = render_terraform(plan)
     pool = resources(parse(text))[("google_container_node_pool", "gpu_pool_pods2")]
     [accelerator] = pool["node_config"][0]["guest_accelerator"]

@@ -17,9 +17,9 @@ from typing import Any
 
 from cidrx import netmath
 from cidrx.providers.gke.api import GkeApi, short_name
-from cidrx.providers.gke.firewalls import firewall_from
 from cidrx.providers.gke.model import (
     Autoscaling,
+    FirewallRule,
     GkeCluster,
     GkeSection,
     NodePool,
@@ -38,7 +38,7 @@ DEFAULT_MAX_PODS_PER_NODE = 110  # GKE Standard's default when no maxPodsConstra
 
 # NodeConfig fields a copy of the pool keeps: every writable field of container v1 `NodeConfig` (discovery
 # document revision 20261027, googleapiclient/discovery_cache/documents/container.v1.json; the test
-# tests/test_gke_pool_copy.py compares this list with the shipped document). Left out: `effectiveCgroupMode`
+# tests/providers/gke/test_pool_copy.py compares this list with the shipped document). Left out: `effectiveCgroupMode`
 # (output only) and `resourceLabels` (kept as NodePool.resource_labels, where cidrx adds its plan label).
 NODE_CONFIG_KEYS = (
     "accelerators",
@@ -110,6 +110,21 @@ POD_RANGE_NETWORK_KEYS = (
     "createPodRange",
     "networkTierConfig",
 )
+
+
+def firewall_from(d: Mapping[str, Any], project: str) -> FirewallRule:
+    """compute v1 `Firewall` (REST JSON) of `project`."""
+    return FirewallRule(
+        name=str(d.get("name", "")),
+        project=project,
+        direction=str(d.get("direction") or "INGRESS"),
+        source_ranges=tuple(str(r) for r in d.get("sourceRanges") or ()),
+        destination_ranges=tuple(str(r) for r in d.get("destinationRanges") or ()),
+        action="deny" if d.get("denied") else "allow",
+        disabled=bool(d.get("disabled", False)),
+        priority=int(d.get("priority", 1000) or 0),
+        target_tags=tuple(str(t) for t in d.get("targetTags") or ()),
+    )
 
 
 def _set(value: Any) -> bool:

@@ -1,0 +1,1 @@
+"""GKE diagnosis (`analyze.analyze`): findings and capacity from a snapshot."""

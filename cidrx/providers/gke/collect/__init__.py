@@ -1,0 +1,1 @@
+"""Collect the GKE section of a snapshot (`collect.collect_gke`) from the GKE and GCE APIs."""
