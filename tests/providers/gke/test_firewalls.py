@@ -1,4 +1,4 @@
-"""Firewall rules that must learn a new GKE pod range (cidrx/providers/gke/firewalls.py, the
+"""Firewall rules that must learn a new GKE pod range (cidrx/providers/gke/facts/firewalls.py, the
 gke.add-firewall-range step): which rules a plan widens, what it only reports, drift, and the step against
 the loopback fake (firewalls.list/get/patch checked against the compute discovery document).
 """

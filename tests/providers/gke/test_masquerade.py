@@ -1,4 +1,4 @@
-"""ip-masq-agent and Dataplane V2 EgressNATPolicy after a new GKE pod range (cidrx/providers/gke/masquerade.py,
+"""ip-masq-agent and Dataplane V2 EgressNATPolicy after a new GKE pod range (cidrx/providers/gke/facts/masquerade.py,
 the kube.add-ip-masq-cidr step): what the plan changes, what it only says, drift, and the step against the
 fake Kubernetes API server (a JSON patch guarded by the resourceVersion) through the CLI.
 

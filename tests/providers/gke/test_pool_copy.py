@@ -1,4 +1,5 @@
-"""The new node pool of a GKE node-pool plan is a faithful copy of its template (cidrx/providers/gke/pool_copy.py).
+"""The new node pool of a GKE node-pool plan is a faithful copy of its template
+(cidrx/providers/gke/facts/pool_copy.py).
 
 Grounded three ways: the fields cidrx copies are compared with the container v1 discovery document that
 google-api-python-client ships (a field Google adds shows up here as a failure, not as a pool that silently

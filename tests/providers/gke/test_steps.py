@@ -1,4 +1,4 @@
-"""The GKE step executors (cidrx/providers/gke/steps.py) run by the real apply engine, through the real GkeApi and
+"""The GKE step executors (cidrx/providers/gke/actions/) run by the real apply engine, through the real GkeApi and
 google-cloud clients, against the loopback GCP fake (every request checked against Google's discovery
 documents). Plans are built by hand here so these tests pin the executors, not the planner.
 
