@@ -4,16 +4,25 @@ Why it exists: a large cluster has tens of thousands of allocations, reservation
 building an `ipaddress` object for each costs seconds. Almost all of them are IPv4 dotted quads in the one
 spelling `ipaddress` accepts (no leading zeros), which integer arithmetic reads and writes exactly; anything
 else (IPv6, CIDRs, junk) still goes through `ipaddress`, so every function here answers exactly as its
-`ipaddress` counterpart does (tests/test_ipam_addresses.py compares them).
+`ipaddress` counterpart does (tests/ipam/test_addresses.py compares them).
 """
 
 from __future__ import annotations
 
 import ipaddress
-
-from cidrx.model.validation import _CANONICAL_V4, _v4_int
+import re
+from ipaddress import IPv4Network
 
 _V4_SPACE = 1 << 32
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+# A dotted quad without leading zeros, optionally with a prefix length 0-32: always valid for ipaddress too
+# (the spelling cidrx.model.validation accepts without ipaddress).
+_CANONICAL_V4 = re.compile(rf"({_OCTET}(?:\.{_OCTET}){{3}})(?:/(3[0-2]|[12]?[0-9]))?")
+
+
+def _v4_int(quad: str) -> int:
+    a, b, c, d = quad.split(".")
+    return (int(a) << 24) | (int(b) << 16) | (int(c) << 8) | int(d)
 
 
 def v4_value(text: str) -> int | None:
@@ -65,3 +74,11 @@ def is_address(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def v4_network(text: str) -> IPv4Network | None:
+    """The IPv4 network `text` names (host bits dropped), or None when it is not one (IPv6, junk)."""
+    try:
+        return IPv4Network(text, strict=False)
+    except ValueError:
+        return None

@@ -5,7 +5,7 @@ Each case names the upstream test it comes from (projectcalico/calico at commit
 safer than upstream (keep an address upstream would free), never less safe.
 
 Block cases: libcalico-go/lib/ipam/ipam_block_test.go ("Releasing IPs", "Block garbage collection") and
-garbage_collect_test.go (GarbageCollectColdIPs, in tests/test_calico_upstream.py),
+garbage_collect_test.go (GarbageCollectColdIPs, in tests/ipam/calico/test_upstream.py),
 on a 100.64.0.0/24 block as upstream's makeTestBlock. Liveness cases: kube-controllers/pkg/controllers/
 node/ipam.go allocationIsValid / isVMAllocationValid and ipam_allocation.go isTunnelAddress.
 """

@@ -24,7 +24,16 @@ SPEC = IpamSpec(
     field="calico",
     section="cidrx.ipam.calico.model:CalicoSection",
     terraform="cidrx.ipam.calico.terraform:emit",
-    actions="cidrx.ipam.calico.plan:ACTIONS",
+    actions="cidrx.ipam.calico.ipam:ACTIONS",
+    # What cidrx.ipam.calico.collect lists (Calico's IPAM resources of the Kubernetes datastore).
+    kube_reads=(
+        "kubernetes: ippools.crd.projectcalico.org list",
+        "kubernetes: ipamblocks.crd.projectcalico.org list",
+        "kubernetes: blockaffinities.crd.projectcalico.org list",
+        "kubernetes: ipamhandles.crd.projectcalico.org list",
+        "kubernetes: ipamconfigs.crd.projectcalico.org list",
+    ),
+    maps="cidrx.ipam.calico.netmap:address_maps",
 )
 
 STRATEGIES = (
@@ -32,14 +41,18 @@ STRATEGIES = (
         "calico-reclaim",
         "calico",
         "release Calico IPs of pods that are gone and empty blocks",
-        "cidrx.ipam.calico.plan:RECLAIM_ACTIONS",
+        "cidrx.ipam.calico.strategies.reclaim:ACTIONS",
+        plan="cidrx.ipam.calico.strategies.reclaim:make_plan",
+        drift="cidrx.ipam.calico.strategies.reclaim:check_drift",
         reclaim=True,
     ),
     Strategy(
         "calico-pool",
         "calico",
         "a new Calico IPPool",
-        "cidrx.ipam.calico.plan:POOL_ACTIONS",
+        "cidrx.ipam.calico.strategies.pool:ACTIONS",
+        plan="cidrx.ipam.calico.strategies.pool:make_plan",
+        drift="cidrx.ipam.calico.strategies.pool:check_drift",
         options=frozenset({"cidr", "add_nodes", "pool_name"}),
         pool_name=IPPOOL_NAME,
     ),

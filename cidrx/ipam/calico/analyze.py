@@ -73,7 +73,7 @@ STRICT = (
 
 
 # --------------------------------------------------------------------------------------------------
-# Shared decisions (plan.py and steps.py use the same ones)
+# Shared decisions (the strategies and the actions use the same ones)
 # --------------------------------------------------------------------------------------------------
 
 

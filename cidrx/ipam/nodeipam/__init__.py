@@ -1,4 +1,4 @@
-"""Kubernetes node IPAM as a plugin: its declaration (`SPEC`), read by cidrx.registry."""
+"""Kubernetes node IPAM as a plugin: its declaration (`SPEC`; it has no strategies), read by cidrx.registry."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ SPEC = IpamSpec(
     section="cidrx.ipam.nodeipam.model:NodeIpamConfig",
     ipam="cidrx.ipam.nodeipam.ipam:IPAM",
     providers=("k8s",),
+    # What cidrx.ipam.nodeipam.collect reads besides the pods every collection lists: kubeadm's
+    # ClusterConfiguration, when the controller-manager's static pod tells nothing.
+    kube_reads=("kubernetes: configmaps get in kube-system",),
 )
 
 STRATEGIES: tuple[Strategy, ...] = ()

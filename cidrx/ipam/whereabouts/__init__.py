@@ -13,7 +13,15 @@ SPEC = IpamSpec(
     ipam="cidrx.ipam.whereabouts.ipam:IPAM",
     field="whereabouts",
     section="cidrx.ipam.whereabouts.model:WhereaboutsSection",
-    actions="cidrx.ipam.whereabouts.plan:ACTIONS",
+    actions="cidrx.ipam.whereabouts.ipam:ACTIONS",
+    # What cidrx.ipam.whereabouts.collect lists: pools, reservations and the NetworkAttachmentDefinitions
+    # whose IPAM config narrows the pools' ranges.
+    kube_reads=(
+        "kubernetes: ippools.whereabouts.cni.cncf.io list",
+        "kubernetes: overlappingrangeipreservations.whereabouts.cni.cncf.io list",
+        "kubernetes: network-attachment-definitions.k8s.cni.cncf.io list",
+    ),
+    maps="cidrx.ipam.whereabouts.netmap:address_maps",
 )
 
 STRATEGIES = (
@@ -21,7 +29,9 @@ STRATEGIES = (
         "whereabouts-reclaim",
         "whereabouts",
         "release Whereabouts allocations of pods that are gone",
-        "cidrx.ipam.whereabouts.plan:ACTIONS",
+        "cidrx.ipam.whereabouts.strategies.reclaim:ACTIONS",
+        plan="cidrx.ipam.whereabouts.strategies.reclaim:make_plan",
+        drift="cidrx.ipam.whereabouts.strategies.reclaim:check_drift",
         reclaim=True,
     ),
 )

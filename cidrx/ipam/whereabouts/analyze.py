@@ -92,7 +92,7 @@ Interval = tuple[int, int]  # inclusive first and last address as ints
 
 
 # --------------------------------------------------------------------------------------------------
-# Shared decisions (plan.py and steps.py use the same ones)
+# Shared decisions (the strategies and the actions use the same ones)
 # --------------------------------------------------------------------------------------------------
 
 

@@ -2,9 +2,9 @@
 
 Why it exists: clusters outside GKE/EKS (kubeadm, on-premises, kind) run out of pod addresses too, through
 node IPAM (`--allocate-node-cidrs`) or an in-cluster IPAM. There is no cloud section: the snapshot is the
-cluster alone. The Whereabouts/Calico checks and plans are added by `cidrx.dispatch` for every provider, so
-this module covers only what is specific to a cluster without a cloud: node IPAM (the registered IPAMs
-collected for `k8s` targets only) and reachability.
+cluster alone. The checks and plans of the in-cluster IPAMs every provider's clusters may run are added by
+`cidrx.dispatch`, so this module covers only what is specific to a cluster without a cloud: the registered
+IPAMs collected for `k8s` targets only (their `providers` name it) and reachability. No IPAM is named here.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from cidrx.model.options import Access, PlanOptions
     from cidrx.model.plan import Plan
 
-# No expand strategy of its own yet; `calico-pool` and the reclaim plans come from cidrx.ipam.dispatch.
+# No expand strategy of its own yet; the in-cluster IPAMs' expand and reclaim plans come from cidrx.ipam.dispatch.
+cluster_only = False  # its targets are reached through `apis` (cidrx.kube.api.KubeApis), like a cloud's
 
 
 def collect(target: Target, access: Access, kube: KubeSection, taken_at: str) -> Snapshot:
@@ -61,9 +62,23 @@ def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
     from cidrx.errors import InvalidInput
 
     raise InvalidInput(
-        "plain Kubernetes clusters (--k8s) have no expand strategy of their own",
-        hint="use --strategy calico-pool for Calico, or `cidrx reclaim --k8s --ipam whereabouts|calico`",
+        "plain Kubernetes clusters (--k8s) have no expand strategy of their own", hint=_in_cluster_hint()
     )
+
+
+def _in_cluster_hint() -> str:
+    """What to run instead: the in-cluster IPAMs' expand strategies and the IPAMs `cidrx reclaim` takes."""
+    from cidrx import registry
+
+    ipams = {i.name: i for i in registry.ipams()}
+    expand = [
+        f"--strategy {s.name} for {ipams[s.owner].title}"
+        for s in registry.strategies()
+        if s.owner in ipams and not s.reclaim
+    ]
+    owners = {s.owner for s in registry.strategies() if s.reclaim}
+    reclaim = f"`cidrx reclaim --k8s --ipam {'|'.join(name for name in ipams if name in owners)}`"
+    return f"use {', '.join(expand)}, or {reclaim}" if expand else f"use {reclaim}"
 
 
 def check_drift(plan: Plan, snapshot: Snapshot) -> None:

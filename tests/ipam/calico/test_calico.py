@@ -11,14 +11,16 @@ from cidrx.dispatch import PlanOptions
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.ipam.calico.analyze import analyze_calico
 from cidrx.ipam.calico.collect import pod_refs
-from cidrx.ipam.calico.plan import check_drift, make_pool_plan, make_reclaim_plan
+from cidrx.ipam.calico.ipam import IPAM
+from cidrx.ipam.calico.strategies import pool as pool_strategy
+from cidrx.ipam.calico.strategies import reclaim
 from cidrx.model.findings import Severity
 from cidrx.model.plan import DIGEST_TAG, load_plan, save_plan
 from cidrx.model.snapshot import load_snapshot, seal
 from tests.support import calico_cases as cases
 
 CREATED = "2024-05-01T10:05:00Z"
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "calico-borrowing.snapshot.json"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "calico-borrowing.snapshot.json"
 
 
 def findings_by_id(world: cases.World) -> dict[str, list[tuple[str, str, str]]]:
@@ -139,7 +141,7 @@ def test_full_pool_is_critical() -> None:
 
 
 def test_reclaim_plan_lists_exactly_the_leaks_and_the_spare_empty_block() -> None:
-    plan = make_reclaim_plan(cases.incident().snapshot(), CREATED)
+    plan = reclaim.make_plan(cases.incident().snapshot(), PlanOptions(), CREATED)
     assert plan.strategy == "calico-reclaim"
     assert [(s.id, s.action) for s in plan.steps] == [
         ("release-ips-10-0-0-0-26", "calico.release-ips"),
@@ -174,13 +176,13 @@ def test_a_nodes_only_block_is_never_released() -> None:
     w.nodes = [cases.node("node-1", "10.10.0.11")]
     w.blocks = [cases.ipamblock("10.0.0.0/26", "node-1", {}), cases.ipamblock("10.0.0.64/26", "node-1", {})]
     w.affinities = [cases.affinity("node-1", "10.0.0.0/26"), cases.affinity("node-1", "10.0.0.64/26")]
-    plan = make_reclaim_plan(w.snapshot(), CREATED)
+    plan = reclaim.make_plan(w.snapshot(), PlanOptions(), CREATED)
     assert [s.params["block"] for s in plan.steps] == ["10-0-0-64-26"]  # keeps 10-0-0-0-26
 
 
 def test_pool_plan_picks_free_space_and_block_size() -> None:
     snap = cases.incident().snapshot()
-    plan = make_pool_plan(snap, PlanOptions(strategy="calico-pool"), CREATED)
+    plan = pool_strategy.make_plan(snap, PlanOptions(strategy="calico-pool"), CREATED)
     [step] = plan.steps
     assert step.action == "calico.create-ippool"
     # 3 nodes x 2 blocks of /26 (and 110 pods) -> a /23; 10.0.0.0/24 is the pool, 10.10/16 the nodes.
@@ -195,10 +197,10 @@ def test_pool_plan_picks_free_space_and_block_size() -> None:
     }
     assert plan.summary["blocks"] == 8
 
-    bigger = make_pool_plan(snap, PlanOptions(add_nodes=20), CREATED)
+    bigger = pool_strategy.make_plan(snap, PlanOptions(add_nodes=20), CREATED)
     assert (bigger.summary["cidr"], bigger.summary["block_size"], bigger.summary["nodes"]) == ("10.0.16.0/20", 26, 23)
 
-    given = make_pool_plan(snap, PlanOptions(cidr="10.1.0.0/24", add_nodes=20, pool_name="extra"), CREATED)
+    given = pool_strategy.make_plan(snap, PlanOptions(cidr="10.1.0.0/24", add_nodes=20, pool_name="extra"), CREATED)
     # 23 nodes need 46 blocks of a /24: /30 blocks (64 of them)
     assert (given.steps[0].params["name"], given.summary["block_size"], given.summary["blocks"]) == ("extra", 30, 64)
 
@@ -215,44 +217,44 @@ def test_pool_plan_picks_free_space_and_block_size() -> None:
 )
 def test_pool_plan_validates_a_given_cidr(cidr: str, message: str) -> None:
     with pytest.raises(InvalidInput, match=message):
-        make_pool_plan(cases.incident().snapshot(), PlanOptions(cidr=cidr, add_nodes=20), CREATED)
+        pool_strategy.make_plan(cases.incident().snapshot(), PlanOptions(cidr=cidr, add_nodes=20), CREATED)
 
 
 def test_pool_plan_refuses_a_taken_name() -> None:
     with pytest.raises(InvalidInput, match="already exists"):
-        make_pool_plan(cases.incident().snapshot(), PlanOptions(pool_name="default-ipv4-ippool"), CREATED)
+        pool_strategy.make_plan(cases.incident().snapshot(), PlanOptions(pool_name="default-ipv4-ippool"), CREATED)
 
 
 def test_pool_plan_drift(tmp_path: Path) -> None:
     w = cases.incident()
-    plan = make_pool_plan(w.snapshot(), PlanOptions(), CREATED)
+    plan = pool_strategy.make_plan(w.snapshot(), PlanOptions(), CREATED)
     save_plan(plan, tmp_path / "p.json")
     assert load_plan(tmp_path / "p.json") == plan
-    check_drift(plan, w.snapshot())  # unchanged world
+    IPAM.check_drift(plan, w.snapshot())  # unchanged world
 
     ours = cases.ippool(plan.basis["pool_name"], plan.basis["cidr"])
     ours["metadata"]["labels"] = {DIGEST_TAG: plan.plan_id}
     w.pools.append(ours)
-    check_drift(plan, w.snapshot())  # our own pool from an earlier apply is progress
+    IPAM.check_drift(plan, w.snapshot())  # our own pool from an earlier apply is progress
 
     w.pools[-1] = cases.ippool(plan.basis["pool_name"], plan.basis["cidr"])
     with pytest.raises(StalePlan, match="created by someone else"):
-        check_drift(plan, w.snapshot())
+        IPAM.check_drift(plan, w.snapshot())
 
     w.pools[-1] = cases.ippool("other", "10.0.2.0/24")
     with pytest.raises(StalePlan, match="overlaps IPPool other"):
-        check_drift(plan, w.snapshot())
+        IPAM.check_drift(plan, w.snapshot())
 
 
 def test_drift_refuses_another_cluster() -> None:
     snap = cases.incident().snapshot()
-    plan = make_reclaim_plan(snap, CREATED)
+    plan = reclaim.make_plan(snap, PlanOptions(), CREATED)
     other = seal(dataclasses.replace(snap, target=dataclasses.replace(snap.target, cluster="prod")))
     with pytest.raises(InvalidInput, match="not k8s"):
-        check_drift(plan, other)
+        IPAM.check_drift(plan, other)
     no_calico = seal(dataclasses.replace(snap, kube=dataclasses.replace(snap.kube, calico=None)))
     with pytest.raises(StalePlan):
-        check_drift(plan, no_calico)
+        IPAM.check_drift(plan, no_calico)
 
 
 def test_bundled_example_is_the_incident() -> None:

@@ -1,4 +1,4 @@
-"""The Calico write rules of libcalico-go (cited in cidrx.ipam.calico.steps and docs/cloud-facts.md), each shown
+"""The Calico write rules of libcalico-go (cited in cidrx.ipam.calico.actions and docs/cloud-facts.md), each shown
 on the fake API server through the real client: a BlockAffinity that is not `confirmed` is never touched,
 an empty block younger than a minute is kept, a block is released in upstream's order (affinity
 pendingDeletion, block marked deleted without a sequence bump, block deleted, affinity deleted), apply
@@ -20,9 +20,10 @@ from cidrx.engine.waiting import Waiter
 from cidrx.errors import CloudError
 from cidrx.ipam.calico.analyze import analyze_calico
 from cidrx.ipam.calico.collect import calico_api, collect_calico
-from cidrx.ipam.calico.plan import make_reclaim_plan
-from cidrx.ipam.calico.steps import EXECUTORS
+from cidrx.ipam.calico.ipam import IPAM
+from cidrx.ipam.calico.strategies import reclaim
 from cidrx.kube.api import KubeApi
+from cidrx.model.options import PlanOptions
 from cidrx.model.plan import Plan
 from cidrx.render.progress import NullProgress
 from tests.support import calico_cases as cases
@@ -42,14 +43,15 @@ def api(calico_incident_api: KubeApi) -> KubeApi:
 def plan_from(api: KubeApi, taken_at: str = cases.TAKEN_AT) -> Plan:
     snap = cases.incident().snapshot()
     kube = snap.kube.__class__(**{**snap.kube.__dict__, "calico": collect_calico(api)})
-    return make_reclaim_plan(snap.__class__(**{**snap.__dict__, "kube": kube, "taken_at": taken_at}), CREATED)
+    fresh = snap.__class__(**{**snap.__dict__, "kube": kube, "taken_at": taken_at})
+    return reclaim.make_plan(fresh, PlanOptions(), CREATED)
 
 
 def apply(plan: Plan, api: KubeApi, tmp_path: Path) -> ApplyResult:
     ctx = StepContext(
         plan=plan, apis=SimpleNamespace(kube=api), waiter=Waiter(sleep=lambda _: None), progress=NullProgress()
     )
-    return run_plan(plan, EXECUTORS, ctx, Journal.open(tmp_path / "plan.json", plan))
+    return run_plan(plan, IPAM.executors(), ctx, Journal.open(tmp_path / "plan.json", plan))
 
 
 def step_ids(plan: Plan) -> list[str]:

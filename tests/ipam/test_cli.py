@@ -133,7 +133,7 @@ def test_reclaim_needs_an_ipam_and_a_cluster_that_runs_it(whereabouts: list[str]
 
 
 def test_a_strategy_of_another_provider_is_refused() -> None:
-    example = Path(__file__).resolve().parent.parent / "examples" / "eks-demo-ip.snapshot.json"
+    example = Path(__file__).resolve().parents[2] / "examples" / "eks-demo-ip.snapshot.json"
     result = run("expand", "--snapshot", str(example), "--plan", "--strategy", "node-pool", "--out", "-")
     assert result.exit_code == 2
     assert "does not apply to eks" in result.output

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from cidrx.ipam.whereabouts.actions.delete_reservation import DELETE_RESERVATION
+from cidrx.ipam.whereabouts.actions.release_allocations import RELEASE
 from cidrx.ipam.whereabouts.analyze import analyze_whereabouts
 from cidrx.ipam.whereabouts.model import (
     OverlappingReservation,
@@ -18,7 +20,8 @@ from cidrx.ipam.whereabouts.model import (
     pool_name,
     reservation_name,
 )
-from cidrx.ipam.whereabouts.plan import DELETE_RESERVATION, RELEASE, make_reclaim_plan
+from cidrx.ipam.whereabouts.strategies.reclaim import make_plan
+from cidrx.model.options import PlanOptions
 from cidrx.model.plan import load_plan
 from cidrx.model.snapshot import load_snapshot
 from tests.support import whereabouts_cases as wc
@@ -162,7 +165,7 @@ def test_bundled_named_network_example() -> None:
     _, findings = analyze_whereabouts(section, {p.key: p for p in snap.kube.ipam_pods})
     stale = next(f for f in findings if f.id == "WHEREABOUTS-STALE-ALLOCATION" and "blue-10.40.0.0-24" in f.subject)
     assert len(stale.evidence) == 1 and "10.40.0.6" in stale.evidence[0]
-    plan = make_reclaim_plan(snap, NOW)
+    plan = make_plan(snap, PlanOptions(), NOW)
     _assert_named_plan(plan.steps)
 
 

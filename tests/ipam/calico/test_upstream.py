@@ -15,9 +15,10 @@ from cidrx.engine.apply import run_plan
 from cidrx.engine.executor import StepContext
 from cidrx.engine.journal import Journal
 from cidrx.engine.waiting import Waiter
+from cidrx.ipam.calico.actions.blockmath import garbage_collect, release_ordinals
 from cidrx.ipam.calico.analyze import leak_reason
 from cidrx.ipam.calico.collect import attribute_from, collect_calico
-from cidrx.ipam.calico.steps import EXECUTORS, garbage_collect, release_ordinals
+from cidrx.ipam.calico.ipam import IPAM
 from cidrx.ipam.liveness import AddressHolders
 from cidrx.kube.api import KubeApi
 from cidrx.kube.model import PodState
@@ -66,7 +67,7 @@ def _apply(server: FakeKubeServer, kubeconfig: Path, tmp_path: Path, step: Step)
         ctx = StepContext(
             plan=plan, apis=SimpleNamespace(kube=api), waiter=Waiter(sleep=lambda _: None), progress=NullProgress()
         )
-        result = run_plan(plan, EXECUTORS, ctx, Journal.open(tmp_path / "plan.json", plan))
+        result = run_plan(plan, IPAM.executors(), ctx, Journal.open(tmp_path / "plan.json", plan))
         return dict(result.outputs(step.id) or {})
 
 

@@ -8,12 +8,14 @@ import dataclasses
 import pytest
 
 from cidrx.errors import InvalidInput, StalePlan
+from cidrx.ipam.whereabouts.actions.delete_reservation import DELETE_RESERVATION
+from cidrx.ipam.whereabouts.actions.release_allocations import RELEASE, pointer_token
 from cidrx.ipam.whereabouts.analyze import analyze_whereabouts, pool_space
 from cidrx.ipam.whereabouts.collect import pod_refs, ranges_from_nad
 from cidrx.ipam.whereabouts.model import NetworkRange, WhereaboutsPool
-from cidrx.ipam.whereabouts.plan import DELETE_RESERVATION, RELEASE, check_drift, make_reclaim_plan
-from cidrx.ipam.whereabouts.steps import pointer_token
+from cidrx.ipam.whereabouts.strategies.reclaim import check_drift, make_plan
 from cidrx.model.findings import Capacity, Finding, Severity
+from cidrx.model.options import PlanOptions
 from cidrx.model.snapshot import load_snapshot
 from tests.support import whereabouts_cases as wc
 
@@ -223,7 +225,7 @@ def test_orphan_reservations() -> None:
         "10.10.0.200 (10.10.0.200) for nstest/gone: no pool allocates the address; pod nstest/gone no longer exists"
         in (orphan.evidence[0])
     )
-    plan = make_reclaim_plan(wc.snapshot_of(objs), NOW)
+    plan = make_plan(wc.snapshot_of(objs), PlanOptions(), NOW)
     unreserve = {s.params["name"]: s for s in plan.steps if s.action == DELETE_RESERVATION.name}
     assert "10.10.0.200" in unreserve and "10.10.0.201" not in unreserve
     assert unreserve["10.10.0.200"].depends_on == ()
@@ -234,7 +236,7 @@ def test_orphan_reservations() -> None:
 
 def test_plan_lists_exactly_the_stale_entries() -> None:
     snap = wc.example_snapshot()
-    plan = make_reclaim_plan(snap, NOW)
+    plan = make_plan(snap, PlanOptions(), NOW)
     assert plan.strategy == "whereabouts-reclaim" and plan.target == wc.TARGET
     release = [s for s in plan.steps if s.action == RELEASE.name]
     [step] = release
@@ -261,21 +263,21 @@ def test_empty_plan_when_nothing_is_stale() -> None:
     ]
     pool = next(o for o in objs if o["kind"] == "IPPool")
     pool["spec"]["allocations"] = {k: v for k, v in pool["spec"]["allocations"].items() if "web-" in v["podref"]}
-    plan = make_reclaim_plan(wc.snapshot_of(objs), NOW)
+    plan = make_plan(wc.snapshot_of(objs), PlanOptions(), NOW)
     assert plan.steps == () and "nothing to reclaim" in plan.notes[0]
 
 
 def test_plan_needs_whereabouts_and_the_api() -> None:
     snap = wc.example_snapshot()
     with pytest.raises(InvalidInput, match="no Whereabouts"):
-        make_reclaim_plan(dataclasses.replace(snap, kube=dataclasses.replace(snap.kube, whereabouts=None)), NOW)
+        make_plan(dataclasses.replace(snap, kube=dataclasses.replace(snap.kube, whereabouts=None)), PlanOptions(), NOW)
     with pytest.raises(InvalidInput, match="not reachable"):
-        make_reclaim_plan(dataclasses.replace(snap, kube=dataclasses.replace(snap.kube, available=False)), NOW)
+        make_plan(dataclasses.replace(snap, kube=dataclasses.replace(snap.kube, available=False)), PlanOptions(), NOW)
 
 
 def test_drift_on_a_changed_range_or_a_reused_allocation() -> None:
     objs = wc.crashed_node_objects()
-    plan = make_reclaim_plan(wc.snapshot_of(objs), NOW)
+    plan = make_plan(wc.snapshot_of(objs), PlanOptions(), NOW)
     pool = next(o for o in objs if o["kind"] == "IPPool")
     pool["metadata"]["resourceVersion"] = "999"
     del pool["spec"]["allocations"]["9"]  # released by someone else: fine, nothing left to do

@@ -1,4 +1,4 @@
-"""Whereabouts reclaim planning: exactly the stale allocations (and the reservations that go with them),
+"""The `whereabouts-reclaim` strategy: exactly the stale allocations (and the reservations that go with them),
 as reviewable steps.
 
 Why it exists: today's fixes for a pool full of dead pods' reservations are scaling every workload to zero
@@ -8,16 +8,19 @@ again right before writing, so the plan is a ceiling, never an order to remove s
 Pure: no I/O. `check_drift` refuses (exit 4, before any write) a plan whose entries someone else changed
 since it was made: an allocation or reservation now held by another pod, a pod that exists again, an
 address some unfinished pod now reports, a pool whose range changed. Changes that land after that check,
-while apply runs, are decided per entry by cidrx.ipam.whereabouts.steps (kept, never removed).
+while apply runs, are decided per entry by the executors of cidrx.ipam.whereabouts.actions (kept, never
+removed).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.ipam.liveness import AddressHolders
+from cidrx.ipam.whereabouts.actions.delete_reservation import DELETE_RESERVATION
+from cidrx.ipam.whereabouts.actions.release_allocations import RELEASE
 from cidrx.ipam.whereabouts.analyze import (
     ReservationVerdict,
     StaleAllocation,
@@ -30,29 +33,12 @@ from cidrx.ipam.whereabouts.model import Allocation, WhereaboutsSection
 from cidrx.kube.model import PodState
 from cidrx.model.plan import Plan, Step, seal_plan
 from cidrx.model.snapshot import Snapshot
-from cidrx.registry import Action
+
+if TYPE_CHECKING:
+    from cidrx.model.options import PlanOptions
 
 STRATEGY = "whereabouts-reclaim"
-# Each step action, declared once: the builders attach its name and permissions to their Steps, `cidrx
-# permissions` prints them without making a plan (cidrx.permissions), apply runs its executor (steps.py).
-# Each step narrows the first grant to the namespace of the object it writes.
-# Apply lists the pods (every unfinished pod reporting the address makes it live) and, before deleting a
-# reservation, the pools (an allocation of its address that is not stale keeps it).
-RELEASE = Action(
-    "whereabouts.release-allocations",
-    ("kubernetes: ippools.whereabouts.cni.cncf.io get,patch", "kubernetes: pods get,list"),
-    "cidrx.ipam.whereabouts.steps:ReleaseAllocations",
-)
-DELETE_RESERVATION = Action(
-    "whereabouts.delete-reservation",
-    (
-        "kubernetes: overlappingrangeipreservations.whereabouts.cni.cncf.io get,delete",
-        "kubernetes: pods get,list",
-        "kubernetes: ippools.whereabouts.cni.cncf.io list",
-    ),
-    "cidrx.ipam.whereabouts.steps:DeleteReservation",
-)
-ACTIONS = (RELEASE, DELETE_RESERVATION)
+ACTIONS = (RELEASE, DELETE_RESERVATION)  # the step actions its plans use, in plan order
 
 
 def _section(snapshot: Snapshot) -> WhereaboutsSection:
@@ -78,8 +64,9 @@ def reclaimable_reservations(
     return [v for v in judge_reservations(section, pods, stale, live) if v.why is not None]
 
 
-def make_reclaim_plan(snapshot: Snapshot, created_at: str) -> Plan:
-    """One release step per pool with stale allocations, then one delete step per reclaimable reservation."""
+def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
+    """One release step per pool with stale allocations, then one delete step per reclaimable reservation
+    (`opts` is not read: a reclaim plan has no options)."""
     if not snapshot.kube.available:
         raise InvalidInput(f"reclaim needs the Kubernetes API, which was not reachable: {snapshot.kube.reason}")
     section = _section(snapshot)

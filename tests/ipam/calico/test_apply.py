@@ -18,8 +18,9 @@ from cidrx.engine.journal import Journal
 from cidrx.engine.waiting import Waiter
 from cidrx.errors import ApplyInterrupted, StalePlan
 from cidrx.ipam.calico.collect import GROUP, VERSION, collect_calico
-from cidrx.ipam.calico.plan import make_pool_plan, make_reclaim_plan
-from cidrx.ipam.calico.steps import EXECUTORS
+from cidrx.ipam.calico.ipam import IPAM
+from cidrx.ipam.calico.strategies import pool as pool_strategy
+from cidrx.ipam.calico.strategies import reclaim
 from cidrx.kube.api import KubeApi
 from cidrx.model.plan import DIGEST_TAG, Plan, Step, seal
 from cidrx.model.snapshot import Snapshot
@@ -47,7 +48,7 @@ def apply(plan: Plan, api: KubeApi, tmp_path: Path) -> ApplyResult:
     ctx = StepContext(
         plan=plan, apis=SimpleNamespace(kube=api), waiter=Waiter(sleep=lambda _: None), progress=NullProgress()
     )
-    return run_plan(plan, EXECUTORS, ctx, Journal.open(tmp_path / "plan.json", plan))
+    return run_plan(plan, IPAM.executors(), ctx, Journal.open(tmp_path / "plan.json", plan))
 
 
 def block(server: FakeKubeServer, name: str) -> dict[str, Any] | None:
@@ -90,7 +91,7 @@ def test_collect_is_list_calls_only(api: KubeApi, kube_server: FakeKubeServer) -
 
 
 def test_reclaim_releases_leaks_keeping_invariants(api: KubeApi, kube_server: FakeKubeServer, tmp_path: Path) -> None:
-    plan = make_reclaim_plan(snapshot_from(api), CREATED)
+    plan = reclaim.make_plan(snapshot_from(api), PlanOptions(), CREATED)
     result = apply(plan, api, tmp_path)
     assert [s.status for s in result.steps] == ["done", "done", "done"]
     assert result.outputs("release-ips-10-0-0-0-26")["released"] == ["10.0.0.44"]
@@ -126,7 +127,7 @@ def test_reclaim_releases_leaks_keeping_invariants(api: KubeApi, kube_server: Fa
 
 
 def test_second_apply_changes_nothing(api: KubeApi, kube_server: FakeKubeServer, tmp_path: Path) -> None:
-    plan = make_reclaim_plan(snapshot_from(api), CREATED)
+    plan = reclaim.make_plan(snapshot_from(api), PlanOptions(), CREATED)
     apply(plan, api, tmp_path)
     kube_server.reset_log()
     again = apply(plan, api, tmp_path)
@@ -137,7 +138,7 @@ def test_second_apply_changes_nothing(api: KubeApi, kube_server: FakeKubeServer,
 def test_stale_resource_version_is_reread_and_redecided(
     api: KubeApi, kube_server: FakeKubeServer, tmp_path: Path
 ) -> None:
-    plan = make_reclaim_plan(snapshot_from(api), CREATED)
+    plan = reclaim.make_plan(snapshot_from(api), PlanOptions(), CREATED)
     raced: list[str] = []
 
     def calico_allocates(rec: RequestRecord) -> None:
@@ -162,7 +163,7 @@ def test_stale_resource_version_is_reread_and_redecided(
 
 
 def test_pod_live_again_is_never_released(api: KubeApi, kube_server: FakeKubeServer, tmp_path: Path) -> None:
-    plan = make_reclaim_plan(snapshot_from(api), CREATED)
+    plan = reclaim.make_plan(snapshot_from(api), PlanOptions(), CREATED)
     kube_server.put(cases.pod("default", "web-gone", "node-1", None, phase="Pending"))  # back, being set up
     result = apply(plan, api, tmp_path)
     step = result.outputs("release-ips-10-0-0-0-26")
@@ -173,7 +174,7 @@ def test_pod_live_again_is_never_released(api: KubeApi, kube_server: FakeKubeSer
 
 
 def test_block_that_got_an_address_is_kept(api: KubeApi, kube_server: FakeKubeServer, tmp_path: Path) -> None:
-    plan = make_reclaim_plan(snapshot_from(api), CREATED)
+    plan = reclaim.make_plan(snapshot_from(api), PlanOptions(), CREATED)
     kube_server.put(cases.ipamblock("10.0.0.192/26", "node-2", {0: cases.pod_attr("shop", "new", "node-2")}))
     result = apply(plan, api, tmp_path)
     assert result.outputs("release-empty-block-10-0-0-192-26")["kept"] == "block now holds 1 address(es)"
@@ -193,7 +194,7 @@ def test_tunnel_address_is_never_released(api: KubeApi, kube_server: FakeKubeSer
 
 
 def test_pool_created_once_with_plan_label(api: KubeApi, kube_server: FakeKubeServer, tmp_path: Path) -> None:
-    plan = make_pool_plan(snapshot_from(api), PlanOptions(), CREATED)
+    plan = pool_strategy.make_plan(snapshot_from(api), PlanOptions(), CREATED)
     assert [s.status for s in apply(plan, api, tmp_path).steps] == ["done"]
     pool = kube_server.get(GROUP, VERSION, "ippools", "cidrx-10-0-2-0-23")
     assert pool is not None
@@ -214,14 +215,14 @@ def test_pool_created_once_with_plan_label(api: KubeApi, kube_server: FakeKubeSe
 
 
 def test_pool_name_taken_by_someone_else_is_stale(api: KubeApi, kube_server: FakeKubeServer, tmp_path: Path) -> None:
-    plan = make_pool_plan(snapshot_from(api), PlanOptions(), CREATED)
+    plan = pool_strategy.make_plan(snapshot_from(api), PlanOptions(), CREATED)
     kube_server.put(cases.ippool("cidrx-10-0-2-0-23", "10.0.2.0/23"))
     with pytest.raises(StalePlan):
         apply(plan, api, tmp_path)
 
 
 def test_a_block_that_never_settles_stops_resumably(api: KubeApi, kube_server: FakeKubeServer, tmp_path: Path) -> None:
-    plan = make_reclaim_plan(snapshot_from(api), CREATED)
+    plan = reclaim.make_plan(snapshot_from(api), PlanOptions(), CREATED)
     kube_server.inject(409, method="PUT", path_contains=BLOCK_A, times=None, reason="Conflict")
     with pytest.raises(ApplyInterrupted, match="kept changing"):
         apply(plan, api, tmp_path)

@@ -38,9 +38,9 @@ from cidrx.engine.executor import Executor, Outputs, StepContext
 from cidrx.engine.journal import Journal, journal_path
 from cidrx.engine.waiting import Waiter
 from cidrx.ipam import dispatch as ipam
-from cidrx.ipam.calico.plan import make_pool_plan
-from cidrx.ipam.calico.plan import make_reclaim_plan as calico_reclaim_plan
-from cidrx.ipam.whereabouts.plan import make_reclaim_plan as whereabouts_reclaim_plan
+from cidrx.ipam.calico.strategies import pool as calico_pool
+from cidrx.ipam.calico.strategies import reclaim as calico_reclaim
+from cidrx.ipam.whereabouts.strategies import reclaim as whereabouts_reclaim
 from cidrx.kube.api import KubeApi, KubeApis
 from cidrx.model.plan import Plan, Step, load_plan, save_plan
 from cidrx.render.progress import NullProgress
@@ -86,7 +86,7 @@ KINDS = {
             wc.crashed_node_objects,
             ("reclaim", "--ipam", "whereabouts", "--plan"),
             ((WHEREABOUTS, "IPPool"), (WHEREABOUTS, "OverlappingRangeIPReservation")),
-            _ids(whereabouts_reclaim_plan(wc.example_snapshot(), CREATED)),
+            _ids(whereabouts_reclaim.make_plan(wc.example_snapshot(), PlanOptions(), CREATED)),
             writes=7,  # one guarded pool patch, six reservation deletes
         ),
         Kind(
@@ -94,7 +94,7 @@ KINDS = {
             lambda: calico_cases.incident().objects(),
             ("reclaim", "--ipam", "calico", "--plan"),
             _CALICO_STATE,
-            _ids(calico_reclaim_plan(calico_cases.incident().snapshot(), CREATED)),
+            _ids(calico_reclaim.make_plan(calico_cases.incident().snapshot(), PlanOptions(), CREATED)),
             # two block rewrites + two handle deletes (mark deleted, delete) + an empty block's release
             # (affinity pendingDeletion, block marked deleted, block delete, affinity delete)
             writes=10,
@@ -104,7 +104,7 @@ KINDS = {
             lambda: calico_cases.incident().objects(),
             ("expand", "--plan", "--strategy", "calico-pool"),
             _CALICO_STATE,
-            _ids(make_pool_plan(calico_cases.incident().snapshot(), PlanOptions(), CREATED)),
+            _ids(calico_pool.make_plan(calico_cases.incident().snapshot(), PlanOptions(), CREATED)),
             writes=1,
         ),
     )

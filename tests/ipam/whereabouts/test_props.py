@@ -22,13 +22,16 @@ from cidrx.engine.executor import StepContext
 from cidrx.engine.journal import Journal
 from cidrx.engine.waiting import Waiter
 from cidrx.ipam.liveness import AddressHolders, canonical_ip
+from cidrx.ipam.whereabouts.actions.delete_reservation import DELETE_RESERVATION
+from cidrx.ipam.whereabouts.actions.release_allocations import RELEASE
 from cidrx.ipam.whereabouts.collect import collect_whereabouts
+from cidrx.ipam.whereabouts.ipam import IPAM
 from cidrx.ipam.whereabouts.model import name_addresses, pool_name
-from cidrx.ipam.whereabouts.plan import DELETE_RESERVATION, RELEASE, check_drift, make_reclaim_plan
-from cidrx.ipam.whereabouts.steps import EXECUTORS
+from cidrx.ipam.whereabouts.strategies.reclaim import check_drift, make_plan
 from cidrx.kube.api import KubeApi, KubeApis
 from cidrx.kube.collect import pod_state_from
 from cidrx.kube.model import KubeSection
+from cidrx.model.options import PlanOptions
 from cidrx.model.plan import Plan, save_plan
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.render.progress import NullProgress
@@ -88,7 +91,7 @@ def planned_addresses(plan: Plan) -> set[str]:
 @settings(max_examples=60, derandomize=True, deadline=None)
 @given(states())
 def test_no_plan_contains_a_live_address(objects: list[JSON]) -> None:
-    plan = make_reclaim_plan(wc.snapshot_of(objects), NOW)
+    plan = make_plan(wc.snapshot_of(objects), PlanOptions(), NOW)
     assert not planned_addresses(plan) & live_addresses(objects)
 
 
@@ -122,16 +125,15 @@ def test_applying_a_plan_never_frees_a_live_address(objects: list[JSON]) -> None
         server.put_many(objects)
         config = server.kubeconfig(Path(tmp) / "kubeconfig.yaml")
         with KubeApi(str(config), None) as api:
-            plan = make_reclaim_plan(_snapshot(api), NOW)
+            plan = make_plan(_snapshot(api), PlanOptions(), NOW)
             path = Path(tmp) / "plan.json"
             save_plan(plan, path)
             allocated, reserved = _holdings(server)
             ctx = StepContext(
                 plan=plan, apis=KubeApis(kube=api), waiter=Waiter(sleep=lambda s: None), progress=NullProgress()
             )
-            run_plan(
-                plan, EXECUTORS, ctx, Journal.open(path, plan), preflight=lambda: check_drift(plan, _snapshot(api))
-            )
+            journal = Journal.open(path, plan)
+            run_plan(plan, IPAM.executors(), ctx, journal, preflight=lambda: check_drift(plan, _snapshot(api)))
             after_allocated, after_reserved = _holdings(server)
         assert not server.errors
     freed = {canonical_ip(ip) for _, ip in allocated - after_allocated}

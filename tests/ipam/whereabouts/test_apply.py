@@ -15,13 +15,15 @@ from cidrx.engine.executor import StepContext
 from cidrx.engine.journal import Journal
 from cidrx.engine.waiting import Waiter
 from cidrx.errors import StalePlan
+from cidrx.ipam.whereabouts.actions.release_allocations import RELEASE
 from cidrx.ipam.whereabouts.analyze import analyze_whereabouts
 from cidrx.ipam.whereabouts.collect import collect_whereabouts
+from cidrx.ipam.whereabouts.ipam import IPAM
 from cidrx.ipam.whereabouts.model import GROUP, POOLS, RESERVATIONS, VERSION
-from cidrx.ipam.whereabouts.plan import RELEASE, check_drift, make_reclaim_plan
-from cidrx.ipam.whereabouts.steps import EXECUTORS
+from cidrx.ipam.whereabouts.strategies.reclaim import check_drift, make_plan
 from cidrx.kube.api import KubeApi, KubeApis
 from cidrx.kube.model import KubeSection
+from cidrx.model.options import PlanOptions
 from cidrx.model.plan import Plan, load_plan, save_plan
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.render.progress import NullProgress
@@ -54,14 +56,15 @@ def snapshot(api: KubeApi) -> Snapshot:
 
 def plan_file(api: KubeApi, tmp_path: Path) -> Path:
     path = tmp_path / "reclaim.json"
-    save_plan(make_reclaim_plan(snapshot(api), NOW), path)
+    save_plan(make_plan(snapshot(api), PlanOptions(), NOW), path)
     return path
 
 
 def apply(api: KubeApi, path: Path) -> ApplyResult:
     plan: Plan = load_plan(path)
     ctx = StepContext(plan=plan, apis=KubeApis(kube=api), waiter=Waiter(sleep=lambda s: None), progress=NullProgress())
-    return run_plan(plan, EXECUTORS, ctx, Journal.open(path, plan), preflight=lambda: check_drift(plan, snapshot(api)))
+    executors = IPAM.executors()
+    return run_plan(plan, executors, ctx, Journal.open(path, plan), preflight=lambda: check_drift(plan, snapshot(api)))
 
 
 def allocations(server: FakeKubeServer) -> dict[str, dict[str, Any]]:

@@ -20,10 +20,11 @@ from cidrx.engine.journal import Journal
 from cidrx.engine.waiting import Waiter
 from cidrx.ipam.calico.analyze import leak_reason
 from cidrx.ipam.calico.collect import collect_calico
-from cidrx.ipam.calico.plan import make_reclaim_plan
-from cidrx.ipam.calico.steps import EXECUTORS
+from cidrx.ipam.calico.ipam import IPAM
+from cidrx.ipam.calico.strategies import reclaim
 from cidrx.ipam.liveness import AddressHolders
 from cidrx.kube.api import KubeApi
+from cidrx.model.options import PlanOptions
 from cidrx.render.progress import NullProgress
 from tests.support import calico_cases as cases
 from tests.support.fakes.kube_server import FakeKubeServer
@@ -70,7 +71,7 @@ def test_no_plan_releases_a_live_address(state: tuple[dict[int, Any], dict[str, 
     allocs, pod_spec = state
     w = world(allocs, pod_spec)
     snap = w.snapshot()
-    plan = make_reclaim_plan(snap, "2024-05-01T10:05:00Z")
+    plan = reclaim.make_plan(snap, PlanOptions(), "2024-05-01T10:05:00Z")
     pods = {p.key: p for p in snap.kube.ipam_pods if p.phase not in ("Succeeded", "Failed")}
     holders = AddressHolders.of(pods.values())
     block = snap.kube.calico.blocks[0]  # type: ignore[union-attr]
@@ -87,11 +88,11 @@ def test_no_plan_releases_a_live_address(state: tuple[dict[int, Any], dict[str, 
         kubeconfig = server.kubeconfig(tmp / "kubeconfig.yaml")
         with KubeApi.connect(str(kubeconfig), None) as api:
             live = dataclasses.replace(snap, kube=dataclasses.replace(snap.kube, calico=collect_calico(api)))
-            plan = make_reclaim_plan(live, "2024-05-01T10:05:00Z")
+            plan = reclaim.make_plan(live, PlanOptions(), "2024-05-01T10:05:00Z")
             ctx = StepContext(
                 plan=plan, apis=SimpleNamespace(kube=api), waiter=Waiter(sleep=lambda _: None), progress=NullProgress()
             )
-            run_plan(plan, EXECUTORS, ctx, Journal.open(tmp / "plan.json", plan))
+            run_plan(plan, IPAM.executors(), ctx, Journal.open(tmp / "plan.json", plan))
         after = server.get("crd.projectcalico.org", "v1", "ipamblocks", cases.block_name(CIDR))
         assert after is not None
         spec = after["spec"]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from cidrx.dispatch import PlanOptions
-from cidrx.ipam.calico.plan import make_pool_plan
+from cidrx.ipam.calico.strategies import pool as pool_strategy
 from cidrx.model.plan import load_plan
 from cidrx.model.snapshot import load_snapshot
 from tests.support import calico_cases as cases
@@ -20,7 +20,7 @@ from tests.support.cli import run
 from tests.support.fakes.kube_server import FakeKubeServer, is_lock
 
 V3 = "projectcalico.org/v3"
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "calico-kubevirt.snapshot.json"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "calico-kubevirt.snapshot.json"
 VM_IP = "10.0.0.46"  # the VM's address (ordinal 46 of node-1's first block)
 
 
@@ -104,7 +104,7 @@ def test_new_pool_never_copies_a_load_balancer_pool() -> None:
     w = kubevirt_world()
     w.pools = [w.pools[1], cases.ippool("default-ipv4-ippool", "10.0.0.0/24", ipipMode="Never", vxlanMode="Always")]
     w.pools[0]["spec"]["ipipMode"] = "Always"
-    plan = make_pool_plan(w.snapshot(), PlanOptions(), "2024-05-01T10:05:00Z")
+    plan = pool_strategy.make_plan(w.snapshot(), PlanOptions(), "2024-05-01T10:05:00Z")
     params = plan.steps[0].params
     assert (params["ipip_mode"], params["vxlan_mode"]) == ("Never", "Always")  # the workload pool's
 

@@ -1,0 +1,1 @@
+"""Calico's plan kinds, one module per strategy (`make_plan`, `check_drift`, `ACTIONS`)."""
