@@ -332,7 +332,8 @@ def holding_lock(
     unreachable. A plan that changes the cluster (or an in-cluster plan) needs it: unreachable exits 6."""
     from cidrx.engine.lock import LEASE_NAMESPACE, lease_name, plan_lock
     from cidrx.engine.waiting import Waiter
-    from cidrx.kube.api import KubeApi, KubeUnavailable
+    from cidrx.kube.api import KubeApi
+    from cidrx.kube.errors import KubeUnavailable
     from cidrx.kube.leases import KubeLeases
 
     needs_cluster = bool(cluster_steps(plan))
@@ -453,7 +454,8 @@ def rollback(
 
 def _kube_or_none(opts: Access) -> KubeApi | None:
     """A client for the cluster, or None when no kubeconfig leads to one (the undos that need it say so)."""
-    from cidrx.kube.api import KubeApi, KubeUnavailable
+    from cidrx.kube.api import KubeApi
+    from cidrx.kube.errors import KubeUnavailable
 
     try:
         return KubeApi(opts.kubeconfig, opts.context)

@@ -537,9 +537,9 @@ def test_dual_stack_whereabouts_pools_are_diagnosed(tmp_path: Path) -> None:
 def test_collected_records_keep_to_what_loading_checks() -> None:
     """`cidrx snapshot` must never write what `diagnose --snapshot` refuses: node addresses and the Multus
     network-status annotation are free text to the API server, so the collector keeps only addresses."""
-    from cidrx.kube.api import NETWORK_STATUS
     from cidrx.kube.collect import node_from, pod_state_from
     from cidrx.kube.model import KubeSection
+    from cidrx.kube.records import NETWORK_STATUS
     from cidrx.model.validation import check_values
 
     node = node_from(

@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from cidrx.errors import EXIT_ACCESS, EXIT_RETRY_LATER, AccessDenied, RetriesExhausted
-from cidrx.kube.api import AlreadyExists, Conflict, KubeApi, KubeUnavailable, PatchTestFailed
+from cidrx.kube.api import KubeApi
+from cidrx.kube.errors import AlreadyExists, Conflict, KubeUnavailable, PatchTestFailed
 from tests.support.fakes.kube_server import FakeKubeServer
 
 ENI = ("crd.k8s.amazonaws.com", "v1alpha1", "eniconfigs")
@@ -235,7 +236,7 @@ def test_delete_custom_with_precondition(api: KubeApi, kube_server: FakeKubeServ
 
 
 def test_server_errors_map_to_cidrx_errors(api: KubeApi, kube_server: FakeKubeServer) -> None:
-    from cidrx.engine import retry
+    from cidrx.transport import retry
 
     kube_server.inject(503, method="GET", path_contains="/nodes", message="etcdserver: request timed out", times=None)
     with pytest.raises(RetriesExhausted) as failed:

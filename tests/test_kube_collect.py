@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from cidrx.errors import EXIT_ACCESS, AccessDenied
-from cidrx.kube.api import KubeApi, KubeUnavailable
+from cidrx.kube.api import KubeApi
 from cidrx.kube.collect import (
     EVENT_REASONS,
     collect_kube,
@@ -23,6 +23,7 @@ from cidrx.kube.collect import (
     waiting_pod_from,
     workload_env_from,
 )
+from cidrx.kube.errors import KubeUnavailable
 from cidrx.kube.model import EniConfig, KubeNode, KubePod
 from cidrx.model.codec import canonical_json
 from tests.support.eks_cluster import SANDBOX_MESSAGE

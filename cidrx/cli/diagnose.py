@@ -170,7 +170,8 @@ def fleet_jobs(opts: TargetOptions, all_contexts: bool) -> tuple[list[Job], list
     least exit code the fleet can have (an incomplete listing is an access problem in itself)."""
     from cidrx import fleet, registry
     from cidrx.errors import ExitStatus
-    from cidrx.kube.api import KubeUnavailable, list_contexts
+    from cidrx.kube.errors import KubeUnavailable
+    from cidrx.kube.kubeconfig import list_contexts
 
     if _in_cluster(opts.provider):
         names = list(opts.contexts) if not all_contexts else list_contexts(opts.kubeconfig)

@@ -257,7 +257,7 @@ def _delete_marked(api: KubeApi, params: Mapping[str, Any], plural: str, obj: JS
 
 def _settle_handle(api: KubeApi, params: Mapping[str, Any], name: str, handle_id: str, cidr: str, actual: int) -> None:
     """Set the handle's count for `cidr` to `actual` (dropping it at zero, deleting an empty handle)."""
-    from cidrx.kube.api import Conflict
+    from cidrx.kube.errors import Conflict
 
     for _ in range(CONFLICT_RETRIES):
         handle = _get(api, params, "ipamhandles", name)
@@ -295,7 +295,7 @@ class ReleaseIps:
         return {"block": params["block"], "released": [], "kept": decision.kept}
 
     def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
-        from cidrx.kube.api import Conflict
+        from cidrx.kube.errors import Conflict
 
         api = _kube(ctx, step)
         for _ in range(CONFLICT_RETRIES):
@@ -402,7 +402,7 @@ class ReleaseEmptyBlock:
         return {"block": params["block"], "released": False, "kept": why} if why else None
 
     def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
-        from cidrx.kube.api import Conflict
+        from cidrx.kube.errors import Conflict
 
         api = _kube(ctx, step)
         for _ in range(CONFLICT_RETRIES):
@@ -449,7 +449,7 @@ class ReleaseEmptyBlock:
 
     @staticmethod
     def _restore(api: KubeApi, params: dict[str, Any], affinity: JSON) -> None:
-        from cidrx.kube.api import Conflict
+        from cidrx.kube.errors import Conflict
 
         restored = copy.deepcopy(affinity)
         restored["spec"]["state"] = "confirmed"
@@ -491,7 +491,7 @@ class CreateIpPool:
         return {"name": params["name"], "cidr": _spec(pool).get("cidr")}
 
     def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
-        from cidrx.kube.api import AlreadyExists
+        from cidrx.kube.errors import AlreadyExists
 
         api = _kube(ctx, step)
         try:

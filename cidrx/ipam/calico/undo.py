@@ -52,7 +52,7 @@ class UndoIpPool:
         return f"disable, then delete IPPool {params['name']} {params['cidr']}"
 
     def act(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> Outputs:
-        from cidrx.kube.api import Conflict
+        from cidrx.kube.errors import Conflict
 
         api = _kube(ctx, step)
         for _ in range(CONFLICT_RETRIES):

@@ -125,7 +125,7 @@ class ReleaseAllocations:
         return {"released": [], "kept": out["kept"], "already_released": out["already_released"]}
 
     def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
-        from cidrx.kube.api import Conflict, NotFound
+        from cidrx.kube.errors import Conflict, NotFound
 
         kube = _kube(ctx, step)
         for _ in range(ATTEMPTS):
@@ -199,7 +199,7 @@ class DeleteReservation:
         return None if rv is not None else {"deleted": False, "why": why}
 
     def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
-        from cidrx.kube.api import Conflict
+        from cidrx.kube.errors import Conflict
 
         kube = _kube(ctx, step)
         for _ in range(ATTEMPTS):

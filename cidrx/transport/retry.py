@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
-from cidrx.engine import activity
 from cidrx.errors import AccessDenied, CidrxError, InvalidInput, RetriesExhausted
+from cidrx.transport import activity
 
 T = TypeVar("T")
 

@@ -1,6 +1,6 @@
 """What cidrx is reading from the cloud or the cluster right now, and the retry in progress, for people.
 
-A collection can take many seconds and a retried request many more (cidrx.engine.retry backs off for up
+A collection can take many seconds and a retried request many more (cidrx.transport.retry backs off for up
 to a minute); silence then looks like a hang. The api.py choke points say what each request reads
 (`reading`), the retry policy says when it waits to try again (`retrying`), and whoever listens (a
 spinner on a terminal, log lines with -v; see cidrx.render.progress) shows it on stderr. Nobody listening

@@ -1,4 +1,4 @@
-"""The retry policy (cidrx/engine/retry.py) and the three classifiers that feed it, on real SDK exceptions:
+"""The retry policy (cidrx/transport/retry.py) and the three classifiers that feed it, on real SDK exceptions:
 bounded attempts, full-jitter backoff, the total budget, Retry-After (seconds and HTTP date), the env knobs,
 and which failures each provider retries for reads and for writes. Sleeps and clocks are replaced."""
 
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from cidrx.engine import retry
-from cidrx.engine.retry import Retryable, RetryPolicy, call_with_retry, gave_up_note, parse_retry_after
 from cidrx.errors import InvalidInput
+from cidrx.transport import retry
+from cidrx.transport.retry import Retryable, RetryPolicy, call_with_retry, gave_up_note, parse_retry_after
 from tests.support.engine import FakeClock
 
 
