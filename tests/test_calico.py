@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from cidrx.dispatch import PlanOptions
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.ipam.calico.analyze import analyze_calico
 from cidrx.ipam.calico.collect import pod_refs
 from cidrx.ipam.calico.plan import check_drift, make_pool_plan, make_reclaim_plan
 from cidrx.model.findings import Severity
+from cidrx.model.options import PlanOptions
 from cidrx.model.plan import DIGEST_TAG, load_plan, save_plan
 from cidrx.model.snapshot import load_snapshot, seal
 from tests.support import calico_cases as cases

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from cidrx.dispatch import PlanOptions
 from cidrx.engine.apply import ApplyResult, run_plan
 from cidrx.engine.executor import StepContext
 from cidrx.engine.journal import Journal
@@ -21,6 +20,7 @@ from cidrx.ipam.calico.collect import GROUP, VERSION, collect_calico
 from cidrx.ipam.calico.plan import make_pool_plan, make_reclaim_plan
 from cidrx.ipam.calico.steps import EXECUTORS
 from cidrx.kube.api import KubeApi
+from cidrx.model.options import PlanOptions
 from cidrx.model.plan import DIGEST_TAG, Plan, Step, seal
 from cidrx.model.snapshot import Snapshot
 from cidrx.render.progress import NullProgress

@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from cidrx.dispatch import analyze
-from cidrx.exporter import Outcome, State
+from cidrx.app.diagnose import analyze
+from cidrx.app.exporter import Outcome, State
 from cidrx.model.snapshot import load_snapshot
 
 ROOT = Path(__file__).resolve().parent.parent

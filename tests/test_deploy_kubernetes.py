@@ -17,8 +17,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from cidrx.app.exporter import parse_interval, parse_listen
 from cidrx.cli import cli
-from cidrx.exporter import parse_interval, parse_listen
 
 ROOT = Path(__file__).resolve().parent.parent
 K8S = ROOT / "deploy" / "kubernetes"

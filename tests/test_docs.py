@@ -15,7 +15,7 @@ import click
 import pytest
 import yaml
 
-from cidrx import dispatch
+from cidrx.app import diagnose as app_diagnose
 from cidrx.cli import cli
 from cidrx.errors import ExitStatus
 from cidrx.model.findings import KUBE_UNREACHABLE, Diagnosis, FindingKind, Severity, kube_unreachable
@@ -84,7 +84,7 @@ def test_help_paragraphs_marked_no_rewrap_become_code_blocks() -> None:
 
 
 def _diagnose(path: Path) -> Diagnosis:
-    return dispatch.analyze(load_snapshot(path))
+    return app_diagnose.analyze(load_snapshot(path))
 
 
 def _declared() -> dict[str, FindingKind]:

@@ -241,7 +241,7 @@ def test_an_address_in_use_is_exit_2(tmp_path: Path) -> None:
 
 
 def test_next_wait_is_the_jittered_interval_and_zero_after_an_overrun() -> None:
-    from cidrx.exporter import JITTER, next_wait
+    from cidrx.app.exporter import JITTER, next_wait
 
     assert next_wait(10.0, started=100.0, now=101.0, rng=lambda: 0.5) == 9.0
     assert next_wait(10.0, started=100.0, now=100.0, rng=lambda: 0.0) == pytest.approx(10.0 * (1 - JITTER))
@@ -250,8 +250,8 @@ def test_next_wait_is_the_jittered_interval_and_zero_after_an_overrun() -> None:
 
 
 def test_state_keeps_last_good_per_cluster_and_drops_clusters_no_longer_listed() -> None:
-    from cidrx.dispatch import analyze
-    from cidrx.exporter import Outcome, State
+    from cidrx.app.diagnose import analyze
+    from cidrx.app.exporter import Outcome, State
     from cidrx.model.snapshot import load_snapshot
 
     eks = analyze(load_snapshot(EXAMPLES / "eks-demo-ip.snapshot.json"))

@@ -26,9 +26,10 @@ import pytest
 import yaml
 from click.testing import Result
 
-from cidrx import fleet
+from cidrx.app import fleet
 from cidrx.cli.diagnose import DEFAULT_PARALLEL, MAX_PARALLEL
 from cidrx.errors import EXIT_ACCESS, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, AccessDenied
+from cidrx.model import fleet as fleet_model
 from cidrx.model.findings import Diagnosis, make_diagnosis
 from cidrx.model.target import Target
 from cidrx.providers.eks.fleet import eks_context
@@ -114,16 +115,16 @@ def servers() -> Iterator[Callable[..., FakeKubeServer]]:
 
 
 def test_worst_exit_ranks_unreadable_above_findings_and_bugs_above_all() -> None:
-    assert fleet.worst_exit([]) == EXIT_OK
-    assert fleet.worst_exit([EXIT_OK, EXIT_FINDINGS, EXIT_OK]) == EXIT_FINDINGS
-    assert fleet.worst_exit([EXIT_FINDINGS, EXIT_ACCESS]) == EXIT_ACCESS
-    assert fleet.worst_exit([EXIT_ACCESS, EXIT_USAGE, EXIT_FINDINGS]) == EXIT_ACCESS
-    assert fleet.worst_exit([EXIT_ACCESS, EXIT_INTERNAL]) == EXIT_INTERNAL
+    assert fleet_model.worst_exit([]) == EXIT_OK
+    assert fleet_model.worst_exit([EXIT_OK, EXIT_FINDINGS, EXIT_OK]) == EXIT_FINDINGS
+    assert fleet_model.worst_exit([EXIT_FINDINGS, EXIT_ACCESS]) == EXIT_ACCESS
+    assert fleet_model.worst_exit([EXIT_ACCESS, EXIT_USAGE, EXIT_FINDINGS]) == EXIT_ACCESS
+    assert fleet_model.worst_exit([EXIT_ACCESS, EXIT_INTERNAL]) == EXIT_INTERNAL
     # 4 and 5 are not "internal": the answer does not depend on the order.
-    assert fleet.worst_exit([5, EXIT_INTERNAL]) == fleet.worst_exit([EXIT_INTERNAL, 5]) == EXIT_INTERNAL
-    assert fleet.worst_exit([4, 5]) == fleet.worst_exit([5, 4]) == 5
-    assert fleet.worst_exit([EXIT_FINDINGS, 4]) == 4
-    assert fleet.worst_exit([EXIT_INTERNAL, 130]) == 130  # unknown: surfaced, not hidden
+    assert fleet_model.worst_exit([5, EXIT_INTERNAL]) == fleet_model.worst_exit([EXIT_INTERNAL, 5]) == EXIT_INTERNAL
+    assert fleet_model.worst_exit([4, 5]) == fleet_model.worst_exit([5, 4]) == 5
+    assert fleet_model.worst_exit([EXIT_FINDINGS, 4]) == 4
+    assert fleet_model.worst_exit([EXIT_INTERNAL, 130]) == 130  # unknown: surfaced, not hidden
 
 
 EKS = Target("eks", "demo", region="ap-southeast-2")
@@ -180,7 +181,7 @@ def test_the_account_is_asked_once_and_only_when_a_context_is_an_arn() -> None:
         (None, f"cloud side only: no kubeconfig context named arn:aws:eks:ap-southeast-2:{ACCOUNT}:cluster/other"),
     ]
     skipped = fleet.cloud_jobs(targets, [ARN], no_kube=True, account=account)
-    assert {(j.kube_context, j.kube_skipped) for j in skipped} == {(None, fleet.NO_KUBE_REASON)}
+    assert {(j.kube_context, j.kube_skipped) for j in skipped} == {(None, fleet_model.NO_KUBE_REASON)}
     assert asked == [1]
 
 
@@ -189,10 +190,10 @@ def _diagnosis(target: Target) -> Diagnosis:
 
 
 def test_diagnose_fleet_keeps_order_turns_failures_into_members_and_reports_in_the_calling_thread() -> None:
-    jobs = [fleet.Job(Target("k8s", n, context=n), n) for n in ("a", "denied", "bug", "b")]
+    jobs = [fleet_model.Job(Target("k8s", n, context=n), n) for n in ("a", "denied", "bug", "b")]
     seen: list[tuple[str, str]] = []
 
-    def diagnose(job: fleet.Job) -> Diagnosis:
+    def diagnose(job: fleet_model.Job) -> Diagnosis:
         if job.target.cluster == "denied":
             raise AccessDenied("forbidden: cannot list nodes", hint="grant list on nodes")
         if job.target.cluster == "bug":
@@ -219,19 +220,19 @@ def test_diagnose_fleet_keeps_order_turns_failures_into_members_and_reports_in_t
     assert bug.exit_code == EXIT_INTERNAL and bug.error == "internal error: KeyError: 'oops'"
     assert b.exit_code == EXIT_FINDINGS
     assert result.exit_code == EXIT_INTERNAL
-    assert result.counts == fleet.FleetCounts(clusters=4, unreadable=2, critical=0, warning=0, info=0)
+    assert result.counts == fleet_model.FleetCounts(clusters=4, unreadable=2, critical=0, warning=0, info=0)
 
 
 def test_diagnose_fleet_never_runs_more_than_parallel_at_once() -> None:
     """Each job holds until the test releases it; with parallel=2 the third job starts only after one of
     the first two was let go, whatever the pool would otherwise do."""
-    jobs = [fleet.Job(Target("k8s", str(i), context=str(i)), str(i)) for i in range(5)]
+    jobs = [fleet_model.Job(Target("k8s", str(i), context=str(i)), str(i)) for i in range(5)]
     cond = threading.Condition()
     running: set[str] = set()
     released: set[str] = set()
     most = 0
 
-    def diagnose(job: fleet.Job) -> Diagnosis:
+    def diagnose(job: fleet_model.Job) -> Diagnosis:
         nonlocal most
         name = job.target.cluster
         with cond:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from cidrx import dispatch
+from cidrx.app import diagnose as app_diagnose
 from cidrx.cli import cli
 from cidrx.model.netmap import NetworkMap
 from cidrx.model.plan import load_plan
@@ -64,7 +64,7 @@ def make_page(name: str, args: list[str], where: Path) -> tuple[Path, list[Netwo
     page.write_text(result.stdout)
     snap = load_snapshot(args[args.index("--snapshot") + 1])
     plan = load_plan(plan_path) if extra else None
-    return page, with_plan(dispatch.address_maps(snap), plan)
+    return page, with_plan(app_diagnose.address_maps(snap), plan)
 
 
 class _Tags(HTMLParser):
@@ -120,8 +120,8 @@ def test_diagnose_html_page_is_the_renderer_output() -> None:
     path = str(EXAMPLES / "eks-demo-ip.snapshot.json")
     snap = load_snapshot(path)
     # What diagnose adds for a saved snapshot: its age, and fix commands that plan from the same file.
-    d = offline_fixes(dataclasses.replace(dispatch.analyze(snap), taken_at=snap.taken_at), path)
-    expected = render_html(d, dispatch.address_maps(snap))
+    d = offline_fixes(dataclasses.replace(app_diagnose.analyze(snap), taken_at=snap.taken_at), path)
+    expected = render_html(d, app_diagnose.address_maps(snap))
     result = CliRunner().invoke(
         cli, ["diagnose", "--snapshot", str(EXAMPLES / "eks-demo-ip.snapshot.json"), "-o", "html"]
     )

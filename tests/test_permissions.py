@@ -27,12 +27,12 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
+from cidrx.app.permissions import allows, allows_path, collect_kube_grants
 from cidrx.cli import cli
 from cidrx.kube.api import KubeApi
 from cidrx.kube.collect import collect_with
 from cidrx.model.plan import Plan
 from cidrx.model.snapshot import load_snapshot
-from cidrx.permissions import allows, allows_path, collect_kube_grants
 from tests.support import eks_cases, eks_provisioner_cases, gke_cases
 from tests.support.cli import run as cli_run
 from tests.support.eks_world import REGION, build_incident, fake_aws_env, moto_server
@@ -239,8 +239,8 @@ def test_regenerating_the_page_rewrites_only_the_blocks() -> None:
 def _plans() -> list[Plan]:
     """Every plan kind, made by the real planners from the tests' own estates (not the examples the
     command reads), so a step the command's variants miss fails here."""
-    from cidrx import dispatch
-    from cidrx.dispatch import PlanOptions
+    from cidrx.app import plan as app_plan
+    from cidrx.model.options import PlanOptions
 
     eks = [
         eks_cases.example(),
@@ -249,32 +249,32 @@ def _plans() -> list[Plan]:
         eks_cases.managed_addon(eks_cases.roomy()),
         eks_cases.ipam_pool(),  # the secondary CIDR from the VPC's IPAM pool
     ]
-    plans = [dispatch.make_plan(s, PlanOptions(strategy="custom-networking")) for s in eks]
-    plans += [dispatch.make_plan(s, PlanOptions(strategy="prefix-delegation")) for s in eks[1::2]]
+    plans = [app_plan.make_plan(s, PlanOptions(strategy="custom-networking")) for s in eks]
+    plans += [app_plan.make_plan(s, PlanOptions(strategy="prefix-delegation")) for s in eks[1::2]]
     discovery = [eks_cases.subnet_discovery_off(), eks_cases.subnet_discovery_off(managed=True)]
-    plans += [dispatch.make_plan(s, PlanOptions(strategy="subnet-discovery", cidr="100.65.0.0/20")) for s in discovery]
+    plans += [app_plan.make_plan(s, PlanOptions(strategy="subnet-discovery", cidr="100.65.0.0/20")) for s in discovery]
     pooled = eks_cases.ipam_pool(eks_cases.subnet_discovery(enis=1, free=3, tagged=False))
-    plans.append(dispatch.make_plan(pooled, PlanOptions(strategy="subnet-discovery", add_nodes=2000)))
+    plans.append(app_plan.make_plan(pooled, PlanOptions(strategy="subnet-discovery", add_nodes=2000)))
     gke = gke_cases.with_ip_masq(gke_cases.with_firewalls(gke_cases.incident()))
-    plans += [dispatch.make_plan(gke, PlanOptions(strategy=s)) for s in ("node-pool", "cluster-range")]
+    plans += [app_plan.make_plan(gke, PlanOptions(strategy=s)) for s in ("node-pool", "cluster-range")]
     # Clusters without managed node groups: their follow-up steps (Karpenter, Auto Mode).
     pinned = eks_provisioner_cases.self_managed(version="4")
     others = [eks_provisioner_cases.karpenter(), eks_provisioner_cases.auto_mode(), pinned]
-    plans += [dispatch.make_plan(s, PlanOptions(strategy="custom-networking")) for s in others]
+    plans += [app_plan.make_plan(s, PlanOptions(strategy="custom-networking")) for s in others]
     for roomy in (
         eks_provisioner_cases.karpenter(eks_cases.roomy()),
         eks_provisioner_cases.self_managed(eks_cases.roomy(), version="4"),
     ):
-        plans.append(dispatch.make_plan(roomy, PlanOptions(strategy="prefix-delegation")))
+        plans.append(app_plan.make_plan(roomy, PlanOptions(strategy="prefix-delegation")))
     calico = load_snapshot(EXAMPLES / "calico-borrowing.snapshot.json")
-    plans.append(dispatch.make_reclaim_plan(load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json"), "whereabouts"))
-    plans.append(dispatch.make_reclaim_plan(calico, "calico"))
-    plans.append(dispatch.make_plan(calico, PlanOptions(strategy="calico-pool")))
+    plans.append(app_plan.make_reclaim_plan(load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json"), "whereabouts"))
+    plans.append(app_plan.make_reclaim_plan(calico, "calico"))
+    plans.append(app_plan.make_plan(calico, PlanOptions(strategy="calico-pool")))
     return plans
 
 
 def test_every_step_of_every_plan_kind_is_in_the_printed_lists() -> None:
-    from cidrx.permissions import parse_kube
+    from cidrx.app.permissions import parse_kube
 
     plans = _plans()
     assert {p.strategy for p in plans} == PLAN_KINDS
@@ -307,7 +307,7 @@ def test_every_step_of_every_plan_kind_is_in_the_printed_lists() -> None:
 
 def _unscoped(permission: str) -> object:
     """A permission as a policy grants it: Kubernetes ones without the namespace a step names."""
-    from cidrx.permissions import parse_kube
+    from cidrx.app.permissions import parse_kube
 
     if not permission.startswith("kubernetes:"):
         return permission
@@ -319,7 +319,7 @@ def test_steps_carry_what_their_plan_module_declares_for_their_action() -> None:
     """`cidrx permissions` prints the declarations (the `Action`s of cidrx/*/plan.py) without making plans:
     the steps real plans carry must be exactly those, and each plan kind's actions those it lists."""
     from cidrx import registry
-    from cidrx.permissions import step_permissions
+    from cidrx.app.permissions import step_permissions
 
     STRATEGY_ACTIONS = {s.name: tuple(a.name for a in registry.strategy_actions(s)) for s in registry.strategies()}
     declared = step_permissions()

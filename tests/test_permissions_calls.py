@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from click.testing import Result
 
-from cidrx.permissions import allows, allows_path
+from cidrx.app.permissions import allows, allows_path
 from cidrx.providers.eks.api import FLEET_PERMISSIONS as EKS_FLEET
 from cidrx.providers.gke.api import FLEET_PERMISSIONS as GKE_FLEET
 from tests.support import calico_cases
@@ -194,8 +194,8 @@ BRANCH_ONLY = {("kube.apply-eniconfig", "update")}
 def assert_declarations_used(plan_path: Path, cloud: set[str], kube: set[Rbac]) -> None:
     """The other way round: each permission the applied plan's steps declare was needed by some call of the
     apply (a declaration nothing uses is a grant wider than needed)."""
+    from cidrx.app.permissions import parse_kube
     from cidrx.model.plan import load_plan
-    from cidrx.permissions import parse_kube
 
     kube_used = {(verb, group, resource) for verb, group, resource, _name in kube}
     for step in load_plan(plan_path).steps:

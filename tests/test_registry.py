@@ -163,7 +163,7 @@ def test_read_permissions_of_a_registered_provider_come_from_its_object(toy: Pat
                 provider="toyprov.provider:PROVIDER",
             )
         )
-        from cidrx.permissions import needs
+        from cidrx.app.permissions import needs
 
         n = needs("toy", "diagnose")
         assert n.read == ("toy.clusters.get", "toy.pools.list")

@@ -34,7 +34,7 @@ from typing import Any, Literal
 import pytest
 from click.testing import CliRunner, Result
 
-from cidrx import dispatch
+from cidrx.app import apply as app_apply
 from cidrx.cli import cli
 from cidrx.engine.executor import Executor, Outputs
 from cidrx.engine.journal import Journal, journal_path
@@ -395,7 +395,7 @@ def crash_after_step(env: Env, plan: Plan, path: Path, step_id: str) -> None:
     """Apply `plan` with the provider's real executors until step `step_id`'s act returned (the cloud took
     the write), then Ctrl-C, inside the CLI's error boundary: exit 5, and the journal never heard of it."""
     acted: dict[str, Outputs] = {}
-    real = dispatch.provider(plan.target).executors()
+    real = app_apply.executors(plan)
     crashing: dict[str, Executor] = {a: CrashAfterAct(ex, step_id, acted) for a, ex in real.items()}
     clock = env.clock()
 

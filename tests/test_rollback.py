@@ -18,13 +18,14 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from cidrx import dispatch
+from cidrx.app import rollback as app_rollback
+from cidrx.app.permissions import needs
 from cidrx.cli import cli
 from cidrx.engine.journal import Journal
 from cidrx.engine.waiting import Waiter
+from cidrx.model.options import Access
 from cidrx.model.plan import Plan, Step, save_plan
 from cidrx.model.target import Target
-from cidrx.permissions import needs
 from tests.support.engine import small_plan
 from tests.support.fakes.kube_server import FakeKubeServer
 from tests.test_resume_cloud import KINDS, Env, Kind, fresh
@@ -212,10 +213,10 @@ def test_a_rollback_interrupted_right_after_a_write_is_finished_by_the_same_comm
         newest_first = list(reversed(plan.steps))
         crash_at = newest_first[index].id
         clock = env.clock()
-        opts = dispatch.Access(kubeconfig=env.kubeconfig)
+        opts = Access(kubeconfig=env.kubeconfig)
 
         def rollback() -> None:
-            dispatch.rollback(
+            app_rollback.rollback(
                 plan,
                 path,
                 opts,

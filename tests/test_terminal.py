@@ -100,10 +100,11 @@ def test_apply_results_fit_the_width() -> None:
 
 
 def load_plan_of_example() -> Plan:
-    from cidrx import dispatch
+    from cidrx.app import plan as app_plan
+    from cidrx.model.options import PlanOptions
     from cidrx.model.snapshot import load_snapshot
 
-    return dispatch.make_plan(load_snapshot(EXAMPLES / "eks-demo-ip.snapshot.json"), dispatch.PlanOptions())
+    return app_plan.make_plan(load_snapshot(EXAMPLES / "eks-demo-ip.snapshot.json"), PlanOptions())
 
 
 def test_capacity_rows_are_ordered_by_urgency() -> None:
@@ -132,10 +133,10 @@ def test_colour_only_when_asked_and_never_with_no_color() -> None:
 
 
 def _eks() -> Diagnosis:
-    from cidrx import dispatch
+    from cidrx.app import diagnose as app_diagnose
     from cidrx.model.snapshot import load_snapshot
 
-    return dispatch.analyze(load_snapshot(EXAMPLES / "eks-demo-ip.snapshot.json"))
+    return app_diagnose.analyze(load_snapshot(EXAMPLES / "eks-demo-ip.snapshot.json"))
 
 
 def test_detect_colour_on_a_terminal_only(tmp_path: Path) -> None:

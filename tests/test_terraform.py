@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 from click.testing import Result
 
-from cidrx import dispatch
+from cidrx.app import plan as app_plan
 from cidrx.engine.journal import Journal
 from cidrx.errors import InvalidInput
+from cidrx.model.options import PlanOptions
 from cidrx.model.plan import DIGEST_TAG, Plan, save_plan, seal
 from cidrx.model.snapshot import Snapshot, load_snapshot
 from cidrx.render.terraform import extract_snippets, quote, render_terraform
@@ -58,7 +59,7 @@ def block(body: dict[str, Any], name: str) -> dict[str, Any]:
 
 def plan_from(snapshot: Snapshot | str, strategy: str | None = None) -> Plan:
     snap = load_snapshot(EXAMPLES / snapshot) if isinstance(snapshot, str) else snapshot
-    return dispatch.make_plan(snap, dispatch.PlanOptions(strategy=strategy))
+    return app_plan.make_plan(snap, PlanOptions(strategy=strategy))
 
 
 @pytest.fixture(scope="module")
@@ -276,7 +277,7 @@ def test_calico_pool_is_a_kubernetes_manifest_ippool() -> None:
 
 @pytest.mark.parametrize(("example", "ipam"), [("whereabouts-stale", "whereabouts"), ("calico-borrowing", "calico")])
 def test_reclaim_plans_are_refused(example: str, ipam: str) -> None:
-    plan = dispatch.make_reclaim_plan(load_snapshot(EXAMPLES / f"{example}.snapshot.json"), ipam)
+    plan = app_plan.make_reclaim_plan(load_snapshot(EXAMPLES / f"{example}.snapshot.json"), ipam)
     with pytest.raises(InvalidInput, match="nothing in it for Terraform"):
         render_terraform(plan)
 
@@ -406,7 +407,7 @@ def test_cli_overwrites_a_plan_whose_journal_is_empty_or_not_its_own(tmp_path: P
 
 def test_reclaim_plan_shares_the_guard(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    applied = dispatch.make_reclaim_plan(load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json"), "whereabouts")
+    applied = app_plan.make_reclaim_plan(load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json"), "whereabouts")
     save_plan(applied, out)
     Journal.open(out, applied).record(applied.steps[0].id, "done", {})
     snapshot = str(EXAMPLES / "calico-borrowing.snapshot.json")
@@ -420,7 +421,7 @@ def test_reclaim_plan_shares_the_guard(tmp_path: Path) -> None:
 def test_apply_emit_of_a_reclaim_plan_is_refused_and_writes_nothing(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     save_plan(
-        dispatch.make_reclaim_plan(load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json"), "whereabouts"), out
+        app_plan.make_reclaim_plan(load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json"), "whereabouts"), out
     )
     result = run("expand", "--apply", str(out), "--yes", "--emit", "terraform")
     assert result.exit_code == 2, result.output

@@ -579,10 +579,10 @@ def _diagnosis(path: str) -> dict[str, Any]:
 
 
 def test_eks_fix_text_is_the_full_command() -> None:
-    from cidrx import dispatch
+    from cidrx.app import diagnose as app_diagnose
     from cidrx.model.snapshot import load_snapshot
 
-    d = dispatch.analyze(load_snapshot(EKS_EX))  # live wording: the target's own flags
+    d = app_diagnose.analyze(load_snapshot(EKS_EX))  # live wording: the target's own flags
     fixes = [f.remediation for f in d.findings if "cidrx expand" in f.remediation]
     assert fixes and all("..." not in fix for fix in fixes)
     assert all(
@@ -591,11 +591,11 @@ def test_eks_fix_text_is_the_full_command() -> None:
 
 
 def test_in_cluster_fixes_name_the_context_they_were_read_through() -> None:
-    from cidrx import dispatch
+    from cidrx.app import diagnose as app_diagnose
     from cidrx.model.snapshot import load_snapshot
 
     for path in (WB_EX, CALICO_EX):
-        d = dispatch.analyze(load_snapshot(path))
+        d = app_diagnose.analyze(load_snapshot(path))
         fixes = [f.remediation for f in d.findings if "cidrx reclaim" in f.remediation]
         assert fixes, path
         assert all("cidrx reclaim --k8s --context lab --ipam" in fix for fix in fixes), fixes

@@ -40,7 +40,7 @@ class NodeMeta(_Struct):
     name: str = ""
     creationTimestamp: str | None = None
     labels: dict[str, str] | None = None
-    annotations: dict[str, str] | None = None  # the collector keeps only the ENIConfig selection keys
+    annotations: dict[str, str] | None = None  # the collector keeps only the keys it reads
 
 
 class NodeSpec(_Struct):

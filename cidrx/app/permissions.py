@@ -1,9 +1,9 @@
 """Least privilege: what cidrx needs from AWS IAM, Google Cloud IAM and Kubernetes RBAC, per provider.
 
 Why it exists: cidrx runs from CI with credentials someone has to grant, and a grant wider than needed is a
-risk while a narrower one fails mid-incident. So the lists are not kept by hand here: reads come from the
-collectors' own constants (`COLLECT_PERMISSIONS` of `cidrx.providers.eks.api` and `cidrx.providers.gke.api`,
-the Kubernetes collector's groups and plurals), and writes from the `Action`s each plan module declares (a
+risk while a narrower one fails mid-incident. So the lists are not kept by hand here: cloud reads come from
+each provider object (`cloud_permissions`), Kubernetes reads from each plugin's declaration (`kube_reads`,
+its DaemonSet and ConfigMaps), and writes from the `Action`s each plan module declares (a
 step action's name, permissions and executor) and attaches to its Steps. No plan is made, so the command
 works wherever cidrx is installed (no example snapshots needed); tests check that every step real plans
 carry is covered, and that the calls a real diagnose and apply make are granted. Pure: documents (plain
@@ -83,7 +83,7 @@ class Needs:
 
 
 def parse_kube(text: str) -> KubeGrant:
-    """`kubernetes: ippools.whereabouts.cni.cncf.io get,patch in kube-system` as a KubeGrant."""
+    """`kubernetes: leases.coordination.k8s.io get,update in kube-system` as a KubeGrant."""
     m = _KUBE.match(text.strip())
     if m is None:
         raise PermissionNotation(f"cannot read Kubernetes permission {text!r}")
@@ -102,56 +102,58 @@ def _kube(group: str, resource: str, *verbs: str, namespace: str | None = None) 
 
 
 def resource_names() -> dict[tuple[str, str], tuple[str, ...]]:
-    """The only objects of these resources cidrx touches; rules for them name the objects."""
-    from cidrx.ipam.nodeipam.collect import KUBEADM_CONFIG
-    from cidrx.kube.collect import AWS_NODE
-    from cidrx.providers.eks.provisioner_collect import KARPENTER_DEPLOYMENTS
+    """The only objects of these resources cidrx touches; rules for them name the objects: the DaemonSets
+    and ConfigMaps the providers declare, and those their collectors read by name."""
+    from cidrx.providers import undeclared
 
-    provider_maps = tuple(name for spec in registry.providers() for _ns, name in spec.kube_configmaps)
-    karpenter = tuple(sorted({name for _, name in KARPENTER_DEPLOYMENTS}))
-    return {
-        ("apps", "daemonsets"): (AWS_NODE[1],),
-        ("", "configmaps"): (KUBEADM_CONFIG, *provider_maps),
-        ("apps", "deployments"): karpenter,
-    }
+    names: dict[tuple[str, str], list[str]] = {}
+
+    def add(key: tuple[str, str], *found: str) -> None:
+        kept = names.setdefault(key, [])
+        kept += [n for n in found if n not in kept]
+
+    for spec in registry.providers():
+        if spec.kube_daemonset is not None:
+            add(("apps", "daemonsets"), spec.kube_daemonset[1])
+    # TRANSITION: until the plugins declare the objects their collectors read by name.
+    for table in undeclared.RESOURCE_NAMES.values():
+        for key, objects in table.items():
+            add(key, *objects)
+    for spec in registry.providers():
+        add(("", "configmaps"), *(name for _ns, name in spec.kube_configmaps))
+    return {key: tuple(found) for key, found in names.items() if found}
+
+
+# What the cluster collector (cidrx.kube.collect.collect_with) lists on every target, whatever its plugins.
+CLUSTER_READS = ("kubernetes: nodes list", "kubernetes: pods list", "kubernetes: events list")
 
 
 def collect_kube_grants(provider: str) -> tuple[KubeGrant, ...]:
     """What the Kubernetes collector reads for `provider` (cidrx.kube.collect.collect_with and the IPAM
-    collectors it calls): one list per resource, plus aws-node (EKS) and kubeadm-config (node IPAM)."""
-    from cidrx.ipam.calico.collect import GROUP as CALICO
-    from cidrx.ipam.nodeipam.collect import NAMESPACE
-    from cidrx.ipam.whereabouts.model import GROUP as WHEREABOUTS
-    from cidrx.ipam.whereabouts.model import NAD_GROUP, NADS, POOLS, RESERVATIONS
-    from cidrx.kube.collect import EGRESS_NAT_GROUP, EGRESS_NAT_PLURAL, ENICONFIG_GROUP, ENICONFIG_PLURAL
+    collectors it calls): one list per resource, and what each plugin read for its targets declares
+    (`kube_reads`, the provider's DaemonSet and ConfigMaps)."""
+    from cidrx.providers import undeclared
 
-    grants = [
-        _kube("", "nodes", "list"),
-        _kube("", "pods", "list"),
-        _kube("", "events", "list"),
-        _kube(WHEREABOUTS, POOLS, "list"),
-        _kube(WHEREABOUTS, RESERVATIONS, "list"),
-        _kube(NAD_GROUP, NADS, "list"),
-        *(_kube(CALICO, p, "list") for p in ("ippools", "ipamblocks", "blockaffinities", "ipamhandles", "ipamconfigs")),
-    ]
-    # ENIConfigs are listed whenever their API group is served, whatever the provider.
-    grants.append(_kube(ENICONFIG_GROUP, ENICONFIG_PLURAL, "list"))
     spec = registry.provider_spec(provider)
+    reads = list(CLUSTER_READS)
+    for ipam in registry.ipams():
+        if not ipam.providers or provider in ipam.providers:
+            # TRANSITION: until every IPAM declares its collector's reads in `kube_reads`.
+            reads += [*undeclared.KUBE_READS.get(ipam.name, ()), *ipam.kube_reads]
+    # TRANSITION: until the plugins declare them, reads the cluster collector makes on every target.
+    reads += [r for every in undeclared.EVERY_TARGET_READS.values() for r in every]
+    grants = [parse_kube(text) for text in reads]
     if spec is not None and spec.kube_daemonset is not None:
         grants.append(_kube("apps", "daemonsets", "get", namespace=spec.kube_daemonset[0]))
     for namespace, _name in spec.kube_configmaps if spec is not None else ():
         grants.append(_kube("", "configmaps", "get", namespace=namespace))
-    # EgressNATPolicies (GKE Dataplane V2) are listed whenever their API group is served.
-    grants.append(_kube(EGRESS_NAT_GROUP, EGRESS_NAT_PLURAL, "list"))
     grants += [parse_kube(text) for text in (spec.kube_reads if spec is not None else ())]
-    if any(provider in i.providers for i in registry.ipams()):  # node IPAM reads kubeadm-config
-        grants.append(_kube("", "configmaps", "get", namespace=NAMESPACE))
     return tuple(grants)
 
 
 def collect_cloud_permissions(provider: str) -> tuple[str, ...]:
     """What collect reads, plus the listing of fleet mode (`diagnose --all-clusters`)."""
-    from cidrx.dispatch import provider_named
+    from cidrx.app.owners import provider_named
 
     return provider_named(provider).cloud_permissions()
 
@@ -265,7 +267,7 @@ def gcp_permissions(n: Needs) -> list[str]:
 def by_project(n: Needs) -> dict[str, list[str]]:
     """The provider's permissions split by project (GKE under Shared VPC: host and service project), when the
     provider says how (`permissions_by_project`); else {}."""
-    from cidrx.dispatch import provider_named
+    from cidrx.app.owners import provider_named
 
     split = getattr(provider_named(n.provider), "permissions_by_project", None)
     return dict(split(gcp_permissions(n))) if split is not None else {}

@@ -8,8 +8,10 @@ of the last good collection, computed by the same pure function as `-o prometheu
 (cidrx.render.prometheus.metric_families), plus the exporter's own health series. A failed collection keeps
 those values, sets `cidrx_up` to 0 and logs one line.
 
-Target-agnostic: the command (cidrx/cli/exporter.py) hands in a `collect` callable. prometheus_client is
-imported here, and this module only by the command, so `cidrx --help` does not load it.
+Target-agnostic: the loop runs a `collect` callable, made here for one target (`target_collect`), a snapshot
+file read again every time (`snapshot_collect`) or a fleet (`fleet_collect`), from the same use cases
+`cidrx diagnose` calls. prometheus_client is imported here, and this module only by the command, so
+`cidrx --help` does not load it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
@@ -30,6 +33,11 @@ from cidrx.render.prometheus import MetricFamily, metric_families
 
 if TYPE_CHECKING:
     from prometheus_client.registry import CollectorRegistry
+
+    from cidrx.model.fleet import Job
+    from cidrx.model.options import Access
+    from cidrx.model.snapshot import Snapshot
+    from cidrx.model.target import Target
 
 JITTER = 0.1  # each wait is the interval ± 10 %
 MAX_INTERVAL = 86_400.0
@@ -63,6 +71,66 @@ class Outcome:
 
 
 Collect = Callable[[], Outcome]
+
+
+def target_collect(
+    target: Target,
+    access: Access,
+    reading: Callable[[str], AbstractContextManager[Any]] = lambda title: nullcontext(),
+) -> Collect:
+    """One cluster: its diagnosis, or the error it raises. `reading(title)` wraps each collection (the
+    command's progress on stderr)."""
+    from cidrx.app.diagnose import analyze, collect_target
+
+    def collect() -> Outcome:
+        with reading(f"reading {target.label()}"):
+            snap = collect_target(target, access)
+        d = analyze(snap)
+        return Outcome((d,), (), (d.target.label(),))
+
+    return collect
+
+
+def snapshot_collect(path: str, check: Callable[[Snapshot], None] = lambda snap: None) -> Collect:
+    """A snapshot file, read again each time (`check` refuses one that names another target)."""
+    from cidrx.app.diagnose import analyze
+    from cidrx.model.snapshot import load_snapshot
+
+    def collect() -> Outcome:
+        snap = load_snapshot(path)
+        check(snap)
+        d = analyze(snap)
+        return Outcome((d,), (), (d.target.label(),))
+
+    return collect
+
+
+def fleet_collect(access: Access, listing: Callable[[], tuple[list[Job], list[str], int]], parallel: int) -> Collect:
+    """Every cluster of the fleet, listed again each time by `listing` (clusters come and go); one that
+    cannot be read is a failure of this collection but not of the others."""
+    from cidrx.app.fleet import diagnose_fleet, diagnose_members
+    from cidrx.errors import ExitStatus
+
+    def collect() -> Outcome:
+        jobs, notes, floor = listing()
+        result = diagnose_fleet(
+            jobs,
+            diagnose_members(access),
+            lambda d: ExitStatus.OK,
+            parallel=parallel,
+            notes=notes,
+            floor=floor,
+        )
+        failures = [(m.target.label(), m.error or "") for m in result.clusters if m.diagnosis is None]
+        if floor != ExitStatus.OK:
+            failures += [("", note) for note in notes]
+        return Outcome(
+            tuple(m.diagnosis for m in result.clusters if m.diagnosis is not None),
+            tuple(failures),
+            tuple(m.target.label() for m in result.clusters),
+        )
+
+    return collect
 
 
 # -- options ---------------------------------------------------------------------------------------------

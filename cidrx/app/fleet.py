@@ -14,113 +14,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cidrx.errors import AccessDenied, CidrxError, ExitStatus, InvalidInput
-from cidrx.model.findings import Diagnosis, Severity
+from cidrx.model.findings import Diagnosis
+from cidrx.model.fleet import NO_KUBE_REASON, Fleet, Job, Listing, Member, make_fleet
+from cidrx.model.options import Access
 from cidrx.model.target import Target
 
-FLEET_SCHEMA = "cidrx.fleet/v1"
+if TYPE_CHECKING:
+    from cidrx.model.snapshot import Snapshot
+
 DEFAULT_PARALLEL = 4
 MAX_PARALLEL = 32
-# Exit codes from least to most serious. A cluster that could not be diagnosed (usage, access, a bug)
-# outranks one with findings: the job's picture is incomplete, which a gate must not pass as "known".
-# 4 and 5 never come out of diagnose; they are ranked so that the order is total and deterministic.
-_RANK: dict[int, int] = {
-    ExitStatus.OK: 0,
-    ExitStatus.FINDINGS: 1,
-    ExitStatus.STALE: 2,
-    ExitStatus.PARTIAL: 3,
-    ExitStatus.USAGE: 4,
-    ExitStatus.ACCESS: 5,
-    ExitStatus.INTERNAL: 6,
-}
-NO_KUBE_REASON = "in-cluster checks skipped (--no-kube)"
-
-
-@dataclass(frozen=True)
-class Job:
-    """One cluster to diagnose. `kube_context` is how its Kubernetes API is reached; `kube_skipped` says
-    why it is not read at all (no matching context, --no-kube), None when it is."""
-
-    target: Target
-    kube_context: str | None = None
-    kube_skipped: str | None = None
-
-
-@dataclass(frozen=True)
-class Member:
-    """One cluster of the fleet: its diagnosis, or the error (and hint) that kept it from being read."""
-
-    target: Target
-    kube_context: str | None
-    note: str | None
-    exit_code: int
-    error: str | None
-    hint: str | None
-    diagnosis: Diagnosis | None
-
-
-@dataclass(frozen=True)
-class FleetCounts:
-    """Totals: clusters listed, clusters that could not be read, findings of the others by severity."""
-
-    clusters: int
-    unreadable: int
-    critical: int
-    warning: int
-    info: int
-
-
-@dataclass(frozen=True)
-class Fleet:
-    """Members in listing order, totals, fleet-wide notes and the exit code (the worst cluster's, or worse)."""
-
-    clusters: tuple[Member, ...]
-    counts: FleetCounts
-    exit_code: int
-    notes: tuple[str, ...] = ()
-    schema: str = FLEET_SCHEMA
-
-
-def worst_exit(codes: Sequence[int]) -> int:
-    """The most serious exit code (see _RANK); an unknown code outranks every known one."""
-    return max(codes, key=lambda c: (_RANK.get(c, len(_RANK)), c), default=ExitStatus.OK)
-
-
-def make_fleet(members: Sequence[Member], *, notes: Sequence[str] = (), floor: int = ExitStatus.OK) -> Fleet:
-    """The fleet of `members`, counts filled; the exit code is at least as serious as `floor`."""
-    read = [m.diagnosis for m in members if m.diagnosis is not None]
-
-    def total(sev: Severity) -> int:
-        return sum(d.counts.get(sev.value, sum(1 for f in d.findings if f.severity is sev)) for d in read)
-
-    counts = FleetCounts(
-        clusters=len(members),
-        unreadable=len(members) - len(read),
-        critical=total(Severity.CRITICAL),
-        warning=total(Severity.WARNING),
-        info=total(Severity.INFO),
-    )
-    code = worst_exit([floor, *(m.exit_code for m in members)])
-    return Fleet(tuple(members), counts, code, tuple(notes))
-
 
 # -- which kubeconfig context is which cloud cluster ------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Listing:
-    """The clusters a provider's `list_clusters` hook found. `notes`: what it could not list (the fleet is
-    then incomplete: exit 3 at least, and an empty listing is not an error of its own); `account`: asked
-    by its `kube_context` hook when a context needs it; `empty` / `empty_hint`: the error when none."""
-
-    targets: tuple[Target, ...]
-    notes: tuple[str, ...] = ()
-    account: Callable[[], Any] | None = None
-    empty: str = ""
-    empty_hint: str = ""
 
 
 def _context_hook(provider: str) -> Callable[[Target, Sequence[str], Callable[[], Any] | None], tuple[str | None, str]]:
@@ -239,3 +147,80 @@ def diagnose_fleet(
     pool.shutdown(wait=True)
     members = [m for m in results if m is not None]
     return make_fleet(members, notes=notes, floor=floor)
+
+
+# -- listing and reading the members ---------------------------------------------------------------------
+
+
+def in_cluster(provider: str | None) -> bool:
+    """Whether `provider`'s targets are reached through kubeconfig alone (`--k8s`): one per context."""
+    from cidrx import registry
+
+    spec = registry.provider_spec(provider) if provider else None
+    return spec is not None and spec.in_cluster
+
+
+def fleet_jobs(
+    access: Access,
+    provider: str | None,
+    *,
+    contexts: Sequence[str],
+    all_contexts: bool,
+    region: str | None,
+    project: str | None,
+) -> tuple[list[Job], list[str], int]:
+    """The clusters to diagnose (listed from the cloud or the kubeconfig), fleet-wide notes, and the
+    least exit code the fleet can have (an incomplete listing is an access problem in itself)."""
+    from cidrx import registry
+    from cidrx.kube.errors import KubeUnavailable
+    from cidrx.kube.kubeconfig import list_contexts
+
+    if in_cluster(provider):
+        names = list(contexts) if not all_contexts else list_contexts(access.kubeconfig)
+        jobs = k8s_jobs(names)
+        require_some(jobs, "no context in the kubeconfig: nothing to diagnose", "pass --kubeconfig PATH")
+        return jobs, [], ExitStatus.OK
+
+    found: list[str] | None = None
+    why = ""
+    if not access.no_kube:
+        try:
+            found = list_contexts(access.kubeconfig)
+        except KubeUnavailable as exc:
+            why = exc.message
+    spec = registry.provider_spec(provider or "")
+    assert spec is not None and spec.list_clusters  # the CLI checked the fleet flags
+    listing: Listing = registry.load(spec.list_clusters)(region=region, project=project, profile=access.profile)
+    notes = list(listing.notes)
+    jobs = cloud_jobs(listing.targets, found, no_kube=access.no_kube, account=listing.account, why_no_contexts=why)
+    if not notes:
+        require_some(jobs, listing.empty, listing.empty_hint)
+    return jobs, notes, ExitStatus.ACCESS if notes else ExitStatus.OK
+
+
+def member_access(access: Access, job: Job) -> Access:
+    """How to reach one member of the fleet: through its own context (or not at all when it has none)."""
+    context = job.kube_context
+    no_kube = access.no_kube or (not in_cluster(job.target.provider) and context is None)
+    return Access(kubeconfig=access.kubeconfig, context=context, profile=access.profile, no_kube=no_kube)
+
+
+def collect_member(access: Access, job: Job) -> Snapshot:
+    """A fresh snapshot of one member: through its context, or the cloud side alone with the reason the
+    diagnosis then reports (KUBE-UNREACHABLE)."""
+    from cidrx.app.diagnose import collect_cloud_side, collect_target
+
+    member = member_access(access, job)
+    if job.kube_skipped is None or access.no_kube:
+        return collect_target(job.target, member)
+    return collect_cloud_side(job.target, member, job.kube_skipped)
+
+
+def diagnose_members(access: Access) -> Callable[[Job], Diagnosis]:
+    """The function that diagnoses one member of the fleet (collect, then analyze)."""
+    from cidrx.app.diagnose import analyze
+
+    def diagnose(job: Job) -> Diagnosis:
+        return analyze(collect_member(access, job))
+
+    return diagnose
