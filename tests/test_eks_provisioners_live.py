@@ -28,13 +28,13 @@ from cidrx.engine.executor import Executor, Outputs
 from cidrx.engine.journal import journal_path
 from cidrx.model.options import Access
 from cidrx.model.plan import DIGEST_TAG, Plan, load_plan, save_plan
+from tests.app.test_rollback import normalised
 from tests.support import eks_provisioner_world as pw
 from tests.support.eks_estate import EksEstate, eks_estate
 from tests.support.eks_world import REGION, AwsCalls
 from tests.support.engine import CrashAfterAct, FakeClock, apply_in_boundary
 from tests.support.fakes.ec2_launch_templates import LAUNCH_TEMPLATE_HANDLERS
 from tests.support.fakes.kube_server import is_lock
-from tests.test_rollback import normalised
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")
 
@@ -506,7 +506,7 @@ def test_a_rollback_interrupted_after_each_provisioner_undo_is_finished_by_the_s
     from cidrx.cli import boundary
     from cidrx.engine.waiting import Waiter
     from cidrx.render.progress import NullProgress
-    from tests.test_rollback import CrashAfterUndo
+    from tests.app.test_rollback import CrashAfterUndo
 
     plan = baselines(variant)[0]
     crash_points = [s.id for s in plan.steps if s.action in _PROVISIONER_ACTIONS]

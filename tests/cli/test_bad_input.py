@@ -37,7 +37,7 @@ from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FakeKubeServer, is_lock
 from tests.support.kube_objects import seed_cluster
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
 EKS_EX = str(REPO / "examples" / "eks-demo-ip.snapshot.json")
 GKE_EX = str(REPO / "examples" / "gke-demo-ip.snapshot.json")

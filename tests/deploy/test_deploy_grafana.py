@@ -13,7 +13,7 @@ from cidrx.app.diagnose import analyze
 from cidrx.app.exporter import Outcome, State
 from cidrx.model.snapshot import load_snapshot
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "cidrx-dashboard.json"
 METRIC = re.compile(r"\b(cidrx_[a-z_]+)\b")
 

@@ -23,7 +23,7 @@ WB = ("whereabouts.cni.cncf.io", "v1alpha1", "ippools")
 DS = ("apps", "v1", "daemonsets")
 SUBNET_A, SUBNET_NEW = "subnet-0c1f7e2a9b3d4e5f6", "subnet-0e9d8c7b6a5f4e3d2"
 SG = "sg-0f1e2d3c4b5a69788"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

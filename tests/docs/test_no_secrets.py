@@ -35,7 +35,7 @@ from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FakeKubeServer
 from tests.support.kube_objects import seed_cluster
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 AWS_SECRET = "sentinel-aws-secret-6f1d2c4a9e"
 AWS_SESSION = "sentinel-aws-session-token-93be07"

@@ -39,7 +39,7 @@ from tests.support.terraform_check import (
 
 pytest.importorskip("hcl2", reason=HCL2_REASON)
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 TF_EXAMPLES = REPO / "terraform-examples"
 

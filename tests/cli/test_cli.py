@@ -30,7 +30,7 @@ from tests.support.cli import one_line_error, run
 from tests.support.eks_cases import sample_plan
 from tests.support.kube_objects import seed_cluster
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "eks-demo-ip.snapshot.json"
 FULL_SUBNETS = {"subnet-0cd55c38980375d58": "10.0.208.0/27", "subnet-0a0bce6a1c1f38c54": "10.0.224.0/27"}
 

@@ -42,8 +42,8 @@ from tests.support.permissions import iam_actions, printed, request_to_rbac
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-PACKAGE = Path(__file__).resolve().parent.parent / "cidrx"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+PACKAGE = Path(__file__).resolve().parents[2] / "cidrx"
 PLAN_KINDS = {
     "custom-networking",
     "prefix-delegation",

@@ -31,7 +31,7 @@ from cidrx.model.plan import Plan, load_plan
 from cidrx.model.snapshot import Snapshot, fingerprint_of, load_snapshot
 from cidrx.render import FORMATS
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").glob("*.snapshot.json"))
 SNAPSHOTS = [json.loads(p.read_text()) for p in EXAMPLES]
 

@@ -22,7 +22,7 @@ from cidrx.model.snapshot import save_snapshot
 from tests.support import eks_cases
 from tools import docgen
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "docs" / "schemas"
 EXAMPLES = sorted((ROOT / "examples").glob("*.snapshot.json"))
 GENERATORS = {

@@ -22,7 +22,7 @@ from tests.support.cli import run
 from tests.support.eks_world import AwsCalls, fake_aws_env, moto_incident
 from tests.support.fakes.kube_server import FakeKubeServer, is_lock
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EKS_EX = str(REPO / "examples" / "eks-demo-ip.snapshot.json")
 GKE_EX = str(REPO / "examples" / "gke-demo-ip.snapshot.json")
 WB_EX = str(REPO / "examples" / "whereabouts-stale.snapshot.json")
@@ -700,7 +700,7 @@ def test_no_doc_or_docstring_cites_a_path_outside_the_repository() -> None:
             r"DESIGN\.md|shared[/]incidents|/work[/]shared",
             "--",
             ".",
-            ":!tests/test_ux_errors.py",
+            ":!tests/cli/test_ux_errors.py",
         ],
         cwd=REPO,
         capture_output=True,

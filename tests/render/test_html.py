@@ -27,7 +27,7 @@ from cidrx.model.snapshot import load_snapshot
 from cidrx.render.html import render_html, with_plan
 from tests.support.tools_required import ENV, require
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -4,7 +4,7 @@ rollback changes nothing; something in use is refused (exit 4) with nothing chan
 right after any of its writes is finished by the same command; reclaim plans and steps without an undo are
 refused up front (exit 2).
 
-Worlds and inventories are those of tests/test_resume_cloud.py (the incident worlds, ids seeded), driven by
+Worlds and inventories are those of tests/app/test_resume_cloud.py (the incident worlds, ids seeded), driven by
 the real CLI; the crashed rollbacks run the engine with a fake clock and an undo that raises after its act.
 """
 
@@ -26,9 +26,9 @@ from cidrx.engine.waiting import Waiter
 from cidrx.model.options import Access
 from cidrx.model.plan import Plan, Step, save_plan
 from cidrx.model.target import Target
+from tests.app.test_resume_cloud import KINDS, Env, Kind, fresh
 from tests.support.engine import small_plan
 from tests.support.fakes.kube_server import FakeKubeServer
-from tests.test_resume_cloud import KINDS, Env, Kind, fresh
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")
 

@@ -21,7 +21,7 @@ from cidrx.render import render_diagnosis
 from cidrx.render.table import by_urgency, render_results
 from cidrx.render.term import Term, detect
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 import cidrx
 from cidrx.cli import cli
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_cli_version_is_the_installed_distributions() -> None:

@@ -26,7 +26,7 @@ from tests.support.exporter_harness import Exporter, Scrape, parse
 from tests.support.fakes.kube_server import FakeKubeServer
 
 INTERVAL = "0.2"
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 POOL = {"kind": "calico-pool", "name": "default-ipv4-ippool"}
 
 

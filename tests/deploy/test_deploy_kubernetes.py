@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from cidrx.app.exporter import parse_interval, parse_listen
 from cidrx.cli import cli
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "kubernetes"
 DOCKERFILE = ROOT / "deploy" / "Dockerfile"
 # Kubernetes minor versions the manifests must be valid for (kubernetes-validate ships each one's schemas).

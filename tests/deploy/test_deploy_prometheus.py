@@ -16,7 +16,7 @@ import yaml
 
 from tests.support.tools_required import ENV, is_required, require_tool
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "deploy" / "prometheus" / "cidrx-rules.yml"
 RULE_TESTS = ROOT / "deploy" / "prometheus" / "cidrx-rules.test.yml"
 WHY = "Debian/Ubuntu: apt-get install prometheus"

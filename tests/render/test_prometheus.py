@@ -17,7 +17,7 @@ from cidrx.render import FORMATS, render_diagnosis, render_plan
 from cidrx.render.prometheus import escape_label, format_value, metric_name, render_prometheus
 from tests.support.prometheus_text import parse
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "eks-demo-ip.snapshot.json"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "eks-demo-ip.snapshot.json"
 TARGET = Target("k8s", "lab", context="lab")
 LABEL = "k8s:lab/lab"
 

@@ -22,7 +22,7 @@ from cidrx.model.findings import KUBE_UNREACHABLE, Diagnosis, FindingKind, Sever
 from cidrx.model.snapshot import load_snapshot
 from tools import docgen
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 EXAMPLES = ROOT / "examples"
 ID_SHAPE = re.compile(r"^(EKS|GKE|WHEREABOUTS|CALICO|NODE-IPAM|KUBE)-[A-Z0-9]+(?:-[A-Z0-9]+)*$")
