@@ -49,7 +49,7 @@ def default_plan_path(plan: Plan) -> str:
     return f"cidrx-plan-{plan.target.cluster}.json"
 
 
-def _stdin_is_terminal() -> bool:
+def stdin_is_terminal() -> bool:
     try:
         return sys.stdin is not None and sys.stdin.isatty()
     except (ValueError, AttributeError):  # closed or replaced stdin
@@ -245,7 +245,7 @@ def apply(
     if plan is None:
         plan = load_for_apply(target, plan_path, command)
     if not yes:
-        if not _stdin_is_terminal():
+        if not stdin_is_terminal():
             raise InvalidInput(
                 "refusing to apply without --yes: stdin is not a terminal",
                 hint=f"review the plan, then run: cidrx {command} --apply {plan_path} --yes",

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from cidrx.cli import boundary
-from cidrx.cli.expand import WAIT_FOR_LOCK, _stdin_is_terminal
+from cidrx.cli.expand import WAIT_FOR_LOCK, stdin_is_terminal
 from cidrx.cli.options import TargetOptions, check_matches, target_options
 from cidrx.errors import InvalidInput
 
@@ -55,7 +55,7 @@ def rollback(target: TargetOptions, plan_path: str, yes: bool, wait_for_lock: fl
         click.echo("\n".join(lines), err=True)
         if yes:
             return
-        if not _stdin_is_terminal():
+        if not stdin_is_terminal():
             raise InvalidInput(
                 "refusing to roll back without --yes: stdin is not a terminal",
                 hint=f"review what it undoes (above), then run: cidrx rollback {plan_path} --yes",
