@@ -10,10 +10,10 @@ baseline and cidrx, so the ratio compares fetching and parsing; import cost is b
 Modes
   kube-floor / gcp-floor: plain HTTP (http.client, one keep-alive connection) + json.loads over the same
       list calls cidrx made, following continue / pageToken; ARGS: {"url", "calls": [[path, query], ...]}.
-  kube-cidrx: collect_with + dispatch.analyze + JSON rendering; ARGS: {"kubeconfig"}.
-  gcp-cidrx: GkeApi + collect_gke + dispatch.analyze + JSON rendering; ARGS: {"project", "location",
+  kube-cidrx: collect_with + diagnose.analyze + JSON rendering; ARGS: {"kubeconfig"}.
+  gcp-cidrx: GkeApi + collect_gke + diagnose.analyze + JSON rendering; ARGS: {"project", "location",
       "cluster"} (endpoint variables in the environment).
-  aws-cidrx: EksApi + collect_eks + dispatch.analyze + JSON rendering against moto; ARGS: {"region",
+  aws-cidrx: EksApi + collect_eks + diagnose.analyze + JSON rendering against moto; ARGS: {"region",
       "cluster", "record"} (AWS_ENDPOINT_URL in the environment); with "record", the result also holds
       every request botocore sent (method, url, headers, body), for aws-floor to replay.
   aws-floor: those requests again with http.client on one keep-alive connection, each answer parsed
@@ -39,7 +39,7 @@ KUBE_MODULES = (
     "cidrx.ipam.whereabouts.analyze",
     "cidrx.ipam.whereabouts.collect",
     "cidrx.providers.k8s.provider",
-    "cidrx.ipam.dispatch",
+    "cidrx.app.diagnose",
     "cidrx.render.jsonout",
     "lightkube",
 )
@@ -104,11 +104,11 @@ def _floor(url: str, calls: list[tuple[str, dict[str, str]]], token_in: str, tok
 
 def _diagnosed(snap: Any, start: float, collected: float) -> dict[str, Any]:
     """Seal, analyze and render `snap` as the CLI does after collecting; the timings of the whole run."""
-    from cidrx import dispatch
+    from cidrx.app import diagnose
     from cidrx.model.snapshot import seal
     from cidrx.render import render_diagnosis
 
-    diagnosis = dispatch.analyze(seal(snap))
+    diagnosis = diagnose.analyze(seal(snap))
     out = render_diagnosis(diagnosis, "json")
     end = time.perf_counter()
     return {

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from cidrx import dispatch
+from cidrx.app import apply as app_apply
+from cidrx.app import plan as app_plan
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.model.options import PlanOptions
 from cidrx.model.plan import load_plan
@@ -205,11 +206,11 @@ def test_ipam_pool_vpc_with_the_journal_lost_and_after_a_rule_change(eks: Callab
 def test_subnet_discovery_on_an_ipam_vpc_takes_its_new_cidr_from_the_pool() -> None:
     """The default strategy of a v1.18+ cluster must honour the pool too (an SCP may require it)."""
     snap = cases.ipam_pool(cases.subnet_discovery(enis=1, free=3, tagged=False))
-    plan = dispatch.make_plan(snap, PlanOptions(strategy="subnet-discovery", add_nodes=2000))
+    plan = app_plan.make_plan(snap, PlanOptions(strategy="subnet-discovery", add_nodes=2000))
     first, *subnets = plan.steps
     assert first.action == "eks.associate-vpc-cidr-from-ipam-pool"
     assert first.params["ipam_pool_id"] == cases.IPAM_POOL_ID
     carved = [s.params["carve"] for s in subnets if s.action == "eks.create-subnet"]
     assert [c["index"] for c in carved] == [0, 1] and all("cidr" not in s.params for s in subnets)
     assert "0.0.0.0" not in json.dumps([s.description for s in plan.steps] + list(plan.notes))
-    dispatch.check_drift(plan, snap)  # its own basis holds
+    app_apply.check_drift(plan, snap)  # its own basis holds

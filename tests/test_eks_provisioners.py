@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cidrx import dispatch
+from cidrx.app import apply as app_apply
+from cidrx.app import diagnose as app_diagnose
+from cidrx.app import plan as app_plan
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.model.options import PlanOptions
 from cidrx.model.plan import DIGEST_TAG, Plan, load_plan
@@ -33,7 +35,7 @@ PD = PlanOptions(strategy="prefix-delegation")
 
 
 def _plan(snap: Snapshot, opts: PlanOptions = CN) -> Plan:
-    return dispatch.make_plan(snap, opts)
+    return app_plan.make_plan(snap, opts)
 
 
 def _actions(plan: Plan) -> list[str]:
@@ -41,14 +43,14 @@ def _actions(plan: Plan) -> list[str]:
 
 
 def _ids(snap: Snapshot) -> set[str]:
-    return {f.id for f in dispatch.analyze(snap).findings}
+    return {f.id for f in app_diagnose.analyze(snap).findings}
 
 
 # --- capacity -----------------------------------------------------------------------------------------
 
 
 def test_karpenter_nodepool_is_a_capacity_row_with_its_subnets_and_pod_slots() -> None:
-    rows = {c.kind: c for c in dispatch.analyze(pc.karpenter()).capacity}
+    rows = {c.kind: c for c in app_diagnose.analyze(pc.karpenter()).capacity}
     row = rows["karpenter-nodepool"]
     assert (row.name, row.nodes) == (pc.NODE_POOL, 2)
     # The nodes report allocatable pods 29 (m5.large, ENI formula) each.
@@ -58,20 +60,20 @@ def test_karpenter_nodepool_is_a_capacity_row_with_its_subnets_and_pod_slots() -
 
 
 def test_auto_mode_nodepool_row_names_its_pod_subnets_or_the_node_subnets() -> None:
-    rows = [c for c in dispatch.analyze(pc.auto_mode()).capacity if c.kind == "auto-mode-nodepool"]
+    rows = [c for c in app_diagnose.analyze(pc.auto_mode()).capacity if c.kind == "auto-mode-nodepool"]
     assert {r.name for r in rows} == {"general-purpose", "system", pc.AUTO_POOL}
     own = next(r for r in rows if r.name == pc.AUTO_POOL)
     assert own.nodes == 2 and "pods in the node subnets" in (own.note or "")
 
 
 def test_self_managed_group_row_counts_its_instances_and_reads_max_pods_from_user_data() -> None:
-    row = next(c for c in dispatch.analyze(pc.self_managed(max_pods=17)).capacity if c.kind == "self-managed-group")
+    row = next(c for c in app_diagnose.analyze(pc.self_managed(max_pods=17)).capacity if c.kind == "self-managed-group")
     assert (row.name, row.nodes, row.size) == (pc.ASG, 2, 34)
     assert "--max-pods in user data" in (row.note or "") and "v4" in (row.note or "")
 
 
 def test_a_karpenter_only_cluster_counts_nodeclass_subnets_as_node_subnets() -> None:
-    notes = {c.name: c.note for c in dispatch.analyze(pc.karpenter()).capacity if c.kind == "subnet"}
+    notes = {c.name: c.note for c in app_diagnose.analyze(pc.karpenter()).capacity if c.kind == "subnet"}
     assert "nodes" in (notes[f"{cases.PUBLIC_A} (eks-demo-ip-vpc-stack-PublicSubnet01)"] or "")
 
 
@@ -218,8 +220,8 @@ def test_drift_when_the_ec2nodeclass_is_gone() -> None:
     assert found is not None
     gone = cases.with_eks(snap, provisioners=dataclasses.replace(found, node_classes=()))
     with pytest.raises(StalePlan, match="EC2NodeClass default no longer exists"):
-        dispatch.check_drift(plan, gone)
-    dispatch.check_drift(plan, snap)  # nothing changed: no drift
+        app_apply.check_drift(plan, gone)
+    app_apply.check_drift(plan, snap)  # nothing changed: no drift
 
 
 def test_drift_when_someone_else_made_cidrxs_nodeclass() -> None:
@@ -233,9 +235,9 @@ def test_drift_when_someone_else_made_cidrxs_nodeclass() -> None:
         other = cases.with_eks(snap, provisioners=dataclasses.replace(found, node_classes=(*found.node_classes, nc)))
         if stale:
             with pytest.raises(StalePlan, match="created by someone else"):
-                dispatch.check_drift(plan, other)
+                app_apply.check_drift(plan, other)
         else:
-            dispatch.check_drift(plan, other)
+            app_apply.check_drift(plan, other)
 
 
 def test_drift_when_auto_mode_was_turned_off() -> None:
@@ -245,7 +247,7 @@ def test_drift_when_auto_mode_was_turned_off() -> None:
     assert found is not None
     off = cases.with_eks(snap, provisioners=dataclasses.replace(found, auto_mode=False))
     with pytest.raises(StalePlan, match="Auto Mode was turned off"):
-        dispatch.check_drift(plan, off)
+        app_apply.check_drift(plan, off)
 
 
 # --- converters, from upstream-shaped objects ----------------------------------------------------------

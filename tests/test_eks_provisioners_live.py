@@ -21,18 +21,20 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from cidrx import dispatch
+from cidrx.app import apply as app_apply
+from cidrx.app import rollback as app_rollback
 from cidrx.cli import cli
 from cidrx.engine.executor import Executor, Outputs
 from cidrx.engine.journal import journal_path
+from cidrx.model.options import Access
 from cidrx.model.plan import DIGEST_TAG, Plan, load_plan, save_plan
+from tests.app.test_rollback import normalised
 from tests.support import eks_provisioner_world as pw
 from tests.support.eks_estate import EksEstate, eks_estate
 from tests.support.eks_world import REGION, AwsCalls
 from tests.support.engine import CrashAfterAct, FakeClock, apply_in_boundary
 from tests.support.fakes.ec2_launch_templates import LAUNCH_TEMPLATE_HANDLERS
 from tests.support.fakes.kube_server import is_lock
-from tests.test_rollback import normalised
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")
 
@@ -297,7 +299,7 @@ def test_interrupted_right_after_a_write_the_same_command_finishes_the_job(
         assert plan.basis["vpc_id"] == env.estate.world.vpc_id  # seeded: the baseline's plan fits this world
         save_plan(plan, path)
         acted: dict[str, Outputs] = {}
-        real = dispatch.provider(plan.target).executors()
+        real = app_apply.executors(plan)
         crashing: dict[str, Executor] = {a: CrashAfterAct(ex, step_id, acted) for a, ex in real.items()}
         assert apply_in_boundary(plan, path, crashing, env.engine_apis, FakeClock()) == 5
         assert step_id in acted and env.writes()
@@ -504,7 +506,7 @@ def test_a_rollback_interrupted_after_each_provisioner_undo_is_finished_by_the_s
     from cidrx.cli import boundary
     from cidrx.engine.waiting import Waiter
     from cidrx.render.progress import NullProgress
-    from tests.test_rollback import CrashAfterUndo
+    from tests.app.test_rollback import CrashAfterUndo
 
     plan = baselines(variant)[0]
     crash_points = [s.id for s in plan.steps if s.action in _PROVISIONER_ACTIONS]
@@ -520,10 +522,10 @@ def test_a_rollback_interrupted_after_each_provisioner_undo_is_finished_by_the_s
             clock = FakeClock()
 
             def rollback(env: Env = env, crash_at: str = crash_at, path: Path = path, clock: FakeClock = clock) -> None:
-                dispatch.rollback(
+                app_rollback.rollback(
                     plan,
                     path,
-                    dispatch.Access(kubeconfig=env.estate.kubeconfig),
+                    Access(kubeconfig=env.estate.kubeconfig),
                     NullProgress(),
                     lambda items: None,
                     waiter=Waiter(sleep=clock.sleep, monotonic=clock.monotonic),

@@ -28,11 +28,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from cidrx import dispatch
+from cidrx.app import plan as app_plan
 from cidrx.cli import cli
 from cidrx.engine.executor import Executor, Outputs
 from cidrx.engine.journal import Journal, journal_path
 from cidrx.kube.api import KubeApi
+from cidrx.model.options import PlanOptions
 from cidrx.model.plan import Plan, load_plan, save_plan
 from cidrx.model.snapshot import load_snapshot
 from cidrx.providers.eks.api import EksApi
@@ -53,7 +54,7 @@ WORLD_SEED = 2023_11_04
 
 def _example_step_ids() -> list[str]:
     """Step ids of the default plan for the incident (the bundled snapshot of it); pure, so cheap at import."""
-    return [s.id for s in dispatch.make_plan(load_snapshot(EXAMPLE), dispatch.PlanOptions()).steps]
+    return [s.id for s in app_plan.make_plan(load_snapshot(EXAMPLE), PlanOptions()).steps]
 
 
 STEP_IDS = _example_step_ids()

@@ -109,7 +109,32 @@ class CidrxGroup(click.Group):
             raise
 
 
-@click.group(cls=CidrxGroup, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})
+def _examples() -> str:
+    """The group's help: what it is for and one example per command, the IPAM one named by the registry."""
+    from cidrx import registry
+
+    ipam = next((s.owner for s in registry.strategies() if s.reclaim), "IPAM")
+    examples = [
+        ("cidrx diagnose --eks --region R --cluster C", "what is full, and why"),
+        ("cidrx diagnose --snapshot FILE", "the same, offline"),
+        ("cidrx expand --eks ... --plan", "a reviewable fix plan"),
+        ("cidrx expand --apply PLAN.json --yes", "carry it out (resumable)"),
+        ("cidrx rollback PLAN.json --yes", "undo what that apply did"),
+        (f"cidrx reclaim --k8s --ipam {ipam} --plan", "release stale in-cluster IPs"),
+        ("cidrx snapshot --eks ... --out FILE", "everything diagnose reads"),
+        ("cidrx exporter --k8s --interval 120", "the same as Prometheus metrics"),
+    ]
+    width = max(len(command) for command, _ in examples) + 3
+    lines = [f"  {command.ljust(width)}{what}" for command, what in examples]
+    return "Find why Kubernetes pods cannot get IP addresses, then plan and apply the fix.\n\n\b\n" + "\n".join(lines)
+
+
+@click.group(
+    cls=CidrxGroup,
+    help=_examples(),
+    epilog=EXIT_CODES_HELP,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(__version__, "--version", prog_name="cidrx", message="%(prog)s %(version)s")
 @click.option(
     "-v",
@@ -121,18 +146,6 @@ class CidrxGroup(click.Group):
 @click.option("-q", "--quiet", is_flag=True, help="Quieter stderr: log messages below errors are dropped.")
 @click.option("--no-color", is_flag=True, help="No colour in terminal output (as NO_COLOR=1 does).")
 def cli(verbose: int, quiet: bool, no_color: bool) -> None:
-    """Find why Kubernetes pods cannot get IP addresses, then plan and apply the fix.
-
-    \b
-      cidrx diagnose --eks --region R --cluster C     what is full, and why
-      cidrx diagnose --snapshot FILE                  the same, offline
-      cidrx expand --eks ... --plan                   a reviewable fix plan
-      cidrx expand --apply PLAN.json --yes            carry it out (resumable)
-      cidrx rollback PLAN.json --yes                  undo what that apply did
-      cidrx reclaim --k8s --ipam whereabouts --plan   release stale in-cluster IPs
-      cidrx snapshot --eks ... --out FILE             everything diagnose reads
-      cidrx exporter --k8s --interval 120             the same as Prometheus metrics
-    """
     import logging
     import os
 
@@ -173,8 +186,8 @@ cli.add_command(exporter)
 
 
 # Allocations between young-generation collections, and collections between older ones (CPython's
-# defaults: 700, 10, 10). cidrx builds one large, acyclic tree of records per run (60,000 pods, 60,000
-# Calico handles ...); at the defaults the collector walks that growing tree again and again, which cost
+# defaults: 700, 10, 10). cidrx builds one large, acyclic tree of records per run (60,000 pods, as many
+# IPAM handles ...); at the defaults the collector walks that growing tree again and again, which cost
 # a third of a large diagnose's wall time (docs/performance.md). Cycles are still collected, just less often.
 GC_THRESHOLDS = (100_000, 50, 100)
 

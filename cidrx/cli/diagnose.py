@@ -2,7 +2,7 @@
 
 Reads a live target or a snapshot file (offline: no credentials, no network). Exit 3 when a finding is at
 or above `--fail-on`, so a scheduled job fails before the incident does. Fleet mode (`--all-clusters`,
-`--all-contexts`, `--context` repeated) diagnoses many clusters at once through cidrx.fleet: one summary,
+`--all-contexts`, `--context` repeated) diagnoses many clusters at once through cidrx.app.fleet: one summary,
 one combined document, the worst exit code; a cluster that cannot be read is a row, not the end of the job.
 """
 
@@ -22,13 +22,13 @@ from cidrx.errors import ExitStatus, InvalidInput
 from cidrx.render import FORMATS
 
 if TYPE_CHECKING:
-    from cidrx.fleet import Job
     from cidrx.model.findings import Diagnosis
+    from cidrx.model.fleet import Job, Member
     from cidrx.model.snapshot import Snapshot
 
 # Models, providers and renderers are imported inside the functions: `cidrx --help` must stay fast.
 FAIL_ON = ("critical", "warning", "info", "never")
-# cidrx.fleet.DEFAULT_PARALLEL / MAX_PARALLEL, literal here so that --help imports nothing (a test checks).
+# cidrx.app.fleet.DEFAULT_PARALLEL / MAX_PARALLEL, literal here so that --help imports nothing (a test checks).
 DEFAULT_PARALLEL = 4
 MAX_PARALLEL = 32
 
@@ -70,23 +70,10 @@ def read_snapshot(path: str, opts: TargetOptions) -> Snapshot:
 
 
 def collect_live(opts: TargetOptions) -> Snapshot:
-    """A fresh snapshot of the target the flags name.
+    """A fresh snapshot of the target the flags name (cidrx.app.diagnose.collect_target)."""
+    from cidrx.app.diagnose import collect_target
 
-    A plain Kubernetes target has nothing but the cluster: when its API cannot be read, the snapshot is
-    empty and a diagnosis of it would pass a CI gate, so that is an access error (exit 6) instead.
-    """
-    from cidrx import dispatch
-    from cidrx.errors import AccessDenied
-
-    target = resolve_target(opts)
-    spec = dispatch.require_supported(target)
-    snap = dispatch.collect_snapshot(target, opts)
-    if spec.in_cluster and not snap.kube.available:
-        raise AccessDenied(
-            f"cannot read {target.label()}: {snap.kube.reason or 'the Kubernetes API is unreachable'}",
-            hint="check --kubeconfig / --context and network access to the API server",
-        )
-    return snap
+    return collect_target(resolve_target(opts), opts)
 
 
 def get_snapshot(opts: TargetOptions, snapshot_path: str | None) -> Snapshot:
@@ -112,11 +99,9 @@ def reading_status(title: str) -> contextlib.AbstractContextManager[None]:
 
 
 def _in_cluster(provider: str | None) -> bool:
-    """Whether `provider`'s targets are reached through kubeconfig alone (`--k8s`): one per context."""
-    from cidrx import registry
+    from cidrx.app.fleet import in_cluster
 
-    spec = registry.provider_spec(provider) if provider else None
-    return spec is not None and spec.in_cluster
+    return in_cluster(provider)
 
 
 def is_fleet(opts: TargetOptions, all_clusters: bool, all_contexts: bool) -> bool:
@@ -166,74 +151,18 @@ def check_fleet_flags(opts: TargetOptions, all_clusters: bool, all_contexts: boo
 
 
 def fleet_jobs(opts: TargetOptions, all_contexts: bool) -> tuple[list[Job], list[str], int]:
-    """The clusters to diagnose (listed from the cloud or the kubeconfig), fleet-wide notes, and the
-    least exit code the fleet can have (an incomplete listing is an access problem in itself)."""
-    from cidrx import fleet, registry
-    from cidrx.errors import ExitStatus
-    from cidrx.kube.api import KubeUnavailable, list_contexts
+    """The clusters the fleet flags name, fleet-wide notes and the fleet's least exit code
+    (cidrx.app.fleet.fleet_jobs)."""
+    from cidrx.app.fleet import fleet_jobs as jobs
 
-    if _in_cluster(opts.provider):
-        names = list(opts.contexts) if not all_contexts else list_contexts(opts.kubeconfig)
-        jobs = fleet.k8s_jobs(names)
-        fleet.require_some(jobs, "no context in the kubeconfig: nothing to diagnose", "pass --kubeconfig PATH")
-        return jobs, [], ExitStatus.OK
-
-    contexts: list[str] | None = None
-    why = ""
-    if not opts.no_kube:
-        try:
-            contexts = list_contexts(opts.kubeconfig)
-        except KubeUnavailable as exc:
-            why = exc.message
-    spec = registry.provider_spec(opts.provider or "")
-    assert spec is not None and spec.list_clusters  # check_fleet_flags
-    listing: fleet.Listing = registry.load(spec.list_clusters)(
-        region=opts.region, project=opts.project, profile=opts.profile
+    return jobs(
+        opts, opts.provider, contexts=opts.contexts, all_contexts=all_contexts, region=opts.region, project=opts.project
     )
-    notes = list(listing.notes)
-    jobs = fleet.cloud_jobs(
-        listing.targets, contexts, no_kube=opts.no_kube, account=listing.account, why_no_contexts=why
-    )
-    if not notes:
-        fleet.require_some(jobs, listing.empty, listing.empty_hint)
-    return jobs, notes, ExitStatus.ACCESS if notes else ExitStatus.OK
-
-
-def member_options(opts: TargetOptions, job: Job) -> TargetOptions:
-    """The TARGET options that name one member of the fleet."""
-    import dataclasses
-
-    t = job.target
-    context = job.kube_context
-    return dataclasses.replace(
-        opts,
-        cluster=t.cluster if not _in_cluster(t.provider) else None,
-        location=t.location,
-        context=context,
-        contexts=(context,) if context else (),
-        no_kube=opts.no_kube or (not _in_cluster(t.provider) and context is None),
-    )
-
-
-def collect_member(opts: TargetOptions, job: Job) -> Snapshot:
-    """A fresh snapshot of one member: through its context, or the cloud side alone with the reason the
-    diagnosis then reports (KUBE-UNREACHABLE)."""
-    member = member_options(opts, job)
-    if job.kube_skipped is None or opts.no_kube:
-        return collect_live(member)
-    from cidrx import dispatch
-    from cidrx.kube.model import KubeSection
-    from cidrx.model.snapshot import seal
-
-    target = resolve_target(member)
-    module = dispatch.provider(target)
-    kube = KubeSection(available=False, reason=job.kube_skipped)
-    return seal(module.collect(target, member, kube, dispatch.utc_now()))
 
 
 def diagnose_many(opts: TargetOptions, all_contexts: bool, parallel: int, output: str, fail_on: str) -> int:
     """Fleet mode: every cluster, `parallel` at a time; progress on stderr as each one finishes."""
-    from cidrx import dispatch, fleet
+    from cidrx.app import fleet
     from cidrx.render.fleet import cut, render_fleet, status
     from cidrx.render.progress import make_progress
     from cidrx.render.term import stdout_term
@@ -245,7 +174,7 @@ def diagnose_many(opts: TargetOptions, all_contexts: bool, parallel: int, output
     progress.note(f"diagnosing {len(jobs)} cluster(s), at most {min(parallel, len(jobs))} at a time")
     done = 0
 
-    def on_done(m: fleet.Member) -> None:
+    def on_done(m: Member) -> None:
         nonlocal done
         done += 1
         detail = f": {cut(m.error)}" if m.error else ""
@@ -253,7 +182,7 @@ def diagnose_many(opts: TargetOptions, all_contexts: bool, parallel: int, output
 
     result = fleet.diagnose_fleet(
         jobs,
-        lambda job: dispatch.analyze(collect_member(opts, job)),
+        fleet.diagnose_members(opts),
         lambda d: exit_code_for(d, fail_on),
         parallel=parallel,
         on_done=on_done,
@@ -342,7 +271,7 @@ def diagnose(
       cidrx diagnose --k8s --context a --context b
       cidrx diagnose --k8s --all-contexts --parallel 8
     """
-    from cidrx import dispatch
+    from cidrx.app.diagnose import address_maps, analyze
     from cidrx.render import render_diagnosis
     from cidrx.render.term import stdout_term
 
@@ -352,7 +281,7 @@ def diagnose(
             raise InvalidInput("-o html maps one cluster; diagnose the clusters one by one, or use -o markdown")
         return diagnose_many(target, all_contexts, parallel, output, fail_on)
     snap = get_snapshot(target, snapshot_path)
-    d = dispatch.analyze(snap)
+    d = analyze(snap)
     if snapshot_path:
         d = dataclasses.replace(d, taken_at=snap.taken_at)  # a saved snapshot: say how old it is
     if snapshot_path and snapshot_path != "-":
@@ -360,7 +289,7 @@ def diagnose(
     if output == "html":
         from cidrx.render.html import render_html
 
-        click.echo(render_html(d, dispatch.address_maps(snap)), nl=False)
+        click.echo(render_html(d, address_maps(snap)), nl=False)
         return exit_code_for(d, fail_on)
     click.echo(render_diagnosis(d, output, stdout_term()), nl=False)
     return exit_code_for(d, fail_on)

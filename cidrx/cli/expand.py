@@ -32,11 +32,24 @@ if TYPE_CHECKING:
 STRATEGIES = registry.expand_strategies()
 
 
+def _strategy_help() -> str:
+    """--strategy's help: each provider's strategies, then those of the in-cluster IPAMs, as declared."""
+    parts = [f"{p.title}: {', '.join(p.strategies)}" for p in registry.providers() if p.strategies]
+    for spec in registry.ipams():
+        own = [s for s in spec.strategies if s in STRATEGIES]
+        if own:
+            parts.append(f"any cluster running {spec.title}: {', '.join(own)}")
+    return f"How to add space. {'; '.join(parts)}. Without it, the target's provider picks one for the cluster."
+
+
+STRATEGY_HELP = _strategy_help()
+
+
 def default_plan_path(plan: Plan) -> str:
     return f"cidrx-plan-{plan.target.cluster}.json"
 
 
-def _stdin_is_terminal() -> bool:
+def stdin_is_terminal() -> bool:
     try:
         return sys.stdin is not None and sys.stdin.isatty()
     except (ValueError, AttributeError):  # closed or replaced stdin
@@ -99,7 +112,7 @@ def make(
     output: str,
     emit: str | None = None,
 ) -> int:
-    from cidrx import dispatch
+    from cidrx.app.plan import make_plan
 
     if options.cidr:
         _check_cidr(options.cidr)
@@ -110,7 +123,7 @@ def make(
             hint=f"use --out {stem}.json --emit terraform: the plan goes to {stem}.json and its HCL to {stem}.tf",
         )
     snap = get_snapshot(target, snapshot_path)
-    plan = dispatch.make_plan(snap, options)
+    plan = make_plan(snap, options)
     if emit is None:
         return write_plan(plan, out, output, "expand", snap)
     if out == "-":  # the HCL instead of the plan's JSON: nothing is saved
@@ -154,12 +167,12 @@ def plan_text(plan: Plan, output: str, snapshot: Snapshot | None) -> str:
 
     if output != "html":
         return render_plan(plan, output, stdout_term())
-    from cidrx import dispatch
+    from cidrx.app.diagnose import address_maps, analyze
     from cidrx.render.html import render_html
 
     if snapshot is None:
         raise InvalidInput("-o html needs the snapshot the plan is made from")
-    return render_html(dispatch.analyze(snapshot), dispatch.address_maps(snapshot), plan)
+    return render_html(analyze(snapshot), address_maps(snapshot), plan)
 
 
 def write_plan(plan: Plan, out: str | None, output: str, command: str, snapshot: Snapshot | None = None) -> int:
@@ -186,12 +199,12 @@ RECLAIM_STRATEGIES = registry.reclaim_strategies()
 
 def load_for_apply(target: TargetOptions, plan_path: str, command: str) -> Plan:
     """The plan at `plan_path`, checked against the target flags and the command it belongs to."""
-    from cidrx import dispatch
+    from cidrx.app.owners import require_supported
     from cidrx.model.plan import load_plan
 
     plan = load_plan(plan_path)
     check_matches(target, plan.target, f"plan {plan_path}")
-    dispatch.require_supported(plan.target)
+    require_supported(plan.target)
     belongs = "reclaim" if plan.strategy in RECLAIM_STRATEGIES else "expand"
     if belongs != command:
         raise InvalidInput(f"{plan_path} is a {plan.strategy} plan; apply it with: cidrx {belongs} --apply {plan_path}")
@@ -221,7 +234,7 @@ def apply(
     """Carry out the plan at `plan_path` (shared by `expand --apply` and `reclaim --apply`); `plan` is that
     file already loaded with `load_for_apply`, if the caller did. After the last step a fresh snapshot
     shows whether it worked (cidrx.engine.verify); it is printed and recorded in the journal."""
-    from cidrx import dispatch
+    from cidrx.app.apply import ApplySession
     from cidrx.render.progress import make_progress
     from cidrx.render.table import render_plan as plan_table
     from cidrx.render.table import render_results
@@ -232,7 +245,7 @@ def apply(
     if plan is None:
         plan = load_for_apply(target, plan_path, command)
     if not yes:
-        if not _stdin_is_terminal():
+        if not stdin_is_terminal():
             raise InvalidInput(
                 "refusing to apply without --yes: stdin is not a terminal",
                 hint=f"review the plan, then run: cidrx {command} --apply {plan_path} --yes",
@@ -241,21 +254,9 @@ def apply(
         if not click.confirm(f"Apply plan {plan.plan_id} to {plan.target.label()}?", default=False, err=True):
             raise InvalidInput("apply cancelled at the prompt; nothing was changed")
     progress = make_progress(sys.stderr)
-    # The lock comes first: the drift check must see what a run that held it before us left behind.
-    with dispatch.holding_lock(plan, plan_path, target, progress, wait_for_lock):
-        progress.note(f"taking a fresh snapshot of {plan.target.label()} to check the plan still holds")
-        with reading_status(f"reading {plan.target.label()}"):
-            snap = dispatch.collect_for_plan(plan, target)
-        with boundary.applying():
-            outcomes = dispatch.apply_plan(plan, plan_path, snap, target, progress)
-        progress.note(f"taking a fresh snapshot of {plan.target.label()} to see what the apply changed")
-        verification = None
-        unverified = None
-        try:
-            with reading_status(f"reading {plan.target.label()} again"):
-                verification = dispatch.verify_apply(plan, plan_path, snap, target)
-        except CidrxError as exc:  # the apply itself is done; say why its result could not be checked
-            unverified = exc.message
+    with ApplySession(plan, plan_path, target, progress) as session:
+        applied = session.apply(wait_for_lock, reading=reading_status, writing=boundary.applying)
+    outcomes, verification, unverified = applied.outcomes, applied.verification, applied.unverified
     rows = [(o.step_id, o.status, dict(o.outputs)) for o in outcomes]
     if output == "json":
         from cidrx.engine.verify import verification_doc
@@ -308,9 +309,7 @@ def apply_and_emit(
 @click.option(
     "--strategy",
     type=click.Choice(STRATEGIES),
-    help="How to add space. EKS: subnet-discovery (default where the VPC CNI is v1.18+ without custom networking), "
-    "custom-networking (default otherwise), prefix-delegation; GKE: node-pool (default), cluster-range; any "
-    "cluster running Calico: calico-pool.",
+    help=STRATEGY_HELP,
 )
 @click.option("--cidr", metavar="CIDR", help="Range to add (default: the first free one that is allowed).")
 @click.option("--add-nodes", type=click.IntRange(min=1), metavar="N", help="Nodes the new space must hold.")

@@ -1,4 +1,4 @@
-"""`cidrx exporter`: the diagnosis as a Prometheus endpoint, collected every interval (cidrx/exporter.py).
+"""`cidrx exporter`: the diagnosis as a Prometheus endpoint, collected every interval (cidrx/app/exporter.py).
 
 Takes every target `diagnose` takes (one cluster, a snapshot file, a fleet) with the same flags and the same
 checks (cidrx/cli/diagnose.py); bad --listen or --interval values are one line and exit 2 before anything
@@ -12,69 +12,20 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cidrx.cli.diagnose import (
-    check_fleet_flags,
-    collect_member,
-    fleet_jobs,
-    fleet_options,
-    get_snapshot,
-    is_fleet,
-    read_snapshot,
-)
-from cidrx.cli.options import TargetOptions, fleet_target_options, resolve_target
+from cidrx.cli.diagnose import check_fleet_flags, fleet_jobs, fleet_options, is_fleet, read_snapshot, reading_status
+from cidrx.cli.options import TargetOptions, check_matches, fleet_target_options, resolve_target
 from cidrx.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from cidrx.exporter import Collect
+    from cidrx.app.exporter import Collect
 
-# cidrx.exporter.DEFAULT_PORT, literal here so that --help imports nothing.
+# cidrx.app.exporter.DEFAULT_PORT, literal here so that --help imports nothing.
 DEFAULT_LISTEN = "0.0.0.0:9877"
 DEFAULT_INTERVAL = "60"
 
 
 def _log(line: str) -> None:
     click.echo(f"cidrx exporter: {line}", err=True)
-
-
-def single_collect(opts: TargetOptions, snapshot_path: str | None) -> Collect:
-    """One cluster (or a snapshot file, read again each time): its diagnosis, or the error it raises."""
-    from cidrx import dispatch
-    from cidrx.exporter import Outcome
-
-    def collect() -> Outcome:
-        d = dispatch.analyze(get_snapshot(opts, snapshot_path))
-        return Outcome((d,), (), (d.target.label(),))
-
-    return collect
-
-
-def fleet_collect(opts: TargetOptions, all_contexts: bool, parallel: int) -> Collect:
-    """Every cluster of the fleet, listed again each time (clusters come and go); one that cannot be read
-    is a failure of this collection but not of the others."""
-    from cidrx import dispatch, fleet
-    from cidrx.errors import ExitStatus
-    from cidrx.exporter import Outcome
-
-    def collect() -> Outcome:
-        jobs, notes, floor = fleet_jobs(opts, all_contexts)
-        result = fleet.diagnose_fleet(
-            jobs,
-            lambda job: dispatch.analyze(collect_member(opts, job)),
-            lambda d: ExitStatus.OK,
-            parallel=parallel,
-            notes=notes,
-            floor=floor,
-        )
-        failures = [(m.target.label(), m.error or "") for m in result.clusters if m.diagnosis is None]
-        if floor != ExitStatus.OK:
-            failures += [("", note) for note in notes]
-        return Outcome(
-            tuple(m.diagnosis for m in result.clusters if m.diagnosis is not None),
-            tuple(failures),
-            tuple(m.target.label() for m in result.clusters),
-        )
-
-    return collect
 
 
 @click.command(short_help="Serve the diagnosis as Prometheus metrics (/metrics, /healthz).")
@@ -118,21 +69,23 @@ def exporter(
       cidrx exporter --eks --region R --cluster C --listen 0.0.0.0:9877 --interval 300
       cidrx exporter --k8s --all-contexts --interval 120
     """
-    from cidrx import dispatch
-    from cidrx.exporter import parse_interval, parse_listen, run_exporter
+    from cidrx.app import exporter as app
+    from cidrx.app.owners import require_supported
 
-    host, port = parse_listen(listen)
-    seconds = parse_interval(interval)
+    host, port = app.parse_listen(listen)
+    seconds = app.parse_interval(interval)
     collect: Collect
     if is_fleet(target, all_clusters, all_contexts):
         check_fleet_flags(target, all_clusters, all_contexts, snapshot_path)
-        collect = fleet_collect(target, all_contexts, parallel)
+        collect = app.fleet_collect(target, lambda: fleet_jobs(target, all_contexts), parallel)
     elif snapshot_path:
         if snapshot_path == "-":
             raise InvalidInput("--snapshot -: the exporter re-reads its snapshot every interval; give a file")
         read_snapshot(snapshot_path, target)  # a missing or corrupt file is exit 2 now, not a failing exporter
-        collect = single_collect(target, snapshot_path)
+        path = snapshot_path
+        collect = app.snapshot_collect(path, lambda snap: check_matches(target, snap.target, f"snapshot {path}"))
     else:
-        dispatch.require_supported(resolve_target(target))
-        collect = single_collect(target, None)
-    return run_exporter(collect, host, port, seconds, _log)
+        resolved = resolve_target(target)
+        require_supported(resolved)
+        collect = app.target_collect(resolved, target, reading_status)
+    return app.run_exporter(collect, host, port, seconds, _log)

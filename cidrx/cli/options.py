@@ -175,7 +175,7 @@ def resolve_target(opts: TargetOptions) -> Target:
         raise InvalidInput(f"{spec.flag} works only through the Kubernetes API; drop --no-kube")
     name = opts.cluster or opts.context
     if not name:
-        from cidrx.kube.api import current_context
+        from cidrx.kube.kubeconfig import current_context
 
         # Named after the context kubeconfig resolution picks, never a placeholder: the name is in the
         # header, the plan file's name and the Prometheus `target` label of every cluster.

@@ -1,7 +1,7 @@
 """`cidrx permissions`: print the least-privilege IAM policy / GCP role and Kubernetes ClusterRole.
 
 Why it exists: whoever sets up the CI job has to grant cidrx exactly what it uses. The lists come from
-cidrx.permissions: the collectors' reads and the permissions each plan module declares for its steps, so
+cidrx.app.permissions: the collectors' reads and the permissions each plan module declares for its steps, so
 the command works wherever cidrx is installed and follows the steps as they change.
 """
 
@@ -105,8 +105,8 @@ def permissions(chosen: list[str], purpose: str, output: str) -> int:
       cidrx permissions --eks -o json | jq .iam_policy     just the policy document
       cidrx permissions --gke -o json | jq .gcp_role       the role file for gcloud
     """
+    from cidrx.app.permissions import document, needs
     from cidrx.errors import InvalidInput
-    from cidrx.permissions import document, needs
 
     if len(chosen) > 1:  # the words of every other command's target options (cli/options.py)
         raise InvalidInput(f"choose one provider, not {' and '.join('--' + p for p in chosen)}")

@@ -1,9 +1,9 @@
 """`cidrx reclaim`: free addresses an in-cluster IPAM still holds for pods that are gone.
 
-Whereabouts keeps the reservations of pods that died with their node; Calico keeps leaked IPs and empty
-blocks. `--plan` lists exactly what would be released and why; `--apply PLAN.json` re-reads every pool
-and pod right before acting and never releases an address that has become live again. No workload has to
-be scaled down.
+In-cluster IPAMs keep the reservations of pods that died with their node, leaked IPs and empty blocks;
+the IPAMs that can give them back declare a reclaim strategy (cidrx.registry). `--plan` lists exactly
+what would be released and why; `--apply PLAN.json` re-reads every pool and pod right before acting and
+never releases an address that has become live again. No workload has to be scaled down.
 """
 
 from __future__ import annotations
@@ -18,9 +18,19 @@ from cidrx.errors import InvalidInput
 from cidrx.render import PLAN_FORMATS
 
 IPAMS = tuple(dict.fromkeys(s.owner for s in registry.strategies() if s.reclaim))
+_TITLES = [spec.title for name in IPAMS if (spec := registry.ipam_spec(name)) is not None]
+HELP = f"""Release addresses {" or ".join(_TITLES)} hold for pods that no longer exist.
+
+    \b
+      cidrx reclaim --k8s [--context C] --ipam {IPAMS[0] if IPAMS else "NAME"} --plan --out r.json
+      cidrx reclaim --apply r.json --yes
+
+    Pending pods and pods whose address is still reported live are never touched; every write is a
+    compare-and-swap on the object's resourceVersion, re-decided on conflict.
+    """
 
 
-@click.command(short_help="Plan (--plan) or apply (--apply) the release of stale in-cluster IPAM addresses.")
+@click.command(short_help="Plan (--plan) or apply (--apply) the release of stale in-cluster IPAM addresses.", help=HELP)
 @target_options
 @click.option("--ipam", type=click.Choice(IPAMS), help="Which IPAM's stale addresses to release (with --plan).")
 @click.option("--plan", "plan_mode", is_flag=True, help="Make a plan and write it to --out (changes nothing).")
@@ -52,19 +62,10 @@ def reclaim(
     yes: bool,
     wait_for_lock: float | None,
 ) -> int:
-    """Release addresses Whereabouts or Calico hold for pods that no longer exist.
-
-    \b
-      cidrx reclaim --k8s [--context C] --ipam whereabouts --plan --out r.json
-      cidrx reclaim --apply r.json --yes
-
-    Pending pods and pods whose address is still reported live are never touched; every write is a
-    compare-and-swap on the object's resourceVersion, re-decided on conflict.
-    """
     if plan_mode and apply_path:
         raise InvalidInput("--plan and --apply are mutually exclusive: make the plan, review it, then apply it")
     if not plan_mode and not apply_path:
-        raise InvalidInput("reclaim needs --plan --ipam whereabouts|calico, or --apply PLAN.json")
+        raise InvalidInput(f"reclaim needs --plan --ipam {'|'.join(IPAMS)}, or --apply PLAN.json")
     if target.no_kube:
         raise InvalidInput("reclaim frees in-cluster IPAM addresses through the Kubernetes API; drop --no-kube")
     if apply_path:
@@ -77,8 +78,8 @@ def reclaim(
     if yes:
         raise InvalidInput("--yes only works with --apply; --plan never changes anything")
     if ipam is None:
-        raise InvalidInput("reclaim --plan needs --ipam whereabouts or --ipam calico")
-    from cidrx import dispatch
+        raise InvalidInput(f"reclaim --plan needs {' or '.join(f'--ipam {name}' for name in IPAMS)}")
+    from cidrx.app.plan import make_reclaim_plan
 
     snap = get_snapshot(target, snapshot_path)
-    return write_plan(dispatch.make_reclaim_plan(snap, ipam), out, output, "reclaim", snap)
+    return write_plan(make_reclaim_plan(snap, ipam), out, output, "reclaim", snap)

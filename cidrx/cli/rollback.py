@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from cidrx.cli import boundary
-from cidrx.cli.expand import WAIT_FOR_LOCK, _stdin_is_terminal
+from cidrx.cli.expand import WAIT_FOR_LOCK, stdin_is_terminal
 from cidrx.cli.options import TargetOptions, check_matches, target_options
 from cidrx.errors import InvalidInput
 
@@ -35,17 +35,18 @@ def rollback(target: TargetOptions, plan_path: str, yes: bool, wait_for_lock: fl
     Only what carries the plan's tag or label is removed; changed settings (the VPC CNI's env, the add-on's
     configuration) go back to the values the apply recorded before changing them. Refuses (exit 4, nothing
     changed) while something it would remove is in use: nodes in the node group or pool, network interfaces
-    in a subnet, pods with addresses in a range, allocations in a Calico pool. Reclaim plans cannot be
+    in a subnet, pods with addresses in a range, allocations in an in-cluster IPAM pool. Reclaim plans cannot be
     rolled back (exit 2). If it stops partway (exit 5), the same command resumes; run again when done, it
     changes nothing.
     """
-    from cidrx import dispatch
+    from cidrx.app.owners import require_supported
+    from cidrx.app.rollback import rollback as roll_back
     from cidrx.model.plan import load_plan
     from cidrx.render.progress import make_progress
 
     plan = load_plan(plan_path)
     check_matches(target, plan.target, f"plan {plan_path}")
-    dispatch.require_supported(plan.target)
+    require_supported(plan.target)
     progress = make_progress(sys.stderr)
 
     def confirm(items: Sequence[Any]) -> None:
@@ -54,7 +55,7 @@ def rollback(target: TargetOptions, plan_path: str, yes: bool, wait_for_lock: fl
         click.echo("\n".join(lines), err=True)
         if yes:
             return
-        if not _stdin_is_terminal():
+        if not stdin_is_terminal():
             raise InvalidInput(
                 "refusing to roll back without --yes: stdin is not a terminal",
                 hint=f"review what it undoes (above), then run: cidrx rollback {plan_path} --yes",
@@ -62,9 +63,7 @@ def rollback(target: TargetOptions, plan_path: str, yes: bool, wait_for_lock: fl
         if not click.confirm(f"Undo these {len(items)} step(s)?", default=False, err=True):
             raise InvalidInput("rollback cancelled at the prompt; nothing was changed")
 
-    items, outcomes = dispatch.rollback(
-        plan, plan_path, target, progress, confirm, wait_for_lock, writing=boundary.applying
-    )
+    items, outcomes = roll_back(plan, plan_path, target, progress, confirm, wait_for_lock, writing=boundary.applying)
     if not items:
         click.echo(f"plan {plan.plan_id}: nothing to roll back (never applied, or already rolled back)")
         return 0

@@ -1,6 +1,6 @@
 """The contract between the provider-independent apply loop and each provider's step implementations.
 
-Every plan action (associate a VPC CIDR, patch a GKE subnet, remove a Whereabouts allocation, …) is an
+Every plan action (associate a VPC CIDR, patch a subnet, release an in-cluster IPAM address, …) is an
 Executor with four phases: `check` (already done? find it, e.g. by the plan tag), `act`, `wait` (until the
 cloud says the change is usable) and `verify` (the end state is what the step promised). The loop in
 apply.py owns ordering, journaling and error policy, so a provider only writes these four functions.

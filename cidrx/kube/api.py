@@ -8,26 +8,30 @@ the Kubernetes objects (trimmed, `iter_pods` & co.); custom resources are yielde
 Writes are guarded by resourceVersion (409 -> `Conflict`) or by a JSON-patch `test` (422 -> `PatchTestFailed`).
 Every failure goes through `KubeApi._translate`, so callers see cidrx errors that say what to grant or fix.
 
-lightkube is imported inside functions only, so `import cidrx.kube.api` (and `cidrx --help`) stays cheap.
+lightkube is imported inside functions only, so `import cidrx.kube.api` (and `cidrx --help`) stays cheap. The
+parts that need no lightkube live beside it: the records pages decode into (cidrx.kube.records), kubeconfig
+resolution (cidrx.kube.kubeconfig) and the errors callers catch (cidrx.kube.errors).
 """
 
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import msgspec
 
-from cidrx.engine import activity
-from cidrx.engine.retry import (
+from cidrx.errors import AccessDenied, CidrxError, CloudError
+from cidrx.kube.errors import AlreadyExists, Conflict, KubeUnavailable, NotFound, PatchTestFailed, one_line
+from cidrx.kube.kubeconfig import SERVICE_ACCOUNT, in_cluster, kubeconfig_paths, merge_kubeconfigs
+from cidrx.kube.records import ApiGroupList, EventRecord, ListHead, NodeRecord, PodRecord
+from cidrx.transport import activity
+from cidrx.transport.retry import (
     Retryable,
     call_with_retry,
     certificate_failure,
@@ -35,7 +39,6 @@ from cidrx.engine.retry import (
     status_is_transient,
     with_gave_up_note,
 )
-from cidrx.errors import AccessDenied, CidrxError, CloudError
 
 if TYPE_CHECKING:
     from lightkube import Client, SingleConfig
@@ -46,183 +49,6 @@ S = TypeVar("S", bound=msgspec.Struct)
 CHUNK_SIZE = 500  # items per list page (limit/continue)
 TIMEOUT = 30.0  # seconds per request; connecting gets at most CONNECT_TIMEOUT
 CONNECT_TIMEOUT = 5.0
-SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-NETWORK_STATUS = "k8s.v1.cni.cncf.io/network-status"
-NETWORKS_STATUS = "k8s.v1.cni.cncf.io/networks-status"  # the Multus name before network-status
-
-
-class KubeUnavailable(AccessDenied):
-    """No Kubernetes configuration, or the API server cannot be reached (collection degrades, never fails)."""
-
-
-class Conflict(CloudError):
-    """A write lost a race: stale resourceVersion, failed delete precondition, or the object already exists."""
-
-
-class AlreadyExists(Conflict):
-    """Create of an object whose name is taken."""
-
-
-class PatchTestFailed(Conflict):
-    """A JSON patch was rejected with 422: a `test` op failed (or a path it touches no longer exists)."""
-
-
-class NotFound(CloudError):
-    """The object (or the whole resource type) does not exist."""
-
-
-# --------------------------------------------------------------------------------------------------
-# Compact records: only what cidrx reads. Unknown fields are skipped while decoding, so a pod costs a
-# few hundred bytes instead of several kilobytes.
-# --------------------------------------------------------------------------------------------------
-
-
-class _Struct(msgspec.Struct, omit_defaults=True):
-    pass
-
-
-class _Condition(_Struct):
-    type: str = ""
-    status: str = ""
-    reason: str | None = None
-
-
-class _Address(_Struct):
-    type: str = ""
-    address: str = ""
-
-
-class _Allocatable(_Struct):
-    pods: str | int | None = None
-
-
-class _NodeMeta(_Struct):
-    name: str = ""
-    creationTimestamp: str | None = None
-    labels: dict[str, str] | None = None
-    annotations: dict[str, str] | None = None  # the collector keeps only the ENIConfig selection keys
-
-
-class _NodeSpec(_Struct):
-    podCIDR: str | None = None
-    podCIDRs: list[str] | None = None
-    providerID: str | None = None
-
-
-class _NodeStatus(_Struct):
-    conditions: list[_Condition] | None = None
-    addresses: list[_Address] | None = None
-    allocatable: _Allocatable | None = None
-
-
-class NodeRecord(_Struct):
-    metadata: _NodeMeta | None = None
-    spec: _NodeSpec | None = None
-    status: _NodeStatus | None = None
-
-
-class _PodAnnotations(_Struct):
-    network_status: str | None = msgspec.field(name=NETWORK_STATUS, default=None)
-    networks_status: str | None = msgspec.field(name=NETWORKS_STATUS, default=None)
-
-
-class _PodMeta(_Struct):
-    name: str = ""
-    namespace: str | None = None
-    uid: str | None = None
-    creationTimestamp: str | None = None
-    annotations: _PodAnnotations | None = None
-
-
-class _PodSpec(_Struct):
-    nodeName: str | None = None
-    hostNetwork: bool | None = None
-    nodeSelector: dict[str, str] | None = None
-
-
-class _Waiting(_Struct):
-    reason: str | None = None
-
-
-class _ContainerState(_Struct):
-    waiting: _Waiting | None = None
-
-
-class _ContainerStatus(_Struct):
-    name: str = ""
-    state: _ContainerState | None = None
-
-
-class _PodIP(_Struct):
-    ip: str = ""
-
-
-class _PodStatus(_Struct):
-    phase: str | None = None
-    podIP: str | None = None
-    podIPs: list[_PodIP] | None = None
-    conditions: list[_Condition] | None = None
-    containerStatuses: list[_ContainerStatus] | None = None
-
-
-class PodRecord(_Struct):
-    metadata: _PodMeta | None = None
-    spec: _PodSpec | None = None
-    status: _PodStatus | None = None
-
-
-class _EventMeta(_Struct):
-    name: str = ""
-    namespace: str | None = None
-
-
-class _ObjectRef(_Struct):
-    kind: str = ""
-    namespace: str | None = None
-    name: str = ""
-
-
-class _EventSource(_Struct):
-    component: str | None = None
-    host: str | None = None
-
-
-class _EventSeries(_Struct):
-    count: int | None = None
-    lastObservedTime: str | None = None
-
-
-class EventRecord(_Struct):
-    metadata: _EventMeta | None = None
-    involvedObject: _ObjectRef | None = None
-    reason: str | None = None
-    type: str | None = None
-    message: str | None = None
-    count: int | None = None
-    firstTimestamp: str | None = None
-    lastTimestamp: str | None = None
-    eventTime: str | None = None
-    series: _EventSeries | None = None
-    source: _EventSource | None = None
-    reportingComponent: str | None = None
-
-
-class _ApiGroup(_Struct):
-    name: str = ""
-
-
-class _ApiGroupList(_Struct):
-    groups: list[_ApiGroup] = msgspec.field(default_factory=list)
-
-
-class _ListMeta(_Struct):
-    continue_: str | None = msgspec.field(name="continue", default=None)
-
-
-class _ListHead(_Struct):
-    """Only the continue token of a list page: decoding it skips the items (see KubeApi._list)."""
-
-    metadata: _ListMeta | None = None
 
 
 class _Rows(NamedTuple):
@@ -283,77 +109,6 @@ def _dict_resource(group: str, version: str, plural: str, namespaced: bool, kind
     return type(name, (base,), {"_api_info": create_api_info(group, version, kind or plural, plural)})
 
 
-# --------------------------------------------------------------------------------------------------
-# Kubeconfig resolution
-# --------------------------------------------------------------------------------------------------
-
-_PATH_KEYS = {"cluster": ("certificate-authority",), "user": ("client-certificate", "client-key", "tokenFile")}
-
-
-def _read_kubeconfig(path: Path) -> JSON:
-    import yaml
-
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise KubeUnavailable(f"cannot read kubeconfig {path}: {_one_line(str(exc))}") from None
-    if doc is None:
-        return {}
-    if not isinstance(doc, dict):
-        raise KubeUnavailable(f"kubeconfig {path} is not a kubeconfig (expected a mapping)")
-    return doc
-
-
-def _merge_kubeconfigs(paths: Sequence[Path]) -> JSON:
-    """Merge like kubectl: the first file to define a name (or current-context) wins.
-
-    Relative file paths inside each file are made absolute against that file's directory.
-    """
-    merged: JSON = {"clusters": [], "contexts": [], "users": []}
-    seen: dict[str, set[str]] = {"clusters": set(), "contexts": set(), "users": set()}
-    for path in paths:
-        doc = _read_kubeconfig(path)
-        if not merged.get("current-context") and doc.get("current-context"):
-            merged["current-context"] = doc["current-context"]
-        for section, inner in (("clusters", "cluster"), ("contexts", "context"), ("users", "user")):
-            for entry in doc.get(section) or []:
-                if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-                    continue
-                if entry["name"] in seen[section]:
-                    continue
-                seen[section].add(entry["name"])
-                body = dict(entry.get(inner) or {})
-                for key in _PATH_KEYS.get(inner, ()):
-                    if isinstance(body.get(key), str) and not Path(body[key]).expanduser().is_absolute():
-                        body[key] = str(path.parent / body[key])
-                merged[section].append({"name": entry["name"], inner: body})
-    return merged
-
-
-def _kubeconfig_paths(kubeconfig: str | None) -> tuple[list[Path], str] | None:
-    """Explicit path, else $KUBECONFIG (a path list), else ~/.kube/config; None when there is none."""
-    if kubeconfig:
-        path = Path(kubeconfig).expanduser()
-        if not path.is_file():
-            raise KubeUnavailable(f"kubeconfig {kubeconfig} not found")
-        return [path], str(path)
-    env = os.environ.get("KUBECONFIG", "")
-    if env:
-        paths = [Path(p).expanduser() for p in env.split(os.pathsep) if p]
-        existing = [p for p in paths if p.is_file()]
-        if not existing:
-            raise KubeUnavailable(f"no file named by $KUBECONFIG={env} exists")
-        return existing, os.pathsep.join(str(p) for p in existing)
-    default = Path("~/.kube/config").expanduser()
-    if default.is_file():
-        return [default], str(default)
-    return None
-
-
-def _in_cluster() -> bool:
-    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and (SERVICE_ACCOUNT / "token").is_file()
-
-
 def load_config(kubeconfig: str | None, context: str | None) -> tuple[SingleConfig, str]:
     """The connection settings to use and the context name to report, by standard kubeconfig resolution.
 
@@ -363,9 +118,9 @@ def load_config(kubeconfig: str | None, context: str | None) -> tuple[SingleConf
     from lightkube import ConfigError, KubeConfig
     from lightkube.config.models import User
 
-    found = _kubeconfig_paths(kubeconfig)
+    found = kubeconfig_paths(kubeconfig)
     if found is None:
-        if not _in_cluster():
+        if not in_cluster():
             raise KubeUnavailable(
                 "no Kubernetes configuration: --kubeconfig not given, $KUBECONFIG not set, ~/.kube/config "
                 "missing, and not running in a pod",
@@ -376,11 +131,11 @@ def load_config(kubeconfig: str | None, context: str | None) -> tuple[SingleConf
         try:
             single = KubeConfig.from_service_account(str(SERVICE_ACCOUNT)).get()
         except (ConfigError, KeyError, OSError) as exc:
-            raise KubeUnavailable(f"in-cluster configuration unusable: {_one_line(str(exc))}") from None
+            raise KubeUnavailable(f"in-cluster configuration unusable: {one_line(str(exc))}") from None
         assert single is not None
         return single, "in-cluster"
     paths, label = found
-    doc = _merge_kubeconfigs(paths)
+    doc = merge_kubeconfigs(paths)
     name = context or doc.get("current-context")
     if not name:
         raise KubeUnavailable(f"kubeconfig {label} has no current-context", hint="pass --context")
@@ -400,47 +155,16 @@ def load_config(kubeconfig: str | None, context: str | None) -> tuple[SingleConf
     try:
         single = KubeConfig.from_dict(doc, fname=paths[0]).get(name)
     except (ConfigError, KeyError, msgspec.ValidationError) as exc:
-        raise KubeUnavailable(f"kubeconfig {label} is not valid: {_one_line(str(exc))}") from None
+        raise KubeUnavailable(f"kubeconfig {label} is not valid: {one_line(str(exc))}") from None
     assert single is not None
     if single.user is None:  # lightkube's HTTP adapter asserts a user; no user means no credentials
         single = single._replace(user=User())
     return single, name
 
 
-def current_context(kubeconfig: str | None) -> str | None:
-    """The name of the context standard resolution would use without --context ("in-cluster" in a pod with
-    no kubeconfig); None when there is no usable kubeconfig (collection then says why)."""
-    try:
-        found = _kubeconfig_paths(kubeconfig)
-        if found is None:
-            return "in-cluster" if _in_cluster() else None
-        name = _merge_kubeconfigs(found[0]).get("current-context")
-    except CidrxError:
-        return None
-    return str(name) if name else None
-
-
-def list_contexts(kubeconfig: str | None) -> list[str]:
-    """Names of every context of the kubeconfig that standard resolution finds (explicit path, else
-    $KUBECONFIG merged like kubectl, else ~/.kube/config), in file order; KubeUnavailable when there is
-    no kubeconfig at all (a pod's service account has no contexts)."""
-    found = _kubeconfig_paths(kubeconfig)
-    if found is None:
-        raise KubeUnavailable(
-            "no kubeconfig: --kubeconfig not given, $KUBECONFIG not set and ~/.kube/config missing",
-            hint="pass --kubeconfig PATH",
-        )
-    return [str(c["name"]) for c in _merge_kubeconfigs(found[0])["contexts"]]
-
-
 # --------------------------------------------------------------------------------------------------
 # Errors
 # --------------------------------------------------------------------------------------------------
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -525,11 +249,11 @@ class KubeApi:
             )
         except ConfigError as exc:  # e.g. an auth-provider user (removed from kubectl too)
             raise AccessDenied(
-                f"context {self.context}: {_one_line(str(exc))}",
+                f"context {self.context}: {one_line(str(exc))}",
                 hint="use an exec credential plugin (gke-gcloud-auth-plugin, aws eks get-token)",
             ) from None
         except OSError as exc:  # unreadable CA / client certificate files
-            raise KubeUnavailable(f"context {self.context}: {_one_line(str(exc))}") from None
+            raise KubeUnavailable(f"context {self.context}: {one_line(str(exc))}") from None
 
     @classmethod
     def connect(
@@ -565,7 +289,7 @@ class KubeApi:
         status = _status_of(exc)
         if status is not None:
             code, reason, message = status
-            said = _one_line(message) or f"HTTP {code}"
+            said = one_line(message) or f"HTTP {code}"
             if code == 401:
                 return AccessDenied(
                     f"unauthorized: the Kubernetes API at {self.server} rejected the credentials of context "
@@ -598,19 +322,19 @@ class KubeApi:
         if untrusted is not None:
             return AccessDenied(
                 f"the TLS certificate of the Kubernetes API at {self.server} (context {self.context}) could not be "
-                f"verified: {_one_line(untrusted)}",
+                f"verified: {one_line(untrusted)}",
                 hint="check the certificate-authority / certificate-authority-data of this cluster in the kubeconfig "
                 "(or the CA bundle, SSL_CERT_FILE, for an endpoint behind a proxy)",
             )
         if isinstance(exc, httpx2.TransportError):
-            detail = _one_line(str(exc)) or type(exc).__name__
+            detail = one_line(str(exc)) or type(exc).__name__
             return KubeUnavailable(
                 f"cannot reach the Kubernetes API at {self.server} (context {self.context}): {detail}",
                 hint="check network access to the cluster endpoint and the kubeconfig context",
             )
         if isinstance(exc, ConfigError | FileNotFoundError):  # exec credential plugin failed / missing
             return AccessDenied(
-                f"cannot get credentials for context {self.context}: {_one_line(str(exc))}",
+                f"cannot get credentials for context {self.context}: {one_line(str(exc))}",
                 hint="log in again (aws sso login, gcloud auth login) and check the plugin is on PATH",
             )
         if isinstance(exc, msgspec.ValidationError | msgspec.DecodeError):
@@ -651,7 +375,7 @@ class KubeApi:
             response = generic.send(generic.build_adapter_request(request))
             generic.raise_for_status(response)  # type: ignore[no-untyped-call]  # an ApiError, as handle_response raises
             body: bytes = response.content
-            head = msgspec.json.decode(body, type=_ListHead)
+            head = msgspec.json.decode(body, type=ListHead)
             token = head.metadata.continue_ if head.metadata is not None else None
             if token:
                 request.params["continue"] = token  # what lightkube's handle_response does
@@ -682,7 +406,7 @@ class KubeApi:
                 response.raise_for_status()
                 return response
 
-            found = msgspec.json.decode(self._retry(discover).content, type=_ApiGroupList)
+            found = msgspec.json.decode(self._retry(discover).content, type=ApiGroupList)
         return {g.name for g in found.groups if g.name}
 
     def _list_records(
@@ -861,7 +585,7 @@ class KubeApi:
 
 
 def classify(exc: BaseException, *, write: bool) -> Retryable | None:
-    """The retry policy's view of a Kubernetes client failure (see cidrx.engine.retry for what is safe):
+    """The retry policy's view of a Kubernetes client failure (see cidrx.transport.retry for what is safe):
     429 (API priority and fairness, with Retry-After) always, 5xx for reads; failures to connect always,
     a connection broken after the request was sent for reads only."""
     import httpx2

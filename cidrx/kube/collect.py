@@ -25,22 +25,8 @@ import msgspec
 
 from cidrx import registry
 from cidrx.errors import CloudError, InvalidInput
-from cidrx.kube.api import (
-    NETWORK_STATUS,
-    NETWORKS_STATUS,
-    EventRecord,
-    KubeApi,
-    KubeUnavailable,
-    NodeRecord,
-    PodRecord,
-    _EventSeries,
-    _NodeMeta,
-    _NodeSpec,
-    _NodeStatus,
-    _ObjectRef,
-    _PodMeta,
-    _PodStatus,
-)
+from cidrx.kube.api import KubeApi
+from cidrx.kube.errors import KubeUnavailable
 from cidrx.kube.model import (
     ConfigMapData,
     EgressNatPolicy,
@@ -52,6 +38,20 @@ from cidrx.kube.model import (
     KubeSection,
     PodState,
     WorkloadEnv,
+)
+from cidrx.kube.records import (
+    NETWORK_STATUS,
+    NETWORKS_STATUS,
+    EventRecord,
+    EventSeries,
+    NodeMeta,
+    NodeRecord,
+    NodeSpec,
+    NodeStatus,
+    ObjectRef,
+    PodMeta,
+    PodRecord,
+    PodStatus,
 )
 from cidrx.model.target import Target
 from cidrx.model.validation import _CANONICAL_V4, _v4_int, is_ip_address
@@ -103,9 +103,9 @@ def eniconfig_keys(env: Mapping[str, str]) -> tuple[str, str]:
 
 
 # What a record's absent part reads as (all fields at their defaults).
-_NODE_META, _NODE_SPEC, _NODE_STATUS = _NodeMeta(), _NodeSpec(), _NodeStatus()
-_POD_META, _POD_STATUS = _PodMeta(), _PodStatus()
-_OBJECT_REF, _EVENT_SERIES = _ObjectRef(), _EventSeries()
+_NODE_META, _NODE_SPEC, _NODE_STATUS = NodeMeta(), NodeSpec(), NodeStatus()
+_POD_META, _POD_STATUS = PodMeta(), PodStatus()
+_OBJECT_REF, _EVENT_SERIES = ObjectRef(), EventSeries()
 
 
 def collect_kube(kubeconfig: str | None, context: str | None, *, provider: str) -> KubeSection:
@@ -253,7 +253,7 @@ class AddressRanges:
 NO_RANGES = AddressRanges(())
 
 
-def _reported_ips(status: _PodStatus | None, meta: _PodMeta | None) -> Iterator[str]:
+def _reported_ips(status: PodStatus | None, meta: PodMeta | None) -> Iterator[str]:
     if status is not None:
         for entry in status.podIPs or ():
             if entry.ip:
@@ -411,7 +411,7 @@ def pod_ip_node(pod: PodRecord | JSON) -> str:
     return spec.nodeName if phase in ("Running", "Pending") else ""
 
 
-def _waiting_reason(status: _PodStatus) -> str:
+def _waiting_reason(status: PodStatus) -> str:
     for cs in status.containerStatuses or ():
         waiting = cs.state.waiting if cs.state is not None else None
         if waiting is not None and waiting.reason:

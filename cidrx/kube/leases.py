@@ -9,7 +9,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from cidrx.kube.api import AlreadyExists, Conflict, KubeApi, NotFound
+from cidrx.kube.api import KubeApi
+from cidrx.kube.errors import AlreadyExists, Conflict, NotFound
 
 JSON = dict[str, Any]
 LEASE = ("coordination.k8s.io", "v1", "leases", "Lease")

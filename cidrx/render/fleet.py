@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from cidrx.fleet import NO_KUBE_REASON, Fleet, Member
 from cidrx.model import codec
 from cidrx.model.findings import Capacity
+from cidrx.model.fleet import NO_KUBE_REASON, Fleet, Member
 from cidrx.render import markdown, table
 from cidrx.render.jsonout import diagnosis_doc
 from cidrx.render.term import PLAIN, Term

@@ -147,7 +147,7 @@ def make_progress(stream: TextIO) -> Progress:
     return LiveProgress(stream) if tty else PlainProgress(stream)
 
 
-# --- what is being read, while a snapshot is taken (cidrx.engine.activity) ----------------------------------
+# --- what is being read, while a snapshot is taken (cidrx.transport.activity) ----------------------------------
 
 
 class SpinnerStatus:
@@ -222,8 +222,8 @@ class ActivityLines:
 def showing_activity(title: str, stream: TextIO, verbose: int) -> Iterator[None]:
     """While the block reads the cloud or the cluster: a spinner line on a terminal, plain lines with -v
     elsewhere, nothing otherwise. Never on stdout (the caller passes stderr)."""
-    from cidrx.engine import activity
     from cidrx.render.term import is_terminal
+    from cidrx.transport import activity
 
     shown: SpinnerStatus | ActivityLines
     if is_terminal(stream):

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from cidrx.app.plan import strategies
 from cidrx.cli.expand import STRATEGIES
-from cidrx.dispatch import strategies
 from cidrx.model.plan import load_plan
 from tests.support import calico_cases
 from tests.support import whereabouts_cases as wc

@@ -31,17 +31,17 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from cidrx.app import apply as app_apply
 from cidrx.cli import boundary, cli
-from cidrx.dispatch import PlanOptions
 from cidrx.engine.apply import run_plan
 from cidrx.engine.executor import Executor, Outputs, StepContext
 from cidrx.engine.journal import Journal, journal_path
 from cidrx.engine.waiting import Waiter
-from cidrx.ipam import dispatch as ipam
 from cidrx.ipam.calico.strategies import pool as calico_pool
 from cidrx.ipam.calico.strategies import reclaim as calico_reclaim
 from cidrx.ipam.whereabouts.strategies import reclaim as whereabouts_reclaim
 from cidrx.kube.api import KubeApi, KubeApis
+from cidrx.model.options import PlanOptions
 from cidrx.model.plan import Plan, Step, load_plan, save_plan
 from cidrx.render.progress import NullProgress
 from tests.support import calico_cases
@@ -396,7 +396,7 @@ def test_crash_right_after_a_step_wrote_then_the_same_command_converges(
     acted: list[str] = []
 
     def crashing(_kube: Any) -> dict[str, Executor]:
-        return {a: CrashAfterAct(ex, step_id, acted) for a, ex in ipam.executors(base.plan).items()}
+        return {a: CrashAfterAct(ex, step_id, acted) for a, ex in app_apply.executors(base.plan).items()}
 
     assert engine_apply(c.plan_path, c.kubeconfig, lambda k: k, crashing) == 5
     assert acted == [step_id]
@@ -418,7 +418,7 @@ def test_crash_right_after_any_single_write_then_the_same_command_converges(
         return kubes[-1]
 
     def tracked(kube: Any) -> dict[str, Executor]:
-        return {a: Tracking(ex, kube) for a, ex in ipam.executors(base.plan).items()}
+        return {a: Tracking(ex, kube) for a, ex in app_apply.executors(base.plan).items()}
 
     assert engine_apply(c.plan_path, c.kubeconfig, wrap, tracked) == 5
     (kube,) = kubes
@@ -473,7 +473,7 @@ def test_an_address_this_plan_released_then_handed_to_a_new_pod_is_progress_when
     acted: list[str] = []
 
     def crashing(_kube: Any) -> dict[str, Executor]:
-        return {a: CrashAfterAct(ex, first, acted) for a, ex in ipam.executors(base.plan).items()}
+        return {a: CrashAfterAct(ex, first, acted) for a, ex in app_apply.executors(base.plan).items()}
 
     assert engine_apply(c.plan_path, c.kubeconfig, lambda k: k, crashing) == 5
     assert acted == [first]

@@ -26,6 +26,7 @@ from typing import Any
 
 import click
 
+from cidrx import registry
 from cidrx.model.findings import FindingKind
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,15 +43,26 @@ class DocgenError(Exception):
 
 # --- findings ----------------------------------------------------------------------------------------------
 
-# Provider and IPAM folders in the order the catalogue lists them, with their headings.
-GROUPS: dict[str, str] = {
-    "eks": "EKS (AWS VPC CNI)",
-    "gke": "GKE",
-    "whereabouts": "Whereabouts",
-    "calico": "Calico",
-    "nodeipam": "Kubernetes node IPAM",
-    "k8s": "Kubernetes (plain clusters)",
-}
+
+def _heading(spec: registry.ProviderSpec | registry.IpamSpec) -> str:
+    """A plugin's heading in the catalogue: its title, with the qualifier its help texts give in parentheses
+    (a provider's CNI, "plain clusters"), if any."""
+    if isinstance(spec, registry.ProviderSpec):
+        for text in (spec.help, spec.permissions_help):
+            found = re.search(r"\(([^)]*)\)", text)
+            if found:
+                return f"{spec.title} ({found[1]})"
+    return spec.title
+
+
+def plugin_headings() -> dict[str, str]:
+    """Provider and IPAM folders in the order the catalogue lists them, with their headings: the cloud
+    providers, the in-cluster IPAMs, then the providers reached through kubeconfig alone (cidrx.registry)."""
+    clouds: list[registry.ProviderSpec | registry.IpamSpec] = [p for p in registry.providers() if not p.in_cluster]
+    in_cluster = [p for p in registry.providers() if p.in_cluster]
+    return {spec.name: _heading(spec) for spec in [*clouds, *registry.ipams(), *in_cluster]}
+
+
 ANY_TARGET = "Any target"
 SEVERITY_ORDER = ("critical", "warning", "info")
 
@@ -102,8 +114,9 @@ def _group_of(path: str) -> str:
 
 def catalogue(decls: Sequence[Declaration] | None = None) -> list[CatalogueEntry]:
     """One entry per finding id, grouped by the provider folder whose module declares it (ids declared in
-    cidrx/model or exported by several providers go to "Any target"), in GROUPS order then by id. Refuses an
-    id declared twice with different meanings or severities."""
+    cidrx/model or exported by several providers go to "Any target"), in `plugin_headings()` order then by
+    id. Refuses an id declared twice with different meanings or severities."""
+    headings = plugin_headings()
     by_id: dict[str, list[tuple[FindingKind, str]]] = {}
     for d in declarations() if decls is None else decls:
         for kind in d.kinds:
@@ -117,22 +130,22 @@ def catalogue(decls: Sequence[Declaration] | None = None) -> list[CatalogueEntry
         groups = {_group_of(p) for _, p in found}
         # Kinds declared in the model (not by a provider or IPAM) are raised for every target.
         any_target = len(groups) > 1 or groups == {"model"}
-        group = ANY_TARGET if any_target else GROUPS.get(next(iter(groups)), "Other")
+        group = ANY_TARGET if any_target else headings.get(next(iter(groups)), "Other")
         severities = tuple(s for s in SEVERITY_ORDER if s in {x.value for x in kind.severities})
         paths = tuple(sorted({p for _, p in found}))
         entries.append(CatalogueEntry(fid, severities, group, paths, kind.meaning))
-    order = [*dict.fromkeys([*GROUPS.values(), "Other", ANY_TARGET])]
+    order = [*dict.fromkeys([*headings.values(), "Other", ANY_TARGET])]
     return sorted(entries, key=lambda e: (order.index(e.group), e.id))
 
 
 def example_findings() -> dict[str, list[tuple[str, str, str]]]:
     """Finding id -> (example file, severity, summary) from diagnosing every bundled example snapshot."""
-    from cidrx import dispatch
+    from cidrx.app import diagnose
     from cidrx.model.snapshot import load_snapshot
 
     out: dict[str, list[tuple[str, str, str]]] = {}
     for path in sorted(EXAMPLES.glob("*.snapshot.json")):
-        d = dispatch.analyze(load_snapshot(path))
+        d = diagnose.analyze(load_snapshot(path))
         for f in d.findings:
             out.setdefault(f.id, []).append((f"examples/{path.name}", f.severity.value, f.summary))
     return out
@@ -354,8 +367,8 @@ def fleet_schema() -> dict[str, Any]:
     built from cidrx.fleet's models (cidrx/render/fleet.py writes the same fields). Every key is required,
     as in the diagnosis schema: the renderer always writes every key, null when not applicable, and each
     cluster's `diagnosis` is the same document `diagnose -o json` prints for one cluster."""
-    from cidrx.fleet import FLEET_SCHEMA, Fleet
     from cidrx.model.findings import Severity
+    from cidrx.model.fleet import FLEET_SCHEMA, Fleet
 
     doc = _document_schema(
         Fleet,
@@ -415,8 +428,8 @@ def _cluster_role_difference(base: dict[str, Any], other: dict[str, Any]) -> str
 def permissions_blocks() -> dict[str, str]:
     """Each generated block of docs/permissions.md by name, as `cidrx permissions` prints it now."""
     from cidrx import registry
+    from cidrx.app.permissions import document, needs
     from cidrx.cli.permissions import cluster_role_yaml, gcp_role_yaml, iam_policy_json
-    from cidrx.permissions import document, needs
 
     full = {p: document(needs(p, "all")) for p in registry.provider_names()}
     gke_read = document(needs("gke", "diagnose"))["gcp_permissions"]
@@ -464,8 +477,8 @@ EXPORTER_CLUSTER_ROLE = Path("deploy/kubernetes/clusterrole.yaml")
 
 def render_exporter_cluster_role() -> str:
     """The ClusterRole of the in-cluster exporter: exactly what `cidrx permissions --k8s --for diagnose` prints."""
+    from cidrx.app.permissions import document, needs
     from cidrx.cli.permissions import cluster_role_yaml
-    from cidrx.permissions import document, needs
 
     return (
         f"# Generated by `{REGENERATE}` from cidrx's permission declarations: the read-only ClusterRole\n"

@@ -207,7 +207,7 @@ def collect_node_ipam(api: KubeApi) -> NodeIpamConfig | None:
     managed control planes never show them. An unreachable cluster (KubeUnavailable) still propagates.
     """
     from cidrx.errors import AccessDenied
-    from cidrx.kube.api import KubeUnavailable
+    from cidrx.kube.errors import KubeUnavailable
 
     def readable(read: Callable[[], Iterable[JSON]]) -> list[JSON]:
         try:

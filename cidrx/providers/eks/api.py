@@ -5,7 +5,7 @@ time (`cidrx --help` budget), and every AWS failure must reach the user as one a
 right exit code. So boto3/botocore are imported only inside functions here, every list call is
 paginated, results are the plain dicts boto3 returns, and every call runs under `_aws(...)`, which
 hands any SDK exception to `translate()`. Each request (each page of a list) goes through `_call`, under
-cidrx's one retry policy (cidrx.engine.retry; botocore's own retries are off).
+cidrx's one retry policy (cidrx.transport.retry; botocore's own retries are off).
 
 Endpoint overrides: botocore itself honours `AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_<SERVICE>` (and
 `endpoint_url` in the profile), so nothing here passes an endpoint; tests point the CLI at a moto
@@ -21,8 +21,9 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from cidrx.engine import activity
-from cidrx.engine.retry import (
+from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput
+from cidrx.transport import activity
+from cidrx.transport.retry import (
     Retryable,
     RetryPolicy,
     call_with_retry,
@@ -32,7 +33,6 @@ from cidrx.engine.retry import (
     status_is_transient,
     with_gave_up_note,
 )
-from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2.client import EC2Client
@@ -251,7 +251,7 @@ _SERVER_FAULT_CODES = frozenset(
 
 
 def classify(exc: BaseException, *, write: bool) -> Retryable | None:
-    """The retry policy's view of a botocore failure (see cidrx.engine.retry for what is safe to retry)."""
+    """The retry policy's view of a botocore failure (see cidrx.transport.retry for what is safe to retry)."""
     from botocore import exceptions as bx
 
     if isinstance(exc, bx.ClientError):
@@ -343,7 +343,7 @@ class EksApi:
                     self._session = boto3.Session(profile_name=self.profile, region_name=self.region)
                 from botocore.config import Config
 
-                # botocore's own retries are off: cidrx.engine.retry is the one policy (it also knows which
+                # botocore's own retries are off: cidrx.transport.retry is the one policy (it also knows which
                 # failures are safe to retry for a write, which botocore's modes do not distinguish).
                 config = Config(retries={"total_max_attempts": 1}, user_agent_extra="cidrx")
                 session: Any = self._session

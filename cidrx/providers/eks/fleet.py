@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from cidrx.fleet import Listing
+from cidrx.model.fleet import Listing
 from cidrx.model.target import Target
 
 Account = tuple[str, str]  # (partition, account id)

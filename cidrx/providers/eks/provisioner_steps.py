@@ -56,7 +56,7 @@ def _replace_until_done(
 ) -> dict[str, Any]:
     """Read, change (a function of the object that edits it in place and returns what it replaced), replace
     guarded by resourceVersion; on 409 read again. Returns what `change` reported of the first read."""
-    from cidrx.kube.api import Conflict
+    from cidrx.kube.errors import Conflict
 
     for _ in range(CONFLICT_RETRIES):
         current = kube.get_custom(*res, name, namespace)
@@ -162,7 +162,7 @@ class ApplyAutoNodeClass:
         return {"name": params["name"]} if self._done(obj, params, ctx.plan_id) else None
 
     def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
-        from cidrx.kube.api import AlreadyExists
+        from cidrx.kube.errors import AlreadyExists
 
         kube = _kube(ctx, step)
         pods = {

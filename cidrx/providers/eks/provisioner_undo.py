@@ -250,7 +250,7 @@ class UndoAutoNodeClass:
         return f"restore {', '.join(found.get('restore') or ()) or 'the label'} of Auto Mode NodeClass {params['name']}"
 
     def act(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> Outputs:
-        from cidrx.kube.api import Conflict
+        from cidrx.kube.errors import Conflict
 
         kube = _kube(ctx, step)
         if found.get("delete"):

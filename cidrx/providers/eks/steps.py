@@ -218,7 +218,7 @@ class ApplyEniConfig:
         return {"name": params["name"]} if obj is not None and _eniconfig_matches(obj, params) else None
 
     def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
-        from cidrx.kube.api import Conflict
+        from cidrx.kube.errors import Conflict
 
         kube = _kube(ctx, step)
         for _ in range(CONFLICT_RETRIES):
@@ -303,7 +303,7 @@ class SetDaemonSetEnv:
         return None
 
     def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
-        from cidrx.kube.api import Conflict
+        from cidrx.kube.errors import Conflict
 
         kube = _kube(ctx, step)
         for _ in range(CONFLICT_RETRIES):

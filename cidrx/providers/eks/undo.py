@@ -155,7 +155,7 @@ class UndoDaemonSetEnv(_EnvUndo):
         return f"on DaemonSet {params['namespace']}/{params['name']}"
 
     def act(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> Outputs:
-        from cidrx.kube.api import Conflict
+        from cidrx.kube.errors import Conflict
 
         restore: dict[str, Any] = found["restore"]
         for _ in range(CONFLICT_RETRIES):
@@ -235,7 +235,7 @@ class UndoEniConfig:
         return f"delete ENIConfig {params['name']}"
 
     def act(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> Outputs:
-        from cidrx.kube.api import Conflict
+        from cidrx.kube.errors import Conflict
 
         kube = _kube(ctx, step)
         for _ in range(CONFLICT_RETRIES):

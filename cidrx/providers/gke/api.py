@@ -27,8 +27,9 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from cidrx.engine import activity
-from cidrx.engine.retry import (
+from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput
+from cidrx.transport import activity
+from cidrx.transport.retry import (
     Retryable,
     call_with_retry,
     certificate_failure,
@@ -36,7 +37,6 @@ from cidrx.engine.retry import (
     status_is_transient,
     with_gave_up_note,
 )
-from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput
 
 Json = dict[str, Any]
 T = TypeVar("T")
@@ -292,7 +292,7 @@ class GkeApi:
     def _call(
         self, action: str, subject: str | None, fn: Callable[..., T], /, *args: Any, write: bool = False, **kwargs: Any
     ) -> T:
-        """Run one SDK call under cidrx's retry policy (cidrx.engine.retry) and timeout; errors leave
+        """Run one SDK call under cidrx's retry policy (cidrx.transport.retry) and timeout; errors leave
         translated. retry=None turns the GAPIC default retries off (they would sleep for real, and retry
         writes too): there is one policy, and `classify` says what it retries."""
 
@@ -660,7 +660,7 @@ def _refused_before_sending(exc: BaseException) -> bool:
 
 
 def classify(exc: BaseException, *, write: bool) -> Retryable | None:
-    """The retry policy's view of a Google client failure (see cidrx.engine.retry for what is safe)."""
+    """The retry policy's view of a Google client failure (see cidrx.transport.retry for what is safe)."""
     from google.api_core import exceptions as gx
     from google.auth import exceptions as ax
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from cidrx.fleet import Listing
+from cidrx.model.fleet import Listing
 from cidrx.model.target import Target
 
 

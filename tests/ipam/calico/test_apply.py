@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from cidrx.dispatch import PlanOptions
 from cidrx.engine.apply import ApplyResult, run_plan
 from cidrx.engine.executor import StepContext
 from cidrx.engine.journal import Journal
@@ -22,6 +21,7 @@ from cidrx.ipam.calico.ipam import IPAM
 from cidrx.ipam.calico.strategies import pool as pool_strategy
 from cidrx.ipam.calico.strategies import reclaim
 from cidrx.kube.api import KubeApi
+from cidrx.model.options import PlanOptions
 from cidrx.model.plan import DIGEST_TAG, Plan, Step, seal
 from cidrx.model.snapshot import Snapshot
 from cidrx.render.progress import NullProgress

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from cidrx.dispatch import PlanOptions
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.ipam.calico.analyze import analyze_calico
 from cidrx.ipam.calico.collect import pod_refs
@@ -15,6 +14,7 @@ from cidrx.ipam.calico.ipam import IPAM
 from cidrx.ipam.calico.strategies import pool as pool_strategy
 from cidrx.ipam.calico.strategies import reclaim
 from cidrx.model.findings import Severity
+from cidrx.model.options import PlanOptions
 from cidrx.model.plan import DIGEST_TAG, load_plan, save_plan
 from cidrx.model.snapshot import load_snapshot, seal
 from tests.support import calico_cases as cases

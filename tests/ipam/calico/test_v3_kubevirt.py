@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from cidrx.dispatch import PlanOptions
 from cidrx.ipam.calico.strategies import pool as pool_strategy
+from cidrx.model.options import PlanOptions
 from cidrx.model.plan import load_plan
 from cidrx.model.snapshot import load_snapshot
 from tests.support import calico_cases as cases

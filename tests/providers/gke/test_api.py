@@ -262,7 +262,7 @@ def test_bad_request_carries_the_api_message_on_one_line(gcp: FakeGcp, gke_api: 
 
 
 def test_server_errors_are_cloud_errors(gcp: FakeGcp, gke_api: GkeApi, retry_sleeps: list[float]) -> None:
-    from cidrx.engine import retry
+    from cidrx.transport import retry
 
     gcp.inject(503, path_contains="/global/networks/", times=None)
     with pytest.raises(RetriesExhausted, match="HTTP 503") as caught:

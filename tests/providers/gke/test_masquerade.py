@@ -284,8 +284,9 @@ def test_terraform_says_what_the_configmap_must_list() -> None:
 
 
 def test_autopilot_defaults_to_the_cluster_range_strategy() -> None:
-    from cidrx import dispatch
+    from cidrx.app import plan as app_plan
+    from cidrx.model.options import PlanOptions
 
-    plan = dispatch.make_plan(cases.autopilot(), dispatch.PlanOptions())
+    plan = app_plan.make_plan(cases.autopilot(), PlanOptions())
     assert plan.strategy == "cluster-range"
     assert not any(s.action == "gke.create-node-pool" for s in plan.steps)

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.app.test_permissions_calls import GCP_ALSO, GCP_PERMISSION
 from tests.support import gke_estates as se
 from tests.support.cli import run
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.permissions import printed
-from tests.test_permissions_calls import GCP_ALSO, GCP_PERMISSION
 
 TARGET = ["--gke", "--project", se.SERVICE, "--location", se.LOCATION, "--cluster", se.CLUSTER, "--no-kube"]
 _PROJECT = re.compile(r"/projects/([^/]+)/")

@@ -1,0 +1,150 @@
+"""`expand --plan` and `reclaim --plan` as use cases: check the options against the strategy, look the
+strategy up in the registry and call its plan function.
+
+Why it exists: a strategy is a unit declared by its owner (`Strategy.plan`); this module finds it, picks the
+default one when `--strategy` is not given (the owner's `default_strategy`, else its first expand strategy),
+and refuses options the strategy would ignore. It names no strategy and no plugin.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from cidrx import registry
+from cidrx.app.diagnose import utc_now
+from cidrx.app.owners import owner_object, require_supported
+from cidrx.errors import InvalidInput
+from cidrx.model.options import PlanOptions
+
+if TYPE_CHECKING:
+    from cidrx.model.plan import Plan
+    from cidrx.model.snapshot import Snapshot
+
+
+def strategies() -> tuple[str, ...]:
+    """Every strategy `expand --plan` takes (every provider's, then the in-cluster ones)."""
+    return registry.expand_strategies()
+
+
+# The `expand --plan` options each strategy reads (besides --strategy); a flag given to a strategy that does
+# not read it is refused instead of silently ignored. Keys are PlanOptions fields; values their flags.
+_FLAGS = {
+    "cidr": "--cidr",
+    "add_nodes": "--add-nodes",
+    "pool_name": "--pool-name",
+    "template": "--template-pool",
+    "max_pods_per_node": "--max-pods-per-node",
+    "allow_class_e": "--allow-class-e",
+}
+
+
+def check_plan_options(provider_name: str, strategy: str, opts: PlanOptions) -> None:
+    """Refuse (exit 2) flags `strategy` would ignore and a --pool-name the system would reject."""
+    declared = registry.strategy(strategy)
+    reads = declared.options if declared is not None and declared.options is not None else frozenset(_FLAGS)
+    spec = registry.provider_spec(provider_name)
+    why_not = dict(spec.why_not) if spec is not None else {}
+    given = [f for f in _FLAGS if getattr(opts, f) not in (None, False)]
+    unused = [f for f in given if f not in reads]
+    if unused:
+        why = next((why_not[f] for f in unused if f in why_not), None)
+        flags = ", ".join(_FLAGS[f] for f in unused)
+        raise InvalidInput(
+            f"{flags} {'does' if len(unused) == 1 else 'do'} not apply to --strategy {strategy}"
+            + (f": {why}" if why else " (it would be ignored)"),
+            hint="drop it" if len(unused) == 1 else "drop them",
+        )
+    if opts.pool_name is not None:
+        rule = declared.pool_name if declared is not None else None
+        if rule is not None:
+            pattern, limit, words = rule
+            if not re.fullmatch(pattern, opts.pool_name) or len(opts.pool_name) > limit:
+                raise InvalidInput(f"--pool-name {opts.pool_name!r} is not a valid name: use {words}")
+
+
+def make_plan(snapshot: Snapshot, opts: PlanOptions) -> Plan:
+    """An expand plan: one of the target's provider's strategies, or an in-cluster one for any target."""
+    spec = require_supported(snapshot.target)
+    own = spec.strategies
+    in_cluster = registry.ipam_strategies()
+    if opts.strategy in in_cluster:
+        if opts.strategy in registry.reclaim_strategies():
+            raise InvalidInput(f"--strategy {opts.strategy} is a reclaim plan: use `cidrx reclaim --ipam ...`")
+        check_plan_options(snapshot.target.provider, opts.strategy, opts)
+        return _cluster_plan(snapshot, opts.strategy, opts)
+    if opts.strategy and opts.strategy not in own:
+        others = [s for s in registry.expand_strategies() if s in in_cluster]
+        raise InvalidInput(
+            f"--strategy {opts.strategy} does not apply to {snapshot.target.provider} clusters; choose one of "
+            f"{', '.join([*own, *others])}"
+        )
+    if own:
+        check_plan_options(snapshot.target.provider, opts.strategy or own[0], opts)
+    name = opts.strategy or ""
+    if not name and spec.default_strategy:
+        name = registry.load(spec.default_strategy)(snapshot, opts)
+    if not name and own and _declared_plan(own[0]):
+        name = own[0]
+    if name and _declared_plan(name):
+        return _run_plan(name, snapshot, opts)
+    # TRANSITION: until every strategy declares plan/drift, the provider object plans (and picks its default).
+    plan: Plan = owner_object(spec).make_plan(snapshot, opts, utc_now())
+    return plan
+
+
+def make_reclaim_plan(snapshot: Snapshot, ipam_name: str) -> Plan:
+    """A plan that frees addresses an in-cluster IPAM holds for pods that no longer need them."""
+    require_supported(snapshot.target)
+    reclaims = [s for s in registry.strategies() if s.reclaim]
+    owners = {s.owner for s in reclaims}
+    reclaiming = [i.name for i in registry.ipams() if i.name in owners]
+    spec = registry.ipam_spec(ipam_name)
+    if spec is None or ipam_name not in reclaiming:
+        raise InvalidInput(f"unknown IPAM {ipam_name!r}; choose one of {', '.join(reclaiming)}")
+    require_pools(snapshot, spec)
+    name = next(s.name for s in reclaims if s.owner == ipam_name)
+    if _declared_plan(name):
+        return _run_plan(name, snapshot, PlanOptions(strategy=name))
+    # TRANSITION: until every strategy declares plan/drift, the IPAM object makes its reclaim plan.
+    plan: Plan = owner_object(spec).make_reclaim_plan(snapshot, utc_now())
+    return plan
+
+
+def require_pools(snapshot: Snapshot, spec: registry.IpamSpec) -> None:
+    """An in-cluster plan needs the cluster read and the IPAM's pools found in it."""
+    kube = snapshot.kube
+    if not kube.available:
+        raise InvalidInput(f"{spec.name} plans need the Kubernetes API, which was not reachable: {kube.reason}")
+    section = getattr(kube, spec.field)
+    if section is None or not section.pools:
+        raise InvalidInput(f"no {spec.name} IP pools found in {snapshot.target.label()}: nothing to reclaim or extend")
+
+
+def _cluster_plan(snapshot: Snapshot, name: str, opts: PlanOptions) -> Plan:
+    """The plan of an in-cluster expand strategy, made by the IPAM that owns it."""
+    spec = registry.owner_of(name)
+    if not isinstance(spec, registry.IpamSpec) or not spec.ipam or spec.providers:
+        raise InvalidInput(f"plan strategy {name!r} is not an in-cluster IPAM plan")
+    require_pools(snapshot, spec)
+    if _declared_plan(name):
+        return _run_plan(name, snapshot, opts)
+    # TRANSITION: until every strategy declares plan/drift, the IPAM object makes its pool plan.
+    plan: Plan | None = owner_object(spec).make_pool_plan(snapshot, opts, utc_now())
+    if plan is None:
+        raise InvalidInput(f"--strategy {name} is not an expand plan {spec.title} can make")
+    return plan
+
+
+def _declared_plan(name: str) -> bool:
+    declared = registry.strategy(name)
+    return declared is not None and bool(declared.plan)
+
+
+def _run_plan(name: str, snapshot: Snapshot, opts: PlanOptions) -> Plan:
+    """The plan of strategy `name`, made by the plan function it declares."""
+    declared = registry.strategy(name)
+    assert declared is not None and declared.plan
+    plan: Plan = registry.load(declared.plan)(snapshot, replace(opts, strategy=name), utc_now())
+    return plan

@@ -1,0 +1,228 @@
+"""`-o html`: one self-contained page per diagnosis or plan, with an SVG address map per network.
+
+The pages of the bundled examples are opened in a real headless browser (the system's Chromium, driven
+over the DevTools protocol by Playwright; no browser is downloaded): no console error, no page exception,
+no request that fails or leaves the file, one shape per range with its title, and a screenshot of each
+map. Without Chromium or Playwright those tests skip, unless CIDRX_ENV=1 (CI), where they fail.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from cidrx.app import diagnose as app_diagnose
+from cidrx.cli import cli
+from cidrx.model.netmap import NetworkMap
+from cidrx.model.plan import load_plan
+from cidrx.model.snapshot import load_snapshot
+from cidrx.render.html import render_html, with_plan
+from tests.support.tools_required import ENV, require
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+
+# (page name, cidrx arguments, plan file the command writes or None)
+PAGES: list[tuple[str, list[str]]] = [
+    ("eks-diagnosis", ["diagnose", "--snapshot", f"{EXAMPLES}/eks-demo-ip.snapshot.json"]),
+    ("gke-diagnosis", ["diagnose", "--snapshot", f"{EXAMPLES}/gke-demo-ip.snapshot.json"]),
+    ("whereabouts-diagnosis", ["diagnose", "--snapshot", f"{EXAMPLES}/whereabouts-stale.snapshot.json"]),
+    ("calico-diagnosis", ["diagnose", "--snapshot", f"{EXAMPLES}/calico-borrowing.snapshot.json"]),
+    ("eks-plan", ["expand", "--snapshot", f"{EXAMPLES}/eks-demo-ip.snapshot.json", "--plan"]),
+    ("gke-plan", ["expand", "--snapshot", f"{EXAMPLES}/gke-demo-ip.snapshot.json", "--plan"]),
+    (
+        "calico-plan",
+        ["expand", "--snapshot", f"{EXAMPLES}/calico-borrowing.snapshot.json", "--plan", "--strategy", "calico-pool"],
+    ),
+]
+
+
+def make_page(name: str, args: list[str], where: Path) -> tuple[Path, list[NetworkMap]]:
+    """Run cidrx with -o html; the page and the maps it should draw (the plan's new range included)."""
+    plan_path = where / f"{name}.plan.json"
+    extra = ["--out", str(plan_path)] if "--plan" in args else []
+    result = CliRunner().invoke(cli, [*args, *extra, "-o", "html"], env={"COLUMNS": None})
+    assert result.exit_code in (0, 3), result.output
+    page = where / f"{name}.html"
+    page.write_text(result.stdout)
+    snap = load_snapshot(args[args.index("--snapshot") + 1])
+    plan = load_plan(plan_path) if extra else None
+    return page, with_plan(app_diagnose.address_maps(snap), plan)
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+@pytest.mark.parametrize(("name", "args"), PAGES, ids=[p[0] for p in PAGES])
+def test_page_is_self_contained_and_draws_every_range(name: str, args: list[str], tmp_path: Path) -> None:
+    page, maps = make_page(name, args, tmp_path)
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>")
+    parser = _Tags()
+    parser.feed(text)
+    tags = parser.tags
+    assert not [t for t, _ in tags if t in ("script", "img", "link", "iframe", "object", "embed")]
+    assert not [a for _, a in tags if "src" in a or "href" in a]
+    assert "url(" not in text and "@import" not in text
+    assert sum(1 for t, _ in tags if t == "svg") == len(maps) > 0
+    ranges = [a for t, a in tags if t == "g" and "range" in (a.get("class") or "").split()]
+    assert len(ranges) == sum(len(m.areas) for m in maps)
+    assert [a["data-cidr"] for a in ranges] == [area.cidr for m in maps for area in m.areas]
+
+
+def test_eks_plan_draws_the_new_block_and_its_subnets(tmp_path: Path) -> None:
+    page, _ = make_page(*PAGES[4], tmp_path)
+    text = page.read_text()
+    assert "planned: new range 100.64.0.0/20" in text
+    planned = re.findall(r'<g class="range planned planned" data-cidr="([^"]+)"', text)
+    assert planned == ["100.64.0.0/21", "100.64.8.0/21"]
+    # The exhausted subnets are marked.
+    assert re.findall(r'<g class="range subnet exhausted" data-cidr="([^"]+)"', text) == [
+        "10.0.208.0/27",
+        "10.0.224.0/27",
+    ]
+
+
+def test_gke_plan_draws_the_new_range_inside_the_network_space(tmp_path: Path) -> None:
+    page, maps = make_page(*PAGES[5], tmp_path)
+    ten = next(m for m in maps if m.cidr == "10.0.0.0/8")
+    planned = [a for a in ten.areas if a.planned]
+    assert [a.cidr for a in planned] == ["10.0.16.0/20"]
+    assert 'data-cidr="10.0.16.0/20"' in page.read_text()
+
+
+def test_diagnose_html_page_is_the_renderer_output() -> None:
+    from cidrx.cli.diagnose import offline_fixes
+
+    path = str(EXAMPLES / "eks-demo-ip.snapshot.json")
+    snap = load_snapshot(path)
+    # What diagnose adds for a saved snapshot: its age, and fix commands that plan from the same file.
+    d = offline_fixes(dataclasses.replace(app_diagnose.analyze(snap), taken_at=snap.taken_at), path)
+    expected = render_html(d, app_diagnose.address_maps(snap))
+    result = CliRunner().invoke(
+        cli, ["diagnose", "--snapshot", str(EXAMPLES / "eks-demo-ip.snapshot.json"), "-o", "html"]
+    )
+    assert result.exit_code == 3 and result.stdout == expected
+
+
+# --- in a real browser ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    require("chromium", os.access(CHROMIUM, os.X_OK), f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        require("playwright", False, "the playwright package is not installed (pip install '.[test]')")
+        return
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    keep = os.environ.get("CIDRX_SCREENSHOTS")  # set it to keep the PNGs somewhere to look at
+    path = Path(keep) if keep else tmp_path_factory.mktemp("screenshots")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.mark.parametrize(("name", "args"), PAGES, ids=[p[0] for p in PAGES])
+def test_page_in_a_real_browser(name: str, args: list[str], tmp_path: Path, browser: Any, shots: Path) -> None:
+    page_file, maps = make_page(name, args, tmp_path)
+    page = browser.new_page(viewport={"width": 1100, "height": 900})
+    console_errors: list[str] = []
+    exceptions: list[str] = []
+    failed: list[str] = []
+    outside: list[str] = []
+    page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: exceptions.append(str(e)))
+    page.on("requestfailed", lambda r: failed.append(r.url))
+
+    def only_the_file(route: Any) -> None:
+        if route.request.url == page_file.as_uri():
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_the_file)
+    try:
+        response = page.goto(page_file.as_uri())
+        page.wait_for_load_state("load")
+        assert response is None or response.ok
+        assert (console_errors, exceptions, failed, outside) == ([], [], [], [])
+        svgs = page.locator("svg.map")
+        assert svgs.count() == len(maps)
+        for i, m in enumerate(maps):
+            svg = svgs.nth(i)
+            shapes = svg.locator("g.range")
+            assert shapes.count() == len(m.areas)
+            titles = [shapes.nth(j).locator("title").text_content() or "" for j in range(shapes.count())]
+            for title, area in zip(titles, m.areas, strict=True):
+                assert title.startswith(f"{area.name} — {area.cidr}"), (title, area)
+                assert ("EXHAUSTED" in title) == area.exhausted
+            box = svg.bounding_box()
+            assert box is not None and box["width"] > 100 and box["height"] > 40
+            assert box["x"] + box["width"] <= 1100  # fits the window: nothing drawn off to the side
+            svg.screenshot(path=str(shots / f"{name}-map-{i}.png"))
+        page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
+        assert (shots / f"{name}-map-0.png").stat().st_size > 1000
+    finally:
+        page.close()
+
+
+def test_a_missing_browser_skips_or_fails_as_cidrx_require_tools_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    for value in ("1", "chromium,promtool"):
+        monkeypatch.setenv(ENV, value)
+        with pytest.raises(pytest.fail.Exception, match=ENV):
+            require("chromium", False, "nothing here")
+    monkeypatch.setenv(ENV, "promtool")
+    with pytest.raises(pytest.skip.Exception, match=ENV):
+        require("chromium", False, "nothing here")
+    monkeypatch.delenv(ENV)
+    with pytest.raises(pytest.skip.Exception):
+        require("chromium", False, "nothing here")
+    require("chromium", True, "there")  # present: nothing happens
+
+
+def test_fleet_mode_refuses_html_with_one_line() -> None:
+    result = CliRunner().invoke(cli, ["diagnose", "--k8s", "--context", "a", "--context", "b", "-o", "html"])
+    assert result.exit_code == 2 and "-o html maps one cluster" in result.output
+
+
+@pytest.mark.parametrize(("index", "exhausted"), [(0, False), (2, True), (3, True)])
+def test_a_pool_with_nothing_left_is_marked_exhausted(index: int, exhausted: bool, tmp_path: Path) -> None:
+    """The Whereabouts pool holds every address it may hand out; every block of the Calico pool is
+    claimed; the EKS VPC block still has room (its full subnets are marked one by one instead)."""
+    page, maps = make_page(*PAGES[index], tmp_path)
+    assert ('<span class="badge">EXHAUSTED</span>' in page.read_text()) is exhausted
+    assert any(m.exhausted for m in maps) is exhausted
