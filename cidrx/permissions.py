@@ -105,7 +105,7 @@ def resource_names() -> dict[tuple[str, str], tuple[str, ...]]:
     """The only objects of these resources cidrx touches; rules for them name the objects."""
     from cidrx.ipam.nodeipam.collect import KUBEADM_CONFIG
     from cidrx.kube.collect import AWS_NODE
-    from cidrx.providers.eks.provisioner_collect import KARPENTER_DEPLOYMENTS
+    from cidrx.providers.eks.collect.provisioners import KARPENTER_DEPLOYMENTS
 
     provider_maps = tuple(name for spec in registry.providers() for _ns, name in spec.kube_configmaps)
     karpenter = tuple(sorted({name for _, name in KARPENTER_DEPLOYMENTS}))

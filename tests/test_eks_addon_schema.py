@@ -14,7 +14,7 @@ import pytest
 
 from cidrx.errors import InvalidInput
 from cidrx.model.snapshot import Snapshot
-from cidrx.providers.eks.addon_schema import parse_configuration, schema_problem, with_env
+from cidrx.providers.eks.facts.addon_schema import parse_configuration, schema_problem, with_env
 from cidrx.providers.eks.model import Addon
 from cidrx.providers.eks.plan import EksPlanOptions, make_plan
 from tests.support import eks_cases as cases

@@ -14,8 +14,9 @@ from cidrx.errors import InvalidInput
 from cidrx.model import codec
 from cidrx.model.findings import Capacity, Diagnosis, Finding, Severity
 from cidrx.model.snapshot import Snapshot
-from cidrx.providers.eks.analyze import analyze, free_prefix_blocks
-from cidrx.providers.eks.cni import addon_env, cni_config, max_pods
+from cidrx.providers.eks.analyze.diagnosis import analyze
+from cidrx.providers.eks.facts.cni import addon_env, cni_config, max_pods
+from cidrx.providers.eks.facts.subnets import free_prefix_blocks
 from cidrx.providers.eks.model import InstanceType
 from tests.support import eks_cases as cases
 from tests.support.eks_cases import (

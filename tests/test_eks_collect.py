@@ -16,7 +16,7 @@ import pytest
 
 from cidrx.model import codec
 from cidrx.providers.eks.api import EksApi
-from cidrx.providers.eks.collect import (
+from cidrx.providers.eks.collect.vpc import (
     cluster_from,
     collect_eks,
     instance_type_from,

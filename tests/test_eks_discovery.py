@@ -18,10 +18,10 @@ from cidrx.kube.model import KubeSection
 from cidrx.model.findings import Diagnosis, Severity
 from cidrx.model.plan import DIGEST_TAG, Plan
 from cidrx.model.snapshot import Snapshot, load_snapshot, save_snapshot
-from cidrx.providers.eks import discovery
-from cidrx.providers.eks.analyze import analyze
-from cidrx.providers.eks.cni import cni_config
+from cidrx.providers.eks.analyze.diagnosis import analyze
 from cidrx.providers.eks.discovery_plan import default_strategy
+from cidrx.providers.eks.facts import discovery
+from cidrx.providers.eks.facts.cni import cni_config
 from cidrx.providers.eks.model import Addon
 from cidrx.providers.eks.plan import EksPlanOptions, check_drift, make_plan
 from tests.support import eks_cases as cases

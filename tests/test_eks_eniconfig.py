@@ -17,8 +17,8 @@ import pytest
 from cidrx.errors import InvalidInput
 from cidrx.kube.collect import section_from
 from cidrx.kube.model import EniConfig
-from cidrx.providers.eks.analyze import analyze
-from cidrx.providers.eks.eniconfig import security_groups, select
+from cidrx.providers.eks.analyze.diagnosis import analyze
+from cidrx.providers.eks.facts.eniconfig import security_groups, select
 from cidrx.providers.eks.plan import EksPlanOptions, make_plan
 from tests.support import eks_cases as cases
 from tests.support.cli import run

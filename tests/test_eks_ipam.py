@@ -22,7 +22,8 @@ from cidrx import dispatch
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.model.options import PlanOptions
 from cidrx.model.plan import load_plan
-from cidrx.providers.eks.ipampool import pool_from, subnet_cidr
+from cidrx.providers.eks.collect.ipam_pools import pool_from
+from cidrx.providers.eks.facts.ipam_pools import subnet_cidr
 from cidrx.providers.eks.model import IpamPool
 from cidrx.providers.eks.plan import EksPlanOptions, check_drift, make_plan
 from tests.support import eks_cases as cases

@@ -16,14 +16,14 @@ from cidrx.errors import InvalidInput, StalePlan
 from cidrx.model.options import PlanOptions
 from cidrx.model.plan import DIGEST_TAG, Plan, load_plan
 from cidrx.model.snapshot import Snapshot, load_snapshot
-from cidrx.providers.eks.provisioner_collect import (
+from cidrx.providers.eks.collect.provisioners import (
     karpenter_from,
     max_pods_from_user_data,
     node_class_from,
     node_pool_from,
     self_managed_from,
 )
-from cidrx.providers.eks.provisioner_model import AUTO_NODE_CLASS, EC2_NODE_CLASS, NodeProvisioners
+from cidrx.providers.eks.model import AUTO_NODE_CLASS, EC2_NODE_CLASS, NodeProvisioners
 from tests.support import eks_cases as cases
 from tests.support import eks_provisioner_cases as pc
 from tests.support.cli import run

@@ -20,10 +20,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cidrx.providers.eks.collect import route_extras_from, route_table_from
+from cidrx.providers.eks.collect.routes import tgw_route_from
+from cidrx.providers.eks.collect.vpc import route_extras_from, route_table_from
+from cidrx.providers.eks.facts.routing import routed_elsewhere
 from cidrx.providers.eks.model import PrefixList, TgwRoute, TgwRouteTable
 from cidrx.providers.eks.plan import EksPlanOptions, make_plan, occupied_space
-from cidrx.providers.eks.routing import routed_elsewhere, tgw_route_from
 from tests.support import eks_cases as cases
 from tests.support.cli import run
 from tests.support.eks_variants import TGW_ROUTED, build_tgw_egress, tgw_route_table
@@ -107,7 +108,7 @@ def test_plan_avoids_tgw_and_prefix_list_ranges() -> None:
 
 def test_unreadable_route_tables_are_a_warning() -> None:
     tgw = (TgwRouteTable("tgw-attach-1", "tgw-1", "tgw-rtb-9", unreadable="permission denied"),)
-    from cidrx.providers.eks.analyze import analyze
+    from cidrx.providers.eks.analyze.diagnosis import analyze
 
     (f,) = [f for f in analyze(_routed_snapshot(tgw, ())).findings if f.id == "EKS-ROUTES-UNREADABLE"]
     assert f.severity.value == "warning" and "tgw-rtb-9" in f.evidence[0]

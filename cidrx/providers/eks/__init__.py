@@ -40,7 +40,7 @@ SPEC = ProviderSpec(
     section="cidrx.providers.eks.model:EksSection",
     terraform="cidrx.providers.eks.terraform:emit",
     kube_daemonset=("kube-system", "aws-node"),
-    # cidrx.providers.eks.provisioner_collect: node classes and NodePools when their groups are served,
+    # cidrx.providers.eks.collect.provisioners: node classes and NodePools when their groups are served,
     # and the Karpenter controller Deployment where its Helm chart installs it.
     kube_reads=(
         "kubernetes: ec2nodeclasses.karpenter.k8s.aws list",

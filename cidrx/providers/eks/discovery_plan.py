@@ -19,10 +19,10 @@ from cidrx import netmath
 from cidrx.errors import InvalidInput
 from cidrx.model.plan import Plan, Step, seal_plan
 from cidrx.model.snapshot import Snapshot
-from cidrx.providers.eks import discovery
-from cidrx.providers.eks.analyze import node_subnet_ids, subnet_label, usable_addresses
-from cidrx.providers.eks.cni import cni_config, max_pods
-from cidrx.providers.eks.ipampool import ASSOCIATE_VPC_CIDR_FROM_POOL, carve, pool_drift, pool_netmask, vpc_pool
+from cidrx.providers.eks.facts import discovery
+from cidrx.providers.eks.facts.cni import cni_config, max_pods
+from cidrx.providers.eks.facts.ipam_pools import ASSOCIATE_VPC_CIDR_FROM_POOL, carve, pool_drift, pool_netmask, vpc_pool
+from cidrx.providers.eks.facts.subnets import node_subnet_ids, subnet_label, usable_addresses
 from cidrx.providers.eks.model import EksSection, InstanceType, IpamPool
 from cidrx.providers.eks.plan import (
     ACTIVE_STATES,

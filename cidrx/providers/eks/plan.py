@@ -19,8 +19,7 @@ from cidrx import netmath
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.model.plan import DIGEST_TAG, Plan, Step, seal_plan
 from cidrx.model.snapshot import Snapshot
-from cidrx.providers.eks.analyze import node_subnet_ids, subnet_label, subnet_uses, usable_addresses
-from cidrx.providers.eks.cni import (
+from cidrx.providers.eks.facts.cni import (
     CUSTOM_NETWORK,
     LABEL_DEF,
     PREFIX_DELEGATION,
@@ -29,8 +28,11 @@ from cidrx.providers.eks.cni import (
     cni_config,
     max_pods,
 )
-from cidrx.providers.eks.eniconfig import security_groups as eniconfig_security_groups
-from cidrx.providers.eks.ipampool import ASSOCIATE_VPC_CIDR_FROM_POOL, carve, pool_drift, pool_netmask, vpc_pool
+from cidrx.providers.eks.facts.eniconfig import security_groups as eniconfig_security_groups
+from cidrx.providers.eks.facts.ipam_pools import ASSOCIATE_VPC_CIDR_FROM_POOL, carve, pool_drift, pool_netmask, vpc_pool
+from cidrx.providers.eks.facts.provisioners import provisioners
+from cidrx.providers.eks.facts.routing import routed_elsewhere, unreadable_routes
+from cidrx.providers.eks.facts.subnets import node_subnet_ids, subnet_label, subnet_uses, usable_addresses
 from cidrx.providers.eks.model import EksSection, IpamPool, Nodegroup, Subnet
 from cidrx.providers.eks.provisioner_plan import (
     PROVISIONER_ACTIONS,
@@ -47,8 +49,6 @@ from cidrx.providers.eks.provisioner_plan import (
     uses_aws_cni,
     without_identity,
 )
-from cidrx.providers.eks.provisioners import provisioners
-from cidrx.providers.eks.routing import routed_elsewhere, unreadable_routes
 from cidrx.registry import Action
 
 STRATEGIES = ("custom-networking", "prefix-delegation", "subnet-discovery")
@@ -319,7 +319,7 @@ def _node_placement(
 
 def _env_step(eks: EksSection, cni: CniConfig, env: dict[str, str], step_id: str, what: str) -> Step:
     if eks.vpc_cni_addon is not None:
-        from cidrx.providers.eks.addon_schema import check_env_update
+        from cidrx.providers.eks.facts.addon_schema import check_env_update
 
         check_env_update(eks.vpc_cni_addon, env)
         return Step(

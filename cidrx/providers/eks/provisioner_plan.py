@@ -29,20 +29,21 @@ from typing import Any
 from cidrx.errors import InvalidInput
 from cidrx.kube.model import KubeSection
 from cidrx.model.plan import DIGEST_TAG, Step
-from cidrx.providers.eks.cni import CniConfig, max_pods
-from cidrx.providers.eks.model import EksSection, InstanceType
-from cidrx.providers.eks.provisioner_model import (
-    AUTO_NODE_CLASS,
-    EC2_NODE_CLASS,
-    NodeClass,
-    NodeProvisioners,
-)
-from cidrx.providers.eks.provisioners import (
+from cidrx.providers.eks.facts.cni import CniConfig, max_pods
+from cidrx.providers.eks.facts.provisioners import (
     BUILTIN_AUTO_NODE_CLASS,
     karpenter_max_pods,
     node_class_subnets,
     provisioners,
     reserved_enis,
+)
+from cidrx.providers.eks.model import (
+    AUTO_NODE_CLASS,
+    EC2_NODE_CLASS,
+    EksSection,
+    InstanceType,
+    NodeClass,
+    NodeProvisioners,
 )
 from cidrx.registry import Action
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from cidrx.engine.executor import Outputs, StepContext
 from cidrx.errors import CloudError, StalePlan
 from cidrx.model.plan import DIGEST_TAG, Step
-from cidrx.providers.eks.provisioner_collect import AUTO_NODE_CLASSES, EC2_NODE_CLASSES, max_pods_from_user_data
+from cidrx.providers.eks.collect.provisioners import AUTO_NODE_CLASSES, EC2_NODE_CLASSES, max_pods_from_user_data
 
 if TYPE_CHECKING:
     from cidrx.kube.api import KubeApi

@@ -14,7 +14,7 @@ from typing import Any
 from cidrx.engine.executor import Outputs, StepContext
 from cidrx.errors import CloudError
 from cidrx.model.plan import DIGEST_TAG, Step
-from cidrx.providers.eks.provisioner_collect import AUTO_NODE_CLASSES, EC2_NODE_CLASSES, NODE_POOLS
+from cidrx.providers.eks.collect.provisioners import AUTO_NODE_CLASSES, EC2_NODE_CLASSES, NODE_POOLS
 from cidrx.providers.eks.provisioner_steps import (
     DEPLOYMENTS,
     ROLLOUT_TIMEOUT,

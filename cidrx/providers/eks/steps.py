@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from cidrx.engine.executor import Executor, Outputs, StepContext
 from cidrx.errors import CloudError, InvalidInput, StalePlan
 from cidrx.model.plan import DIGEST_TAG, Step
-from cidrx.providers.eks.addon_schema import schema_problem
-from cidrx.providers.eks.cni import addon_env
-from cidrx.providers.eks.ipampool import GONE, subnet_cidr
+from cidrx.providers.eks.facts.addon_schema import schema_problem
+from cidrx.providers.eks.facts.cni import addon_env
+from cidrx.providers.eks.facts.ipam_pools import GONE, subnet_cidr
 from cidrx.providers.eks.plan import ACTIONS
 from cidrx.registry import executors
 
@@ -88,7 +88,7 @@ class AssociateVpcCidr:
 
 
 class AssociateVpcCidrFromPool(AssociateVpcCidr):
-    """AssociateVpcCidrBlock from an IPAM pool (cidrx.providers.eks.ipampool); its outputs carry the CIDR IPAM
+    """AssociateVpcCidrBlock from an IPAM pool (cidrx.providers.eks.facts.ipam_pools); its outputs carry the CIDR IPAM
     picked. Associations carry no tags: a CIDR of the planned size from the pool that the VPC gained after the
     plan was made is this plan's (the drift check refuses an apply when the VPC gained any other CIDR); the
     journal normally records it anyway."""

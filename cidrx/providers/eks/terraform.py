@@ -12,7 +12,7 @@ from typing import Any
 from cidrx.errors import InvalidInput
 from cidrx.model.plan import DIGEST_TAG, Step
 from cidrx.providers.eks import provisioner_terraform
-from cidrx.providers.eks.ipampool import ASSOCIATE_VPC_CIDR_FROM_POOL
+from cidrx.providers.eks.facts.ipam_pools import ASSOCIATE_VPC_CIDR_FROM_POOL
 from cidrx.providers.eks.plan import (
     APPLY_ENICONFIG,
     ASSOCIATE_ROUTE_TABLE,

@@ -16,8 +16,8 @@ from typing import Any
 from cidrx.engine.executor import Outputs, StepContext
 from cidrx.errors import CloudError
 from cidrx.model.plan import DIGEST_TAG, Step
-from cidrx.providers.eks.analyze import NODEGROUP_LABEL
-from cidrx.providers.eks.cni import addon_env
+from cidrx.providers.eks.facts.cni import addon_env
+from cidrx.providers.eks.facts.subnets import NODEGROUP_LABEL
 from cidrx.providers.eks.steps import (
     CONFLICT_RETRIES,
     ENICONFIG,

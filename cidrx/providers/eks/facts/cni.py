@@ -47,7 +47,7 @@ def _int(value: str | None, default: int | None) -> int | None:
 def addon_env(configuration_values: str) -> dict[str, str]:
     """The `env` map of a vpc-cni add-on's configurationValues (JSON; EKS also accepts YAML there)."""
     from cidrx.errors import InvalidInput
-    from cidrx.providers.eks.addon_schema import parse_configuration
+    from cidrx.providers.eks.facts.addon_schema import parse_configuration
 
     try:
         data = parse_configuration(configuration_values)

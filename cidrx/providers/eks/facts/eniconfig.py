@@ -25,7 +25,7 @@ from cidrx.kube.collect import (
     eniconfig_keys,
 )
 from cidrx.kube.model import KubeNode, KubeSection
-from cidrx.providers.eks.cni import ZONE_LABEL, CniConfig
+from cidrx.providers.eks.facts.cni import ZONE_LABEL, CniConfig
 from cidrx.providers.eks.model import EksSection
 
 DEFAULT_ENICONFIG = "default"

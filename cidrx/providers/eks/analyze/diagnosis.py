@@ -7,34 +7,43 @@ Finding ids are stable (docs/findings.md lists them).
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, replace
-from ipaddress import IPv4Network
+from dataclasses import replace
 
-from cidrx import netmath
 from cidrx.errors import InvalidInput
 from cidrx.kube.collect import ENICONFIG_DEFAULT_KEY
 from cidrx.kube.model import KubeSection
 from cidrx.model.findings import Capacity, Diagnosis, Finding, FindingKind, Severity, make_diagnosis, utilization
 from cidrx.model.snapshot import Snapshot
-from cidrx.providers.eks import discovery, provisioners
-from cidrx.providers.eks.cni import (
+from cidrx.providers.eks.analyze.discovery import capacity as discovery_capacity
+from cidrx.providers.eks.analyze.discovery import findings as discovery_findings
+from cidrx.providers.eks.analyze.provisioners import pod_slots, provisioner_capacity, provisioner_findings
+from cidrx.providers.eks.facts import discovery
+from cidrx.providers.eks.facts.cni import (
     LABEL_DEF,
     ZONE_LABEL,
     CniConfig,
     cni_config,
     max_pods,
-    node_ips_for_new_node,
-    pod_ips_for_new_node,
 )
-from cidrx.providers.eks.eniconfig import (
+from cidrx.providers.eks.facts.discovery import ROLE_TAG, DiscoveryState
+from cidrx.providers.eks.facts.eniconfig import (
     DEFAULT_ENICONFIG,
     Selection,
     new_node_selection,
     node_selection,
     zone_named_unselected,
 )
-from cidrx.providers.eks.model import EksSection, InstanceType, Nodegroup, Subnet
-from cidrx.providers.eks.routing import unreadable_routes
+from cidrx.providers.eks.facts.routing import unreadable_routes
+from cidrx.providers.eks.facts.subnets import (
+    SubnetUse,
+    free_prefix_blocks,
+    largest_type,
+    node_subnet_ids,
+    subnet_label,
+    subnet_uses,
+    types_by_name,
+)
+from cidrx.providers.eks.model import EksSection, Nodegroup
 
 EKS_SUBNET_EXHAUSTED = FindingKind.parse(
     """EKS-SUBNET-EXHAUSTED (critical): A subnet the cluster's nodes or pods use has no free address (or too few
@@ -127,109 +136,10 @@ NEARLY_FULL = 0.8
 UNREACHABLE = "in-cluster checks were skipped"
 UNREACHABLE_FIX = "Pass --kubeconfig/--context to include events, nodes and the aws-node configuration."
 IP_ASSIGN_TEXT = "failed to assign an ip address to container"
-NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 MAX_EVIDENCE = 6
 
 # Where a remediation names the expand command; `analyze` fills in this cluster's full command line.
 EXPAND = "{EXPAND}"
-
-
-@dataclass(frozen=True)
-class SubnetUse:
-    """A subnet as this cluster uses it: for pods, for nodes, or just listed on the cluster."""
-
-    subnet: Subnet
-    roles: tuple[str, ...]
-    size: int
-    free_28: int
-    need_pods: int  # pod addresses one more node takes here (0 when no pods come from it)
-    need_node: int  # node addresses one more node takes here (0 when no nodes go here)
-
-    @property
-    def need(self) -> int:
-        return self.need_pods + self.need_node
-
-    @property
-    def used(self) -> int:
-        return max(0, self.size - self.subnet.available_ips)
-
-
-def subnet_label(s: Subnet) -> str:
-    name = s.tags.get("Name")
-    return f"{s.subnet_id} ({name})" if name else s.subnet_id
-
-
-def usable_addresses(cidr: str) -> int:
-    return max(0, netmath.parse_cidr(cidr).num_addresses - netmath.AWS_RESERVED_PER_SUBNET)
-
-
-def free_prefix_blocks(s: Subnet) -> int:
-    """Aligned /28 blocks with no address in use: what prefix delegation can actually get."""
-    net = netmath.parse_cidr(s.cidr)
-    if net.prefixlen > 28:
-        return 0
-    occupied: list[IPv4Network] = list(netmath.aws_reserved_addresses(net))
-    for u in s.used:
-        try:
-            occupied.append(IPv4Network(u, strict=False))
-        except ValueError:
-            continue
-    return netmath.count_free_blocks(28, [net], occupied)
-
-
-def _types_by_name(eks: EksSection) -> dict[str, InstanceType]:
-    return {t.name: t for t in eks.instance_types}
-
-
-def _largest_type(names: tuple[str, ...], types: dict[str, InstanceType]) -> InstanceType | None:
-    known = [types[n] for n in names if n in types]
-    return max(known, key=lambda t: t.ips_per_eni, default=None)
-
-
-def pod_subnet_ids(eks: EksSection, kube: KubeSection, cni: CniConfig) -> set[str]:
-    if cni.custom_networking and kube.eniconfigs:
-        return {e.subnet for e in kube.eniconfigs} | provisioners.auto_mode_pod_subnets(eks)
-    return node_subnet_ids(eks) | provisioners.auto_mode_pod_subnets(eks)
-
-
-def node_subnet_ids(eks: EksSection) -> set[str]:
-    ids = {sid for ng in eks.nodegroups for sid in ng.subnet_ids} | provisioners.node_subnets(eks)
-    return ids or set(eks.cluster.subnet_ids)
-
-
-def subnet_uses(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[SubnetUse]:
-    """The cluster's subnets (cluster, node group and ENIConfig subnets), each with what one more node
-    would take from it."""
-    types = _types_by_name(eks)
-    pods = pod_subnet_ids(eks, kube, cni)
-    nodes = node_subnet_ids(eks)
-    node_type_by_subnet: dict[str, InstanceType | None] = {}
-    for ng in eks.nodegroups:
-        t = _largest_type(ng.instance_types, types)
-        for sid in ng.subnet_ids:
-            cur = node_type_by_subnet.get(sid)
-            if cur is None or (t is not None and t.ips_per_eni > cur.ips_per_eni):
-                node_type_by_subnet[sid] = t
-    any_type = _largest_type(tuple(types), types)
-    wanted = set(eks.cluster.subnet_ids) | pods | nodes
-    out: list[SubnetUse] = []
-    for s in sorted(eks.subnets, key=lambda x: (x.az, x.cidr)):
-        if s.subnet_id not in wanted:
-            continue
-        roles = []
-        if s.subnet_id in nodes:
-            roles.append("nodes")
-        if s.subnet_id in pods:
-            roles.append("pods")
-        if s.subnet_id in eks.cluster.subnet_ids:
-            roles.append("cluster")
-        itype = node_type_by_subnet.get(s.subnet_id) or any_type
-        need_node = node_ips_for_new_node(itype, cni) if s.subnet_id in nodes else 0
-        if cni.custom_networking and s.subnet_id in nodes:
-            need_node = 1
-        need_pods = pod_ips_for_new_node(itype, cni) if (cni.custom_networking and s.subnet_id in pods) else 0
-        out.append(SubnetUse(s, tuple(roles), usable_addresses(s.cidr), free_prefix_blocks(s), need_pods, need_node))
-    return out
 
 
 def _relieved(
@@ -471,7 +381,7 @@ def cni_source(cni: CniConfig) -> str:
 
 
 def _max_pods_findings(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[Finding]:
-    types = _types_by_name(eks)
+    types = types_by_name(eks)
     over: dict[str, list[str]] = defaultdict(list)
     limits: dict[str, tuple[int, int]] = {}
     for n in kube.nodes:
@@ -503,7 +413,7 @@ def _warm_pool_finding(eks: EksSection, kube: KubeSection, cni: CniConfig, tight
         return []
     if cni.warm_eni_target < 1 or not kube.nodes:
         return []
-    types = _types_by_name(eks)
+    types = types_by_name(eks)
     idle = 0
     for n in kube.nodes:
         t = types.get(n.instance_type)
@@ -588,21 +498,21 @@ def _routes_findings(eks: EksSection) -> list[Finding]:
 
 
 def nodegroup_capacity(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[Capacity]:
-    types = _types_by_name(eks)
+    types = types_by_name(eks)
     nodes_by_group: dict[str, list[str]] = defaultdict(list)
     for n in kube.nodes:
         if n.pool:
             nodes_by_group[n.pool].append(n.name)
     out = []
     for ng in eks.nodegroups:
-        t = _largest_type(ng.instance_types, types)
+        t = largest_type(ng.instance_types, types)
         per_node = max_pods(t, cni) if t else 0
         names = nodes_by_group.get(ng.name, [])
         nodes = len(names) if kube.available else ng.desired_size
         used = sum(kube.pods_per_node.get(n, 0) for n in names)
         size = per_node * nodes
         note = f"{per_node} pods/node ({', '.join(ng.instance_types)})" if t else "instance type unknown"
-        out.append(provisioners.pod_slots("nodegroup", ng.name, size, used, nodes, note, ng.max_size))
+        out.append(pod_slots("nodegroup", ng.name, size, used, nodes, note, ng.max_size))
     return out
 
 
@@ -656,9 +566,9 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     findings += _prefix_findings(uses, cni, exhausted)
     findings += _quota_findings(eks)
     expand = f"cidrx expand {snapshot.target.flags()} --plan --out plan.json"
-    findings = discovery.reworded(findings, disc) + discovery.findings(eks, kube, disc, zones, tight, expand)
+    findings = reworded(findings, disc) + discovery_findings(eks, kube, disc, zones, tight, expand)
     findings += _routes_findings(eks)
-    findings += provisioners.provisioner_findings(eks, kube, cni)
+    findings += provisioner_findings(eks, kube, cni)
     if not kube.available:
         from cidrx.model.findings import kube_unreachable
 
@@ -667,9 +577,9 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     from cidrx.providers.eks.netmap import address_maps
 
     capacity = _subnet_capacity(uses) + nodegroup_capacity(eks, kube, cni)
-    capacity += [*provisioners.provisioner_capacity(eks, kube, cni), _vpc_capacity(eks)]
+    capacity += [*provisioner_capacity(eks, kube, cni), _vpc_capacity(eks)]
     free_28 = {s.subnet_id: free_prefix_blocks(s) for z in zones for s in z.subnets}
-    capacity += discovery.capacity(zones, free_28, disc, cni.prefix_delegation)
+    capacity += discovery_capacity(zones, free_28, disc, cni.prefix_delegation)
     capacity += [unallocated_capacity(m) for m in address_maps(snapshot)]
     findings = [replace(f, remediation=f.remediation.replace(EXPAND, expand)) for f in findings]
     return make_diagnosis(snapshot.target, snapshot.fingerprint, capacity, findings)
@@ -677,3 +587,18 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
 
 def nodegroup_by_name(eks: EksSection, name: str) -> Nodegroup | None:
     return next((ng for ng in eks.nodegroups if ng.name == name), None)
+
+
+def reworded(findings: list[Finding], state: DiscoveryState) -> list[Finding]:
+    """Where subnet discovery is the default strategy, remediations that name the expand plan describe it."""
+    from cidrx.providers.eks.analyze.diagnosis import EKS_PREFIX_DELEGATION_NOT_ENOUGH, EKS_SUBNET_EXHAUSTED
+
+    if not state.supported or state.custom_networking:
+        return findings
+    fixes = {
+        EKS_SUBNET_EXHAUSTED.id: "Add pod address space: `{EXPAND}` (subnet discovery: a subnet per AZ tagged "
+        f"{ROLE_TAG}=1 for new ENIs; new nodes still need a free address in their node subnet).",
+        EKS_PREFIX_DELEGATION_NOT_ENOUGH.id: "Add tagged subnets for subnet discovery (the default expand strategy "
+        "here), or use custom networking with a secondary CIDR.",
+    }
+    return [replace(f, remediation=fixes.get(f.id, f.remediation)) for f in findings]

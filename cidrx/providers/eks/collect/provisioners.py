@@ -16,11 +16,11 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from cidrx.kube.model import KubeSection
-from cidrx.providers.eks.collect import instance_type_from, tags_of
-from cidrx.providers.eks.model import EksSection
-from cidrx.providers.eks.provisioner_model import (
+from cidrx.providers.eks.collect.vpc import instance_type_from, tags_of
+from cidrx.providers.eks.model import (
     AUTO_NODE_CLASS,
     EC2_NODE_CLASS,
+    EksSection,
     KarpenterController,
     NodeClass,
     NodePool,

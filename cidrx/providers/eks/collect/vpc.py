@@ -15,7 +15,8 @@ from typing import Any
 
 from cidrx.errors import AccessDenied
 from cidrx.providers.eks.api import VPC_CNI, EksApi
-from cidrx.providers.eks.ipampool import collect_pools
+from cidrx.providers.eks.collect.ipam_pools import collect_pools
+from cidrx.providers.eks.collect.routes import collect_routes
 from cidrx.providers.eks.model import (
     Addon,
     EksCluster,
@@ -29,7 +30,6 @@ from cidrx.providers.eks.model import (
     Vpc,
     VpcCidr,
 )
-from cidrx.providers.eks.routing import collect_routes
 
 Json = Mapping[str, Any]
 
