@@ -683,7 +683,7 @@ class EksApi:
         with _aws("eks:CreateNodegroup", subject):
             return dict(self._call(self._eks.create_nodegroup, write=True, **kwargs)["nodegroup"])
 
-    # -- writes of `cidrx rollback` (cidrx.providers.eks.undo) ---------------------------------------------
+    # -- writes of `cidrx rollback` (cidrx.providers.eks.actions) ----------------------------------------------
 
     def delete_nodegroup(self, cluster: str, name: str) -> None:
         with _aws("eks:DeleteNodegroup", f"node group {name!r} of {self._cluster_subject(cluster)}"):

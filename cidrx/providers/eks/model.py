@@ -6,8 +6,13 @@ Kept compact on purpose: snapshots are attached to bug reports and diffed in pul
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from cidrx.errors import InvalidInput
 from cidrx.model.validation import Ipv4AddrOrCidr, Ipv4Cidr, first_problem, repeated
+
+if TYPE_CHECKING:
+    from cidrx.model.snapshot import Snapshot
 
 # --- node provisioners besides managed node groups (self-managed groups, Karpenter, EKS Auto Mode) -----
 # An expansion plan must bring new nodes in through whatever the cluster really uses, and capacity must
@@ -305,3 +310,10 @@ class EksSection:
             repeated("nodegroups", self.nodegroups, lambda n: n.name, "node group"),
             repeated("instance_types", self.instance_types, lambda t: t.name, "instance type"),
         )
+
+
+def eks_section(snapshot: Snapshot) -> EksSection:
+    """The snapshot's EKS section; a snapshot taken for another provider is refused (exit 2)."""
+    if snapshot.eks is None:
+        raise InvalidInput("this snapshot has no EKS section; it was taken for another provider")
+    return snapshot.eks

@@ -54,37 +54,25 @@ class EksProvider:
         return analyze(snapshot)
 
     def make_plan(self, snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
+        """The plan of `opts.strategy`, or (none given) of the strategy the package's `default_strategy` picks."""
         from dataclasses import replace
 
-        from cidrx.providers.eks.discovery_plan import default_strategy
-        from cidrx.providers.eks.plan import EksPlanOptions
-        from cidrx.providers.eks.plan import make_plan as make_eks_plan
-
-        eks_opts = EksPlanOptions(
-            strategy=opts.strategy or "",
-            cidr=opts.cidr,
-            add_nodes=opts.add_nodes,
-            nodegroup_name=opts.pool_name,
-            template_nodegroup=opts.template,
-            created_at=created_at,
-        )
-        if not eks_opts.strategy:
-            eks_opts = replace(eks_opts, strategy=default_strategy(snapshot, eks_opts))
-        return make_eks_plan(snapshot, eks_opts)
+        spec = _spec()
+        if not opts.strategy:
+            opts = replace(opts, strategy=registry.load(spec.default_strategy)(snapshot, opts))
+        make: Any = registry.load(_strategy(opts.strategy or "").plan)
+        plan: Plan = make(snapshot, opts, created_at)
+        return plan
 
     def check_drift(self, plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> None:
-        from cidrx.providers.eks.plan import check_drift
-
-        check_drift(plan, snapshot)
+        registry.load(_strategy(plan.strategy).drift)(plan, snapshot, begun)
 
     def executors(self) -> Mapping[str, Executor]:
-        from cidrx.providers.eks.steps import EXECUTORS
-
-        return EXECUTORS
+        return registry.executors(registry.load(_spec().actions))
 
     def apis(self, plan: Plan, access: Access, kube: KubeApi | None) -> Any:
+        from cidrx.providers.eks.actions.context import EksApis
         from cidrx.providers.eks.api import EksApi
-        from cidrx.providers.eks.steps import EksApis
 
         assert plan.target.region is not None  # every EKS target has one (resolve_target, load_plan)
         return EksApis(eks=EksApi(plan.target.region, access.profile), kube=kube)

@@ -23,20 +23,7 @@ from typing import Any
 from cidrx import netmath
 from cidrx.errors import InvalidInput
 from cidrx.providers.eks.model import EksSection, IpamPool
-from cidrx.registry import Action
 
-ASSOCIATE_VPC_CIDR_FROM_POOL = Action(
-    "eks.associate-vpc-cidr-from-ipam-pool",
-    ("ec2:AssociateVpcCidrBlock", "ec2:DescribeVpcs", "ec2:GetIpamPoolAllocations"),
-    "cidrx.providers.eks.steps:AssociateVpcCidrFromPool",
-    undo="cidrx.providers.eks.undo:UndoVpcCidrFromPool",
-    undo_permissions=(
-        "ec2:DisassociateVpcCidrBlock",
-        "ec2:DescribeVpcs",
-        "ec2:DescribeSubnets",
-        "ec2:GetIpamPoolAllocations",
-    ),
-)
 GONE = ("disassociating", "disassociated", "failing", "failed")
 
 

@@ -96,8 +96,8 @@ class Env:
     @contextlib.contextmanager
     def engine_apis(self) -> Iterator[Any]:
         from cidrx.kube.api import KubeApi
+        from cidrx.providers.eks.actions.context import EksApis
         from cidrx.providers.eks.api import EksApi
-        from cidrx.providers.eks.steps import EksApis
 
         with KubeApi(self.estate.kubeconfig, None) as kube:
             yield EksApis(eks=EksApi(REGION), kube=kube)

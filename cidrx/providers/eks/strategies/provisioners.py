@@ -1,7 +1,7 @@
 """The follow-up each node provisioner needs after an EKS expansion, so no plan assumes a managed node
 group: Karpenter (RESERVED_ENIS, EC2NodeClass update that rolls its nodes), EKS Auto Mode (NodeClass pod
 subnets), self-managed Auto Scaling groups (how to roll them), and which identity a copied managed node
-group must not carry. Pure: steps, notes and basis for cidrx.providers.eks.plan.
+group must not carry. Pure: steps, notes and basis for the strategies.
 
 Upstream rules:
 - Karpenter replaces a node when its EC2NodeClass drifts: a change of a hashed spec field (spec.tags is
@@ -29,7 +29,13 @@ from typing import Any
 from cidrx.errors import InvalidInput
 from cidrx.kube.model import KubeSection
 from cidrx.model.plan import DIGEST_TAG, Step
-from cidrx.providers.eks.facts.cni import CniConfig, max_pods
+from cidrx.providers.eks.actions.auto_mode import APPLY_AUTO_NODE_CLASS
+from cidrx.providers.eks.actions.karpenter import SET_DEPLOYMENT_ENV, UPDATE_EC2_NODE_CLASS
+from cidrx.providers.eks.actions.launch_template import CREATE_LAUNCH_TEMPLATE_VERSION, SET_GROUP_LAUNCH_TEMPLATE
+from cidrx.providers.eks.facts.cni import (
+    CniConfig,
+    max_pods,
+)
 from cidrx.providers.eks.facts.provisioners import (
     BUILTIN_AUTO_NODE_CLASS,
     karpenter_max_pods,
@@ -45,53 +51,8 @@ from cidrx.providers.eks.model import (
     NodeClass,
     NodeProvisioners,
 )
-from cidrx.registry import Action
 
-_STEPS = "cidrx.providers.eks.provisioner_steps"
-_UNDO = "cidrx.providers.eks.provisioner_undo"
-UPDATE_EC2_NODE_CLASS = Action(
-    "kube.update-ec2nodeclass",
-    ("kubernetes: ec2nodeclasses.karpenter.k8s.aws get,update",),
-    f"{_STEPS}:UpdateEc2NodeClass",
-    undo=f"{_UNDO}:UndoEc2NodeClass",
-    undo_permissions=("kubernetes: ec2nodeclasses.karpenter.k8s.aws get,update",),
-)
-APPLY_AUTO_NODE_CLASS = Action(
-    "kube.apply-auto-nodeclass",
-    ("kubernetes: nodeclasses.eks.amazonaws.com get,create,update",),
-    f"{_STEPS}:ApplyAutoNodeClass",
-    undo=f"{_UNDO}:UndoAutoNodeClass",
-    undo_permissions=(
-        "kubernetes: nodeclasses.eks.amazonaws.com get,update,delete",
-        "kubernetes: nodepools.karpenter.sh list",
-        "kubernetes: nodes list",
-    ),
-)
-SET_DEPLOYMENT_ENV = Action(
-    "kube.set-deployment-env",
-    ("kubernetes: deployments.apps get,update",),
-    f"{_STEPS}:SetDeploymentEnv",
-    undo=f"{_UNDO}:UndoDeploymentEnv",
-    undo_permissions=("kubernetes: deployments.apps get,update",),
-)
-CREATE_LAUNCH_TEMPLATE_VERSION = Action(
-    "eks.create-launch-template-version",
-    ("ec2:CreateLaunchTemplateVersion", "ec2:DescribeLaunchTemplateVersions"),
-    f"{_STEPS}:CreateLaunchTemplateVersion",
-    undo=f"{_UNDO}:UndoLaunchTemplateVersion",
-    undo_permissions=(
-        "ec2:DeleteLaunchTemplateVersions",
-        "ec2:DescribeLaunchTemplateVersions",
-        "autoscaling:DescribeAutoScalingGroups",
-    ),
-)
-SET_GROUP_LAUNCH_TEMPLATE = Action(
-    "eks.set-group-launch-template",
-    ("autoscaling:UpdateAutoScalingGroup", "autoscaling:DescribeAutoScalingGroups"),
-    f"{_STEPS}:SetGroupLaunchTemplate",
-    undo=f"{_UNDO}:UndoGroupLaunchTemplate",
-    undo_permissions=("autoscaling:UpdateAutoScalingGroup", "autoscaling:DescribeAutoScalingGroups"),
-)
+# The actions the node-provisioner steps use (self-managed groups', then every provisioner's).
 SELF_MANAGED_ACTIONS = (CREATE_LAUNCH_TEMPLATE_VERSION, SET_GROUP_LAUNCH_TEMPLATE)
 PROVISIONER_ACTIONS = (UPDATE_EC2_NODE_CLASS, APPLY_AUTO_NODE_CLASS, SET_DEPLOYMENT_ENV, *SELF_MANAGED_ACTIONS)
 

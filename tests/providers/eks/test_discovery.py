@@ -8,6 +8,7 @@ and awsutils_test.go `TestValidSubnetTagsMatchingClusterName` at b52188387f2e2f1
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +17,25 @@ import pytest
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.kube.model import KubeSection
 from cidrx.model.findings import Diagnosis, Severity
+from cidrx.model.options import PlanOptions
 from cidrx.model.plan import DIGEST_TAG, Plan
 from cidrx.model.snapshot import Snapshot, load_snapshot, save_snapshot
 from cidrx.providers.eks.analyze.diagnosis import analyze
-from cidrx.providers.eks.discovery_plan import default_strategy
 from cidrx.providers.eks.facts import discovery
 from cidrx.providers.eks.facts.cni import cni_config
 from cidrx.providers.eks.model import Addon
-from cidrx.providers.eks.plan import EksPlanOptions, check_drift, make_plan
+from cidrx.providers.eks.provider import PROVIDER
+from cidrx.providers.eks.strategies.default import default_strategy
 from tests.support import eks_cases as cases
 from tests.support.eks_cases import AZ_A, AZ_B, DISCOVERY_A, DISCOVERY_B, NODE_A, NODE_B, PUBLIC_A
+
+check_drift = PROVIDER.check_drift  # the strategy's drift check, through the provider
+
+
+def make_plan(snapshot: Snapshot, opts: PlanOptions | None = None, created_at: str = "") -> Plan:
+    """The plan of `opts.strategy` (custom networking when none is given), as its strategy makes it."""
+    opts = opts or PlanOptions()
+    return PROVIDER.make_plan(snapshot, replace(opts, strategy=opts.strategy or "custom-networking"), created_at)
 
 
 def ids(d: Diagnosis) -> list[str]:
@@ -208,16 +218,16 @@ def test_state_reads_cluster_name_and_env_from_aws_node() -> None:
 
 
 def plan_of(snap: Snapshot, **opts: Any) -> Plan:
-    return make_plan(snap, EksPlanOptions(strategy="subnet-discovery", created_at="2024-01-01T00:00:00Z", **opts))
+    return make_plan(snap, PlanOptions(strategy="subnet-discovery", **opts), "2024-01-01T00:00:00Z")
 
 
 def test_subnet_discovery_is_the_default_where_the_cni_supports_it() -> None:
-    assert default_strategy(cases.subnet_discovery(), EksPlanOptions()) == "subnet-discovery"
-    assert default_strategy(cases.example(), EksPlanOptions()) == "custom-networking"  # version unknown
-    assert default_strategy(cases.cni_version(cases.example(), "v1.17.1"), EksPlanOptions()) == "custom-networking"
+    assert default_strategy(cases.subnet_discovery(), PlanOptions()) == "subnet-discovery"
+    assert default_strategy(cases.example(), PlanOptions()) == "custom-networking"  # version unknown
+    assert default_strategy(cases.cni_version(cases.example(), "v1.17.1"), PlanOptions()) == "custom-networking"
     cn = cases.custom_networking(cases.cni_version(cases.example(), "v1.19.0"))
-    assert default_strategy(cn, EksPlanOptions()) == "custom-networking"
-    asks_for_group = EksPlanOptions(nodegroup_name="more")
+    assert default_strategy(cn, PlanOptions()) == "custom-networking"
+    asks_for_group = PlanOptions(pool_name="more")
     assert default_strategy(cases.subnet_discovery(), asks_for_group) == "custom-networking"
 
 
@@ -295,7 +305,7 @@ def test_drift_a_subnet_in_the_planned_space_or_custom_networking_turned_on() ->
 
 # --- the bundled example --------------------------------------------------------------------------------
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "eks-subnet-discovery.snapshot.json"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "eks-subnet-discovery.snapshot.json"
 
 
 def test_bundled_example_is_the_case_builders_and_plans_subnet_discovery() -> None:
@@ -308,7 +318,7 @@ def test_bundled_example_is_the_case_builders_and_plans_subnet_discovery() -> No
     assert exhausted == [f"{cases.PUBLIC_B} (eks-demo-ip-vpc-stack-PublicSubnet02)"]  # 2a has a tagged subnet
     bare = next(f for f in d.findings if f.id == "EKS-SUBNET-DISCOVERY-NO-SUBNETS")
     assert AZ_B in bare.summary and AZ_A not in bare.summary
-    made = make_plan(snap, EksPlanOptions(strategy=default_strategy(snap, EksPlanOptions())))
+    made = make_plan(snap, PlanOptions(strategy=default_strategy(snap, PlanOptions())))
     assert made.strategy == "subnet-discovery"
     assert [s.id for s in made.steps] == [f"create-subnet-{AZ_B}", f"route-subnet-{AZ_B}"]
     text = " ".join(made.notes)

@@ -9,16 +9,25 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import replace
 
 import pytest
 
 from cidrx.errors import InvalidInput
+from cidrx.model.options import PlanOptions
+from cidrx.model.plan import Plan
 from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks.facts.addon_schema import parse_configuration, schema_problem, with_env
 from cidrx.providers.eks.model import Addon
-from cidrx.providers.eks.plan import EksPlanOptions, make_plan
+from cidrx.providers.eks.provider import PROVIDER
 from tests.support import eks_cases as cases
 from tests.support.fakes.eks_addons import vpc_cni_schema
+
+
+def make_plan(snapshot: Snapshot, opts: PlanOptions | None = None, created_at: str = "") -> Plan:
+    """The plan of `opts.strategy` (custom networking when none is given), as its strategy makes it."""
+    opts = opts or PlanOptions()
+    return PROVIDER.make_plan(snapshot, replace(opts, strategy=opts.strategy or "custom-networking"), created_at)
 
 
 def with_schema(snap: Snapshot, schema: dict[str, object] | str) -> Snapshot:
@@ -29,7 +38,7 @@ def with_schema(snap: Snapshot, schema: dict[str, object] | str) -> Snapshot:
 
 
 def plan(snap: Snapshot, strategy: str, **opts: str) -> list[str]:
-    made = make_plan(snap, EksPlanOptions(strategy=strategy, created_at="2024-01-01T00:00:00Z", **opts))
+    made = make_plan(snap, PlanOptions(strategy=strategy, **opts), "2024-01-01T00:00:00Z")
     return [s.action for s in made.steps]
 
 

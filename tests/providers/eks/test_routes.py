@@ -1,5 +1,5 @@
 """Everything the VPC routes is occupied: transit gateway route tables, managed prefix lists, VGW-propagated
-routes (cidrx/providers/eks/routing.py).
+routes (cidrx/providers/eks/facts/routing.py, collect/routes.py).
 
 moto 5.2 models transit gateways, their route tables, static TGW routes, SearchTransitGatewayRoutes and
 managed prefix lists; it does not model propagated TGW routes, TGW routes to prefix lists, paging of
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any
@@ -20,15 +21,26 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cidrx.model.options import PlanOptions
+from cidrx.model.plan import Plan
+from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks.collect.routes import tgw_route_from
 from cidrx.providers.eks.collect.vpc import route_extras_from, route_table_from
 from cidrx.providers.eks.facts.routing import routed_elsewhere
 from cidrx.providers.eks.model import PrefixList, TgwRoute, TgwRouteTable
-from cidrx.providers.eks.plan import EksPlanOptions, make_plan, occupied_space
+from cidrx.providers.eks.provider import PROVIDER
+from cidrx.providers.eks.strategies.space import occupied_space
 from tests.support import eks_cases as cases
 from tests.support.cli import run
 from tests.support.eks_variants import TGW_ROUTED, build_tgw_egress, tgw_route_table
 from tests.support.fakes.ec2_routes import FakeTgwRoutes, VgwPropagation
+
+
+def make_plan(snapshot: Snapshot, opts: PlanOptions | None = None, created_at: str = "") -> Plan:
+    """The plan of `opts.strategy` (custom networking when none is given), as its strategy makes it."""
+    opts = opts or PlanOptions()
+    return PROVIDER.make_plan(snapshot, replace(opts, strategy=opts.strategy or "custom-networking"), created_at)
+
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")
 
@@ -101,7 +113,7 @@ def test_plan_avoids_tgw_and_prefix_list_ranges() -> None:
         ),
     )
     lists = (PrefixList("pl-1", ("100.65.0.0/16",)), PrefixList("pl-2", ("100.66.0.0/16",)))
-    plan = make_plan(_routed_snapshot(tgw, lists, ("pl-1",)), EksPlanOptions())
+    plan = make_plan(_routed_snapshot(tgw, lists, ("pl-1",)), PlanOptions())
     assert not any(_overlaps(plan.basis["cidr"], c) for c in ("100.64.0.0/16", "100.65.0.0/16", "100.66.0.0/16"))
     assert plan.basis["cidr"] == "100.67.0.0/20"
 
@@ -112,7 +124,7 @@ def test_unreadable_route_tables_are_a_warning() -> None:
 
     (f,) = [f for f in analyze(_routed_snapshot(tgw, ())).findings if f.id == "EKS-ROUTES-UNREADABLE"]
     assert f.severity.value == "warning" and "tgw-rtb-9" in f.evidence[0]
-    plan = make_plan(_routed_snapshot(tgw, ()), EksPlanOptions())
+    plan = make_plan(_routed_snapshot(tgw, ()), PlanOptions())
     assert any(n.startswith("Routes cidrx could not read may already use") and "tgw-rtb-9" in n for n in plan.notes)
 
 
@@ -132,7 +144,7 @@ def test_plan_never_picks_a_routed_cidr(tgw: list[str], listed: list[str], black
     half = len(listed) // 2
     lists = (PrefixList("pl-t", tuple(listed[:half])), PrefixList("pl-r", tuple(listed[half:])))
     snap = _routed_snapshot((TgwRouteTable("tgw-attach-1", "tgw-1", "tgw-rtb-1", routes),), lists, ("pl-r",))
-    plan = make_plan(snap, EksPlanOptions())
+    plan = make_plan(snap, PlanOptions())
     assert not any(_overlaps(plan.basis["cidr"], c) for c in (*tgw, *listed))
     assert all(not n.overlaps(IPv4Network(plan.basis["cidr"])) for n, _ in occupied_space(cases.eks_of(snap)))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from dataclasses import replace
 from ipaddress import IPv4Network
 from typing import Any
 
@@ -15,10 +16,12 @@ import pytest
 
 from cidrx import netmath
 from cidrx.errors import InvalidInput, StalePlan
+from cidrx.model.options import PlanOptions
 from cidrx.model.plan import DIGEST_TAG, Plan, Step, digest_of
 from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
-from cidrx.providers.eks.plan import EksPlanOptions, check_drift, make_plan, occupied_space
+from cidrx.providers.eks.provider import PROVIDER
+from cidrx.providers.eks.strategies.space import occupied_space
 from tests.support import eks_cases as cases
 from tests.support.eks_cases import (
     AZ_A,
@@ -34,13 +37,22 @@ from tests.support.eks_cases import (
     VPC_ID,
 )
 
+check_drift = PROVIDER.check_drift  # the strategy's drift check, through the provider
+
+
+def make_plan(snapshot: Snapshot, opts: PlanOptions | None = None, created_at: str = "") -> Plan:
+    """The plan of `opts.strategy` (custom networking when none is given), as its strategy makes it."""
+    opts = opts or PlanOptions()
+    return PROVIDER.make_plan(snapshot, replace(opts, strategy=opts.strategy or "custom-networking"), created_at)
+
+
 CREATED_AT = "2023-11-04T01:15:00Z"
 CGNAT = IPv4Network("100.64.0.0/10")
 REF = re.compile(r"^\$\{([^.}]+)\.([^}]+)\}$")
 
 
 def plan_for(snap: Snapshot, **opts: Any) -> Plan:
-    return make_plan(snap, EksPlanOptions(created_at=CREATED_AT, **opts))
+    return make_plan(snap, PlanOptions(**opts), CREATED_AT)
 
 
 def refused(snap: Snapshot, **opts: Any) -> InvalidInput:
@@ -248,13 +260,11 @@ def test_nodegroup_with_launch_template_copies_it_instead_of_instance_types() ->
 
 
 def test_nodegroup_name_options() -> None:
-    assert plan_for(cases.example(), nodegroup_name="pods-cgnat").step("create-nodegroup").params["name"] == (
-        "pods-cgnat"
-    )
+    assert plan_for(cases.example(), pool_name="pods-cgnat").step("create-nodegroup").params["name"] == ("pods-cgnat")
     taken = cases.nodegroup_named(cases.example(), "managed-ng-cn")
     # (the copy has the template's sizes, so name the template: the default picks the largest group)
-    assert plan_for(taken, template_nodegroup=NODEGROUP).step("create-nodegroup").params["name"] == "managed-ng-cn-2"
-    refused(cases.example(), nodegroup_name=NODEGROUP)
+    assert plan_for(taken, template=NODEGROUP).step("create-nodegroup").params["name"] == "managed-ng-cn-2"
+    refused(cases.example(), pool_name=NODEGROUP)
 
 
 def test_references_point_at_earlier_steps_and_dependencies_are_valid(incident_plan: Plan) -> None:
@@ -298,7 +308,7 @@ def test_digest_is_stable_and_covers_the_steps(incident_plan: Plan) -> None:
     assert incident_plan.snapshot_fingerprint == cases.example().fingerprint
     assert incident_plan.created_at == CREATED_AT
     # created_at, notes and summary are sealed too: they are what a reviewer reads
-    assert make_plan(cases.example(), EksPlanOptions(created_at="later")).digest != incident_plan.digest
+    assert make_plan(cases.example(), PlanOptions(), "later").digest != incident_plan.digest
     assert digest_of(dataclasses.replace(incident_plan, notes=("all good",))) != incident_plan.digest
     assert digest_of(dataclasses.replace(incident_plan, summary={"cidr": "10.0.0.0/8"})) != incident_plan.digest
     first = incident_plan.steps[0]
@@ -380,9 +390,9 @@ def test_quota_reached_is_refused_with_a_given_cidr_too() -> None:
 
 
 def test_unknown_template_nodegroup_is_refused() -> None:
-    err = refused(cases.example(), template_nodegroup="no-such-ng")
+    err = refused(cases.example(), template="no-such-ng")
     assert "no-such-ng" in str(err) and NODEGROUP in str(err)
-    assert plan_for(cases.example(), template_nodegroup=NODEGROUP).basis["template_nodegroup"] == NODEGROUP
+    assert plan_for(cases.example(), template=NODEGROUP).basis["template_nodegroup"] == NODEGROUP
 
 
 def test_no_nodegroups_is_refused() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -17,14 +18,26 @@ import pytest
 from cidrx.errors import InvalidInput
 from cidrx.kube.collect import section_from
 from cidrx.kube.model import EniConfig
+from cidrx.model.options import PlanOptions
+from cidrx.model.plan import Plan
+from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks.analyze.diagnosis import analyze
 from cidrx.providers.eks.facts.eniconfig import security_groups, select
-from cidrx.providers.eks.plan import EksPlanOptions, make_plan
+from cidrx.providers.eks.provider import PROVIDER
 from tests.support import eks_cases as cases
 from tests.support.cli import run
 from tests.support.eks_cases import AZ_A, AZ_B, CLUSTER_SG, NODE_A, NODE_B, PRIVATE_A, PRIVATE_B
 from tests.support.eks_variants import ANNOTATION, annotate_node, use_annotated_eniconfigs
 from tests.support.eniconfig_upstream_cases import CASES, UpstreamCase
+
+check_drift = PROVIDER.check_drift  # the strategy's drift check, through the provider
+
+
+def make_plan(snapshot: Snapshot, opts: PlanOptions | None = None, created_at: str = "") -> Plan:
+    """The plan of `opts.strategy` (custom networking when none is given), as its strategy makes it."""
+    opts = opts or PlanOptions()
+    return PROVIDER.make_plan(snapshot, replace(opts, strategy=opts.strategy or "custom-networking"), created_at)
+
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")
 
@@ -140,7 +153,7 @@ def _without_cluster_sg(snap: Any, *, listed: tuple[str, ...] = (), nodes: tuple
 
 
 def _eniconfig_groups(snap: Any) -> list[list[str]]:
-    plan = make_plan(snap, EksPlanOptions())
+    plan = make_plan(snap, PlanOptions())
     return [s.params["security_groups"] for s in plan.steps if s.action == "kube.apply-eniconfig"]
 
 
@@ -160,17 +173,16 @@ def test_eniconfig_security_groups_fall_back_in_order(change: Callable[[Any], An
 def test_no_security_group_anywhere_refuses_to_plan() -> None:
     snap = _without_cluster_sg(cases.example())
     with pytest.raises(InvalidInput, match="cannot tell which security groups"):
-        make_plan(snap, EksPlanOptions())
+        make_plan(snap, PlanOptions())
     with pytest.raises(InvalidInput):
         security_groups(cases.eks_of(snap))
 
 
 def test_a_changed_security_group_fallback_is_drift() -> None:
     from cidrx.errors import StalePlan
-    from cidrx.providers.eks.plan import check_drift
 
     snap = _without_cluster_sg(cases.example(), listed=("sg-a",))
-    plan = make_plan(snap, EksPlanOptions())
+    plan = make_plan(snap, PlanOptions())
     assert plan.basis["eniconfig_security_groups"] == ["sg-a"]
     check_drift(plan, snap)
     with pytest.raises(StalePlan, match="security groups for the ENIConfigs changed"):

@@ -192,7 +192,7 @@ def test_prefix_delegation_raises_a_self_managed_groups_max_pods() -> None:
 
 
 def test_rewrite_max_pods_changes_only_the_figure_cidrx_read() -> None:
-    from cidrx.providers.eks.provisioner_steps import rewrite_max_pods
+    from cidrx.providers.eks.actions.launch_template import rewrite_max_pods
 
     text = "#!/bin/bash\n/etc/eks/bootstrap.sh demo --kubelet-extra-args '--max-pods=29 --node-labels=a=b'\n"
     encoded = base64.b64encode(text.encode()).decode()
@@ -363,7 +363,7 @@ def test_snapshots_of_managed_node_group_clusters_are_unchanged() -> None:
 
 def test_bundled_karpenter_example_is_the_case_and_gets_a_plan(tmp_path: Path) -> None:
     """examples/eks-karpenter.snapshot.json is `karpenter()` (regenerate it with save_snapshot)."""
-    example = Path(__file__).resolve().parents[1] / "examples" / "eks-karpenter.snapshot.json"
+    example = Path(__file__).resolve().parents[3] / "examples" / "eks-karpenter.snapshot.json"
     assert load_snapshot(example).fingerprint == pc.karpenter().fingerprint
     diag = run("diagnose", "--snapshot", str(example), "-o", "json")
     assert diag.exit_code == 3, diag.output

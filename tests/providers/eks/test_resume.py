@@ -35,8 +35,9 @@ from cidrx.engine.journal import Journal, journal_path
 from cidrx.kube.api import KubeApi
 from cidrx.model.plan import Plan, load_plan, save_plan
 from cidrx.model.snapshot import load_snapshot
+from cidrx.providers.eks.actions.context import EksApis
 from cidrx.providers.eks.api import EksApi
-from cidrx.providers.eks.steps import EXECUTORS, EksApis
+from cidrx.providers.eks.provider import PROVIDER
 from tests.support.eks_cluster import DaemonSetController, inventory
 from tests.support.eks_estate import eks_estate
 from tests.support.eks_world import World
@@ -45,7 +46,7 @@ from tests.support.fakes.kube_server import FakeKubeServer
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "eks-demo-ip.snapshot.json"
 CLUSTER = "demo"
 WORLD_SEED = 2023_11_04
@@ -184,7 +185,7 @@ def test_interrupted_right_after_a_write_the_same_command_finishes_the_job(
 ) -> None:
     plan, plan_path = baseline.plan, inc.tmp / "plan.json"
     acted: dict[str, Outputs] = {}
-    crashing = {action: CrashAfterAct(ex, step_id, acted) for action, ex in EXECUTORS.items()}
+    crashing = {action: CrashAfterAct(ex, step_id, acted) for action, ex in PROVIDER.executors().items()}
     assert inc.apply_in_engine(plan, plan_path, crashing, FakeClock()) == 5
     assert step_id in acted  # the cloud (or the cluster) took the write ...
     assert journal_events(plan_path, plan, step_id) == [("started", None), ("failed", "interrupted")]  # ... unrecorded
@@ -207,7 +208,7 @@ def test_a_wait_that_times_out_exits_5_and_the_same_command_finishes(
     plan, plan_path = baseline.plan, inc.tmp / "plan.json"
     inc.controller.running = False  # aws-node's new pods never become ready
     clock = FakeClock()
-    assert inc.apply_in_engine(plan, plan_path, EXECUTORS, clock) == 5
+    assert inc.apply_in_engine(plan, plan_path, PROVIDER.executors(), clock) == 5
     err = capsys.readouterr().err
     assert "step enable-custom-networking" in err and "timed out after 900s waiting for DaemonSet aws-node" in err
     assert "run the same command again" in err
@@ -217,7 +218,7 @@ def test_a_wait_that_times_out_exits_5_and_the_same_command_finishes(
     assert eks.list_nodegroups(clusterName=CLUSTER)["nodegroups"] == ["managed-ng"]  # nothing after it ran
 
     # Still stuck: the rerun waits for the rollout again instead of going on to the node group.
-    assert inc.apply_in_engine(plan, plan_path, EXECUTORS, FakeClock()) == 5
+    assert inc.apply_in_engine(plan, plan_path, PROVIDER.executors(), FakeClock()) == 5
     events = journal_events(plan_path, plan, "enable-custom-networking")
     assert [e for e, _ in events] == ["started", "acted", "failed"] * 2
     assert eks.list_nodegroups(clusterName=CLUSTER)["nodegroups"] == ["managed-ng"]
@@ -236,7 +237,7 @@ def test_killed_while_journaling_a_write_the_same_command_finishes_the_job(inc: 
     plan, plan_path = baseline.plan, inc.tmp / "plan.json"
     step_id = "create-nodegroup"  # the longest step: the likeliest to be killed in
     acted: dict[str, Outputs] = {}
-    killing = {action: CrashAfterAct(ex, step_id, acted, Killed) for action, ex in EXECUTORS.items()}
+    killing = {action: CrashAfterAct(ex, step_id, acted, Killed) for action, ex in PROVIDER.executors().items()}
     with pytest.raises(Killed):
         inc.apply_in_engine(plan, plan_path, killing, FakeClock())
     assert step_id in acted

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any
@@ -21,16 +22,26 @@ import pytest
 from cidrx import dispatch
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.model.options import PlanOptions
-from cidrx.model.plan import load_plan
+from cidrx.model.plan import Plan, load_plan
+from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks.collect.ipam_pools import pool_from
 from cidrx.providers.eks.facts.ipam_pools import subnet_cidr
 from cidrx.providers.eks.model import IpamPool
-from cidrx.providers.eks.plan import EksPlanOptions, check_drift, make_plan
+from cidrx.providers.eks.provider import PROVIDER
 from tests.support import eks_cases as cases
 from tests.support.cli import run
 from tests.support.eks_variants import POOL_CIDR, POOL_ID, POOL_TAGS, use_ipam_pool
 from tests.support.fakes.ec2_ipam import FakeIpam
 from tests.support.terraform_check import parse, resources
+
+check_drift = PROVIDER.check_drift  # the strategy's drift check, through the provider
+
+
+def make_plan(snapshot: Snapshot, opts: PlanOptions | None = None, created_at: str = "") -> Plan:
+    """The plan of `opts.strategy` (custom networking when none is given), as its strategy makes it."""
+    opts = opts or PlanOptions()
+    return PROVIDER.make_plan(snapshot, replace(opts, strategy=opts.strategy or "custom-networking"), created_at)
+
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")
 
@@ -66,7 +77,7 @@ def test_pool_shape_from_the_api() -> None:
 
 
 def test_plan_associates_from_the_pool_and_carves_the_subnets_from_what_it_gives() -> None:
-    plan = make_plan(_snap(), EksPlanOptions())
+    plan = make_plan(_snap(), PlanOptions())
     first = plan.steps[0]
     assert (first.action, first.params) == (
         "eks.associate-vpc-cidr-from-ipam-pool",
@@ -95,23 +106,23 @@ def test_plan_associates_from_the_pool_and_carves_the_subnets_from_what_it_gives
 )
 def test_the_pool_rules_refuse_the_plan(pool: IpamPool, tags: dict[str, str] | None, why: str) -> None:
     with pytest.raises(InvalidInput, match=why) as err:
-        make_plan(_snap(pool, tags=tags), EksPlanOptions())
+        make_plan(_snap(pool, tags=tags), PlanOptions())
     assert err.value.exit_code == 2
 
 
 def test_the_pool_netmask_rules_bound_the_size() -> None:
     # cidrx would ask for a /20; a pool handing out /21 and smaller gives a /21, which still holds the pods.
-    narrow = make_plan(_snap(dataclasses.replace(POOL, min_netmask=21)), EksPlanOptions())
+    narrow = make_plan(_snap(dataclasses.replace(POOL, min_netmask=21)), PlanOptions())
     assert narrow.basis["netmask_length"] == 21
 
 
 def test_an_explicit_cidr_skips_the_pool() -> None:
-    plan = make_plan(_snap(), EksPlanOptions(cidr="100.64.0.0/20"))
+    plan = make_plan(_snap(), PlanOptions(cidr="100.64.0.0/20"))
     assert plan.steps[0].action == "eks.associate-vpc-cidr" and plan.basis["cidr"] == "100.64.0.0/20"
 
 
 def test_pool_drift() -> None:
-    plan = make_plan(_snap(), EksPlanOptions())
+    plan = make_plan(_snap(), PlanOptions())
     check_drift(plan, _snap())
     with pytest.raises(StalePlan, match="hands out /19 at least, not /20"):
         check_drift(plan, _snap(dataclasses.replace(POOL, max_netmask=19)))

@@ -5,48 +5,53 @@ the least disruptive fix for full subnets: one subnet per AZ in use, tagged `kub
 routed like that AZ's node subnet, and ipamd puts nodes' *new* ENIs there. No ENIConfig, no node group,
 no node replacement. It is not magic, and the plan says so: existing ENIs never move (nodes at their ENI
 limit gain nothing) and new nodes still need a free primary address in their node subnets. The rules come
-from `cidrx.providers.eks.discovery`. Pure: no I/O, like every planner.
+from `cidrx.providers.eks.facts.discovery`. Pure: no I/O, like every planner.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import replace
 from ipaddress import IPv4Network
 from typing import Any
 
 from cidrx import netmath
 from cidrx.errors import InvalidInput
+from cidrx.model.options import PlanOptions
 from cidrx.model.plan import Plan, Step, seal_plan
 from cidrx.model.snapshot import Snapshot
+from cidrx.providers.eks.actions.cni_env import SET_DAEMONSET_ENV, UPDATE_ADDON_ENV
+from cidrx.providers.eks.actions.subnets import ASSOCIATE_ROUTE_TABLE, CREATE_SUBNET
+from cidrx.providers.eks.actions.vpc_cidr import ASSOCIATE_VPC_CIDR, ASSOCIATE_VPC_CIDR_FROM_POOL
 from cidrx.providers.eks.facts import discovery
-from cidrx.providers.eks.facts.cni import cni_config, max_pods
-from cidrx.providers.eks.facts.ipam_pools import ASSOCIATE_VPC_CIDR_FROM_POOL, carve, pool_drift, pool_netmask, vpc_pool
+from cidrx.providers.eks.facts.cni import (
+    cni_config,
+    max_pods,
+)
+from cidrx.providers.eks.facts.ipam_pools import carve, pool_drift, pool_netmask, vpc_pool
 from cidrx.providers.eks.facts.subnets import node_subnet_ids, subnet_label, usable_addresses
-from cidrx.providers.eks.model import EksSection, InstanceType, IpamPool
-from cidrx.providers.eks.plan import (
+from cidrx.providers.eks.model import (
+    EksSection,
+    InstanceType,
+    IpamPool,
+    eks_section,
+)
+from cidrx.providers.eks.strategies.drift import check_plan_drift
+from cidrx.providers.eks.strategies.network_steps import associate_step, env_step, zone_subnet_steps
+from cidrx.providers.eks.strategies.placement import route_table_for, zones_in_use
+from cidrx.providers.eks.strategies.space import (
     ACTIVE_STATES,
-    ASSOCIATE_ROUTE_TABLE,
-    ASSOCIATE_VPC_CIDR,
-    CREATE_SUBNET,
-    SET_DAEMONSET_ENV,
     SUBNET_MAX_PREFIX,
-    UPDATE_ADDON_ENV,
-    EksPlanOptions,
-    _active_cidrs,
-    _cidr_prefixes_for,
-    _env_step,
-    _route_table_for,
-    _zones,
-    associate_step,
+    active_cidrs,
     choose_cidr,
+    cidr_prefixes_for,
     occupied_space,
     validate_cidr,
-    zone_subnet_steps,
 )
 
 STRATEGY = "subnet-discovery"
-SUBNET_DISCOVERY_ACTIONS = (
+ACTIONS = (
     ASSOCIATE_VPC_CIDR,
     ASSOCIATE_VPC_CIDR_FROM_POOL,
     CREATE_SUBNET,
@@ -54,19 +59,7 @@ SUBNET_DISCOVERY_ACTIONS = (
     UPDATE_ADDON_ENV,
     SET_DAEMONSET_ENV,
 )
-# Options only a node-group strategy reads: given without --strategy, they ask for custom networking.
-NODEGROUP_OPTIONS = ("nodegroup_name", "template_nodegroup")
 ZONE_PREFIX_CAP = 24  # in existing VPC space, at least a /24 per zone when that much is free
-
-
-def default_strategy(snapshot: Snapshot, opts: EksPlanOptions) -> str:
-    """`subnet-discovery` where the installed VPC CNI supports it and custom networking is off (unless a
-    node-group option asks for custom networking), else the first strategy (custom networking)."""
-    eks = snapshot.eks
-    if eks is None or any(getattr(opts, name) for name in NODEGROUP_OPTIONS):
-        return "custom-networking"
-    state = discovery.discovery_state(eks, snapshot.kube, cni_config(eks, snapshot.kube))
-    return STRATEGY if state.supported and not state.custom_networking else "custom-networking"
 
 
 def _local(eks: EksSection) -> list[IPv4Network]:
@@ -96,7 +89,7 @@ def _carve(within: list[IPv4Network], occupied: list[IPv4Network], prefix: int, 
 
 
 def _space(
-    eks: EksSection, opts: EksPlanOptions, pods: int, zones: int
+    eks: EksSection, opts: PlanOptions, pods: int, zones: int
 ) -> tuple[IPv4Network | None, list[IPv4Network], IpamPool | None]:
     """(the secondary CIDR to associate, or None when the subnets fit in the VPC's own CIDRs; a block per zone;
     the IPAM pool the VPC's CIDRs come from, when the new CIDR must be allocated from it: then only the CIDR's
@@ -118,7 +111,7 @@ def _space(
         pieces = _carve(local, occupied, prefix, zones)
         if pieces:
             return None, pieces, None
-    active = _active_cidrs(eks)
+    active = active_cidrs(eks)
     if len(active) >= eks.vpc_cidr_quota:
         raise InvalidInput(
             f"{eks.vpc.vpc_id} has no free /{need} per zone and already {len(active)} CIDR blocks (quota "
@@ -126,9 +119,9 @@ def _space(
         )
     pool = vpc_pool(eks)
     if pool is not None:  # IPAM picks the block when the association is made
-        cidr = IPv4Network((0, pool_netmask(eks, pool, *_cidr_prefixes_for(pods, zones))))
+        cidr = IPv4Network((0, pool_netmask(eks, pool, *cidr_prefixes_for(pods, zones))))
     else:
-        cidr = choose_cidr(eks, *_cidr_prefixes_for(pods, zones))
+        cidr = choose_cidr(eks, *cidr_prefixes_for(pods, zones))
     return cidr, netmath.split_equal(cidr, zones), pool
 
 
@@ -198,7 +191,8 @@ def _fit_notes(
     return notes, len(open_nodes), fits
 
 
-def make_discovery_plan(snapshot: Snapshot, eks: EksSection, opts: EksPlanOptions) -> Plan:
+def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
+    eks = eks_section(snapshot)
     cni = cni_config(eks, snapshot.kube)
     state = discovery.discovery_state(eks, snapshot.kube, cni)
     if state.version is None:
@@ -217,7 +211,7 @@ def make_discovery_plan(snapshot: Snapshot, eks: EksSection, opts: EksPlanOption
             "custom networking is on: the VPC CNI then places ENIs by ENIConfig and ignores tagged subnets; use "
             "--strategy custom-networking"
         )
-    in_use = _zones(eks, snapshot)
+    in_use = zones_in_use(eks, snapshot)
     itype = _node_type(eks, snapshot)
     per_node = max_pods(itype, cni) if itype else 110
     nodes_now = len(snapshot.kube.nodes) or sum(ng.desired_size for ng in eks.nodegroups)
@@ -260,7 +254,7 @@ def make_discovery_plan(snapshot: Snapshot, eks: EksSection, opts: EksPlanOption
         steps.append(associate_step(eks, cidr, pool))
     route_tables: dict[str, str] = {}
     for index, (az, piece) in enumerate(zip(zones, pieces, strict=True)):
-        rt, via = _route_table_for(eks, az, None)
+        rt, via = route_table_for(eks, az, None)
         route_tables[az] = rt
         steps += zone_subnet_steps(
             eks,
@@ -280,8 +274,8 @@ def make_discovery_plan(snapshot: Snapshot, eks: EksSection, opts: EksPlanOption
             carved=None if pool is None else carve("${associate-vpc-cidr.cidr}", len(zones), index),
         )
     if not state.env_on:
-        env_step = _env_step(eks, cni, {discovery.ENV: "true"}, "enable-subnet-discovery", "subnet discovery")
-        steps.append(replace(env_step, depends_on=tuple(f"route-subnet-{az}" for az in zones)))
+        change = env_step(eks, cni, {discovery.ENV: "true"}, "enable-subnet-discovery", "subnet discovery")
+        steps.append(replace(change, depends_on=tuple(f"route-subnet-{az}" for az in zones)))
     space = f"the new secondary CIDR {cidr}" if cidr is not None else "free space of the VPC's own CIDRs"
     if pool is not None and cidr is not None:
         space = f"a new /{cidr.prefixlen} secondary CIDR from IPAM pool {pool.pool_id} (IPAM picks it at apply)"
@@ -304,7 +298,7 @@ def make_discovery_plan(snapshot: Snapshot, eks: EksSection, opts: EksPlanOption
     basis: dict[str, Any] = {
         "vpc_id": eks.vpc.vpc_id,
         "primary_cidr": eks.vpc.primary_cidr,
-        "vpc_cidrs": _active_cidrs(eks),
+        "vpc_cidrs": active_cidrs(eks),
         **(
             {
                 "cidr": str(cidr) if cidr is not None else "",
@@ -329,10 +323,15 @@ def make_discovery_plan(snapshot: Snapshot, eks: EksSection, opts: EksPlanOption
         "pod_addresses": sum(usable_addresses(str(p)) for p in pieces),
         "nodes_with_free_eni_slots": open_nodes,
     }
-    return seal_plan(snapshot, opts.created_at, STRATEGY, basis, steps, notes, summary)
+    return seal_plan(snapshot, created_at, STRATEGY, basis, steps, notes, summary)
 
 
-def discovery_drift(plan: Plan, snapshot: Snapshot, eks: EksSection) -> list[str]:
+def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> None:
+    """Refuse (StalePlan) when custom networking came on or the planned space is no longer free."""
+    check_plan_drift(plan, snapshot, _drift)
+
+
+def _drift(plan: Plan, eks: EksSection, snapshot: Snapshot) -> list[str]:
     """What the plan relied on and no longer holds; its own earlier work (tagged subnets, its association,
     the local routes that come with it) is progress, not drift."""
     b = plan.basis
@@ -354,7 +353,7 @@ def discovery_drift(plan: Plan, snapshot: Snapshot, eks: EksSection) -> list[str
                 continue  # our association and the local route every table gets with it
             if netmath.overlaps(net, cidr):
                 problems.append(f"{cidr} now overlaps {where}")
-        if not ours and len(_active_cidrs(eks)) >= eks.vpc_cidr_quota:
+        if not ours and len(active_cidrs(eks)) >= eks.vpc_cidr_quota:
             problems.append(f"{eks.vpc.vpc_id} has reached its CIDR block quota ({eks.vpc_cidr_quota})")
     else:
         for piece in (netmath.parse_cidr(p) for p in b["subnets"].values()):
