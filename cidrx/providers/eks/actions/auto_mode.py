@@ -11,10 +11,7 @@ from typing import Any
 from cidrx.engine.executor import Outputs, StepContext
 from cidrx.errors import CloudError, StalePlan
 from cidrx.model.plan import DIGEST_TAG, Step
-from cidrx.providers.eks.actions.context import (
-    kube_api,
-    recorded_outputs,
-)
+from cidrx.providers.eks.actions.context import kube_api, recorded_outputs
 from cidrx.providers.eks.actions.hcl import partial_change
 from cidrx.providers.eks.actions.kube_objects import (
     label,
@@ -24,10 +21,7 @@ from cidrx.providers.eks.actions.kube_objects import (
     selector_ids,
     unmark,
 )
-from cidrx.providers.eks.collect.provisioners import (
-    AUTO_NODE_CLASSES,
-    NODE_POOLS,
-)
+from cidrx.providers.eks.collect.provisioners import AUTO_NODE_CLASSES, NODE_POOLS
 from cidrx.registry import Action
 from cidrx.render.hcl import Block, import_block, tf_name
 from cidrx.render.terraform import Emitter

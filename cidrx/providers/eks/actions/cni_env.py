@@ -12,12 +12,7 @@ from typing import Any
 from cidrx.engine.executor import Outputs, StepContext
 from cidrx.errors import CloudError, InvalidInput
 from cidrx.model.plan import Step
-from cidrx.providers.eks.actions.context import (
-    CONFLICT_RETRIES,
-    SHORT_TIMEOUT,
-    eks_api,
-    kube_api,
-)
+from cidrx.providers.eks.actions.context import CONFLICT_RETRIES, SHORT_TIMEOUT, eks_api, kube_api
 from cidrx.providers.eks.actions.env import EnvUndo, restore_env
 from cidrx.providers.eks.facts.addon_schema import schema_problem
 from cidrx.providers.eks.facts.cni import addon_env

@@ -10,10 +10,7 @@ from typing import Any
 from cidrx.engine.executor import Outputs, StepContext
 from cidrx.errors import CloudError, StalePlan
 from cidrx.model.plan import DIGEST_TAG, Step
-from cidrx.providers.eks.actions.context import (
-    CONFLICT_RETRIES,
-    kube_api,
-)
+from cidrx.providers.eks.actions.context import CONFLICT_RETRIES, kube_api
 from cidrx.registry import Action
 from cidrx.render.hcl import Block, import_block, tf_name
 from cidrx.render.terraform import Emitter

@@ -12,12 +12,7 @@ from typing import Any
 from cidrx.engine.executor import Outputs, StepContext
 from cidrx.errors import CloudError, StalePlan
 from cidrx.model.plan import DIGEST_TAG, Step
-from cidrx.providers.eks.actions.context import (
-    ROLLOUT_TIMEOUT,
-    kube_api,
-    recorded_before,
-    recorded_outputs,
-)
+from cidrx.providers.eks.actions.context import ROLLOUT_TIMEOUT, kube_api, recorded_before, recorded_outputs
 from cidrx.providers.eks.actions.env import EnvUndo, restore_env
 from cidrx.providers.eks.actions.hcl import partial_change
 from cidrx.providers.eks.actions.kube_objects import (

@@ -13,10 +13,7 @@ from typing import Any
 from cidrx.engine.executor import Outputs, StepContext
 from cidrx.errors import CloudError, StalePlan
 from cidrx.model.plan import Step
-from cidrx.providers.eks.actions.context import (
-    eks_api,
-    recorded_before,
-)
+from cidrx.providers.eks.actions.context import eks_api, recorded_before
 from cidrx.providers.eks.actions.hcl import partial_change
 from cidrx.providers.eks.collect.provisioners import max_pods_from_user_data
 from cidrx.registry import Action

@@ -10,12 +10,7 @@ from typing import Any
 from cidrx.engine.executor import Outputs, StepContext
 from cidrx.errors import CloudError, StalePlan
 from cidrx.model.plan import DIGEST_TAG, Step
-from cidrx.providers.eks.actions.context import (
-    eks_api,
-    kube_api,
-    plan_tags,
-    tag_of,
-)
+from cidrx.providers.eks.actions.context import eks_api, kube_api, plan_tags, tag_of
 from cidrx.providers.eks.facts.subnets import NODEGROUP_LABEL
 from cidrx.registry import Action
 from cidrx.render.hcl import Block, Expr, import_block, tf_name

@@ -11,11 +11,7 @@ from typing import Any
 from cidrx.engine.executor import Outputs, StepContext
 from cidrx.errors import CloudError
 from cidrx.model.plan import Step
-from cidrx.providers.eks.actions.context import (
-    SHORT_TIMEOUT,
-    eks_api,
-    tag_of,
-)
+from cidrx.providers.eks.actions.context import SHORT_TIMEOUT, eks_api, tag_of
 from cidrx.providers.eks.facts.ipam_pools import GONE
 from cidrx.registry import Action
 from cidrx.render.hcl import Block, import_block

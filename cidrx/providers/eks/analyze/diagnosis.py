@@ -18,13 +18,7 @@ from cidrx.providers.eks.analyze.discovery import capacity as discovery_capacity
 from cidrx.providers.eks.analyze.discovery import findings as discovery_findings
 from cidrx.providers.eks.analyze.provisioners import pod_slots, provisioner_capacity, provisioner_findings
 from cidrx.providers.eks.facts import discovery
-from cidrx.providers.eks.facts.cni import (
-    LABEL_DEF,
-    ZONE_LABEL,
-    CniConfig,
-    cni_config,
-    max_pods,
-)
+from cidrx.providers.eks.facts.cni import LABEL_DEF, ZONE_LABEL, CniConfig, cni_config, max_pods
 from cidrx.providers.eks.facts.discovery import ROLE_TAG, DiscoveryState
 from cidrx.providers.eks.facts.eniconfig import (
     DEFAULT_ENICONFIG,

@@ -18,12 +18,7 @@ from cidrx.providers.eks.facts.provisioners import (
     provisioners,
     reserved_enis,
 )
-from cidrx.providers.eks.model import (
-    AUTO_NODE_CLASS,
-    EC2_NODE_CLASS,
-    EksSection,
-    InstanceType,
-)
+from cidrx.providers.eks.model import AUTO_NODE_CLASS, EC2_NODE_CLASS, EksSection, InstanceType
 
 EKS_KARPENTER_RESERVED_ENIS = FindingKind.parse(
     """EKS-KARPENTER-RESERVED-ENIS (warning): Custom networking is on but Karpenter's RESERVED_ENIS is not set,

@@ -11,11 +11,7 @@ from ipaddress import IPv4Network
 from cidrx import netmath
 from cidrx.kube.model import KubeSection
 from cidrx.providers.eks.facts import provisioners
-from cidrx.providers.eks.facts.cni import (
-    CniConfig,
-    node_ips_for_new_node,
-    pod_ips_for_new_node,
-)
+from cidrx.providers.eks.facts.cni import CniConfig, node_ips_for_new_node, pod_ips_for_new_node
 from cidrx.providers.eks.model import EksSection, InstanceType, Subnet
 
 NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"

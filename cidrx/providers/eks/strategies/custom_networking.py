@@ -23,23 +23,13 @@ from cidrx.providers.eks.actions.eniconfig import APPLY_ENICONFIG
 from cidrx.providers.eks.actions.nodegroup import CREATE_NODEGROUP
 from cidrx.providers.eks.actions.subnets import ASSOCIATE_ROUTE_TABLE, CREATE_SUBNET
 from cidrx.providers.eks.actions.vpc_cidr import ASSOCIATE_VPC_CIDR, ASSOCIATE_VPC_CIDR_FROM_POOL
-from cidrx.providers.eks.facts.cni import (
-    CUSTOM_NETWORK,
-    LABEL_DEF,
-    ZONE_LABEL,
-    cni_config,
-    max_pods,
-)
+from cidrx.providers.eks.facts.cni import CUSTOM_NETWORK, LABEL_DEF, ZONE_LABEL, cni_config, max_pods
 from cidrx.providers.eks.facts.eniconfig import security_groups as eniconfig_security_groups
 from cidrx.providers.eks.facts.ipam_pools import carve, pool_drift, pool_netmask, vpc_pool
 from cidrx.providers.eks.facts.provisioners import provisioners
 from cidrx.providers.eks.facts.routing import unreadable_routes
 from cidrx.providers.eks.facts.subnets import node_subnet_ids, subnet_label, usable_addresses
-from cidrx.providers.eks.model import (
-    EksSection,
-    Nodegroup,
-    eks_section,
-)
+from cidrx.providers.eks.model import EksSection, Nodegroup, eks_section
 from cidrx.providers.eks.strategies.drift import check_plan_drift
 from cidrx.providers.eks.strategies.network_steps import associate_step, env_step, zone_subnet_steps
 from cidrx.providers.eks.strategies.placement import route_table_for, template_nodegroup, zones_in_use

@@ -13,10 +13,7 @@ from cidrx.providers.eks.actions.cni_env import SET_DAEMONSET_ENV, UPDATE_ADDON_
 from cidrx.providers.eks.actions.subnets import ASSOCIATE_ROUTE_TABLE, CREATE_SUBNET
 from cidrx.providers.eks.actions.vpc_cidr import ASSOCIATE_VPC_CIDR, ASSOCIATE_VPC_CIDR_FROM_POOL
 from cidrx.providers.eks.facts.cni import CniConfig
-from cidrx.providers.eks.model import (
-    EksSection,
-    IpamPool,
-)
+from cidrx.providers.eks.model import EksSection, IpamPool
 
 
 def env_step(eks: EksSection, cni: CniConfig, env: dict[str, str], step_id: str, what: str) -> Step:

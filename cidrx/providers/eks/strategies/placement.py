@@ -8,10 +8,7 @@ from cidrx.errors import InvalidInput
 from cidrx.model.plan import DIGEST_TAG
 from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks.facts.subnets import node_subnet_ids
-from cidrx.providers.eks.model import (
-    EksSection,
-    Nodegroup,
-)
+from cidrx.providers.eks.model import EksSection, Nodegroup
 
 
 def template_nodegroup(eks: EksSection, name: str | None) -> Nodegroup:

@@ -18,18 +18,10 @@ from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks.actions.cni_env import SET_DAEMONSET_ENV, UPDATE_ADDON_ENV
 from cidrx.providers.eks.actions.karpenter import UPDATE_EC2_NODE_CLASS
 from cidrx.providers.eks.actions.subnets import RESERVE_SUBNET_CIDR
-from cidrx.providers.eks.facts.cni import (
-    PREFIX_DELEGATION,
-    cni_config,
-    max_pods,
-)
+from cidrx.providers.eks.facts.cni import PREFIX_DELEGATION, cni_config, max_pods
 from cidrx.providers.eks.facts.provisioners import provisioners
 from cidrx.providers.eks.facts.subnets import subnet_label, subnet_uses
-from cidrx.providers.eks.model import (
-    EksSection,
-    Subnet,
-    eks_section,
-)
+from cidrx.providers.eks.model import EksSection, Subnet, eks_section
 from cidrx.providers.eks.strategies.drift import check_plan_drift
 from cidrx.providers.eks.strategies.network_steps import env_step
 from cidrx.providers.eks.strategies.placement import template_nodegroup

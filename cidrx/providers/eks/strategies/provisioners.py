@@ -32,10 +32,7 @@ from cidrx.model.plan import DIGEST_TAG, Step
 from cidrx.providers.eks.actions.auto_mode import APPLY_AUTO_NODE_CLASS
 from cidrx.providers.eks.actions.karpenter import SET_DEPLOYMENT_ENV, UPDATE_EC2_NODE_CLASS
 from cidrx.providers.eks.actions.launch_template import CREATE_LAUNCH_TEMPLATE_VERSION, SET_GROUP_LAUNCH_TEMPLATE
-from cidrx.providers.eks.facts.cni import (
-    CniConfig,
-    max_pods,
-)
+from cidrx.providers.eks.facts.cni import CniConfig, max_pods
 from cidrx.providers.eks.facts.provisioners import (
     BUILTIN_AUTO_NODE_CLASS,
     karpenter_max_pods,

@@ -25,18 +25,10 @@ from cidrx.providers.eks.actions.cni_env import SET_DAEMONSET_ENV, UPDATE_ADDON_
 from cidrx.providers.eks.actions.subnets import ASSOCIATE_ROUTE_TABLE, CREATE_SUBNET
 from cidrx.providers.eks.actions.vpc_cidr import ASSOCIATE_VPC_CIDR, ASSOCIATE_VPC_CIDR_FROM_POOL
 from cidrx.providers.eks.facts import discovery
-from cidrx.providers.eks.facts.cni import (
-    cni_config,
-    max_pods,
-)
+from cidrx.providers.eks.facts.cni import cni_config, max_pods
 from cidrx.providers.eks.facts.ipam_pools import carve, pool_drift, pool_netmask, vpc_pool
 from cidrx.providers.eks.facts.subnets import node_subnet_ids, subnet_label, usable_addresses
-from cidrx.providers.eks.model import (
-    EksSection,
-    InstanceType,
-    IpamPool,
-    eks_section,
-)
+from cidrx.providers.eks.model import EksSection, InstanceType, IpamPool, eks_section
 from cidrx.providers.eks.strategies.drift import check_plan_drift
 from cidrx.providers.eks.strategies.network_steps import associate_step, env_step, zone_subnet_steps
 from cidrx.providers.eks.strategies.placement import route_table_for, zones_in_use
