@@ -4,7 +4,8 @@ Since VPC CNI v1.18 (`ENABLE_SUBNET_DISCOVERY`, on by default) ipamd creates a n
 subnet of the node's VPC and AZ tagged `kubernetes.io/role/cni`, not only in the node's own subnet. The
 tag rules changed between versions, so every rule here takes the installed version (aws-node's image tag,
 else the managed add-on's version). Existing ENIs never move: a node at its ENI limit gains nothing, and
-a new node still needs its own primary address in its node subnet. Pure: analysis and planning both use it.
+a new node still needs its own primary address in its node subnet. Pure: analysis and planning both use it
+(its findings are cidrx.providers.eks.analyze.discovery's).
 
 Upstream (aws/amazon-vpc-cni-k8s; docs/cloud-facts.md has the details):
 - pkg/awsutils/awsutils.go `validTag` at v1.21.2 (d441678ab9076a16831e7a4ef07fc7aa2c4cec0f): v1.18–v1.21

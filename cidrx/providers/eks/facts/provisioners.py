@@ -1,6 +1,7 @@
 """Who provisions an EKS cluster's nodes besides managed node groups, and what that means for pod
-addresses: the subnets their nodes (and Auto Mode's pods) take addresses from, their max pods, their
-capacity rows and findings. Pure: analysis and planning both read it.
+addresses: the subnets their nodes (and Auto Mode's pods) take addresses from and their max pods (their
+capacity rows and findings are cidrx.providers.eks.analyze.provisioners'). Pure: analysis and planning both
+read it.
 
 Upstream rules followed here:
 - Karpenter's max pods without `kubelet.maxPods` is the ENI formula less RESERVED_ENIS:
