@@ -44,8 +44,8 @@ KUBE_MODULES = (
     "lightkube",
 )
 AWS_MODULES = (
-    "cidrx.providers.eks.analyze",
-    "cidrx.providers.eks.collect",
+    "cidrx.providers.eks.analyze.diagnosis",
+    "cidrx.providers.eks.collect.vpc",
     "cidrx.providers.eks.provider",
     "cidrx.render.jsonout",
     "boto3",
@@ -187,7 +187,7 @@ def _aws_cidrx(region: str, cluster: str, record: bool) -> dict[str, Any]:
     from cidrx.model.snapshot import Snapshot
     from cidrx.model.target import Target
     from cidrx.providers.eks.api import EksApi
-    from cidrx.providers.eks.collect import collect_eks
+    from cidrx.providers.eks.collect.vpc import collect_eks
 
     _preload(AWS_MODULES)
     session = boto3.Session(region_name=region)

@@ -337,7 +337,7 @@ def test_every_action_an_executor_runs_is_declared() -> None:
     naming an Action its package does not declare (or one no strategy uses), and an executor path that
     names nothing or no executor."""
     from cidrx import registry
-    from cidrx.providers.eks.plan import STRATEGIES as EKS
+    from cidrx.providers.eks import STRATEGIES as EKS_DECLARED
     from cidrx.providers.gke import STRATEGIES as GKE_DECLARED
 
     GKE = [s.name for s in GKE_DECLARED]
@@ -347,6 +347,7 @@ def test_every_action_an_executor_runs_is_declared() -> None:
     assert used == set(declared)
     for action, executor in registry.executors(declared).items():
         assert all(callable(getattr(executor, phase, None)) for phase in ("check", "act", "wait", "verify")), action
+    EKS = [s.name for s in EKS_DECLARED]
     assert {s.name for s in registry.strategies()} == {*EKS, *GKE, *registry.ipam_strategies()} == PLAN_KINDS
 
 

@@ -216,8 +216,8 @@ class Env:
             yield GkeApis(gke=GkeApi(gw.PROJECT, gw.LOCATION), kube=None)
             return
         from cidrx.kube.api import KubeApi
+        from cidrx.providers.eks.actions.context import EksApis
         from cidrx.providers.eks.api import EksApi
-        from cidrx.providers.eks.steps import EksApis
 
         with KubeApi(self.kubeconfig, None) as kube:
             yield EksApis(eks=EksApi(REGION), kube=kube)

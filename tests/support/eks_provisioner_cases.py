@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from cidrx.model.snapshot import Snapshot, seal
-from cidrx.providers.eks.provisioner_model import (
+from cidrx.providers.eks.model import (
     AUTO_NODE_CLASS,
     EC2_NODE_CLASS,
     KarpenterController,

@@ -40,7 +40,7 @@ SPEC = ProviderSpec(
     section="cidrx.providers.eks.model:EksSection",
     terraform="cidrx.providers.eks.terraform:emit",
     kube_daemonset=("kube-system", "aws-node"),
-    # cidrx.providers.eks.provisioner_collect: node classes and NodePools when their groups are served,
+    # cidrx.providers.eks.collect.provisioners: node classes and NodePools when their groups are served,
     # and the Karpenter controller Deployment where its Helm chart installs it.
     kube_reads=(
         "kubernetes: ec2nodeclasses.karpenter.k8s.aws list",
@@ -53,7 +53,8 @@ SPEC = ProviderSpec(
     fleet_scope="region",
     list_clusters="cidrx.providers.eks.fleet:list_clusters",
     kube_context="cidrx.providers.eks.fleet:kube_context",
-    actions="cidrx.providers.eks.plan:ACTIONS",
+    actions="cidrx.providers.eks.actions.all:ACTIONS",
+    default_strategy="cidrx.providers.eks.strategies.default:default_strategy",
 )
 
 STRATEGIES = (
@@ -61,7 +62,9 @@ STRATEGIES = (
         "custom-networking",
         "eks",
         "add a VPC CIDR and pod subnets (ENIConfigs) and a node group that uses them",
-        "cidrx.providers.eks.plan:CUSTOM_NETWORKING_ACTIONS",
+        "cidrx.providers.eks.strategies.custom_networking:ACTIONS",
+        plan="cidrx.providers.eks.strategies.custom_networking:make_plan",
+        drift="cidrx.providers.eks.strategies.custom_networking:check_drift",
         options=frozenset({"cidr", "add_nodes", "pool_name", "template"}),
         pool_name=NODEGROUP_NAME,
     ),
@@ -69,14 +72,18 @@ STRATEGIES = (
         "prefix-delegation",
         "eks",
         "turn on VPC CNI prefix delegation (a /28 per ENI slot)",
-        "cidrx.providers.eks.plan:PREFIX_DELEGATION_ACTIONS",
+        "cidrx.providers.eks.strategies.prefix_delegation:ACTIONS",
+        plan="cidrx.providers.eks.strategies.prefix_delegation:make_plan",
+        drift="cidrx.providers.eks.strategies.prefix_delegation:check_drift",
         options=frozenset({"template"}),
     ),
     Strategy(
         "subnet-discovery",
         "eks",
         "add a subnet per zone tagged kubernetes.io/role/cni for new pod ENIs (VPC CNI v1.18+; the default there)",
-        "cidrx.providers.eks.discovery_plan:SUBNET_DISCOVERY_ACTIONS",
+        "cidrx.providers.eks.strategies.subnet_discovery:ACTIONS",
+        plan="cidrx.providers.eks.strategies.subnet_discovery:make_plan",
+        drift="cidrx.providers.eks.strategies.subnet_discovery:check_drift",
         options=frozenset({"cidr", "add_nodes"}),
     ),
 )

@@ -62,16 +62,16 @@ COLLECT_PERMISSIONS = (
     "ec2:GetSubnetCidrReservations",
     "ec2:DescribeSecurityGroups",
     "servicequotas:GetServiceQuota",
-    # Routed space the VPC cannot see locally (cidrx.providers.eks.routing): the transit gateway route tables
+    # Routed space the VPC cannot see locally (cidrx.providers.eks.collect.routes): the transit gateway route tables
     # of its attachments and the managed prefix lists routes refer to.
     "ec2:DescribeTransitGatewayAttachments",
     "ec2:SearchTransitGatewayRoutes",
     "ec2:GetManagedPrefixListEntries",
-    # Whether the VPC's CIDRs come from an AWS VPC IPAM pool (cidrx.providers.eks.ipampool), best effort.
+    # Whether the VPC's CIDRs come from an AWS VPC IPAM pool (cidrx.providers.eks.collect.ipam_pools), best effort.
     "ec2:DescribeIpamPools",
     "ec2:GetIpamPoolAllocations",
     "ec2:GetIpamPoolCidrs",
-    # Self-managed node groups (cidrx.providers.eks.provisioner_collect).
+    # Self-managed node groups (cidrx.providers.eks.collect.provisioners).
     "autoscaling:DescribeAutoScalingGroups",
     "autoscaling:DescribeAutoScalingInstances",
     "ec2:DescribeLaunchTemplateVersions",
@@ -683,7 +683,7 @@ class EksApi:
         with _aws("eks:CreateNodegroup", subject):
             return dict(self._call(self._eks.create_nodegroup, write=True, **kwargs)["nodegroup"])
 
-    # -- writes of `cidrx rollback` (cidrx.providers.eks.undo) ---------------------------------------------
+    # -- writes of `cidrx rollback` (cidrx.providers.eks.actions) ----------------------------------------------
 
     def delete_nodegroup(self, cluster: str, name: str) -> None:
         with _aws("eks:DeleteNodegroup", f"node group {name!r} of {self._cluster_subject(cluster)}"):
@@ -705,7 +705,7 @@ class EksApi:
         with _aws("ec2:DeleteSubnetCidrReservation", f"subnet CIDR reservation {reservation_id}"):
             self._call(self._ec2.delete_subnet_cidr_reservation, write=True, SubnetCidrReservationId=reservation_id)
 
-    # -- node provisioners (cidrx.providers.eks.provisioner_collect) ---------------------------------
+    # -- node provisioners (cidrx.providers.eks.collect.provisioners) ---------------------------------
 
     def describe_auto_scaling_groups(self, *, tag_key: str = "", names: Sequence[str] = ()) -> list[Json]:
         """Auto Scaling groups carrying the tag key `tag_key`, or those named `names`."""

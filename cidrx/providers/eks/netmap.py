@@ -11,10 +11,10 @@ from ipaddress import IPv4Network
 from cidrx import netmath
 from cidrx.model.netmap import Area, NetworkMap
 from cidrx.model.snapshot import Snapshot
-from cidrx.providers.eks.analyze import subnet_label, subnet_uses
-from cidrx.providers.eks.cni import cni_config
+from cidrx.providers.eks.facts.cni import cni_config
+from cidrx.providers.eks.facts.routing import routed_elsewhere
+from cidrx.providers.eks.facts.subnets import subnet_label, subnet_uses
 from cidrx.providers.eks.model import EksSection
-from cidrx.providers.eks.routing import routed_elsewhere
 
 KIND = "vpc-cidr"
 ROUTED_KIND = "routed-space"

@@ -61,7 +61,7 @@ class CreateIpPool:
         return {"name": params["name"], "cidr": spec_of(pool).get("cidr")}
 
     def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
-        from cidrx.kube.api import AlreadyExists
+        from cidrx.kube.errors import AlreadyExists
 
         api = kube_of(ctx, step)
         try:
@@ -116,7 +116,7 @@ class UndoIpPool:
         return f"disable, then delete IPPool {params['name']} {params['cidr']}"
 
     def act(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> Outputs:
-        from cidrx.kube.api import Conflict
+        from cidrx.kube.errors import Conflict
 
         api = kube_of(ctx, step)
         for _ in range(CONFLICT_RETRIES):

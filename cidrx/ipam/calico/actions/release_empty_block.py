@@ -94,7 +94,7 @@ class ReleaseEmptyBlock:
         return {"block": params["block"], "released": False, "kept": why} if why else None
 
     def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
-        from cidrx.kube.api import Conflict
+        from cidrx.kube.errors import Conflict
 
         api = kube_of(ctx, step)
         for _ in range(CONFLICT_RETRIES):
@@ -146,7 +146,7 @@ class ReleaseEmptyBlock:
 
     @staticmethod
     def _restore(api: KubeApi, params: dict[str, Any], affinity: JSON) -> None:
-        from cidrx.kube.api import Conflict
+        from cidrx.kube.errors import Conflict
 
         restored = copy.deepcopy(affinity)
         restored["spec"]["state"] = "confirmed"

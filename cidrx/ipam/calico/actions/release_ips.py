@@ -128,7 +128,7 @@ def _handles_settled(api: KubeApi, params: Mapping[str, Any], block: JSON | None
 
 def _settle_handle(api: KubeApi, params: Mapping[str, Any], name: str, handle_id: str, cidr: str, actual: int) -> None:
     """Set the handle's count for `cidr` to `actual` (dropping it at zero, deleting an empty handle)."""
-    from cidrx.kube.api import Conflict
+    from cidrx.kube.errors import Conflict
 
     for _ in range(CONFLICT_RETRIES):
         handle = get_object(api, params, "ipamhandles", name)
@@ -166,7 +166,7 @@ class ReleaseIps:
         return {"block": params["block"], "released": [], "kept": decision.kept}
 
     def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
-        from cidrx.kube.api import Conflict
+        from cidrx.kube.errors import Conflict
 
         api = kube_of(ctx, step)
         for _ in range(CONFLICT_RETRIES):

@@ -55,7 +55,7 @@ class DeleteReservation:
         return None if rv is not None else {"deleted": False, "why": why}
 
     def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
-        from cidrx.kube.api import Conflict
+        from cidrx.kube.errors import Conflict
 
         kube = kube_of(ctx, step)
         for _ in range(ATTEMPTS):

@@ -86,7 +86,7 @@ class ReleaseAllocations:
         return {"released": [], "kept": out["kept"], "already_released": out["already_released"]}
 
     def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
-        from cidrx.kube.api import Conflict, NotFound
+        from cidrx.kube.errors import Conflict, NotFound
 
         kube = kube_of(ctx, step)
         for _ in range(ATTEMPTS):

@@ -74,7 +74,7 @@ class AddIpMasqCidr:
     def patch(self, params: dict[str, Any], ctx: StepContext, done: Callable[[list[str]], bool]) -> Outputs:
         """Add the planned CIDR (or take it out, `remove`) unless `done(cidrs)` says there is nothing to do;
         a JSON patch whose first op tests the resourceVersion just read, read again on 422."""
-        from cidrx.kube.api import PatchTestFailed
+        from cidrx.kube.errors import PatchTestFailed
         from cidrx.providers.gke.facts.masquerade import updated_config
 
         where = f"ConfigMap {params['namespace']}/{params['name']}"
