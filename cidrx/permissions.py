@@ -104,7 +104,7 @@ def _kube(group: str, resource: str, *verbs: str, namespace: str | None = None) 
 def resource_names() -> dict[tuple[str, str], tuple[str, ...]]:
     """The only objects of these resources cidrx touches; rules for them name the objects."""
     from cidrx.ipam.nodeipam.collect import KUBEADM_CONFIG
-    from cidrx.kube.collect import AWS_NODE
+    from cidrx.providers.eks.cluster import AWS_NODE
     from cidrx.providers.eks.provisioner_collect import KARPENTER_DEPLOYMENTS
 
     provider_maps = tuple(name for spec in registry.providers() for _ns, name in spec.kube_configmaps)
@@ -123,7 +123,8 @@ def collect_kube_grants(provider: str) -> tuple[KubeGrant, ...]:
     from cidrx.ipam.nodeipam.collect import NAMESPACE
     from cidrx.ipam.whereabouts.model import GROUP as WHEREABOUTS
     from cidrx.ipam.whereabouts.model import NAD_GROUP, NADS, POOLS, RESERVATIONS
-    from cidrx.kube.collect import EGRESS_NAT_GROUP, EGRESS_NAT_PLURAL, ENICONFIG_GROUP, ENICONFIG_PLURAL
+    from cidrx.providers.eks.cluster import ENICONFIG_GROUP, ENICONFIG_PLURAL
+    from cidrx.providers.gke.cluster import EGRESS_NAT_GROUP, EGRESS_NAT_PLURAL
 
     grants = [
         _kube("", "nodes", "list"),

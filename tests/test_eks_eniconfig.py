@@ -16,8 +16,8 @@ import pytest
 
 from cidrx.errors import InvalidInput
 from cidrx.kube.collect import section_from
-from cidrx.kube.model import EniConfig
 from cidrx.providers.eks.analyze import analyze
+from cidrx.providers.eks.cluster import READS, EniConfig, Read
 from cidrx.providers.eks.eniconfig import security_groups, select
 from cidrx.providers.eks.plan import EksPlanOptions, make_plan
 from tests.support import eks_cases as cases
@@ -65,7 +65,7 @@ def test_node_records_keep_only_the_keys_ipamd_reads() -> None:
         "metadata": {"name": "aws-node", "namespace": "kube-system"},
         "spec": {"template": {"spec": {"containers": [{"name": "aws-node", "env": env}]}}},
     }
-    kube = section_from([], [node, {"metadata": {"name": "bare"}}], [], [], aws_node, [], "ctx")
+    kube = section_from([], [node, {"metadata": {"name": "bare"}}], [], [], "ctx", reads=(READS, Read(aws_node)))
     assert kube.node_eniconfig_labels == {"n1": {"my/eni": "cfg-label"}}
     assert kube.node_eniconfig_annotations == {"n1": {"my/annotation": "cfg-ann", "k8s.amazonaws.com/eniConfig": "ann"}}
 

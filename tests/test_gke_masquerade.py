@@ -19,9 +19,10 @@ import pytest
 import yaml
 
 from cidrx.errors import StalePlan
-from cidrx.kube.model import ConfigMapData, EgressNatPolicy
+from cidrx.kube.model import ConfigMapData
 from cidrx.model.plan import Plan, load_plan
 from cidrx.model.snapshot import Snapshot, load_snapshot
+from cidrx.providers.gke.cluster import EgressNatPolicy
 from cidrx.providers.gke.masquerade import review_ip_masq, updated_config
 from cidrx.providers.gke.plan import GkePlanOptions, check_drift, make_plan
 from cidrx.render.terraform import render_terraform

@@ -90,7 +90,7 @@ ACTIONS = (*RECLAIM_ACTIONS, *POOL_ACTIONS)
 
 
 def _calico(snapshot: Snapshot) -> CalicoSection:
-    calico = snapshot.kube.calico
+    calico: CalicoSection | None = snapshot.kube.calico
     if calico is None:
         raise InvalidInput(
             f"no Calico IPAM found in {snapshot.target.label()} "
@@ -390,7 +390,7 @@ def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> 
     this plan released them; those are re-decided per address at apply instead."""
     if snapshot.target != plan.target:
         raise InvalidInput(f"plan is for {plan.target.label()}, not {snapshot.target.label()}")
-    calico = snapshot.kube.calico
+    calico: CalicoSection | None = snapshot.kube.calico
     if calico is None:
         raise StalePlan("the plan is stale: Calico IPAM is no longer found in the cluster. Nothing was applied")
     problems: list[str] = []

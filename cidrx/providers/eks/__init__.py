@@ -40,6 +40,8 @@ SPEC = ProviderSpec(
     section="cidrx.providers.eks.model:EksSection",
     terraform="cidrx.providers.eks.terraform:emit",
     kube_daemonset=("kube-system", "aws-node"),
+    kube_fields="cidrx.providers.eks.cluster",
+    kube_collect="cidrx.providers.eks.cluster:READS",
     # cidrx.providers.eks.provisioner_collect: node classes and NodePools when their groups are served,
     # and the Karpenter controller Deployment where its Helm chart installs it.
     kube_reads=(

@@ -12,11 +12,11 @@ from ipaddress import IPv4Network
 
 from cidrx import netmath
 from cidrx.errors import InvalidInput
-from cidrx.kube.collect import ENICONFIG_DEFAULT_KEY
 from cidrx.kube.model import KubeSection
 from cidrx.model.findings import Capacity, Diagnosis, Finding, FindingKind, Severity, make_diagnosis, utilization
 from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks import discovery, provisioners
+from cidrx.providers.eks.cluster import ENICONFIG_DEFAULT_KEY
 from cidrx.providers.eks.cni import (
     LABEL_DEF,
     ZONE_LABEL,

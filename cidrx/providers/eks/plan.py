@@ -149,9 +149,10 @@ class EksPlanOptions:
 
 
 def _eks(snapshot: Snapshot) -> EksSection:
-    if snapshot.eks is None:
+    eks: EksSection | None = snapshot.eks
+    if eks is None:
         raise InvalidInput("this snapshot has no EKS section; it was taken for another provider")
-    return snapshot.eks
+    return eks
 
 
 def occupied_space(eks: EksSection, *, ignore_plan: str | None = None) -> list[tuple[IPv4Network, str]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cidrx.model.snapshot import Snapshot
+from cidrx.model.snapshot import Snapshot, with_sections
 from cidrx.model.target import Target
 from cidrx.providers.package import PackageProvider
 
@@ -35,7 +35,7 @@ def collect(target: Target, access: Access, kube: KubeSection, taken_at: str) ->
 
     eks = collect_provisioners(eks, api, kube, access)
     check_same_cluster(kube, [c.cidr for c in eks.vpc.cidrs if c.state in ("associated", "associating")], target)
-    return Snapshot(target=target, taken_at=taken_at, kube=kube, eks=eks)
+    return with_sections(Snapshot(target=target, taken_at=taken_at, kube=kube), eks=eks)
 
 
 def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:

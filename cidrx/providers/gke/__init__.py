@@ -32,6 +32,8 @@ SPEC = ProviderSpec(
     kube_context="cidrx.providers.gke.fleet:kube_context",
     actions="cidrx.providers.gke.plan:ACTIONS",
     kube_configmaps=(("kube-system", "ip-masq-agent"),),
+    kube_fields="cidrx.providers.gke.cluster",
+    kube_collect="cidrx.providers.gke.cluster:READS",
 )
 
 STRATEGIES = (

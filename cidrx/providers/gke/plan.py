@@ -122,9 +122,10 @@ class GkePlanOptions:
 
 
 def _gke(snapshot: Snapshot) -> GkeSection:
-    if snapshot.gke is None:
+    gke: GkeSection | None = snapshot.gke
+    if gke is None:
         raise InvalidInput("this snapshot has no GKE section; it was taken for another provider")
-    return snapshot.gke
+    return gke
 
 
 def _short(region: str) -> str:

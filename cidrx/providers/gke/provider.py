@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from cidrx.model.snapshot import Snapshot
+from cidrx.model.snapshot import Snapshot, with_sections
 from cidrx.model.target import Target
 from cidrx.providers.package import PackageProvider
 
@@ -29,7 +29,7 @@ def collect(target: Target, access: Access, kube: KubeSection, taken_at: str) ->
     assert target.project is not None and target.location is not None  # resolve_target guarantees them
     gke = collect_gke(GkeApi(target.project, target.location), target.cluster)
     check_same_cluster(kube, [s.ip_cidr_range for s in gke.subnets], target)
-    return Snapshot(target=target, taken_at=taken_at, kube=kube, gke=gke)
+    return with_sections(Snapshot(target=target, taken_at=taken_at, kube=kube), gke=gke)
 
 
 def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
