@@ -86,6 +86,10 @@ class ProviderSpec(_Spec):
     # The module declaring the fields it adds to the snapshot's kube section (`FIELDS`: (name, type, default)
     # triples; a callable default is a factory), and optionally `invariant_problem(section)`.
     kube_fields: str = ""
+    # Node labels that name a node's group or pool, in the order they are tried, and the nodeSelector keys that
+    # pin a pod to a pool (whose value plans read, e.g. GKE's template pool).
+    node_pool_labels: tuple[str, ...] = ()
+    pod_pool_labels: tuple[str, ...] = ()
     # "module:attr" of its cluster reads (cidrx.kube.collect.ClusterReads): what the cluster collector reads
     # for it besides nodes, pods and events, and the kube section fields made from them.
     kube_collect: str = ""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import dataclasses
+import functools
 import importlib
 import ipaddress
 import json
@@ -69,13 +70,20 @@ POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
-POOL_LABELS = (
-    "eks.amazonaws.com/nodegroup",
-    "cloud.google.com/gke-nodepool",
-    "alpha.eksctl.io/nodegroup-name",
-    "karpenter.sh/nodepool",  # Karpenter's and EKS Auto Mode's nodes
-)
-GKE_POOL_LABEL = "cloud.google.com/gke-nodepool"
+
+
+@functools.cache
+def pool_labels() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The node labels that name a node's group or pool, and the nodeSelector keys that pin a pod to one, of
+    every registered provider (`node_pool_labels`, `pod_pool_labels`): whatever the target, a node keeps the
+    first it carries."""
+    specs = registry.providers()
+    return (
+        tuple(dict.fromkeys(label for s in specs for label in s.node_pool_labels)),
+        tuple(dict.fromkeys(label for s in specs for label in s.pod_pool_labels)),
+    )
+
+
 CLUSTER_SCOPED_KINDS = frozenset({"Node", "Namespace", "PersistentVolume"})
 
 
@@ -386,7 +394,7 @@ def node_from(obj: NodeRecord | JSON) -> KubeNode:
         pod_cidrs=tuple(cidrs),
         internal_ip=internal if is_ip_address(internal) else "",
         allocatable_pods=_int_or_none(status.allocatable.pods) if status.allocatable is not None else None,
-        pool=_first_label(labels, POOL_LABELS),
+        pool=_first_label(labels, pool_labels()[0]),
     )
 
 
@@ -429,7 +437,7 @@ def waiting_pod_from(pod: PodRecord | JSON) -> KubePod | None:
         node=(record.spec.nodeName if record.spec is not None else None) or "",
         reason=container_reason or scheduled or phase or "Pending",
         created=meta.creationTimestamp or "",
-        node_pool=(selector.get(GKE_POOL_LABEL) or None) if (selector := _node_selector(record)) else None,
+        node_pool=(_first_label(selector, pool_labels()[1]) or None) if (selector := _node_selector(record)) else None,
     )
 
 

@@ -35,7 +35,7 @@ class KubePod:
     node: str
     reason: str  # e.g. ContainerCreating, Unschedulable
     created: str
-    # The node pool its nodeSelector pins it to (cloud.google.com/gke-nodepool). None (not "") when none,
+    # The node pool its nodeSelector pins it to (a provider's `pod_pool_labels`). None (not "") when none,
     # so that snapshots taken before this field keep their fingerprints (the codec prunes None, not "").
     node_pool: str | None = None
 
@@ -80,7 +80,7 @@ class WorkloadEnv:
 
 @dataclass(frozen=True)
 class PodState:
-    """A pod that an IPAM record names (a Whereabouts podref, a Calico allocation's namespace/pod), or an
+    """A pod that an IPAM record names (an allocation's pod reference), or an
     unfinished pod that reports an address inside an IPAM-managed range: the evidence for deciding whether
     a record is stale and whether its address is live. Only such pods are kept, not every pod."""
 

@@ -41,6 +41,8 @@ SPEC = ProviderSpec(
     terraform="cidrx.providers.eks.terraform:emit",
     kube_daemonset=("kube-system", "aws-node"),
     kube_fields="cidrx.providers.eks.cluster",
+    # Managed node groups, eksctl's groups, Karpenter's and EKS Auto Mode's nodes.
+    node_pool_labels=("eks.amazonaws.com/nodegroup", "alpha.eksctl.io/nodegroup-name", "karpenter.sh/nodepool"),
     kube_collect="cidrx.providers.eks.cluster:READS",
     # cidrx.providers.eks.provisioner_collect: node classes and NodePools when their groups are served,
     # and the Karpenter controller Deployment where its Helm chart installs it.

@@ -33,6 +33,8 @@ SPEC = ProviderSpec(
     actions="cidrx.providers.gke.plan:ACTIONS",
     kube_configmaps=(("kube-system", "ip-masq-agent"),),
     kube_fields="cidrx.providers.gke.cluster",
+    node_pool_labels=("cloud.google.com/gke-nodepool",),
+    pod_pool_labels=("cloud.google.com/gke-nodepool",),
     kube_collect="cidrx.providers.gke.cluster:READS",
 )
 
