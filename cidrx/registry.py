@@ -11,6 +11,7 @@ provider or IPAM is one package plus one line in `PACKAGES`.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -82,6 +83,16 @@ class ProviderSpec(_Spec):
     in_cluster: bool = False
     # ConfigMaps (namespace, name) its plans read, collected with the cluster (GKE: ip-masq-agent).
     kube_configmaps: tuple[tuple[str, str], ...] = ()
+    # The module declaring the fields it adds to the snapshot's kube section (`FIELDS`: (name, type, default)
+    # triples; a callable default is a factory), and optionally `invariant_problem(section)`.
+    kube_fields: str = ""
+    # Node labels that name a node's group or pool, in the order they are tried, and the nodeSelector keys that
+    # pin a pod to a pool (whose value plans read, e.g. GKE's template pool).
+    node_pool_labels: tuple[str, ...] = ()
+    pod_pool_labels: tuple[str, ...] = ()
+    # "module:attr" of its cluster reads (cidrx.kube.collect.ClusterReads): what the cluster collector reads
+    # for it besides nodes, pods and events, and the kube section fields made from them.
+    kube_collect: str = ""
 
     @property
     def flag(self) -> str:
@@ -283,27 +294,66 @@ def executors(declared: Iterable[Action]) -> dict[str, Any]:
     return {a.name: resolve(a.executor)() for a in declared}
 
 
-# The kube section of a snapshot (its IPAM sections are the registered IPAMs' `section` types).
+# The base classes of a snapshot and of its kube section: the fields every snapshot has. The plugins' fields
+# are added to them by `snapshot_type` / `kube_section_type` from the declarations.
+SNAPSHOT = "cidrx.model.snapshot:Snapshot"
 KUBE_SECTION = "cidrx.kube.model:KubeSection"
+_COMPOSED: dict[str, Any] = {}
 
 
-def bind_sections(snapshot_namespace: dict[str, Any]) -> None:
-    """Make the section types the snapshot model names only as strings resolvable, for decoding and
-    validation: the kube section and each provider's section into `snapshot_namespace` (the globals of
-    cidrx.model.snapshot), each IPAM's into the kube section's module. The model layer so imports no
-    provider or IPAM, and the JSON stays as it was."""
+def kube_section_type() -> Any:
+    """The kube section class with every plugin's fields: each provider's `kube_fields` (a module holding
+    `FIELDS`, (name, type, default) triples, and optionally `invariant_problem(section)`), then each IPAM's
+    section (`field`, typed `section | None`). Built once; a subclass of the base, so isinstance holds."""
     _ensure()
-    kube = load(KUBE_SECTION)
-    snapshot_namespace[kube.__name__] = kube
-    for p in _PROVIDERS.values():
-        if p.section:
-            section = load(p.section)
-            snapshot_namespace[section.__name__] = section
-    kube_namespace = vars(importlib.import_module(KUBE_SECTION.partition(":")[0]))
-    for i in _IPAMS.values():
-        if i.section:
-            section = load(i.section)
-            kube_namespace.setdefault(section.__name__, section)
+    if "kube" not in _COMPOSED:
+        base = load(KUBE_SECTION)
+        fields: list[tuple[str, Any, Any]] = []
+        checks: list[Any] = []
+        for p in _PROVIDERS.values():
+            if p.kube_fields:
+                module = importlib.import_module(p.kube_fields)
+                fields += [(name, kind, _default(default)) for name, kind, default in module.FIELDS]
+                if hasattr(module, "invariant_problem"):
+                    checks.append(module.invariant_problem)
+        for i in _IPAMS.values():
+            if i.section:
+                fields.append((i.field, load(i.section) | None, dataclasses.field(default=None)))
+        _COMPOSED["kube"] = _compose(base, fields, checks)
+    return _COMPOSED["kube"]
+
+
+def snapshot_type() -> Any:
+    """The snapshot class with a section per provider that declares one (field = the provider's name, typed
+    `section | None`), before `fingerprint` and `schema` (written last, so a truncated file lacks them)."""
+    _ensure()
+    if "snapshot" not in _COMPOSED:
+        base = load(SNAPSHOT)
+        kube = kube_section_type()
+        fields: list[tuple[str, Any, Any]] = [("kube", kube, dataclasses.field())]
+        fields += [
+            (p.name, load(p.section) | None, dataclasses.field(default=None)) for p in _PROVIDERS.values() if p.section
+        ]
+        fields += [(name, kind, dataclasses.field(default=default)) for name, kind, default in base.TAIL_FIELDS]
+        _COMPOSED["snapshot"] = _compose(base, fields, [])
+    return _COMPOSED["snapshot"]
+
+
+def _default(default: Any) -> Any:
+    """A dataclass field for a declared default (a callable makes a fresh value each time)."""
+    return dataclasses.field(default_factory=default) if callable(default) else dataclasses.field(default=default)
+
+
+def _compose(base: Any, fields: list[tuple[str, Any, Any]], checks: list[Any]) -> Any:
+    namespace: dict[str, Any] = {"__module__": base.__module__, "__qualname__": base.__qualname__}
+    if checks:
+        own = base.invariant_problem
+
+        def invariant_problem(self: Any) -> str | None:
+            return own(self) or next((p for check in checks if (p := check(self)) is not None), None)
+
+        namespace["invariant_problem"] = invariant_problem
+    return dataclasses.make_dataclass(base.__name__, fields, bases=(base,), frozen=True, namespace=namespace)
 
 
 def load(path: str) -> Any:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import dataclasses
+import functools
 import importlib
 import ipaddress
 import json
@@ -19,7 +20,7 @@ import socket
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from itertools import chain
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -29,8 +30,6 @@ from cidrx.kube.api import KubeApi
 from cidrx.kube.errors import KubeUnavailable
 from cidrx.kube.model import (
     ConfigMapData,
-    EgressNatPolicy,
-    EniConfig,
     EnvVar,
     KubeEvent,
     KubeNode,
@@ -66,40 +65,46 @@ EVENT_REASONS = (
     "FailedScheduling",
     "CIDRNotAvailable",
 )
-ENICONFIG_GROUP, ENICONFIG_VERSION, ENICONFIG_PLURAL = "crd.k8s.amazonaws.com", "v1alpha1", "eniconfigs"
-AWS_NODE = ("kube-system", "aws-node", "aws-node")  # namespace, DaemonSet, container
 # Finished pods hold no address; leaving them out server-side keeps Job-heavy clusters' lists short.
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
-POOL_LABELS = (
-    "eks.amazonaws.com/nodegroup",
-    "cloud.google.com/gke-nodepool",
-    "alpha.eksctl.io/nodegroup-name",
-    "karpenter.sh/nodepool",  # Karpenter's and EKS Auto Mode's nodes
-)
-GKE_POOL_LABEL = "cloud.google.com/gke-nodepool"
-# GKE Dataplane V2's egress NAT policy (cluster-scoped; GKE creates one named `default`).
-EGRESS_NAT_GROUP, EGRESS_NAT_VERSION, EGRESS_NAT_PLURAL = "networking.gke.io", "v1", "egressnatpolicies"
-CLUSTER_SCOPED_KINDS = frozenset({"Node", "Namespace", "PersistentVolume"})
-# What the AWS VPC CNI's ipamd reads to pick a node's ENIConfig (aws/amazon-vpc-cni-k8s
-# pkg/eniconfig/eniconfig.go @ b52188387f2e2f10bf289ace929d6a63b176a4fa, GetNodeSpecificENIConfigName):
-# this label first, then the node annotation named by ENI_CONFIG_ANNOTATION_DEF, then the node label named
-# by ENI_CONFIG_LABEL_DEF (both default to k8s.amazonaws.com/eniConfig when unset or empty), else "default".
-ENICONFIG_EXTERNAL_LABEL = "vpc.amazonaws.com/externalEniConfig"
-ENICONFIG_DEFAULT_KEY = "k8s.amazonaws.com/eniConfig"
-ENICONFIG_ANNOTATION_ENV = "ENI_CONFIG_ANNOTATION_DEF"
-ENICONFIG_LABEL_ENV = "ENI_CONFIG_LABEL_DEF"
 
 
-def eniconfig_keys(env: Mapping[str, str]) -> tuple[str, str]:
-    """(annotation key, label key) ipamd reads with this aws-node env: the variable's value, or the
-    default when it is unset or empty (getEniConfigAnnotationDef / getEniConfigLabelDef)."""
+@functools.cache
+def pool_labels() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The node labels that name a node's group or pool, and the nodeSelector keys that pin a pod to one, of
+    every registered provider (`node_pool_labels`, `pod_pool_labels`): whatever the target, a node keeps the
+    first it carries."""
+    specs = registry.providers()
     return (
-        env.get(ENICONFIG_ANNOTATION_ENV) or ENICONFIG_DEFAULT_KEY,
-        env.get(ENICONFIG_LABEL_ENV) or ENICONFIG_DEFAULT_KEY,
+        tuple(dict.fromkeys(label for s in specs for label in s.node_pool_labels)),
+        tuple(dict.fromkeys(label for s in specs for label in s.pod_pool_labels)),
     )
+
+
+CLUSTER_SCOPED_KINDS = frozenset({"Node", "Namespace", "PersistentVolume"})
+
+
+class ClusterReads(Protocol):
+    """What a provider reads from the cluster besides nodes, pods and events (`ProviderSpec.kube_collect`
+    names its object), and the fields of the kube section it makes of them (`ProviderSpec.kube_fields`).
+    `read` does the I/O; `node_keys` and `fields` are pure, so the section can be built from JSON in tests."""
+
+    def read(self, api: KubeApi, groups: set[str]) -> Any:
+        """The objects it needs (whatever shape `node_keys` and `fields` take)."""
+        ...
+
+    def node_keys(self, raw: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The node labels and annotations to keep per node (only those keys)."""
+        ...
+
+    def fields(
+        self, raw: Any, labels: dict[str, dict[str, str]], annotations: dict[str, dict[str, str]]
+    ) -> dict[str, Any]:
+        """Its kube section fields, from `raw` and the kept labels / annotations per node name."""
+        ...
 
 
 # What a record's absent part reads as (all fields at their defaults).
@@ -130,11 +135,10 @@ def collect_with(api: KubeApi, *, provider: str) -> KubeSection:
     try:
         groups = api.api_groups()
         spec = registry.provider_spec(provider)
-        daemonset = spec.kube_daemonset if spec is not None else None
-        aws_node = api.get_daemonset(*daemonset) if daemonset is not None else None
-        eniconfigs: Iterable[JSON] = ()
-        if ENICONFIG_GROUP in groups:
-            eniconfigs = api.iter_custom(ENICONFIG_GROUP, ENICONFIG_VERSION, ENICONFIG_PLURAL)
+        reads: ClusterReads | None = (
+            registry.load(spec.kube_collect) if spec is not None and spec.kube_collect else None
+        )
+        raw = reads.read(api, groups) if reads is not None else None
         ipam = _collect_ipams(api, groups, provider)
         wanted = _ipam_pod_refs(ipam, provider)
         ranges = AddressRanges.of(_ipam_cidrs(ipam, provider))
@@ -144,9 +148,8 @@ def collect_with(api: KubeApi, *, provider: str) -> KubeSection:
             api.node_records(),
             api.pod_records(POD_FIELD_SELECTOR),
             events,
-            aws_node,
-            eniconfigs,
             api.context,
+            reads=(reads, raw) if reads is not None else None,
             ipam_pod_refs=wanted,
             ipam_ranges=ranges,
         )
@@ -156,9 +159,6 @@ def collect_with(api: KubeApi, *, provider: str) -> KubeSection:
                 api.get_custom("", "v1", "configmaps", name, namespace) for namespace, name in spec.kube_configmaps
             )
             extra["config_maps"] = tuple(config_map_from(c) for c in found if c is not None)
-        if EGRESS_NAT_GROUP in groups:
-            policies = api.iter_custom(EGRESS_NAT_GROUP, EGRESS_NAT_VERSION, EGRESS_NAT_PLURAL)
-            extra["egress_nat_policies"] = tuple(sorted((egress_nat_from(p) for p in policies), key=lambda p: p.name))
         return replace(section, **ipam, **extra)
     except KubeUnavailable as exc:
         return KubeSection(available=False, reason=str(exc), context=api.context)
@@ -270,10 +270,9 @@ def section_from(
     nodes: Iterable[NodeRecord | JSON],
     pods: Iterable[PodRecord | JSON],
     events: Iterable[EventRecord | JSON],
-    aws_node: JSON | None,
-    eniconfigs: Iterable[JSON],
     context: str,
     *,
+    reads: tuple[ClusterReads, Any] | None = None,
     ipam_pod_refs: set[str] | frozenset[str] = frozenset(),
     ipam_ranges: AddressRanges = NO_RANGES,
 ) -> KubeSection:
@@ -281,15 +280,11 @@ def section_from(
     dicts (whole or trimmed), converted to those records first; sorted for a stable fingerprint.
 
     `ipam_pod_refs` ("namespace/name") and `ipam_ranges` select the pods kept as PodState in `ipam_pods`:
-    every pod an IPAM record names, and every listed (so unfinished) pod reporting an address in a range."""
+    every pod an IPAM record names, and every listed (so unfinished) pod reporting an address in a range.
+    `reads`: the provider's cluster reads and what they read (their node keys are kept, their fields added)."""
     per_node: dict[str, int] = {}
     host_net: dict[str, int] = {}
-    env = workload_env_from(aws_node, AWS_NODE[2]) if aws_node is not None else None
-    annotation_key, label_key = eniconfig_keys({v.name: v.value for v in env.env} if env is not None else {})
-    # Kept whatever the CNI's configuration: the default keys too, so a plan that changes ENI_CONFIG_LABEL_DEF
-    # can still tell what nodes carry.
-    label_keys = (ENICONFIG_EXTERNAL_LABEL, label_key, ENICONFIG_DEFAULT_KEY)
-    annotation_keys = (annotation_key, ENICONFIG_DEFAULT_KEY)
+    label_keys, annotation_keys = reads[0].node_keys(reads[1]) if reads is not None else ((), ())
     node_records: list[KubeNode] = []
     picked_labels: dict[str, dict[str, str]] = {}
     picked_annotations: dict[str, dict[str, str]] = {}
@@ -298,9 +293,9 @@ def section_from(
         record = node_from(node_rec)
         node_records.append(record)
         node_meta = node_rec.metadata or _NODE_META
-        if labels := _picked(node_meta.labels or {}, label_keys):
+        if label_keys and (labels := _picked(node_meta.labels or {}, label_keys)):
             picked_labels[record.name] = labels
-        if annotations := _picked(node_meta.annotations or {}, annotation_keys):
+        if annotation_keys and (annotations := _picked(node_meta.annotations or {}, annotation_keys)):
             picked_annotations[record.name] = annotations
     waiting: list[KubePod] = []
     named: list[PodState] = []
@@ -330,11 +325,12 @@ def section_from(
         events=tuple(
             sorted((event_from(e) for e in events), key=lambda e: (e.reason, e.namespace, e.kind, e.name, e.last_seen))
         ),
-        aws_node=env,
-        eniconfigs=tuple(sorted((eniconfig_from(e) for e in eniconfigs), key=lambda e: e.name)),
         ipam_pods=tuple(sorted(named, key=lambda p: (p.namespace, p.name))),
-        node_eniconfig_labels=dict(sorted(picked_labels.items())),
-        node_eniconfig_annotations=dict(sorted(picked_annotations.items())),
+        **(
+            reads[0].fields(reads[1], dict(sorted(picked_labels.items())), dict(sorted(picked_annotations.items())))
+            if reads is not None
+            else {}
+        ),
     )
 
 
@@ -354,7 +350,8 @@ def _record(obj: _R | JSON, cls: type[_R]) -> _R:
         raise CloudError(f"unexpected {cls.__name__.removesuffix('Record').lower()} object: {exc}") from None
 
 
-def _get(obj: JSON | None, *path: str) -> Any:
+def dig(obj: JSON | None, *path: str) -> Any:
+    """The value at `path` in nested mappings, None where a step is missing."""
     cur: Any = obj
     for key in path:
         if not isinstance(cur, Mapping):
@@ -397,7 +394,7 @@ def node_from(obj: NodeRecord | JSON) -> KubeNode:
         pod_cidrs=tuple(cidrs),
         internal_ip=internal if is_ip_address(internal) else "",
         allocatable_pods=_int_or_none(status.allocatable.pods) if status.allocatable is not None else None,
-        pool=_first_label(labels, POOL_LABELS),
+        pool=_first_label(labels, pool_labels()[0]),
     )
 
 
@@ -440,7 +437,7 @@ def waiting_pod_from(pod: PodRecord | JSON) -> KubePod | None:
         node=(record.spec.nodeName if record.spec is not None else None) or "",
         reason=container_reason or scheduled or phase or "Pending",
         created=meta.creationTimestamp or "",
-        node_pool=(selector.get(GKE_POOL_LABEL) or None) if (selector := _node_selector(record)) else None,
+        node_pool=(_first_label(selector, pool_labels()[1]) or None) if (selector := _node_selector(record)) else None,
     )
 
 
@@ -450,18 +447,6 @@ def config_map_from(obj: JSON) -> ConfigMapData:
         namespace=str(meta.get("namespace") or ""),
         name=str(meta.get("name") or ""),
         data={str(k): str(v) for k, v in (obj.get("data") or {}).items()},
-        resource_version=str(meta.get("resourceVersion") or ""),
-    )
-
-
-def egress_nat_from(obj: JSON) -> EgressNatPolicy:
-    """networking.gke.io/v1 EgressNATPolicy: spec.action and spec.destinations[].cidr."""
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    return EgressNatPolicy(
-        name=str(meta.get("name") or ""),
-        action=str(spec.get("action") or ""),
-        destinations=tuple(str(d.get("cidr")) for d in spec.get("destinations") or () if isinstance(d, Mapping)),
         resource_version=str(meta.get("resourceVersion") or ""),
     )
 
@@ -540,7 +525,7 @@ def event_from(obj: EventRecord | JSON) -> KubeEvent:
 
 
 def _containers(obj: JSON) -> Iterator[JSON]:
-    yield from _get(obj, "spec", "template", "spec", "containers") or []
+    yield from dig(obj, "spec", "template", "spec", "containers") or []
 
 
 def workload_env_from(obj: JSON, container: str) -> WorkloadEnv | None:
@@ -550,23 +535,12 @@ def workload_env_from(obj: JSON, container: str) -> WorkloadEnv | None:
         return None
     env = tuple(EnvVar(str(e.get("name", "")), str(e.get("value") or "")) for e in found.get("env") or [])
     return WorkloadEnv(
-        namespace=str(_get(obj, "metadata", "namespace") or ""),
-        name=str(_get(obj, "metadata", "name") or ""),
+        namespace=str(dig(obj, "metadata", "namespace") or ""),
+        name=str(dig(obj, "metadata", "name") or ""),
         container=container,
         env=env,
-        resource_version=str(_get(obj, "metadata", "resourceVersion") or ""),
+        resource_version=str(dig(obj, "metadata", "resourceVersion") or ""),
         image=str(found.get("image") or ""),
-    )
-
-
-def eniconfig_from(obj: JSON) -> EniConfig:
-    spec = obj.get("spec") or {}
-    return EniConfig(
-        name=str(_get(obj, "metadata", "name") or ""),
-        subnet=str(spec.get("subnet") or ""),
-        security_groups=tuple(str(g) for g in spec.get("securityGroups") or []),
-        created=str(_get(obj, "metadata", "creationTimestamp") or ""),
-        labels={str(k): str(v) for k, v in (_get(obj, "metadata", "labels") or {}).items()},
     )
 
 

@@ -6,16 +6,10 @@ Only the fields analysis reads are kept, so a 2,000-node, 60,000-pod cluster sta
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from cidrx import registry
 from cidrx.model.validation import IpAddr, IpAddrOrEmpty, IpCidr, first_problem, repeated
-
-if TYPE_CHECKING:
-    # Named as strings only; cidrx.registry.bind_sections resolves them from the registered IPAMs when a
-    # snapshot is decoded, so the client layer imports no IPAM.
-    from cidrx.ipam.calico.model import CalicoSection
-    from cidrx.ipam.nodeipam.model import NodeIpamConfig
-    from cidrx.ipam.whereabouts.model import WhereaboutsSection
 
 
 @dataclass(frozen=True)
@@ -41,7 +35,7 @@ class KubePod:
     node: str
     reason: str  # e.g. ContainerCreating, Unschedulable
     created: str
-    # The node pool its nodeSelector pins it to (cloud.google.com/gke-nodepool). None (not "") when none,
+    # The node pool its nodeSelector pins it to (a provider's `pod_pool_labels`). None (not "") when none,
     # so that snapshots taken before this field keep their fingerprints (the codec prunes None, not "").
     node_pool: str | None = None
 
@@ -67,7 +61,8 @@ class EnvVar:
 
 @dataclass(frozen=True)
 class WorkloadEnv:
-    """The env of one container of a DaemonSet, e.g. aws-node's aws-node container."""
+    """The env of one container of a DaemonSet or Deployment (e.g. a CNI's agent), with the resourceVersion
+    a guarded write needs."""
 
     namespace: str
     name: str
@@ -84,17 +79,8 @@ class WorkloadEnv:
 
 
 @dataclass(frozen=True)
-class EniConfig:
-    name: str
-    subnet: str
-    security_groups: tuple[str, ...]
-    created: str
-    labels: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class PodState:
-    """A pod that an IPAM record names (a Whereabouts podref, a Calico allocation's namespace/pod), or an
+    """A pod that an IPAM record names (an allocation's pod reference), or an
     unfinished pod that reports an address inside an IPAM-managed range: the evidence for deciding whether
     a record is stale and whether its address is live. Only such pods are kept, not every pod."""
 
@@ -125,18 +111,12 @@ class ConfigMapData:
 
 
 @dataclass(frozen=True)
-class EgressNatPolicy:
-    """A GKE Dataplane V2 EgressNATPolicy (networking.gke.io/v1, cluster-scoped): the destinations whose
-    traffic keeps the pod address (action NoSNAT)."""
-
-    name: str
-    action: str = ""
-    destinations: tuple[str, ...] = ()
-    resource_version: str = ""
-
-
-@dataclass(frozen=True)
 class KubeSection:
+    """The cluster as every provider reads it. The plugins add their own fields (a provider's `kube_fields`,
+    each IPAM's section under its `field`): the class `KubeSection(...)` really makes is composed from the
+    declarations (`cidrx.registry.kube_section_type`), so this layer names no plugin and the JSON keys stay
+    the plugins' names."""
+
     available: bool
     reason: str = ""  # why not available (e.g. --no-kube, unreachable)
     context: str = ""
@@ -148,31 +128,26 @@ class KubeSection:
     host_network_pods_per_node: dict[str, int] = field(default_factory=dict)
     waiting_pods: tuple[KubePod, ...] = ()
     events: tuple[KubeEvent, ...] = ()
-    aws_node: WorkloadEnv | None = None
-    eniconfigs: tuple[EniConfig, ...] = ()
     # Pods named by IPAM records, and every unfinished pod reporting an address inside an IPAM-managed range
     # (see PodState, cidrx.ipam.liveness), sorted by namespace/name; a named pod missing here is gone.
     ipam_pods: tuple[PodState, ...] = ()
-    calico: CalicoSection | None = None
-    whereabouts: WhereaboutsSection | None = None
-    node_ipam: NodeIpamConfig | None = None
     # The ConfigMaps the provider names (ProviderSpec.kube_configmaps) that exist; None: not read.
     config_maps: tuple[ConfigMapData, ...] | None = None
-    # EgressNATPolicies (networking.gke.io/v1), read when the cluster serves the group; None: not served.
-    egress_nat_policies: tuple[EgressNatPolicy, ...] | None = None
+
+    if TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any: ...  # a plugin's field, by its name
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> KubeSection:
+        # `KubeSection(...)` makes the composed class, which has the plugins' fields.
+        real = registry.kube_section_type() if cls is KubeSection else cls
+        return super().__new__(real)  # type: ignore[no-any-return]
 
     def config_map(self, namespace: str, name: str) -> ConfigMapData | None:
         return next((c for c in self.config_maps or () if (c.namespace, c.name) == (namespace, name)), None)
-
-    # Per node name, the labels and annotations the AWS VPC CNI's ipamd reads to pick the node's ENIConfig (only
-    # those keys, see cidrx.providers.eks.eniconfig), for nodes that carry any. Kept here rather than on
-    # KubeNode: records inside a tuple are not pruned, so a field there would change every node's encoding.
-    node_eniconfig_labels: dict[str, dict[str, str]] = field(default_factory=dict)
-    node_eniconfig_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def invariant_problem(self) -> str | None:
         return first_problem(
             repeated("nodes", self.nodes, lambda n: n.name, "node"),
             repeated("ipam_pods", self.ipam_pods, lambda p: p.key, "pod"),
-            repeated("eniconfigs", self.eniconfigs, lambda e: e.name, "ENIConfig"),
         )

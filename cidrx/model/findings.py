@@ -133,7 +133,7 @@ class Capacity:
     nodes: int | None = None
     zone: str | None = None
     note: str | None = None
-    # Per-kind figures beyond size/used/free (Whereabouts `stale`, Calico `blocks_claimed`, ...), exported
+    # Per-kind figures beyond size/used/free (an IPAM's `stale` or `blocks_claimed`, ...), exported
     # as cidrx_capacity_<figure> metrics (docs/metrics.md).
     extra: dict[str, float] = field(default_factory=dict)
 

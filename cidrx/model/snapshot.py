@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from cidrx import registry
 from cidrx.errors import InvalidInput
@@ -19,30 +19,49 @@ from cidrx.model.target import Target
 from cidrx.model.validation import check_values
 
 if TYPE_CHECKING:
-    # Named as strings only: decoding resolves them through the registry (`snapshot_type`), so this
-    # layer imports no provider, IPAM or client module.
     from cidrx.kube.model import KubeSection
-    from cidrx.providers.eks.model import EksSection
-    from cidrx.providers.gke.model import GkeSection
 
 SNAPSHOT_SCHEMA = "cidrx.snapshot/v1"
 
 
 @dataclass(frozen=True)
 class Snapshot:
+    """The fields every snapshot has. Each provider that declares a snapshot section (`ProviderSpec.section`)
+    adds a field named after it (`snapshot.eks`), and the kube section gets the plugins' fields: the class
+    `Snapshot(...)` really makes is composed from the declarations (`cidrx.registry.snapshot_type`), so this
+    layer names no plugin and the JSON keys stay the plugins' names."""
+
     target: Target
     taken_at: str
-    kube: KubeSection
-    eks: EksSection | None = None
-    gke: GkeSection | None = None
-    fingerprint: str = ""
-    schema: str = SNAPSHOT_SCHEMA
+    if TYPE_CHECKING:
+        kube: KubeSection
+        fingerprint: str = ""
+        schema: str = SNAPSHOT_SCHEMA
+
+        def __getattr__(self, name: str) -> Any: ...  # a provider's section, by its name
+
+    # Written after the sections, last (a truncated file lacks them): (name, type, default).
+    TAIL_FIELDS: ClassVar[tuple[tuple[str, type, str], ...]] = (
+        ("fingerprint", str, ""),
+        ("schema", str, SNAPSHOT_SCHEMA),
+    )
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Snapshot:
+        # `Snapshot(...)` makes the composed class, which has the plugins' fields.
+        real = registry.snapshot_type() if cls is Snapshot else cls
+        return super().__new__(real)  # type: ignore[no-any-return]
 
 
 def snapshot_type() -> type[Snapshot]:
-    """`Snapshot`, with the section types its fields name resolvable (for decoding, validation, schemas)."""
-    registry.bind_sections(globals())
-    return Snapshot
+    """The snapshot class with every plugin's fields (for decoding, validation, schemas)."""
+    result: type[Snapshot] = registry.snapshot_type()
+    return result
+
+
+def with_sections(snap: Snapshot, **sections: Any) -> Snapshot:
+    """`snap` with provider sections set by name (`eks=...`): the fields the plugins add are not known to
+    type checkers, so providers set them through here."""
+    return dataclasses.replace(snap, **sections)
 
 
 def fingerprint_of(snap: Snapshot) -> str:

@@ -13,8 +13,8 @@ naming its path, instead of a crash deep in analysis or a plan that apply refuse
   it once the fields themselves are valid.
 
 Live collection does not go through this check: the collectors are the boundary for cloud and cluster
-data and derive or filter what they copy (e.g. a Whereabouts allocation key becomes `ip` "" when it
-decodes to no address); what they keep as raw evidence (IPPool `spec.range`) is typed plain `str`.
+data and derive or filter what they copy (e.g. an IPAM allocation key becomes `ip` "" when it
+decodes to no address); what they keep as raw evidence (a pool's configured range) is typed plain `str`.
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def first_problem(*problems: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class Problem:
-    path: str  # e.g. $.kube.whereabouts.pools[0].allocations[1].ip
+    path: str  # e.g. $.kube.<ipam>.pools[0].allocations[1].ip
     text: str  # what is wrong there, e.g. "is 'x', which is not an IPv4 or IPv6 address"
 
 

@@ -23,7 +23,7 @@ from cidrx.cli import boundary
 from cidrx.errors import InvalidInput
 from cidrx.model import codec
 from cidrx.model.plan import Plan, load_plan
-from cidrx.model.snapshot import Snapshot, load_snapshot, save_snapshot
+from cidrx.model.snapshot import Snapshot, load_snapshot, save_snapshot, snapshot_type
 from cidrx.model.snapshot import seal as seal_snapshot
 from cidrx.model.target import Target
 from tests.support.cli import one_line_error, run
@@ -416,7 +416,7 @@ def test_live_snapshot_to_stdout(moto_world: Any) -> None:
         },
     )
     assert result.exit_code == 0, result.output
-    snap = codec.loads(result.stdout, Snapshot, what="stdout")
+    snap = codec.loads(result.stdout, snapshot_type(), what="stdout")
     assert snap.eks is not None and snap.eks.vpc.vpc_id == moto_world.vpc_id
 
 

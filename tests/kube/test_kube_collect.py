@@ -24,8 +24,9 @@ from cidrx.kube.collect import (
     workload_env_from,
 )
 from cidrx.kube.errors import KubeUnavailable
-from cidrx.kube.model import EniConfig, KubeNode, KubePod
+from cidrx.kube.model import KubeNode, KubePod
 from cidrx.model.codec import canonical_json
+from cidrx.providers.eks.collect.cluster import EniConfig
 from tests.support.eks_cluster import SANDBOX_MESSAGE
 from tests.support.fakes.kube_server import FakeKubeServer
 from tests.support.kube_objects import (
@@ -148,7 +149,8 @@ def test_other_providers_do_not_read_aws_node(kube_server: FakeKubeServer, kubec
     section = collect_kube(str(kubeconfig_path), None, provider="gke")
     assert section.available and section.aws_node is None
     assert kube_server.count(plural="daemonsets") == 0
-    assert len(section.eniconfigs) == 2  # present CRD group: collected whatever the provider
+    # ENIConfigs are the AWS VPC CNI's: only EKS targets read them, even where the CRD group is served.
+    assert section.eniconfigs == () and kube_server.count(plural="eniconfigs") == 0
 
 
 @pytest.mark.parametrize("kube_server", [{"crds": False}], indirect=True)
@@ -268,7 +270,7 @@ def test_converters_on_plain_dicts() -> None:
 
     assert workload_env_from(aws_node(), "no-such-container") is None
 
-    section = section_from(["b", "a", "a"], [], [], [], None, [], "ctx")
+    section = section_from(["b", "a", "a"], [], [], [], "ctx")
     assert section.api_groups == ("a", "b") and section.available and section.context == "ctx"
 
 

@@ -28,7 +28,7 @@ from cidrx.cli.expand import STRATEGIES
 from cidrx.errors import InvalidInput
 from cidrx.model import codec
 from cidrx.model.plan import Plan, load_plan
-from cidrx.model.snapshot import Snapshot, fingerprint_of, load_snapshot
+from cidrx.model.snapshot import Snapshot, fingerprint_of, load_snapshot, snapshot_type
 from cidrx.render import FORMATS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -339,7 +339,7 @@ def _resealed(doc: dict[str, Any]) -> dict[str, Any]:
     """`doc` with the fingerprint of its content, as `cidrx snapshot` would have written it; unchanged when
     it does not even decode (then the loader refuses it, which the tests above cover)."""
     try:
-        snap = codec.loads(json.dumps(doc).encode(), Snapshot, what="fuzz")
+        snap = codec.loads(json.dumps(doc).encode(), snapshot_type(), what="fuzz")
     except InvalidInput:
         return doc
     return {**doc, "fingerprint": fingerprint_of(snap)}

@@ -14,11 +14,12 @@ from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
 from typing import Any
 
-from cidrx.kube.model import EniConfig, EnvVar, KubeEvent, KubeSection
+from cidrx.kube.model import EnvVar, KubeEvent, KubeSection
 from cidrx.model.plan import DIGEST_TAG, Plan, Step, save_plan
 from cidrx.model.plan import seal as seal_plan
 from cidrx.model.snapshot import Snapshot, load_snapshot, seal
 from cidrx.model.target import Target
+from cidrx.providers.eks.collect.cluster import EniConfig
 from cidrx.providers.eks.model import Addon, EksSection, InstanceType, Nodegroup, Peering, RouteTable, Subnet, VpcCidr
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "eks-demo-ip.snapshot.json"

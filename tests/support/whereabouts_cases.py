@@ -179,8 +179,6 @@ def kept_pods(pods: Iterable[JSON], section: WhereaboutsSection) -> list[PodStat
         (),
         (p for p in pods if (p.get("status") or {}).get("phase") not in FINISHED_PHASES),
         (),
-        None,
-        (),
         "",
         ipam_pod_refs=pod_refs(section),
         ipam_ranges=AddressRanges.of(_ipam_cidrs({"whereabouts": section})),

@@ -40,6 +40,10 @@ SPEC = ProviderSpec(
     section="cidrx.providers.eks.model:EksSection",
     terraform="cidrx.providers.eks.terraform:emit",
     kube_daemonset=("kube-system", "aws-node"),
+    kube_fields="cidrx.providers.eks.collect.cluster",
+    kube_collect="cidrx.providers.eks.collect.cluster:READS",
+    # Managed node groups, eksctl's groups, Karpenter's and EKS Auto Mode's nodes.
+    node_pool_labels=("eks.amazonaws.com/nodegroup", "alpha.eksctl.io/nodegroup-name", "karpenter.sh/nodepool"),
     # cidrx.providers.eks.collect.provisioners: node classes and NodePools when their groups are served,
     # and the Karpenter controller Deployment where its Helm chart installs it.
     kube_reads=(

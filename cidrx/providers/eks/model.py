@@ -314,6 +314,7 @@ class EksSection:
 
 def eks_section(snapshot: Snapshot) -> EksSection:
     """The snapshot's EKS section; a snapshot taken for another provider is refused (exit 2)."""
-    if snapshot.eks is None:
+    eks: EksSection | None = snapshot.eks
+    if eks is None:
         raise InvalidInput("this snapshot has no EKS section; it was taken for another provider")
-    return snapshot.eks
+    return eks

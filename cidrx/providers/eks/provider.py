@@ -32,7 +32,7 @@ class EksProvider:
 
     def collect(self, target: Target, access: Access, kube: KubeSection, taken_at: str) -> Snapshot:
         from cidrx.kube.collect import check_same_cluster
-        from cidrx.model.snapshot import Snapshot
+        from cidrx.model.snapshot import Snapshot, with_sections
         from cidrx.providers.eks.api import EksApi
         from cidrx.providers.eks.collect.provisioners import collect_provisioners
         from cidrx.providers.eks.collect.vpc import collect_eks
@@ -46,7 +46,7 @@ class EksProvider:
         eks = collect_provisioners(eks, api, kube, access)
         active = [c.cidr for c in eks.vpc.cidrs if c.state in ("associated", "associating")]
         check_same_cluster(kube, active, target)
-        return Snapshot(target=target, taken_at=taken_at, kube=kube, eks=eks)
+        return with_sections(Snapshot(target=target, taken_at=taken_at, kube=kube), eks=eks)
 
     def analyze(self, snapshot: Snapshot) -> Diagnosis:
         from cidrx.providers.eks.analyze.diagnosis import analyze

@@ -33,6 +33,10 @@ SPEC = ProviderSpec(
     actions="cidrx.providers.gke.actions:ACTIONS",
     default_strategy="cidrx.providers.gke.provider:default_strategy",
     kube_configmaps=(("kube-system", "ip-masq-agent"),),
+    kube_fields="cidrx.providers.gke.collect.cluster",
+    node_pool_labels=("cloud.google.com/gke-nodepool",),
+    pod_pool_labels=("cloud.google.com/gke-nodepool",),
+    kube_collect="cidrx.providers.gke.collect.cluster:READS",
 )
 
 STRATEGIES = (

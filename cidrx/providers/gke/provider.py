@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from cidrx import registry
 from cidrx.errors import InvalidInput
-from cidrx.model.snapshot import Snapshot
+from cidrx.model.snapshot import Snapshot, with_sections
 from cidrx.model.target import Target
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class GkeProvider:
         assert target.project is not None and target.location is not None  # resolve_target guarantees them
         gke = collect_gke(GkeApi(target.project, target.location), target.cluster)
         check_same_cluster(kube, [s.ip_cidr_range for s in gke.subnets], target)
-        return Snapshot(target=target, taken_at=taken_at, kube=kube, gke=gke)
+        return with_sections(Snapshot(target=target, taken_at=taken_at, kube=kube), gke=gke)
 
     def analyze(self, snapshot: Snapshot) -> Diagnosis:
         from cidrx.providers.gke.analyze.analyze import analyze

@@ -17,11 +17,11 @@ import pytest
 
 from cidrx.errors import InvalidInput
 from cidrx.kube.collect import section_from
-from cidrx.kube.model import EniConfig
 from cidrx.model.options import PlanOptions
 from cidrx.model.plan import Plan
 from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks.analyze.diagnosis import analyze
+from cidrx.providers.eks.collect.cluster import READS, EniConfig, Read
 from cidrx.providers.eks.facts.eniconfig import security_groups, select
 from cidrx.providers.eks.provider import PROVIDER
 from tests.support import eks_cases as cases
@@ -78,7 +78,7 @@ def test_node_records_keep_only_the_keys_ipamd_reads() -> None:
         "metadata": {"name": "aws-node", "namespace": "kube-system"},
         "spec": {"template": {"spec": {"containers": [{"name": "aws-node", "env": env}]}}},
     }
-    kube = section_from([], [node, {"metadata": {"name": "bare"}}], [], [], aws_node, [], "ctx")
+    kube = section_from([], [node, {"metadata": {"name": "bare"}}], [], [], "ctx", reads=(READS, Read(aws_node)))
     assert kube.node_eniconfig_labels == {"n1": {"my/eni": "cfg-label"}}
     assert kube.node_eniconfig_annotations == {"n1": {"my/annotation": "cfg-ann", "k8s.amazonaws.com/eniConfig": "ann"}}
 

@@ -14,7 +14,7 @@ import pytest
 
 from cidrx.errors import EXIT_ACCESS, AccessDenied
 from cidrx.model import codec
-from cidrx.model.snapshot import Snapshot, load_snapshot, save_snapshot
+from cidrx.model.snapshot import load_snapshot, save_snapshot, snapshot_type
 from cidrx.providers.gke.api import GkeApi
 from cidrx.providers.gke.collect.collect import (
     DEFAULT_MAX_PODS_PER_NODE,
@@ -373,7 +373,7 @@ def test_example_snapshot_is_the_collected_incident(gcp: FakeGcp, gke_api: GkeAp
         save_snapshot(snap, EXAMPLE)
     bundled = load_snapshot(EXAMPLE)  # also checks its fingerprint
     assert bundled == snap
-    assert codec.loads(EXAMPLE.read_bytes(), Snapshot, what="example") == snap
+    assert codec.loads(EXAMPLE.read_bytes(), snapshot_type(), what="example") == snap
     assert snap.target.label() == "gke:p1/australia-southeast1/demo-ip"
     assert [n.pod_cidrs for n in snap.kube.nodes] == [
         ("10.4.0.0/24",),

@@ -19,10 +19,11 @@ import pytest
 import yaml
 
 from cidrx.errors import StalePlan
-from cidrx.kube.model import ConfigMapData, EgressNatPolicy
+from cidrx.kube.model import ConfigMapData
 from cidrx.model.options import PlanOptions
 from cidrx.model.plan import Plan, load_plan
 from cidrx.model.snapshot import Snapshot, load_snapshot
+from cidrx.providers.gke.collect.cluster import EgressNatPolicy
 from cidrx.providers.gke.facts.masquerade import review_ip_masq, updated_config
 from cidrx.providers.gke.provider import PROVIDER
 from cidrx.render.terraform import render_terraform

@@ -10,7 +10,7 @@ from cidrx.model.snapshot import Snapshot
 
 
 def calico_section(snapshot: Snapshot) -> CalicoSection:
-    calico = snapshot.kube.calico
+    calico: CalicoSection | None = snapshot.kube.calico
     if calico is None:
         raise InvalidInput(
             f"no Calico IPAM found in {snapshot.target.label()} "
@@ -24,7 +24,7 @@ def current_section(plan: Plan, snapshot: Snapshot) -> CalicoSection:
     snapshot is of another target (InvalidInput) or Calico is gone from the cluster (StalePlan, exit 4)."""
     if snapshot.target != plan.target:
         raise InvalidInput(f"plan is for {plan.target.label()}, not {snapshot.target.label()}")
-    calico = snapshot.kube.calico
+    calico: CalicoSection | None = snapshot.kube.calico
     if calico is None:
         raise StalePlan("the plan is stale: Calico IPAM is no longer found in the cluster. Nothing was applied")
     return calico

@@ -42,7 +42,7 @@ ACTIONS = (RELEASE, DELETE_RESERVATION)  # the step actions its plans use, in pl
 
 
 def _section(snapshot: Snapshot) -> WhereaboutsSection:
-    section = snapshot.kube.whereabouts
+    section: WhereaboutsSection | None = snapshot.kube.whereabouts
     if section is None:
         raise InvalidInput(f"no Whereabouts found in {snapshot.target.label()} (its CRDs are not installed)")
     return section
@@ -243,7 +243,7 @@ def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> 
         raise InvalidInput(f"plan is for {plan.target.label()}, not {snapshot.target.label()}")
     if not plan.steps:
         return
-    section = snapshot.kube.whereabouts
+    section: WhereaboutsSection | None = snapshot.kube.whereabouts
     if section is None:
         raise StalePlan(
             "the plan is stale: Whereabouts is no longer found in the cluster (CRDs removed or not readable). "

@@ -10,13 +10,13 @@ from collections import defaultdict
 from dataclasses import replace
 
 from cidrx.errors import InvalidInput
-from cidrx.kube.collect import ENICONFIG_DEFAULT_KEY
 from cidrx.kube.model import KubeSection
 from cidrx.model.findings import Capacity, Diagnosis, Finding, FindingKind, Severity, make_diagnosis, utilization
 from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks.analyze.discovery import capacity as discovery_capacity
 from cidrx.providers.eks.analyze.discovery import findings as discovery_findings
 from cidrx.providers.eks.analyze.provisioners import pod_slots, provisioner_capacity, provisioner_findings
+from cidrx.providers.eks.collect.cluster import ENICONFIG_DEFAULT_KEY
 from cidrx.providers.eks.facts import discovery
 from cidrx.providers.eks.facts.cni import LABEL_DEF, ZONE_LABEL, CniConfig, cni_config, max_pods
 from cidrx.providers.eks.facts.discovery import ROLE_TAG, DiscoveryState

@@ -17,14 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cidrx.errors import InvalidInput
-from cidrx.kube.collect import (
+from cidrx.kube.model import KubeNode, KubeSection
+from cidrx.providers.eks.collect.cluster import (
     ENICONFIG_ANNOTATION_ENV,
     ENICONFIG_DEFAULT_KEY,
     ENICONFIG_EXTERNAL_LABEL,
     ENICONFIG_LABEL_ENV,
     eniconfig_keys,
 )
-from cidrx.kube.model import KubeNode, KubeSection
 from cidrx.providers.eks.facts.cni import ZONE_LABEL, CniConfig
 from cidrx.providers.eks.model import EksSection
 

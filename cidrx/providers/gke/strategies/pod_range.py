@@ -45,9 +45,10 @@ RANGE_NAME_MAX = 63  # RFC 1035 label, as for every compute resource name
 
 def gke_section(snapshot: Snapshot) -> GkeSection:
     """The snapshot's GKE section; InvalidInput when it was taken for another provider."""
-    if snapshot.gke is None:
+    gke: GkeSection | None = snapshot.gke
+    if gke is None:
         raise InvalidInput("this snapshot has no GKE section; it was taken for another provider")
-    return snapshot.gke
+    return gke
 
 
 def template_pool(snapshot: Snapshot, gke: GkeSection, name: str | None) -> NodePool | None:
