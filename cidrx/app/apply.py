@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from cidrx import registry
 from cidrx.app.diagnose import analyze, cluster_diagnosis, collect_cluster, collect_snapshot
-from cidrx.app.owners import cluster_only, owner_object, owner_spec, require_supported, step_apis
+from cidrx.app.owners import cluster_only, require_supported, step_apis
 from cidrx.errors import CidrxError, InvalidInput
 
 if TYPE_CHECKING:
@@ -58,15 +58,9 @@ def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> 
     its strategy declares. `begun`: the steps an earlier apply started (per the journal); in-cluster reclaim
     plans cannot tell their own deletions from someone else's without it."""
     declared = registry.strategy(plan.strategy)
-    if declared is not None and declared.drift:
-        registry.load(declared.drift)(plan, snapshot, begun)
-        return
-    # TRANSITION: until every strategy declares plan/drift, the owner object checks drift.
-    spec = owner_spec(plan)
-    if isinstance(spec, registry.IpamSpec):
-        owner_object(spec).check_drift(plan, snapshot, begun)
-        return
-    owner_object(spec).check_drift(plan, snapshot)
+    if declared is None:
+        raise InvalidInput(f"plan {plan.plan_id} has strategy {plan.strategy!r}, which this cidrx does not know")
+    registry.load(declared.drift)(plan, snapshot, begun)
 
 
 def executors(plan: Plan) -> dict[str, Executor]:

@@ -138,12 +138,6 @@ def address_maps(snapshot: Snapshot) -> tuple[Any, ...]:
     VPC's blocks, a GKE network's spaces) and the in-cluster IPAM pools, for the HTML map."""
     spec = require_supported(snapshot.target)
     own = registry.load(spec.maps)(snapshot) if spec.maps else provider(snapshot.target).address_maps(snapshot)
-    declared = [i for i in registry.ipams() if i.maps]
-    if declared:
-        kube = snapshot.kube
-        pools = [m for i in declared if (s := getattr(kube, i.field)) is not None for m in registry.load(i.maps)(s)]
-        return (*own, *pools)
-    # TRANSITION: until the IPAMs declare `maps`, their maps come from the shared module that draws them all.
     from cidrx.ipam.netmap import address_maps as ipam_maps
 
     return (*own, *ipam_maps(snapshot.kube))

@@ -53,18 +53,9 @@ def owner_object(spec: registry.ProviderSpec | registry.IpamSpec) -> Any:
 def cluster_only(plan: Plan) -> bool:
     """Whether `plan` changes only in-cluster objects: its apply re-reads only the cluster (no cloud
     credentials needed) and every step of it needs the cluster."""
-    spec = owner_spec(plan)
-    # TRANSITION: until every owner object declares `cluster_only`, an IPAM's plans are the cluster-only ones.
-    return bool(getattr(owner_object(spec), "cluster_only", isinstance(spec, registry.IpamSpec)))
+    return bool(owner_object(owner_spec(plan)).cluster_only)
 
 
 def step_apis(plan: Plan, access: Access, kube: KubeApi | None) -> Any:
     """What the executors (and undos) of `plan` reach through `ctx.apis`, from the owner of its strategy."""
-    owner = owner_object(owner_spec(plan))
-    apis = getattr(owner, "apis", None)
-    if apis is not None:
-        return apis(plan, access, kube)
-    # TRANSITION: until every owner object has `apis`, an in-cluster IPAM's steps reach only the cluster.
-    from cidrx.kube.api import KubeApis
-
-    return KubeApis(kube)
+    return owner_object(owner_spec(plan)).apis(plan, access, kube)

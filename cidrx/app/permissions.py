@@ -41,7 +41,10 @@ _AWS_ACTION = re.compile(r"^[a-z0-9-]+:[A-Za-z0-9]+$")
 _GCP_PERMISSION = re.compile(r"^[a-z]+(\.[A-Za-z]+){2,}$")
 # The cloud IAM systems a provider's permissions are written for (`ProviderSpec.iam`), by their notation.
 _NOTATIONS = {"aws": _AWS_ACTION, "gcp": _GCP_PERMISSION}
-_KUBE = re.compile(r"^kubernetes:\s*(?P<res>[a-z0-9.-]+)\s+(?P<verbs>[a-z]+(,[a-z]+)*)(\s+in\s+(?P<ns>[a-z0-9-]+))?$")
+_KUBE = re.compile(
+    r"^kubernetes:\s*(?P<res>[a-z0-9.-]+)\s+(?P<verbs>[a-z]+(,[a-z]+)*)(\s+in\s+(?P<ns>[a-z0-9-]+))?"
+    r"(\s+named\s+(?P<names>[a-z0-9.-]+(,[a-z0-9.-]+)*))?$"
+)
 
 
 class PermissionNotation(CidrxError):
@@ -54,11 +57,13 @@ class KubeGrant:
     resource: str
     verbs: tuple[str, ...]
     namespace: str | None = None
+    names: tuple[str, ...] = ()  # the only objects read or written (`... named a,b`), when the verbs allow naming
 
     def notation(self) -> str:
         res = f"{self.resource}.{self.group}" if self.group and UNGROUPED.get(self.resource) != self.group else ""
         where = f" in {self.namespace}" if self.namespace else ""
-        return f"{KUBE_PREFIX} {res or self.resource} {','.join(self.verbs)}{where}"
+        named = f" named {','.join(self.names)}" if self.names else ""
+        return f"{KUBE_PREFIX} {res or self.resource} {','.join(self.verbs)}{where}{named}"
 
 
 @dataclass(frozen=True)
@@ -94,7 +99,8 @@ def parse_kube(text: str) -> KubeGrant:
         plural, group = res, UNGROUPED[res]
     else:
         raise PermissionNotation(f"Kubernetes permission {text!r}: name the API group of {res!r}")
-    return KubeGrant(group, plural, tuple(m["verbs"].split(",")), m["ns"])
+    names = tuple(m["names"].split(",")) if m["names"] else ()
+    return KubeGrant(group, plural, tuple(m["verbs"].split(",")), m["ns"], names)
 
 
 def _kube(group: str, resource: str, *verbs: str, namespace: str | None = None) -> KubeGrant:
@@ -103,9 +109,7 @@ def _kube(group: str, resource: str, *verbs: str, namespace: str | None = None) 
 
 def resource_names() -> dict[tuple[str, str], tuple[str, ...]]:
     """The only objects of these resources cidrx touches; rules for them name the objects: the DaemonSets
-    and ConfigMaps the providers declare, and those their collectors read by name."""
-    from cidrx.providers import undeclared
-
+    and ConfigMaps the providers declare, and what the plugins' reads name (`kube_reads` ... `named X`)."""
     names: dict[tuple[str, str], list[str]] = {}
 
     def add(key: tuple[str, str], *found: str) -> None:
@@ -115,10 +119,9 @@ def resource_names() -> dict[tuple[str, str], tuple[str, ...]]:
     for spec in registry.providers():
         if spec.kube_daemonset is not None:
             add(("apps", "daemonsets"), spec.kube_daemonset[1])
-    # TRANSITION: until the plugins declare the objects their collectors read by name.
-    for table in undeclared.RESOURCE_NAMES.values():
-        for key, objects in table.items():
-            add(key, *objects)
+    for declared in (*registry.ipams(), *registry.providers()):
+        for grant in (parse_kube(text) for text in declared.kube_reads):
+            add((grant.group, grant.resource), *grant.names)
     for spec in registry.providers():
         add(("", "configmaps"), *(name for _ns, name in spec.kube_configmaps))
     return {key: tuple(found) for key, found in names.items() if found}
@@ -132,16 +135,11 @@ def collect_kube_grants(provider: str) -> tuple[KubeGrant, ...]:
     """What the Kubernetes collector reads for `provider` (cidrx.kube.collect.collect_with and the IPAM
     collectors it calls): one list per resource, and what each plugin read for its targets declares
     (`kube_reads`, the provider's DaemonSet and ConfigMaps)."""
-    from cidrx.providers import undeclared
-
     spec = registry.provider_spec(provider)
     reads = list(CLUSTER_READS)
     for ipam in registry.ipams():
         if not ipam.providers or provider in ipam.providers:
-            # TRANSITION: until every IPAM declares its collector's reads in `kube_reads`.
-            reads += [*undeclared.KUBE_READS.get(ipam.name, ()), *ipam.kube_reads]
-    # TRANSITION: until the plugins declare them, reads the cluster collector makes on every target.
-    reads += [r for every in undeclared.EVERY_TARGET_READS.values() for r in every]
+            reads += ipam.kube_reads
     grants = [parse_kube(text) for text in reads]
     if spec is not None and spec.kube_daemonset is not None:
         grants.append(_kube("apps", "daemonsets", "get", namespace=spec.kube_daemonset[0]))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from cidrx import registry
 from cidrx.app.diagnose import utc_now
-from cidrx.app.owners import owner_object, require_supported
+from cidrx.app.owners import require_supported
 from cidrx.errors import InvalidInput
 from cidrx.model.options import PlanOptions
 
@@ -85,13 +85,26 @@ def make_plan(snapshot: Snapshot, opts: PlanOptions) -> Plan:
     name = opts.strategy or ""
     if not name and spec.default_strategy:
         name = registry.load(spec.default_strategy)(snapshot, opts)
-    if not name and own and _declared_plan(own[0]):
+    if not name and own:
         name = own[0]
-    if name and _declared_plan(name):
-        return _run_plan(name, snapshot, opts)
-    # TRANSITION: until every strategy declares plan/drift, the provider object plans (and picks its default).
-    plan: Plan = owner_object(spec).make_plan(snapshot, opts, utc_now())
-    return plan
+    if not name:
+        what = spec.help.removeprefix("Target a ").removeprefix("Target an ").rstrip(".")
+        raise InvalidInput(f"{what}s ({spec.flag}) have no expand strategy of their own", hint=in_cluster_hint(spec))
+    return _run_plan(name, snapshot, opts)
+
+
+def in_cluster_hint(spec: registry.ProviderSpec) -> str:
+    """What to run on a target without strategies of its own: the in-cluster IPAMs' expand strategies and the
+    IPAMs `cidrx reclaim` takes."""
+    ipams = {i.name: i for i in registry.ipams()}
+    expand = [
+        f"--strategy {s.name} for {ipams[s.owner].title}"
+        for s in registry.strategies()
+        if s.owner in ipams and not s.reclaim
+    ]
+    owners = {s.owner for s in registry.strategies() if s.reclaim}
+    reclaim = f"`cidrx reclaim {spec.flag} --ipam {'|'.join(name for name in ipams if name in owners)}`"
+    return f"use {', '.join(expand)}, or {reclaim}" if expand else f"use {reclaim}"
 
 
 def make_reclaim_plan(snapshot: Snapshot, ipam_name: str) -> Plan:
@@ -105,11 +118,7 @@ def make_reclaim_plan(snapshot: Snapshot, ipam_name: str) -> Plan:
         raise InvalidInput(f"unknown IPAM {ipam_name!r}; choose one of {', '.join(reclaiming)}")
     require_pools(snapshot, spec)
     name = next(s.name for s in reclaims if s.owner == ipam_name)
-    if _declared_plan(name):
-        return _run_plan(name, snapshot, PlanOptions(strategy=name))
-    # TRANSITION: until every strategy declares plan/drift, the IPAM object makes its reclaim plan.
-    plan: Plan = owner_object(spec).make_reclaim_plan(snapshot, utc_now())
-    return plan
+    return _run_plan(name, snapshot, PlanOptions(strategy=name))
 
 
 def require_pools(snapshot: Snapshot, spec: registry.IpamSpec) -> None:
@@ -128,23 +137,12 @@ def _cluster_plan(snapshot: Snapshot, name: str, opts: PlanOptions) -> Plan:
     if not isinstance(spec, registry.IpamSpec) or not spec.ipam or spec.providers:
         raise InvalidInput(f"plan strategy {name!r} is not an in-cluster IPAM plan")
     require_pools(snapshot, spec)
-    if _declared_plan(name):
-        return _run_plan(name, snapshot, opts)
-    # TRANSITION: until every strategy declares plan/drift, the IPAM object makes its pool plan.
-    plan: Plan | None = owner_object(spec).make_pool_plan(snapshot, opts, utc_now())
-    if plan is None:
-        raise InvalidInput(f"--strategy {name} is not an expand plan {spec.title} can make")
-    return plan
-
-
-def _declared_plan(name: str) -> bool:
-    declared = registry.strategy(name)
-    return declared is not None and bool(declared.plan)
+    return _run_plan(name, snapshot, opts)
 
 
 def _run_plan(name: str, snapshot: Snapshot, opts: PlanOptions) -> Plan:
     """The plan of strategy `name`, made by the plan function it declares."""
     declared = registry.strategy(name)
-    assert declared is not None and declared.plan
+    assert declared is not None
     plan: Plan = registry.load(declared.plan)(snapshot, replace(opts, strategy=name), utc_now())
     return plan

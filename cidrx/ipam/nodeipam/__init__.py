@@ -16,7 +16,7 @@ SPEC = IpamSpec(
     providers=("k8s",),
     # What cidrx.ipam.nodeipam.collect reads besides the pods every collection lists: kubeadm's
     # ClusterConfiguration, when the controller-manager's static pod tells nothing.
-    kube_reads=("kubernetes: configmaps get in kube-system",),
+    kube_reads=("kubernetes: configmaps get in kube-system named kubeadm-config",),
 )
 
 STRATEGIES: tuple[Strategy, ...] = ()

@@ -45,13 +45,14 @@ SPEC = ProviderSpec(
     # Managed node groups, eksctl's groups, Karpenter's and EKS Auto Mode's nodes.
     node_pool_labels=("eks.amazonaws.com/nodegroup", "alpha.eksctl.io/nodegroup-name", "karpenter.sh/nodepool"),
     # cidrx.providers.eks.collect.provisioners: node classes and NodePools when their groups are served,
-    # and the Karpenter controller Deployment where its Helm chart installs it.
+    # and the Karpenter controller Deployment where its Helm chart installs it; collect.cluster: ENIConfigs.
     kube_reads=(
         "kubernetes: ec2nodeclasses.karpenter.k8s.aws list",
         "kubernetes: nodepools.karpenter.sh list",
         "kubernetes: nodeclasses.eks.amazonaws.com list",
-        "kubernetes: deployments.apps get in kube-system",
-        "kubernetes: deployments.apps get in karpenter",
+        "kubernetes: deployments.apps get in kube-system named karpenter",
+        "kubernetes: deployments.apps get in karpenter named karpenter",
+        "kubernetes: eniconfigs.crd.k8s.amazonaws.com list",
     ),
     permissions_help="AWS IAM policy (JSON) for EKS targets.",
     fleet_scope="region",
