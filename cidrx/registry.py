@@ -36,8 +36,15 @@ class _Spec:
     # ClusterRole `cidrx permissions` writes is derived from them.
     kube_reads: tuple[str, ...] = ()
     # "module:attr" of `address_maps(...)` giving its address maps (cidrx.model.netmap.NetworkMap) for the HTML
-    # report: a provider's takes the snapshot, an IPAM's its section of the kube section.
+    # report: a provider's takes the snapshot; an IPAM's takes its section of the kube section (None: not found)
+    # and the kube section itself (the pods that say which addresses are live).
     maps: str = ""
+
+    @property
+    def package(self) -> str:
+        """The package that declares it: where its code lives (e.g. for its findings' docs)."""
+        path = self.collect if isinstance(self, IpamSpec) else self.provider if isinstance(self, ProviderSpec) else ""
+        return path.partition(":")[0].rpartition(".")[0]
 
     @property
     def strategies(self) -> tuple[str, ...]:
@@ -188,6 +195,7 @@ def _ensure() -> None:
 def register(spec: ProviderSpec | IpamSpec, *strategies: Strategy) -> None:
     """Add a provider or IPAM and the strategies it owns (tests register throw-away ones), after the packages."""
     _ensure()
+    _COMPOSED.clear()  # the snapshot and kube section classes take the new plugin's fields
     if isinstance(spec, ProviderSpec):
         _PROVIDERS[spec.name] = spec
     else:
@@ -198,6 +206,7 @@ def register(spec: ProviderSpec | IpamSpec, *strategies: Strategy) -> None:
 
 def unregister(name: str) -> None:
     """Remove a provider or IPAM and its strategies (for tests that registered one)."""
+    _COMPOSED.clear()
     _PROVIDERS.pop(name, None)
     _IPAMS.pop(name, None)
     for s in [s for s in _STRATEGIES.values() if s.owner == name]:
@@ -217,6 +226,17 @@ def provider_names() -> tuple[str, ...]:
 def provider_spec(name: str) -> ProviderSpec | None:
     _ensure()
     return _PROVIDERS.get(name)
+
+
+def cloud_flags() -> tuple[str, ...]:
+    """The flags of the providers whose targets are clouds (not reached through kubeconfig alone)."""
+    return tuple(p.flag for p in providers() if not p.in_cluster)
+
+
+def context_commands() -> tuple[str, ...]:
+    """The commands that write a kubeconfig context for a cloud's cluster (`context_hint` without its
+    arguments), for hints about stale credentials."""
+    return tuple(p.context_hint.split(" {")[0].split(" --")[0] for p in providers() if p.context_hint)
 
 
 def ipams() -> tuple[IpamSpec, ...]:

@@ -134,8 +134,8 @@ def _through_context(finding: Finding, context: str) -> Finding:
 
 
 def address_maps(snapshot: Snapshot) -> tuple[Any, ...]:
-    """The address maps of the snapshot (cidrx.model.netmap.NetworkMap): the provider's networks (an EKS
-    VPC's blocks, a GKE network's spaces) and the in-cluster IPAM pools, for the HTML map."""
+    """The address maps of the snapshot (cidrx.model.netmap.NetworkMap): the provider's networks (its
+    `maps`: address blocks, private spaces) and the in-cluster IPAM pools, for the HTML map."""
     spec = require_supported(snapshot.target)
     own = registry.load(spec.maps)(snapshot) if spec.maps else provider(snapshot.target).address_maps(snapshot)
     from cidrx.ipam.netmap import address_maps as ipam_maps

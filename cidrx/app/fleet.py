@@ -4,8 +4,8 @@ Platform teams run one scheduled job over every cluster of an account or project
 collected and analysed on its own (a bounded thread pool: collection is network-bound), a cluster that
 cannot be read is reported with its error instead of stopping the others, and the job's exit code is
 the worst of all clusters. The Kubernetes side of a cloud cluster is read through the kubeconfig context
-that the provider's own tooling names for it (`aws eks update-kubeconfig`, `eksctl`, `gcloud ...
-get-credentials`); a cluster with no such context is diagnosed from the cloud side alone, and says so.
+that the provider's own tooling names for it (its `kube_context` hook: the context its CLI writes); a
+cluster with no such context is diagnosed from the cloud side alone, and says so.
 Bare cluster names are never matched: two clusters of the same name in different regions or accounts
 often share the same VPC ranges, so nothing downstream would notice the mix-up.
 """

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import re
 import sys
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from cidrx import registry
 from cidrx.cli.options import OutputFormat, TargetOptions, check_matches, fleet_target_options, resolve_target
 from cidrx.errors import ExitStatus, InvalidInput
 from cidrx.render import FORMATS
@@ -43,9 +45,12 @@ def exit_code_for(d: Diagnosis, fail_on: str) -> int:
     return ExitStatus.FINDINGS if any(f.severity.rank >= floor for f in d.findings) else ExitStatus.OK
 
 
-_FIX_COMMAND = re.compile(
-    r"cidrx (expand|reclaim) --(?:eks|gke|k8s)(?: --(?:region|project|location|cluster|context) [^\s`,;]+)*"
-)
+@functools.cache
+def _fix_command() -> re.Pattern[str]:
+    """A fix command of a finding: `cidrx expand|reclaim --<provider>` and its target options."""
+    flags = "|".join(re.escape(p.name) for p in registry.providers())
+    options = "|".join(sorted({o for p in registry.providers() for o in p.requires} | {"cluster", "context"}))
+    return re.compile(rf"cidrx (expand|reclaim) --(?:{flags})(?: --(?:{options}) [^\s`,;]+)*")
 
 
 def offline_fixes(d: Diagnosis, path: str) -> Diagnosis:
@@ -54,7 +59,7 @@ def offline_fixes(d: Diagnosis, path: str) -> Diagnosis:
     import shlex
 
     def offline(text: str) -> str:
-        return _FIX_COMMAND.sub(lambda m: f"cidrx {m[1]} --snapshot {shlex.quote(path)}", text)
+        return _fix_command().sub(lambda m: f"cidrx {m[1]} --snapshot {shlex.quote(path)}", text)
 
     findings = tuple(dataclasses.replace(f, remediation=offline(f.remediation)) for f in d.findings)
     return dataclasses.replace(d, findings=findings)

@@ -18,7 +18,7 @@ import click
 from cidrx import registry
 from cidrx.cli import boundary
 from cidrx.cli.diagnose import get_snapshot, reading_status
-from cidrx.cli.options import OutputFormat, TargetOptions, check_matches, target_options
+from cidrx.cli.options import OutputFormat, RegisteredChoice, TargetOptions, check_matches, target_options
 from cidrx.cli.snapshot import write_atomically
 from cidrx.errors import CidrxError, InvalidInput
 from cidrx.render import PLAN_FORMATS, render_plan
@@ -308,7 +308,7 @@ def apply_and_emit(
 )
 @click.option(
     "--strategy",
-    type=click.Choice(STRATEGIES),
+    type=RegisteredChoice(registry.expand_strategies),
     help=STRATEGY_HELP,
 )
 @click.option("--cidr", metavar="CIDR", help="Range to add (default: the first free one that is allowed).")

@@ -195,3 +195,20 @@ def check_matches(opts: TargetOptions, target: Target, what: str) -> None:
             wrong.append(f"--{name} {given}")
     if wrong:
         raise InvalidInput(f"{what} is for {target.label()}, but {', '.join(wrong)} was given")
+
+
+class RegisteredChoice(click.Choice[str]):
+    """A Choice of names the registry gives when asked, so that a plugin registered after the CLI was built
+    (one line in a test, or a package imported later) is among them in parsing and in `--help`."""
+
+    def __init__(self, names: Callable[[], Sequence[str]]) -> None:
+        self._names = names
+        super().__init__(names())
+
+    @property  # type: ignore[override]
+    def choices(self) -> Sequence[str]:
+        return tuple(self._names())
+
+    @choices.setter
+    def choices(self, value: Sequence[str]) -> None:
+        """Set by click.Choice.__init__; the registry stays the source."""

@@ -10,28 +10,20 @@ else (IPv6, CIDRs, junk) still goes through `ipaddress`, so every function here 
 from __future__ import annotations
 
 import ipaddress
-import re
 from ipaddress import IPv4Network
 
+from cidrx.model.validation import CANONICAL_V4, v4_int
+
 _V4_SPACE = 1 << 32
-_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
-# A dotted quad without leading zeros, optionally with a prefix length 0-32: always valid for ipaddress too
-# (the spelling cidrx.model.validation accepts without ipaddress).
-_CANONICAL_V4 = re.compile(rf"({_OCTET}(?:\.{_OCTET}){{3}})(?:/(3[0-2]|[12]?[0-9]))?")
-
-
-def _v4_int(quad: str) -> int:
-    a, b, c, d = quad.split(".")
-    return (int(a) << 24) | (int(b) << 16) | (int(c) << 8) | int(d)
 
 
 def v4_value(text: str) -> int | None:
     """The integer of `text` when it is an IPv4 address as `ipaddress.ip_address` accepts one (a dotted quad
     without leading zeros or a prefix); None for everything else."""
-    found = _CANONICAL_V4.fullmatch(text)
+    found = CANONICAL_V4.fullmatch(text)
     if found is None or found[2] is not None:
         return None
-    return _v4_int(text)
+    return v4_int(text)
 
 
 def v4_text(value: int) -> str:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import msgspec
 
+from cidrx import registry
 from cidrx.errors import AccessDenied, CidrxError, CloudError
 from cidrx.kube.errors import AlreadyExists, Conflict, KubeUnavailable, NotFound, PatchTestFailed, one_line
 from cidrx.kube.kubeconfig import SERVICE_ACCOUNT, in_cluster, kubeconfig_paths, merge_kubeconfigs
@@ -124,7 +125,8 @@ def load_config(kubeconfig: str | None, context: str | None) -> tuple[SingleConf
             raise KubeUnavailable(
                 "no Kubernetes configuration: --kubeconfig not given, $KUBECONFIG not set, ~/.kube/config "
                 "missing, and not running in a pod",
-                hint="pass --kubeconfig/--context (with --eks or --gke, --no-kube skips the in-cluster checks)",
+                hint=f"pass --kubeconfig/--context (with {' or '.join(registry.cloud_flags())}, --no-kube skips the "
+                "in-cluster checks)",
             )
         if context:
             raise AccessDenied(f"context {context} not found: running in a pod with no kubeconfig")
@@ -250,7 +252,7 @@ class KubeApi:
         except ConfigError as exc:  # e.g. an auth-provider user (removed from kubectl too)
             raise AccessDenied(
                 f"context {self.context}: {one_line(str(exc))}",
-                hint="use an exec credential plugin (gke-gcloud-auth-plugin, aws eks get-token)",
+                hint="use an exec credential plugin (the one your cloud's CLI writes into the kubeconfig)",
             ) from None
         except OSError as exc:  # unreadable CA / client certificate files
             raise KubeUnavailable(f"context {self.context}: {one_line(str(exc))}") from None
@@ -294,7 +296,7 @@ class KubeApi:
                 return AccessDenied(
                     f"unauthorized: the Kubernetes API at {self.server} rejected the credentials of context "
                     f"{self.context}",
-                    hint="refresh them (aws eks update-kubeconfig, gcloud container clusters get-credentials)",
+                    hint=f"refresh them ({', '.join(registry.context_commands())})",
                 )
             if code == 403:
                 group = f'"{call.group}"'

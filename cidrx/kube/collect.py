@@ -53,7 +53,7 @@ from cidrx.kube.records import (
     PodStatus,
 )
 from cidrx.model.target import Target
-from cidrx.model.validation import _CANONICAL_V4, _v4_int, is_ip_address
+from cidrx.model.validation import CANONICAL_V4, is_ip_address, v4_int
 
 JSON = Mapping[str, Any]
 
@@ -214,10 +214,10 @@ class AddressRanges:
     def of(cls, cidrs: Iterable[str]) -> AddressRanges:
         spans: list[tuple[int, int]] = []
         for cidr in cidrs:
-            quad = _CANONICAL_V4.fullmatch(cidr)
+            quad = CANONICAL_V4.fullmatch(cidr)
             if quad is not None:  # the common case, without ipaddress: a dotted quad, with or without a prefix
                 host = (1 << (32 - int(quad[2] or 32))) - 1
-                first = _v4_int(quad[1]) & ~host
+                first = v4_int(quad[1]) & ~host
                 spans.append((first, first | host))
                 continue
             try:

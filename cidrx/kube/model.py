@@ -101,7 +101,7 @@ class PodState:
 
 @dataclass(frozen=True)
 class ConfigMapData:
-    """A ConfigMap a provider's plans read (e.g. kube-system/ip-masq-agent on GKE), with the resourceVersion a
+    """A ConfigMap a provider's plans read (its `kube_configmaps`), with the resourceVersion a
     guarded write needs."""
 
     namespace: str
@@ -123,8 +123,8 @@ class KubeSection:
     api_groups: tuple[str, ...] = ()
     nodes: tuple[KubeNode, ...] = ()
     pods_per_node: dict[str, int] = field(default_factory=dict)  # pod-network pods, not hostNetwork
-    # hostNetwork pods count against a node's max pods but take no pod address (GKE still reserves the
-    # per-node block for them), keyed by node; only non-zero entries.
+    # hostNetwork pods count against a node's max pods but take no pod address (a provider may still reserve
+    # per-node address space for them), keyed by node; only non-zero entries.
     host_network_pods_per_node: dict[str, int] = field(default_factory=dict)
     waiting_pods: tuple[KubePod, ...] = ()
     events: tuple[KubeEvent, ...] = ()

@@ -40,7 +40,7 @@ class Area:
 
 @dataclass(frozen=True)
 class NetworkMap:
-    """The areas inside one extent (a VPC CIDR block, a private address space of a GKE network, an IPAM
+    """The areas inside one extent (an address block of a cloud network, a private address space, an IPAM
     pool), in address order. `kind`/`name` become the unallocated Capacity row's kind and name."""
 
     kind: str

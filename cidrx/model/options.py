@@ -13,7 +13,7 @@ from dataclasses import dataclass
 class PlanOptions:
     """What `expand --plan` may choose; each provider maps it to its own options type.
 
-    `pool_name` / `template` name the new node group (EKS) or node pool (GKE) and the one it copies.
+    `pool_name` / `template` name the new node group or pool and the one it copies.
     """
 
     strategy: str | None = None

@@ -27,7 +27,7 @@ SNAPSHOT_SCHEMA = "cidrx.snapshot/v1"
 @dataclass(frozen=True)
 class Snapshot:
     """The fields every snapshot has. Each provider that declares a snapshot section (`ProviderSpec.section`)
-    adds a field named after it (`snapshot.eks`), and the kube section gets the plugins' fields: the class
+    adds a field named after it (`snapshot.<provider name>`), and the kube section gets the plugins' fields: the class
     `Snapshot(...)` really makes is composed from the declarations (`cidrx.registry.snapshot_type`), so this
     layer names no plugin and the JSON keys stay the plugins' names."""
 
@@ -59,7 +59,7 @@ def snapshot_type() -> type[Snapshot]:
 
 
 def with_sections(snap: Snapshot, **sections: Any) -> Snapshot:
-    """`snap` with provider sections set by name (`eks=...`): the fields the plugins add are not known to
+    """`snap` with provider sections set by name (`<provider name>=...`): the fields the plugins add are not known to
     type checkers, so providers set them through here."""
     return dataclasses.replace(snap, **sections)
 

@@ -27,7 +27,7 @@ class Target:
             raise ValueError(f"unknown provider {self.provider!r} (cidrx knows {known})")
 
     def label(self) -> str:
-        """Short human name, e.g. `eks:ap-southeast-2/demo`."""
+        """Short human name: `<provider>:<region or project/location or context>/<cluster>`."""
         where = self.region or (f"{self.project}/{self.location}" if self.project else self.context or "")
         return f"{self.provider}:{where}/{self.cluster}" if where else f"{self.provider}:{self.cluster}"
 

@@ -38,10 +38,10 @@ _MAX_SHOWN = 60  # characters of a bad value quoted in the error
 
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 # Dotted quad without leading zeros, optionally with a prefix length 0-32: always valid for ipaddress too.
-_CANONICAL_V4 = re.compile(rf"({_OCTET}(?:\.{_OCTET}){{3}})(?:/(3[0-2]|[12]?[0-9]))?")
+CANONICAL_V4 = re.compile(rf"({_OCTET}(?:\.{_OCTET}){{3}})(?:/(3[0-2]|[12]?[0-9]))?")
 
 
-def _v4_int(quad: str) -> int:
+def v4_int(quad: str) -> int:
     a, b, c, d = quad.split(".")
     return (int(a) << 24) | (int(b) << 16) | (int(c) << 8) | int(d)
 
@@ -60,13 +60,13 @@ class AddressRule:
     def accepts(self, text: str) -> bool:
         if not text:
             return self.empty
-        canonical = _CANONICAL_V4.fullmatch(text)
+        canonical = CANONICAL_V4.fullmatch(text)
         if canonical is not None:  # the common case, without ipaddress (a 60,000-pod snapshot has many)
             bits = canonical[2]
             if bits is None:
                 return self.address
             host = (1 << (32 - int(bits))) - 1
-            return self.network and _v4_int(canonical[1]) & host == 0
+            return self.network and v4_int(canonical[1]) & host == 0
         try:
             if "/" in text:
                 version = ipaddress.ip_network(text).version if self.network else 0

@@ -4,7 +4,7 @@ Pure: a Diagnosis, the snapshot's address maps (cidrx.model.netmap) and optional
 document out. Nothing is loaded from anywhere (inline CSS and SVG, no script, no fonts, no images), so
 the file can be attached to a ticket or opened from a CI artefact offline.
 
-Each map draws one extent (a VPC CIDR block, a private space of a GKE network, an IPAM pool) as a row of
+Each map draws one extent (an address block of a cloud network, a private address space, an IPAM pool) as a row of
 boxes in address order: every range in it and every unallocated gap between them. Address spaces differ
 by many orders of magnitude (a /27 subnet in a /16 block is 1/2048 of it), so a box's width grows with
 the logarithm of its size, not linearly, and each box says its exact size; inside a range box, reserved,

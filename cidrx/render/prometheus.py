@@ -6,10 +6,10 @@ of a person finding out from ContainerCreating pods. Metric names and labels are
 docs/metrics.md and are a stable interface: renaming one breaks users' alert rules.
 
 Every capacity row becomes one sample per figure, labelled {target, kind, name, cidr, zone}. Per-kind
-figures a row may carry in an optional `extra` mapping (e.g. Whereabouts `stale`, Calico `borrowed`) become
+figures a row may carry in an optional `extra` mapping (e.g. an IPAM's `stale` or `borrowed` addresses) become
 `cidrx_capacity_<figure>` gauges with the same labels. Findings become counts by severity and one
 `cidrx_finding` sample per (id, severity, subject). Pure: a Diagnosis in, text out. `metric_families` is
-the one list of families both this text renderer and `cidrx exporter` (cidrx/exporter.py) serve.
+the one list of families both this text renderer and `cidrx exporter` (cidrx/app/exporter.py) serve.
 """
 
 from __future__ import annotations

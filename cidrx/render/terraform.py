@@ -5,8 +5,8 @@ A change made with `cidrx expand --apply` is drift to such a team until their co
 (Terraform >= 1.5) for what an apply already created, so `terraform plan` adopts it instead of creating it
 twice. Pure: plan (and the ids a journal recorded per step) in, text out; the CLI reads the journal.
 
-Resources that exist before the plan and that Terraform manages as a whole (a GCE subnetwork's list of
-secondary ranges, a GKE cluster's additional pod ranges) are not emitted as resources: a partial copy
+Resources that exist before the plan and that Terraform manages as a whole (a cloud subnet's list of
+secondary ranges, a cluster's list of additional pod ranges) are not emitted as resources: a partial copy
 would undo everything it does not list. They come as commented snippets to merge into the team's own
 resource, between `# >>> snippet` and `# <<< snippet` lines.
 """
@@ -80,14 +80,21 @@ def _header(plan: Plan, generated_by: str) -> Comment:
     return Comment("\n".join(lines))
 
 
+def terraform_strategies() -> tuple[str, ...]:
+    """The expand strategies whose owner writes Terraform (declares `terraform`)."""
+    owners = {s.name for s in (*registry.providers(), *registry.ipams()) if s.terraform}
+    return tuple(
+        s for s in registry.expand_strategies() if (d := registry.strategy(s)) is not None and d.owner in owners
+    )
+
+
 def render_terraform(plan: Plan, outputs: StepOutputs | None = None, *, generated_by: str = "") -> str:
     """HCL for `plan`. `outputs` (step id -> ids the apply recorded, from the journal) adds import blocks."""
     if plan.strategy in registry.reclaim_strategies():
         raise InvalidInput(
             f"a {plan.strategy} plan releases addresses inside the cluster's IPAM; there is nothing in it for "
             "Terraform to manage",
-            hint="--emit terraform works with expand plans (custom-networking, prefix-delegation, node-pool, "
-            "cluster-range, calico-pool)",
+            hint=f"--emit terraform works with expand plans ({', '.join(terraform_strategies())})",
         )
     e = Emitter(plan, outputs or {})
     strategy = registry.strategy(plan.strategy)

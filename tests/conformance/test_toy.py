@@ -3,8 +3,6 @@ line: registered with one `registry.register(...)` call, and named nowhere else,
 derived from the declarations: `cidrx expand --help`, the ClusterRole `cidrx permissions` writes (its
 collector's `kube_reads`, its steps' permissions), the HTML report's address maps (its `maps` hook) and the
 findings catalogue `python -m tools.docgen` writes (its finding kinds, grouped under its title).
-
-Some of these derivations are being built as this is written; their tests are marked TRANSITION until then.
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ from tests.support.cases import MissingCase, case_for
 from tests.support.cli import run
 from tests.support.fakes.kube_server import FakeKubeServer
 
-TRANSITION = pytest.mark.xfail(reason="TRANSITION: needs the app/ipam lanes' derivations", strict=False)
 STRATEGY = toy.STRATEGIES[0]
 
 
@@ -84,14 +81,12 @@ def test_its_step_permissions_are_in_every_cluster_role(registered: None) -> Non
         assert any(s["strategy"] == STRATEGY.name for s in doc["steps"])
 
 
-@TRANSITION
 def test_its_strategy_shows_in_expand_help(registered: None) -> None:
     result = run("expand", "--help")
     assert result.exit_code == 0, result.output
     assert STRATEGY.name in result.output
 
 
-@TRANSITION
 def test_its_kube_reads_are_in_the_cluster_role(registered: None) -> None:
     result = run("permissions", "--k8s", "--for", "diagnose", "-o", "json")
     assert result.exit_code == 0, result.output
@@ -102,17 +97,14 @@ def test_its_kube_reads_are_in_the_cluster_role(registered: None) -> None:
 def test_its_maps_hook_gives_address_maps(registered: None) -> None:
     """What can be asserted without the snapshot carrying a toy section: the declared hook gives the maps the
     HTML report draws."""
+    from cidrx.kube.model import KubeSection
     from cidrx.model.netmap import NetworkMap
 
-    maps = registry.load(toy.SPEC.maps)(ToySection((ToyPool("blue", "10.99.0.0/24", used=7),)))
+    section = ToySection((ToyPool("blue", "10.99.0.0/24", used=7),))
+    maps = registry.load(toy.SPEC.maps)(section, KubeSection(available=True))
     assert [type(m) for m in maps] == [NetworkMap] and maps[0].title == "Toy pool blue 10.99.0.0/24"
 
 
-@pytest.mark.xfail(
-    reason="TRANSITION: the kube section has one field per IPAM (calico, whereabouts, node_ipam), so a snapshot "
-    "cannot carry the toy's section without editing shared code; needs the kube/app lanes' generic sections",
-    strict=False,
-)
 def test_its_address_map_is_in_the_html_report(registered: None, tmp_path: Path) -> None:
     with FakeKubeServer() as server, pytest.MonkeyPatch.context() as mp:
         mp.delenv("KUBECONFIG", raising=False)
@@ -129,7 +121,6 @@ def test_its_address_map_is_in_the_html_report(registered: None, tmp_path: Path)
     assert "Toy pool blue 10.99.0.0/24" in page.stdout
 
 
-@TRANSITION
 def test_its_findings_are_grouped_under_its_title_in_the_findings_docs(registered: None) -> None:
     from tools.docgen import render_findings_md
 

@@ -209,9 +209,11 @@ def test_catalogue_refuses_one_id_declared_twice_differently() -> None:
 
 def test_a_kind_exported_by_several_providers_is_listed_once_for_any_target() -> None:
     shared = FindingKind("ANY-X", "shared", (Severity.INFO,))
-    a = docgen.Declaration("p.a", "cidrx/providers/eks/analyze.py", (shared,))
+    a = docgen.Declaration("cidrx.providers.eks.analyze", "cidrx/providers/eks/analyze.py", (shared,))
     b = docgen.Declaration(
-        "p.b", "cidrx/providers/gke/analyze.py", (shared, FindingKind("GKE-Y", "y", (Severity.WARNING,)))
+        "cidrx.providers.gke.analyze",
+        "cidrx/providers/gke/analyze.py",
+        (shared, FindingKind("GKE-Y", "y", (Severity.WARNING,))),
     )
     entries = {e.id: e for e in docgen.catalogue([a, b])}
     assert entries["ANY-X"].group == docgen.ANY_TARGET

@@ -86,8 +86,14 @@ class CatalogueEntry:
 
 
 def declarations(package: str = "cidrx") -> list[Declaration]:
-    """Every module of `package` that exports `KINDS`, imported (modules import SDKs lazily, so this is
-    cheap and needs no cloud)."""
+    """Every module of `package`, and of each registered plugin that lives outside it, that exports `KINDS`,
+    imported (modules import SDKs lazily, so this is cheap and needs no cloud)."""
+    specs = [*registry.providers(), *registry.ipams()]
+    roots = [package, *(s.package for s in specs if s.package and not s.package.startswith(f"{package}."))]
+    return sorted((d for root in dict.fromkeys(roots) for d in _declarations_in(root)), key=lambda d: d.path)
+
+
+def _declarations_in(package: str) -> list[Declaration]:
     root = importlib.import_module(package)
     out = []
     for info in pkgutil.walk_packages(root.__path__, prefix=f"{package}."):
@@ -101,14 +107,16 @@ def declarations(package: str = "cidrx") -> list[Declaration]:
             raise DocgenError(f"{info.name}.KINDS must be a tuple of FindingKind")
         path = Path(inspect.getfile(module)).resolve().relative_to(ROOT).as_posix()
         out.append(Declaration(info.name, path, kinds))
-    return sorted(out, key=lambda d: d.path)
+    return out
 
 
-def _group_of(path: str) -> str:
-    """The package a finding is raised in: `cidrx/providers/eks/...` -> "eks", `cidrx/kube/...` -> "kube"."""
-    parts = path.split("/")
-    if len(parts) > 3 and parts[1] in ("providers", "ipam"):
-        return parts[2]
+def _group_of(module: str) -> str:
+    """The plugin whose package declares a finding (its name), else the cidrx package it is raised in
+    (`cidrx.model...` -> "model")."""
+    for spec in (*registry.providers(), *registry.ipams()):
+        if spec.package and (module == spec.package or module.startswith(f"{spec.package}.")):
+            return spec.name
+    parts = module.split(".")
     return parts[1] if len(parts) > 2 else ""
 
 
@@ -118,7 +126,9 @@ def catalogue(decls: Sequence[Declaration] | None = None) -> list[CatalogueEntry
     id. Refuses an id declared twice with different meanings or severities."""
     headings = plugin_headings()
     by_id: dict[str, list[tuple[FindingKind, str]]] = {}
-    for d in declarations() if decls is None else decls:
+    decls = declarations() if decls is None else decls
+    modules = {d.path: d.module for d in decls}
+    for d in decls:
         for kind in d.kinds:
             by_id.setdefault(kind.id, []).append((kind, d.path))
     entries = []
@@ -127,7 +137,7 @@ def catalogue(decls: Sequence[Declaration] | None = None) -> list[CatalogueEntry
         if any(k != kind for k, _ in found[1:]):
             where = ", ".join(p for _, p in found)
             raise DocgenError(f"{fid} is declared differently in {where}: declare it once and import it")
-        groups = {_group_of(p) for _, p in found}
+        groups = {_group_of(modules[p]) for _, p in found}
         # Kinds declared in the model (not by a provider or IPAM) are raised for every target.
         any_target = len(groups) > 1 or groups == {"model"}
         group = ANY_TARGET if any_target else headings.get(next(iter(groups)), "Other")

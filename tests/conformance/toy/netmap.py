@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from ipaddress import IPv4Network
 
+from cidrx.kube.model import KubeSection
 from cidrx.model.netmap import Area, NetworkMap
 from tests.conformance.toy.model import ToySection
 
 
-def address_maps(section: ToySection) -> list[NetworkMap]:
+def address_maps(section: ToySection | None, kube: KubeSection) -> list[NetworkMap]:
+    if section is None:
+        return []
     out = []
     for pool in section.pools:
         size = IPv4Network(pool.cidr).num_addresses
