@@ -11,15 +11,14 @@ cluster alone and needs no cloud credentials).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from cidrx.engine.executor import Executor
     from cidrx.kube.api import KubeApi
     from cidrx.kube.model import KubeSection
     from cidrx.model.findings import Capacity, Diagnosis, Finding
-    from cidrx.model.options import Access, PlanOptions
+    from cidrx.model.options import Access
     from cidrx.model.plan import Plan
     from cidrx.model.snapshot import Snapshot
     from cidrx.model.target import Target
@@ -39,19 +38,15 @@ class PlanOwner(Protocol):
 
 
 class Provider(Protocol):
-    """The object a provider package exports (named in its registry entry by `provider`). analyze,
-    make_plan, check_drift and address_maps are pure; `cloud_permissions` is what collect (and fleet
-    listing) reads."""
+    """The object a provider package exports (named in its registry entry by `provider`). analyze and
+    address_maps are pure; `cloud_permissions` is what collect (and fleet listing) reads. Plans, drift checks
+    and executors are its strategies' own (their declarations), never the provider object's."""
+
+    cluster_only: bool
 
     def collect(self, target: Target, access: Access, kube: KubeSection, taken_at: str) -> Snapshot: ...
 
     def analyze(self, snapshot: Snapshot) -> Diagnosis: ...
-
-    def make_plan(self, snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan: ...
-
-    def check_drift(self, plan: Plan, snapshot: Snapshot) -> None: ...
-
-    def executors(self) -> Mapping[str, Executor]: ...
 
     def apis(self, plan: Plan, access: Access, kube: KubeApi | None) -> Any: ...
 
@@ -66,13 +61,3 @@ class Ipam(Protocol):
     def analyze(self, section: Any, kube: KubeSection) -> tuple[list[Capacity], list[Finding]]:
         """Capacity and findings of its `section` of the snapshot's kube section (never None here)."""
         ...
-
-    def make_reclaim_plan(self, snapshot: Snapshot, created_at: str) -> Plan: ...
-
-    def make_pool_plan(self, snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan | None:
-        """A plan adding address space (None: it has no such strategy)."""
-        ...
-
-    def check_drift(self, plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> None: ...
-
-    def executors(self) -> Mapping[str, Executor]: ...

@@ -10,21 +10,20 @@ IPAMs collected for `k8s` targets only (their `providers` name it) and reachabil
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
 
 if TYPE_CHECKING:
-    from cidrx.engine.executor import Executor
     from cidrx.kube.api import KubeApi
     from cidrx.kube.model import KubeSection
     from cidrx.model.findings import Diagnosis
-    from cidrx.model.options import Access, PlanOptions
+    from cidrx.model.options import Access
     from cidrx.model.plan import Plan
 
-# No expand strategy of its own yet; the in-cluster IPAMs' expand and reclaim plans come from cidrx.ipam.dispatch.
+# No expand strategy of its own: the in-cluster IPAMs' expand and reclaim plans are theirs (cidrx.app.plan).
 cluster_only = False  # its targets are reached through `apis` (cidrx.kube.api.KubeApis), like a cloud's
 
 
@@ -56,37 +55,6 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
             )
         )
     return make_diagnosis(snapshot.target, snapshot.fingerprint, capacity, findings)
-
-
-def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
-    from cidrx.errors import InvalidInput
-
-    raise InvalidInput(
-        "plain Kubernetes clusters (--k8s) have no expand strategy of their own", hint=_in_cluster_hint()
-    )
-
-
-def _in_cluster_hint() -> str:
-    """What to run instead: the in-cluster IPAMs' expand strategies and the IPAMs `cidrx reclaim` takes."""
-    from cidrx import registry
-
-    ipams = {i.name: i for i in registry.ipams()}
-    expand = [
-        f"--strategy {s.name} for {ipams[s.owner].title}"
-        for s in registry.strategies()
-        if s.owner in ipams and not s.reclaim
-    ]
-    owners = {s.owner for s in registry.strategies() if s.reclaim}
-    reclaim = f"`cidrx reclaim --k8s --ipam {'|'.join(name for name in ipams if name in owners)}`"
-    return f"use {', '.join(expand)}, or {reclaim}" if expand else f"use {reclaim}"
-
-
-def check_drift(plan: Plan, snapshot: Snapshot) -> None:
-    """Nothing to check: a --k8s target has no plans of its own (in-cluster plans check their own basis)."""
-
-
-def executors() -> Mapping[str, Executor]:
-    return {}
 
 
 def apis(plan: Plan, access: Access, kube: KubeApi | None) -> Any:

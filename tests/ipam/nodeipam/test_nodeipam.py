@@ -29,6 +29,7 @@ from cidrx.kube.api import KubeApi
 from cidrx.kube.collect import collect_with
 from cidrx.kube.model import KubeEvent, KubeNode, KubeSection
 from cidrx.model.findings import Severity
+from cidrx.model.options import PlanOptions
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target
 from cidrx.providers.k8s import provider as k8s
@@ -424,8 +425,8 @@ def test_provider_entry_points() -> None:
 
     spec = registry.provider_spec("k8s")
     assert spec is not None and spec.strategies == ()
-    assert k8s.executors() == {}
     assert k8s.apis(None, None, None).kube is None  # type: ignore[arg-type]
-    assert k8s.check_drift(None, snap) is None  # type: ignore[arg-type,func-returns-value]
-    with pytest.raises(InvalidInput, match="no expand strategy"):
-        k8s.make_plan(snap, None, "2024-05-02T10:00:00Z")  # type: ignore[arg-type]
+    from cidrx.app.plan import make_plan
+
+    with pytest.raises(InvalidInput, match=r"plain Kubernetes clusters \(--k8s\) have no expand strategy"):
+        make_plan(snap, PlanOptions())
