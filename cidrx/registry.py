@@ -27,7 +27,6 @@ class _Spec:
     finding_prefix: str
     section: str = ""  # its snapshot section's dataclass
     terraform: str = ""  # the Terraform emitter of its plans (`--emit terraform`)
-    actions: str = ""  # the tuple of every `Action` its plans' steps use
     # "module:attr" of `default_strategy(snapshot, opts) -> str`: the strategy `expand --plan` uses without
     # --strategy (empty: its first expand strategy).
     default_strategy: str = ""
@@ -278,11 +277,16 @@ def reclaim_strategies() -> tuple[str, ...]:
     return tuple(s.name for s in _STRATEGIES.values() if s.reclaim)
 
 
-def actions() -> tuple[Action, ...]:
-    """Every step action, from the plan modules the specs name."""
+def actions(owner: str | None = None) -> tuple[Action, ...]:
+    """Every step action the strategies declare (of `owner`'s strategies only, when given), each once, in
+    declaration order."""
     _ensure()
-    paths = [p.actions for p in _PROVIDERS.values()] + [i.actions for i in _IPAMS.values()]
-    return tuple(a for path in paths if path for a in load(path))
+    found: dict[str, Action] = {}
+    for s in _STRATEGIES.values():
+        if owner is None or s.owner == owner:
+            for a in load(s.actions):
+                found.setdefault(a.name, a)
+    return tuple(found.values())
 
 
 def owner_of(strategy_name: str) -> ProviderSpec | IpamSpec | None:

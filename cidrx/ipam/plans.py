@@ -9,7 +9,7 @@ the strategy up in the registry instead of branching on strategy names; this cla
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cidrx import registry
@@ -23,11 +23,6 @@ if TYPE_CHECKING:
     from cidrx.model.options import Access
     from cidrx.model.plan import Plan
     from cidrx.model.snapshot import Snapshot
-
-
-def declared_actions(strategies: Iterable[registry.Strategy]) -> tuple[registry.Action, ...]:
-    """Every step action the plans of `strategies` use, once each, in declaration order."""
-    return tuple(dict.fromkeys(a for s in strategies for a in registry.strategy_actions(s)))
 
 
 class DeclaredPlans:
@@ -74,7 +69,7 @@ class DeclaredPlans:
 
     def executors(self) -> Mapping[str, Executor]:
         """An executor for every step action its plans use."""
-        return registry.executors(registry.load(self.spec.actions)) if self.spec.actions else {}
+        return registry.executors(registry.actions(self.name))
 
     def apis(self, plan: Plan, access: Access, kube: KubeApi | None) -> KubeApis:
         """What its steps reach through `ctx.apis`: the cluster alone."""

@@ -24,7 +24,6 @@ SPEC = IpamSpec(
     field="calico",
     section="cidrx.ipam.calico.model:CalicoSection",
     terraform="cidrx.ipam.calico.terraform:emit",
-    actions="cidrx.ipam.calico.ipam:ACTIONS",
     # What cidrx.ipam.calico.collect lists (Calico's IPAM resources of the Kubernetes datastore).
     kube_reads=(
         "kubernetes: ippools.crd.projectcalico.org list",

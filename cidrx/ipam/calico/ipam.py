@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cidrx.ipam.calico import SPEC, STRATEGIES
-from cidrx.ipam.plans import DeclaredPlans, declared_actions
+from cidrx.ipam.calico import SPEC
+from cidrx.ipam.plans import DeclaredPlans
 
 if TYPE_CHECKING:
     from cidrx.ipam.calico.model import CalicoSection
     from cidrx.kube.model import KubeSection
     from cidrx.model.findings import Capacity, Finding
-
-ACTIONS = declared_actions(STRATEGIES)  # every step action of its plans (the spec's `actions`)
 
 
 class Calico(DeclaredPlans):

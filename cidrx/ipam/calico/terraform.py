@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from cidrx import registry
 from cidrx.errors import InvalidInput
-from cidrx.ipam.calico.ipam import ACTIONS
 
 if TYPE_CHECKING:
     from cidrx.render.terraform import Emitter
 
 
 def emit(e: Emitter) -> None:
-    writers = {a.name: a.hcl for a in ACTIONS if a.hcl is not None}
+    writers = {a.name: a.hcl for a in registry.actions("calico") if a.hcl is not None}
     for step in e.plan.steps:
         writer = writers.get(step.action)
         if writer is None:

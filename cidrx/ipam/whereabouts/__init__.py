@@ -13,7 +13,6 @@ SPEC = IpamSpec(
     ipam="cidrx.ipam.whereabouts.ipam:IPAM",
     field="whereabouts",
     section="cidrx.ipam.whereabouts.model:WhereaboutsSection",
-    actions="cidrx.ipam.whereabouts.ipam:ACTIONS",
     # What cidrx.ipam.whereabouts.collect lists: pools, reservations and the NetworkAttachmentDefinitions
     # whose IPAM config narrows the pools' ranges.
     kube_reads=(

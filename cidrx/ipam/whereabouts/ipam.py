@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cidrx.ipam.plans import DeclaredPlans, declared_actions
-from cidrx.ipam.whereabouts import SPEC, STRATEGIES
+from cidrx.ipam.plans import DeclaredPlans
+from cidrx.ipam.whereabouts import SPEC
 
 if TYPE_CHECKING:
     from cidrx.ipam.whereabouts.model import WhereaboutsSection
     from cidrx.kube.model import KubeSection
     from cidrx.model.findings import Capacity, Finding
-
-ACTIONS = declared_actions(STRATEGIES)  # every step action of its plans (the spec's `actions`)
 
 
 class Whereabouts(DeclaredPlans):

@@ -58,7 +58,6 @@ SPEC = ProviderSpec(
     fleet_scope="region",
     list_clusters="cidrx.providers.eks.fleet:list_clusters",
     kube_context="cidrx.providers.eks.fleet:kube_context",
-    actions="cidrx.providers.eks.actions.all:ACTIONS",
     default_strategy="cidrx.providers.eks.strategies.default:default_strategy",
 )
 

@@ -68,7 +68,7 @@ class EksProvider:
         registry.load(_strategy(plan.strategy).drift)(plan, snapshot, begun)
 
     def executors(self) -> Mapping[str, Executor]:
-        return registry.executors(registry.load(_spec().actions))
+        return registry.executors(registry.actions("eks"))
 
     def apis(self, plan: Plan, access: Access, kube: KubeApi | None) -> Any:
         from cidrx.providers.eks.actions.context import EksApis

@@ -8,16 +8,15 @@ writes the HCL.
 
 from __future__ import annotations
 
+from cidrx import registry
 from cidrx.errors import InvalidInput
-from cidrx.providers.eks.actions.all import ACTIONS
 from cidrx.render.terraform import Emitter
-
-_BY_NAME = {a.name: a for a in ACTIONS}
 
 
 def emit(e: Emitter) -> None:
+    actions = {a.name: a for a in registry.actions("eks")}
     for step in e.plan.steps:
-        action = _BY_NAME.get(step.action)
+        action = actions.get(step.action)
         if action is None or action.hcl is None:
             raise InvalidInput(f"plan step {step.id} ({step.action}) has no Terraform equivalent in cidrx")
         action.hcl(e, step)

@@ -30,7 +30,6 @@ SPEC = ProviderSpec(
     fleet_scope="project",
     list_clusters="cidrx.providers.gke.fleet:list_clusters",
     kube_context="cidrx.providers.gke.fleet:kube_context",
-    actions="cidrx.providers.gke.actions:ACTIONS",
     default_strategy="cidrx.providers.gke.provider:default_strategy",
     kube_configmaps=(("kube-system", "ip-masq-agent"),),
     kube_fields="cidrx.providers.gke.collect.cluster",

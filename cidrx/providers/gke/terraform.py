@@ -8,7 +8,6 @@ from __future__ import annotations
 from cidrx import registry
 from cidrx.errors import InvalidInput
 from cidrx.model.plan import Step
-from cidrx.providers.gke.actions import ACTIONS
 from cidrx.providers.gke.actions.subnet_ranges import ADD_SECONDARY_RANGE
 from cidrx.render.hcl import Comment
 from cidrx.render.terraform import Emitter
@@ -43,7 +42,7 @@ def _project_part(e: Emitter, step: Step, done: set[str]) -> None:
 
 def emit(e: Emitter) -> None:
     parts: set[str] = set()
-    actions = {a.name: a for a in ACTIONS}
+    actions = {a.name: a for a in registry.actions("gke")}
     for step in e.plan.steps:
         _project_part(e, step, parts)
         action = actions.get(step.action)

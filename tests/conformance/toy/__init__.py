@@ -14,7 +14,6 @@ SPEC = IpamSpec(
     collect="tests.conformance.toy.collect",
     field="toy",
     section="tests.conformance.toy.model:ToySection",
-    actions="tests.conformance.toy.actions:ACTIONS",
     kube_reads=("kubernetes: toypools.toy.cidrx.test list",),
     maps="tests.conformance.toy.netmap:address_maps",
 )

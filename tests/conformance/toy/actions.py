@@ -30,4 +30,3 @@ class CreatePoolExecutor:
 
 
 CREATE_POOL = Action(CREATE, CREATE_PERMISSIONS, CreatePoolExecutor, no_undo="the toy keeps what it makes")
-ACTIONS = (CREATE_POOL,)
