@@ -139,7 +139,7 @@ def _kube_cidrx(kubeconfig: str) -> dict[str, Any]:
 
 
 def _gcp_cidrx(project: str, location: str, cluster: str) -> dict[str, Any]:
-    from cidrx.kube.model import KubeSection
+    from cidrx.model.kube import KubeSection
     from cidrx.model.snapshot import Snapshot
     from cidrx.model.target import Target
     from cidrx.providers.gke.api import GkeApi
@@ -183,7 +183,7 @@ def _aws_floor(url: str, requests: list[dict[str, Any]]) -> dict[str, Any]:
 def _aws_cidrx(region: str, cluster: str, record: bool) -> dict[str, Any]:
     import boto3
 
-    from cidrx.kube.model import KubeSection
+    from cidrx.model.kube import KubeSection
     from cidrx.model.snapshot import Snapshot
     from cidrx.model.target import Target
     from cidrx.providers.eks.api import EksApi

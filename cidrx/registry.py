@@ -321,7 +321,7 @@ def executors(declared: Iterable[Action]) -> dict[str, Any]:
 # The base classes of a snapshot and of its kube section: the fields every snapshot has. The plugins' fields
 # are added to them by `snapshot_type` / `kube_section_type` from the declarations.
 SNAPSHOT = "cidrx.model.snapshot:Snapshot"
-KUBE_SECTION = "cidrx.kube.model:KubeSection"
+KUBE_SECTION = "cidrx.model.kube:KubeSection"
 _COMPOSED: dict[str, Any] = {}
 
 

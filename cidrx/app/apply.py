@@ -192,7 +192,7 @@ class ApplySession:
             raise InvalidInput(f"plan strategy {plan.strategy} changes in-cluster objects; drop --no-kube")
         if self.kube is None and self._unavailable is not None:
             from cidrx.app.diagnose import utc_now
-            from cidrx.kube.model import KubeSection
+            from cidrx.model.kube import KubeSection
             from cidrx.model.snapshot import Snapshot, seal
 
             unread = KubeSection(available=False, reason=str(self._unavailable), context=access.context or "")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from cidrx import registry
 from cidrx.app.owners import provider, require_supported
-from cidrx.kube.model import KubeSection
+from cidrx.model.kube import KubeSection
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import in_cluster_flags
 

@@ -18,7 +18,7 @@ import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from cidrx.kube.model import PodState
+from cidrx.model.kube import PodState
 
 # Kubernetes pod phases after which the pod's sandbox (and so its address) is gone for good.
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})

@@ -8,7 +8,7 @@ section itself), and this module asks every registered IPAM in turn.
 from __future__ import annotations
 
 from cidrx import registry
-from cidrx.kube.model import KubeSection
+from cidrx.model.kube import KubeSection
 from cidrx.model.netmap import NetworkMap
 
 

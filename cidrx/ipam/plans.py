@@ -19,7 +19,7 @@ from cidrx.model.options import PlanOptions
 if TYPE_CHECKING:
     from cidrx.engine.executor import Executor
     from cidrx.kube.api import KubeApi, KubeApis
-    from cidrx.kube.model import KubeSection
+    from cidrx.model.kube import KubeSection
     from cidrx.model.options import Access
     from cidrx.model.plan import Plan
     from cidrx.model.snapshot import Snapshot

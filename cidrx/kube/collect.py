@@ -28,16 +28,6 @@ from cidrx import registry
 from cidrx.errors import CloudError, InvalidInput
 from cidrx.kube.api import KubeApi
 from cidrx.kube.errors import KubeUnavailable
-from cidrx.kube.model import (
-    ConfigMapData,
-    EnvVar,
-    KubeEvent,
-    KubeNode,
-    KubePod,
-    KubeSection,
-    PodState,
-    WorkloadEnv,
-)
 from cidrx.kube.records import (
     NETWORK_STATUS,
     NETWORKS_STATUS,
@@ -51,6 +41,16 @@ from cidrx.kube.records import (
     PodMeta,
     PodRecord,
     PodStatus,
+)
+from cidrx.model.kube import (
+    ConfigMapData,
+    EnvVar,
+    KubeEvent,
+    KubeNode,
+    KubePod,
+    KubeSection,
+    PodState,
+    WorkloadEnv,
 )
 from cidrx.model.target import Target
 from cidrx.model.validation import CANONICAL_V4, is_ip_address, v4_int

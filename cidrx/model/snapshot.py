@@ -19,7 +19,7 @@ from cidrx.model.target import Target
 from cidrx.model.validation import check_values
 
 if TYPE_CHECKING:
-    from cidrx.kube.model import KubeSection
+    from cidrx.model.kube import KubeSection
 
 SNAPSHOT_SCHEMA = "cidrx.snapshot/v1"
 

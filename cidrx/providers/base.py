@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from cidrx.kube.api import KubeApi
-    from cidrx.kube.model import KubeSection
     from cidrx.model.findings import Capacity, Diagnosis, Finding
+    from cidrx.model.kube import KubeSection
     from cidrx.model.options import Access
     from cidrx.model.plan import Plan
     from cidrx.model.snapshot import Snapshot

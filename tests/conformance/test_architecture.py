@@ -182,6 +182,30 @@ def test_no_import_cycles_between_modules() -> None:
     assert not found, f"{len(found)} import cycles:\n" + "\n".join(" -> ".join(c) for c in found)
 
 
+def package_of(module: str) -> str:
+    """The package a module belongs to: its parent, or itself for a package's `__init__`."""
+    return (
+        module if module in {m.name for m in modules() if m.path.name == "__init__.py"} else module.rpartition(".")[0]
+    )
+
+
+def test_no_import_cycles_between_packages() -> None:
+    """Packages (cidrx.model, cidrx.kube, cidrx.providers.eks.actions, ...) import each other one way only, also
+    counting `TYPE_CHECKING` imports: a package cycle is a layer that imports upward."""
+    edges: dict[str, set[str]] = {}
+    for module, targets in graph().items():
+        source = package_of(module)
+        edges.setdefault(source, set())
+        for target in targets:
+            package = package_of(target)
+            edges.setdefault(package, set())
+            # A package's own `__init__` declarations are read by its submodules; that is no cycle.
+            if package != source and not source.startswith(f"{package}."):
+                edges[source].add(package)
+    found = cycles(edges)
+    assert not found, f"{len(found)} package cycles:\n" + "\n".join(" -> ".join(c) for c in found)
+
+
 # --- (c) the shared layers name no plugin ---------------------------------------------------------------------
 
 

@@ -97,7 +97,7 @@ def test_its_kube_reads_are_in_the_cluster_role(registered: None) -> None:
 def test_its_maps_hook_gives_address_maps(registered: None) -> None:
     """What can be asserted without the snapshot carrying a toy section: the declared hook gives the maps the
     HTML report draws."""
-    from cidrx.kube.model import KubeSection
+    from cidrx.model.kube import KubeSection
     from cidrx.model.netmap import NetworkMap
 
     section = ToySection((ToyPool("blue", "10.99.0.0/24", used=7),))

@@ -24,8 +24,8 @@ from cidrx.kube.collect import (
     workload_env_from,
 )
 from cidrx.kube.errors import KubeUnavailable
-from cidrx.kube.model import KubeNode, KubePod
 from cidrx.model.codec import canonical_json
+from cidrx.model.kube import KubeNode, KubePod
 from cidrx.providers.eks.collect.cluster import EniConfig
 from tests.support.eks_cluster import SANDBOX_MESSAGE
 from tests.support.fakes.kube_server import FakeKubeServer

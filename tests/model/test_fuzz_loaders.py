@@ -538,8 +538,8 @@ def test_collected_records_keep_to_what_loading_checks() -> None:
     """`cidrx snapshot` must never write what `diagnose --snapshot` refuses: node addresses and the Multus
     network-status annotation are free text to the API server, so the collector keeps only addresses."""
     from cidrx.kube.collect import node_from, pod_state_from
-    from cidrx.kube.model import KubeSection
     from cidrx.kube.records import NETWORK_STATUS
+    from cidrx.model.kube import KubeSection
     from cidrx.model.validation import check_values
 
     node = node_from(

@@ -16,7 +16,7 @@ from typing import Any
 from cidrx.ipam.calico.collect import section_from
 from cidrx.ipam.calico.model import CalicoSection
 from cidrx.kube.collect import pod_state_from
-from cidrx.kube.model import KubeNode, KubeSection, PodState
+from cidrx.model.kube import KubeNode, KubeSection, PodState
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target
 

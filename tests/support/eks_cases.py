@@ -14,7 +14,7 @@ from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
 from typing import Any
 
-from cidrx.kube.model import EnvVar, KubeEvent, KubeSection
+from cidrx.model.kube import EnvVar, KubeEvent, KubeSection
 from cidrx.model.plan import DIGEST_TAG, Plan, Step, save_plan
 from cidrx.model.plan import seal as seal_plan
 from cidrx.model.snapshot import Snapshot, load_snapshot, seal

@@ -17,7 +17,7 @@ import dataclasses
 from ipaddress import IPv4Network, collapse_addresses
 from typing import Any
 
-from cidrx.kube.model import ConfigMapData, KubeEvent, KubeNode, KubePod, KubeSection
+from cidrx.model.kube import ConfigMapData, KubeEvent, KubeNode, KubePod, KubeSection
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target
 from cidrx.providers.gke.model import (

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from cidrx.kube.model import KubeNode, KubeSection
+from cidrx.model.kube import KubeNode, KubeSection
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target
 from cidrx.providers.gke.model import GkeSection

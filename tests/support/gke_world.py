@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from cidrx.kube.model import KubeEvent, KubeNode, KubePod, KubeSection
+from cidrx.model.kube import KubeEvent, KubeNode, KubePod, KubeSection
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target
 from cidrx.providers.gke.api import ANONYMOUS_ENV, COMPUTE_ENDPOINT_ENV, CONTAINER_ENDPOINT_ENV

@@ -18,7 +18,7 @@ from cidrx.ipam.whereabouts.collect import pod_refs, section_from
 from cidrx.ipam.whereabouts.model import WhereaboutsSection, reservation_name
 from cidrx.kube.collect import AddressRanges, _ipam_cidrs, node_from
 from cidrx.kube.collect import section_from as kube_section_from
-from cidrx.kube.model import KubeSection, PodState
+from cidrx.model.kube import KubeSection, PodState
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target
 

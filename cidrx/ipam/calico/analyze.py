@@ -19,8 +19,8 @@ from cidrx.errors import InvalidInput
 from cidrx.ipam.addresses import v4_text
 from cidrx.ipam.calico.model import AllocationAttribute, CalicoSection, IPAMBlock, IPPool
 from cidrx.ipam.liveness import AddressHolders
-from cidrx.kube.model import KubeNode, PodState
 from cidrx.model.findings import Capacity, Finding, FindingKind, Severity, utilization
+from cidrx.model.kube import KubeNode, PodState
 
 CALICO_POOL_BLOCKS_EXHAUSTED = FindingKind.parse(
     """CALICO-POOL-BLOCKS-EXHAUSTED (critical or warning): All blocks of a Calico IPPool are claimed by nodes; a

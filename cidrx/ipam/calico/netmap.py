@@ -10,7 +10,7 @@ from cidrx.model.netmap import Area, NetworkMap
 
 if TYPE_CHECKING:
     from cidrx.ipam.calico.model import CalicoSection
-    from cidrx.kube.model import KubeSection
+    from cidrx.model.kube import KubeSection
 
 
 def address_maps(section: CalicoSection | None, kube: KubeSection) -> list[NetworkMap]:

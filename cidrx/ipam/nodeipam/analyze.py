@@ -13,8 +13,8 @@ from collections.abc import Mapping
 
 from cidrx.ipam.nodeipam.collect import DEFAULT_NODE_MASK_V4, networks
 from cidrx.ipam.nodeipam.model import NodeIpamConfig
-from cidrx.kube.model import KubeEvent, KubeNode, KubeSection
 from cidrx.model.findings import Capacity, Finding, FindingKind, Severity, utilization
+from cidrx.model.kube import KubeEvent, KubeNode, KubeSection
 
 CAPACITY_KIND = "node-ipam"
 NEARLY_EXHAUSTED = 0.8

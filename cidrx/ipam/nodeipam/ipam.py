@@ -14,8 +14,8 @@ from cidrx.ipam.plans import DeclaredPlans
 
 if TYPE_CHECKING:
     from cidrx.ipam.nodeipam.model import NodeIpamConfig
-    from cidrx.kube.model import KubeSection
     from cidrx.model.findings import Capacity, Finding
+    from cidrx.model.kube import KubeSection
 
 
 class NodeIpam(DeclaredPlans):

@@ -31,8 +31,8 @@ from cidrx.ipam.whereabouts.model import (
     WhereaboutsPool,
     WhereaboutsSection,
 )
-from cidrx.kube.model import PodState
 from cidrx.model.findings import Capacity, Finding, FindingKind, Severity, utilization
+from cidrx.model.kube import PodState
 
 WHEREABOUTS_NAD_CONFIG_INVALID = FindingKind.parse(
     """WHEREABOUTS-NAD-CONFIG-INVALID (warning): A NetworkAttachmentDefinition's Whereabouts IPAM config cannot

@@ -14,8 +14,8 @@ from cidrx.ipam.whereabouts import SPEC
 
 if TYPE_CHECKING:
     from cidrx.ipam.whereabouts.model import WhereaboutsSection
-    from cidrx.kube.model import KubeSection
     from cidrx.model.findings import Capacity, Finding
+    from cidrx.model.kube import KubeSection
 
 
 class Whereabouts(DeclaredPlans):

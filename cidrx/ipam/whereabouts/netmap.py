@@ -12,7 +12,7 @@ from cidrx.model.netmap import Area, NetworkMap
 
 if TYPE_CHECKING:
     from cidrx.ipam.whereabouts.model import WhereaboutsSection
-    from cidrx.kube.model import KubeSection
+    from cidrx.model.kube import KubeSection
 
 
 def address_maps(section: WhereaboutsSection | None, kube: KubeSection) -> list[NetworkMap]:

@@ -16,8 +16,8 @@ from cidrx import registry
 if TYPE_CHECKING:
     from cidrx.engine.executor import Executor
     from cidrx.kube.api import KubeApi
-    from cidrx.kube.model import KubeSection
     from cidrx.model.findings import Diagnosis
+    from cidrx.model.kube import KubeSection
     from cidrx.model.options import Access, PlanOptions
     from cidrx.model.plan import Plan
     from cidrx.model.snapshot import Snapshot

@@ -18,8 +18,8 @@ from cidrx.model.target import Target
 
 if TYPE_CHECKING:
     from cidrx.kube.api import KubeApi
-    from cidrx.kube.model import KubeSection
     from cidrx.model.findings import Diagnosis
+    from cidrx.model.kube import KubeSection
     from cidrx.model.options import Access
     from cidrx.model.plan import Plan
 

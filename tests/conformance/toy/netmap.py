@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ipaddress import IPv4Network
 
-from cidrx.kube.model import KubeSection
+from cidrx.model.kube import KubeSection
 from cidrx.model.netmap import Area, NetworkMap
 from tests.conformance.toy.model import ToySection
 

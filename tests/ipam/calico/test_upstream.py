@@ -21,7 +21,7 @@ from cidrx.ipam.calico.collect import attribute_from, collect_calico
 from cidrx.ipam.calico.ipam import IPAM
 from cidrx.ipam.liveness import AddressHolders
 from cidrx.kube.api import KubeApi
-from cidrx.kube.model import PodState
+from cidrx.model.kube import PodState
 from cidrx.model.plan import Plan, Step, seal
 from cidrx.render.progress import NullProgress
 from tests.support import calico_cases as cases

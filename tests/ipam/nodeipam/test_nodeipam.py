@@ -27,8 +27,8 @@ from cidrx.ipam.nodeipam.collect import collect_node_ipam, node_ipam_config_from
 from cidrx.ipam.nodeipam.model import NodeIpamConfig
 from cidrx.kube.api import KubeApi
 from cidrx.kube.collect import collect_with
-from cidrx.kube.model import KubeEvent, KubeNode, KubeSection
 from cidrx.model.findings import Severity
+from cidrx.model.kube import KubeEvent, KubeNode, KubeSection
 from cidrx.model.options import PlanOptions
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target

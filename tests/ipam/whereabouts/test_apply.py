@@ -22,7 +22,7 @@ from cidrx.ipam.whereabouts.ipam import IPAM
 from cidrx.ipam.whereabouts.model import GROUP, POOLS, RESERVATIONS, VERSION
 from cidrx.ipam.whereabouts.strategies.reclaim import check_drift, make_plan
 from cidrx.kube.api import KubeApi, KubeApis
-from cidrx.kube.model import KubeSection
+from cidrx.model.kube import KubeSection
 from cidrx.model.options import PlanOptions
 from cidrx.model.plan import Plan, load_plan, save_plan
 from cidrx.model.snapshot import Snapshot, seal

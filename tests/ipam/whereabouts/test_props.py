@@ -30,7 +30,7 @@ from cidrx.ipam.whereabouts.model import name_addresses, pool_name
 from cidrx.ipam.whereabouts.strategies.reclaim import check_drift, make_plan
 from cidrx.kube.api import KubeApi, KubeApis
 from cidrx.kube.collect import pod_state_from
-from cidrx.kube.model import KubeSection
+from cidrx.model.kube import KubeSection
 from cidrx.model.options import PlanOptions
 from cidrx.model.plan import Plan, save_plan
 from cidrx.model.snapshot import Snapshot, seal

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from cidrx.errors import InvalidInput, StalePlan
-from cidrx.kube.model import KubeSection
 from cidrx.model.findings import Diagnosis, Severity
+from cidrx.model.kube import KubeSection
 from cidrx.model.options import PlanOptions
 from cidrx.model.plan import DIGEST_TAG, Plan
 from cidrx.model.snapshot import Snapshot, load_snapshot, save_snapshot

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from cidrx.errors import StalePlan
-from cidrx.kube.model import ConfigMapData
+from cidrx.model.kube import ConfigMapData
 from cidrx.model.options import PlanOptions
 from cidrx.model.plan import Plan, load_plan
 from cidrx.model.snapshot import Snapshot, load_snapshot

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cidrx.kube.model import KubeEvent, KubePod
+from cidrx.model.kube import KubeEvent, KubePod
 from cidrx.model.options import PlanOptions
 from cidrx.model.plan import Plan, load_plan
 from cidrx.model.snapshot import Snapshot

@@ -32,7 +32,7 @@ from cidrx.ipam.calico.analyze import block_ip, leak_reason, live_reason
 from cidrx.ipam.calico.collect import attribute_from, config_from, config_plural
 from cidrx.ipam.calico.model import V1_API
 from cidrx.ipam.liveness import AddressHolders
-from cidrx.kube.model import PodState
+from cidrx.model.kube import PodState
 from cidrx.model.plan import Step
 from cidrx.registry import Action
 

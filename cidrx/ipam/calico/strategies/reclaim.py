@@ -21,7 +21,7 @@ from cidrx.ipam.calico.blocks import releasable_empty_blocks
 from cidrx.ipam.calico.model import AllocationAttribute, CalicoSection
 from cidrx.ipam.calico.strategies.section import calico_section, current_section
 from cidrx.ipam.liveness import AddressHolders
-from cidrx.kube.model import PodState
+from cidrx.model.kube import PodState
 from cidrx.model.plan import Plan, Step, seal_plan
 from cidrx.model.snapshot import Snapshot
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from cidrx.engine.executor import StepContext
 from cidrx.errors import CloudError
 from cidrx.ipam.liveness import AddressHolders
-from cidrx.kube.model import PodState
+from cidrx.model.kube import PodState
 from cidrx.model.plan import Step
 
 if TYPE_CHECKING:

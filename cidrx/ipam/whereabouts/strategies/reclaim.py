@@ -30,7 +30,7 @@ from cidrx.ipam.whereabouts.analyze import (
     stale_reason,
 )
 from cidrx.ipam.whereabouts.model import Allocation, WhereaboutsSection
-from cidrx.kube.model import PodState
+from cidrx.model.kube import PodState
 from cidrx.model.plan import Plan, Step, seal_plan
 from cidrx.model.snapshot import Snapshot
 

@@ -10,8 +10,8 @@ from collections import defaultdict
 from dataclasses import replace
 
 from cidrx.errors import InvalidInput
-from cidrx.kube.model import KubeSection
 from cidrx.model.findings import Capacity, Diagnosis, Finding, FindingKind, Severity, make_diagnosis, utilization
+from cidrx.model.kube import KubeSection
 from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks.analyze.discovery import capacity as discovery_capacity
 from cidrx.providers.eks.analyze.discovery import findings as discovery_findings

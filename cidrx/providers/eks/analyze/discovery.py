@@ -5,8 +5,8 @@ out of reach of nodes at their ENI limit (the rules are cidrx.providers.eks.fact
 from __future__ import annotations
 
 from cidrx import netmath
-from cidrx.kube.model import KubeSection
 from cidrx.model.findings import Capacity, Finding, FindingKind, Severity, utilization
+from cidrx.model.kube import KubeSection
 from cidrx.providers.eks.facts.discovery import (
     CLUSTER_PREFIX,
     CLUSTER_PREFIX_V1220,

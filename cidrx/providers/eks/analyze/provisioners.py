@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from cidrx.kube.model import KubeSection
 from cidrx.model.findings import Capacity, Finding, FindingKind, Severity, utilization
+from cidrx.model.kube import KubeSection
 from cidrx.providers.eks.facts.cni import CniConfig, max_pods
 from cidrx.providers.eks.facts.provisioners import (
     karpenter_max_pods,

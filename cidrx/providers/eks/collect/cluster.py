@@ -12,12 +12,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cidrx.kube.model import WorkloadEnv
+from cidrx.model.kube import WorkloadEnv
 from cidrx.model.validation import first_problem, repeated
 
 if TYPE_CHECKING:
     from cidrx.kube.api import KubeApi
-    from cidrx.kube.model import KubeSection
+    from cidrx.model.kube import KubeSection
 
 ENICONFIG_GROUP, ENICONFIG_VERSION, ENICONFIG_PLURAL = "crd.k8s.amazonaws.com", "v1alpha1", "eniconfigs"
 AWS_NODE = ("kube-system", "aws-node", "aws-node")  # namespace, DaemonSet, container

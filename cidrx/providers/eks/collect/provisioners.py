@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from cidrx.kube.model import KubeSection
+from cidrx.model.kube import KubeSection
 from cidrx.providers.eks.collect.vpc import instance_type_from, tags_of
 from cidrx.providers.eks.model import (
     AUTO_NODE_CLASS,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cidrx import netmath
-from cidrx.kube.model import KubeSection
+from cidrx.model.kube import KubeSection
 from cidrx.providers.eks.model import EksSection, InstanceType
 
 CUSTOM_NETWORK = "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG"

@@ -26,7 +26,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-from cidrx.kube.model import KubeSection
+from cidrx.model.kube import KubeSection
 from cidrx.providers.eks.facts.cni import CniConfig, cni_env
 from cidrx.providers.eks.model import EksSection, InstanceType, Subnet
 

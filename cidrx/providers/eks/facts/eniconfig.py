@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cidrx.errors import InvalidInput
-from cidrx.kube.model import KubeNode, KubeSection
+from cidrx.model.kube import KubeNode, KubeSection
 from cidrx.providers.eks.collect.cluster import (
     ENICONFIG_ANNOTATION_ENV,
     ENICONFIG_DEFAULT_KEY,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Network
 
 from cidrx import netmath
-from cidrx.kube.model import KubeSection
+from cidrx.model.kube import KubeSection
 from cidrx.providers.eks.facts import provisioners
 from cidrx.providers.eks.facts.cni import CniConfig, node_ips_for_new_node, pod_ips_for_new_node
 from cidrx.providers.eks.model import EksSection, InstanceType, Subnet

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cidrx.errors import InvalidInput
-from cidrx.kube.model import KubeSection
+from cidrx.model.kube import KubeSection
 from cidrx.model.plan import DIGEST_TAG, Step
 from cidrx.providers.eks.actions.auto_mode import APPLY_AUTO_NODE_CLASS
 from cidrx.providers.eks.actions.karpenter import SET_DEPLOYMENT_ENV, UPDATE_EC2_NODE_CLASS

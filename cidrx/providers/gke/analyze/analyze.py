@@ -13,8 +13,8 @@ from collections import defaultdict
 
 from cidrx import netmath
 from cidrx.errors import InvalidInput
-from cidrx.kube.model import KubeSection
 from cidrx.model.findings import Capacity, Diagnosis, Finding, FindingKind, Severity, make_diagnosis, utilization
+from cidrx.model.kube import KubeSection
 from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
 from cidrx.providers.gke.facts.pod_ranges import (

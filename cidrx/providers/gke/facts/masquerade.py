@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from cidrx.kube.model import ConfigMapData, KubeSection
+from cidrx.model.kube import ConfigMapData, KubeSection
 from cidrx.providers.gke.model import GkeSection
 
 IP_MASQ_AGENT = ("kube-system", "ip-masq-agent")

@@ -13,8 +13,8 @@ from ipaddress import IPv4Network
 
 from cidrx import netmath
 from cidrx.errors import InvalidInput
-from cidrx.kube.model import KubeSection
 from cidrx.model.findings import utilization
+from cidrx.model.kube import KubeSection
 from cidrx.providers.gke.model import GkeSection, NodePool
 
 DEFAULT_NODE_PREFIX = 24  # 110 max pods, GKE's default (docs/cloud-facts.md, "GKE / Compute Engine")

@@ -1,4 +1,4 @@
-"""The in-cluster part of a snapshot: compact records of nodes, pods, events and CNI configuration.
+"""The in-cluster part of a snapshot: compact records of nodes, pods and events, and the ConfigMaps a provider reads.
 
 Only the fields analysis reads are kept, so a 2,000-node, 60,000-pod cluster stays small in memory.
 """
