@@ -135,7 +135,7 @@ def bench_kube(
 
 
 def bench_gcp(sizes: Sizes, repeat: int) -> tuple[list[list[Any]], list[list[Any]], list[str], dict[str, Any]]:
-    from tests.support.gke_world import gcp_env
+    from tests.support.estates.gke import gcp_env
 
     with serve_gcp(sizes) as fake:
         env = gcp_env(fake)

@@ -3,7 +3,7 @@
 Why it exists: the budgets are stated for a 2,000-node, 60,000-pod cluster with 600 Whereabouts pools and
 4,096 Calico blocks, and a VPC with 5,000 subnets; nobody has such a cluster at hand, so this module
 builds one in `tests/support/fakes/kube_server.py`, `tests/support/fakes/gcp_server.py` and a moto server
-(the EKS incident of `tests/support/eks_world.py` with its VPC grown to as many subnets). `scale` multiplies
+(the EKS incident of `tests/support/estates/eks.py` with its VPC grown to as many subnets). `scale` multiplies
 every count (`--scale 0.01` is the CI smoke size).
 
 The objects are shaped like a real API server's answers (managedFields, container specs, node images,
@@ -624,13 +624,13 @@ AWS_BULK_CIDRS = ("10.2.0.0/16", "10.3.0.0/16", "10.4.0.0/16", "100.64.0.0/16")
 
 def aws_env(url: str) -> dict[str, str]:
     """The environment that points boto3 (in a worker process) at the moto server, with fake keys."""
-    from tests.support.eks_world import FAKE_AWS_ENV
+    from tests.support.estates.eks import FAKE_AWS_ENV
 
     return {**FAKE_AWS_ENV, "AWS_ENDPOINT_URL": url}
 
 
 def seed_aws(url: str, sizes: Sizes) -> str:
-    """The EKS incident of tests/support/eks_world.py, then its VPC grown to `sizes.subnets` subnets (/27s in four
+    """The EKS incident of tests/support/estates/eks.py, then its VPC grown to `sizes.subnets` subnets (/27s in four
     associated secondary CIDRs, over three AZs); returns the VPC id.
 
     The bulk subnets are added through moto's EC2 backend in this process (the server shares it): 5,000
@@ -639,7 +639,7 @@ def seed_aws(url: str, sizes: Sizes) -> str:
     import boto3
     from moto.ec2.models import ec2_backends
 
-    from tests.support.eks_world import ACCOUNT, build_incident
+    from tests.support.estates.eks import ACCOUNT, build_incident
 
     session = boto3.Session(region_name=AWS_REGION)
     ec2, eks = session.client("ec2", endpoint_url=url), session.client("eks", endpoint_url=url)

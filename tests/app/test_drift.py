@@ -32,15 +32,15 @@ from cidrx.ipam.whereabouts.model import POOLS as WB_POOLS
 from cidrx.ipam.whereabouts.model import RESERVATIONS as WB_RESERVATIONS
 from cidrx.ipam.whereabouts.model import VERSION as WB_VERSION
 from cidrx.model.plan import DIGEST_TAG, Plan, load_plan
-from tests.support import calico_cases
-from tests.support import gke_world as gw
-from tests.support import whereabouts_cases as wc
+from tests.support.cases import calico as calico_cases
+from tests.support.cases import whereabouts as wc
 from tests.support.cli import run
-from tests.support.eks_cluster import build_prefix_world
-from tests.support.eks_discovery_world import build_discovery_off
-from tests.support.eks_estate import ADDON_BEFORE, EksEstate, eks_estate
-from tests.support.eks_variants import tgw_route_table
-from tests.support.eks_world import REGION, AwsCalls, World, build_incident
+from tests.support.estates import gke as gw
+from tests.support.estates.eks import REGION, AwsCalls, World, build_incident
+from tests.support.estates.eks_cluster import build_prefix_world
+from tests.support.estates.eks_discovery import build_discovery_off
+from tests.support.estates.eks_live import ADDON_BEFORE, EksEstate, eks_estate
+from tests.support.estates.eks_variants import tgw_route_table
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FakeKubeServer, is_lock
 
@@ -281,7 +281,7 @@ EKS_ROWS = [
     Row("unrelated-vpc-tag", PD, "ok", _tag_vpc),
     Row("nodegroup-name-taken", CNA, "stale", _create_same_named_nodegroup),
     Row("addon-configured-by-someone-else", CNA, "ok", _addon_configured_by_someone_else),
-    # subnet discovery (tests/support/eks_discovery_world.py, ENABLE_SUBNET_DISCOVERY=false on aws-node)
+    # subnet discovery (tests/support/estates/eks_discovery.py, ENABLE_SUBNET_DISCOVERY=false on aws-node)
     Row("subnet-created-in-the-planned-space", SD, "stale", _subnet_in_planned_space),
     Row("route-table-deleted", SD, "stale", _delete_route_table),
     Row("custom-networking-turned-on", SD, "stale", _custom_networking_turned_on),

@@ -20,8 +20,8 @@ import yaml
 from click.testing import CliRunner
 
 from cidrx.cli import cli
-from tests.support import calico_cases
-from tests.support import whereabouts_cases as wc
+from tests.support.cases import calico as calico_cases
+from tests.support.cases import whereabouts as wc
 from tests.support.exporter_harness import Exporter, Scrape, parse
 from tests.support.fakes.kube_server import FakeKubeServer
 
@@ -129,8 +129,8 @@ def moto_world(tmp_path: Path) -> Iterator[tuple[Any, list[str], dict[str, str]]
     import boto3
     from moto.server import ThreadedMotoServer
 
-    from tests.support.eks_cluster import incident_server
-    from tests.support.eks_world import FAKE_AWS_ENV, REGION, build_incident
+    from tests.support.estates.eks import FAKE_AWS_ENV, REGION, build_incident
+    from tests.support.estates.eks_cluster import incident_server
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)

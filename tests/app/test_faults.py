@@ -48,13 +48,14 @@ from click.testing import Result
 from cidrx.ipam.calico.collect import GROUP as CALICO_GROUP
 from cidrx.model.plan import load_plan
 from cidrx.providers.gke.api import GkeApi
-from tests.support import calico_cases, gke_world
-from tests.support import whereabouts_cases as wc
+from tests.support.cases import calico as calico_cases
+from tests.support.cases import whereabouts as wc
 from tests.support.cli import run
 from tests.support.conftest_faults import FaultLedger, FaultRun
-from tests.support.eks_cluster import Hooks, build_prefix_world, inventory
-from tests.support.eks_estate import eks_estate
-from tests.support.eks_world import REGION, World, build_incident
+from tests.support.estates import gke as gke_world
+from tests.support.estates.eks import REGION, World, build_incident
+from tests.support.estates.eks_cluster import Hooks, build_prefix_world, inventory
+from tests.support.estates.eks_live import eks_estate
 from tests.support.fakes.eks_addons import raw_response
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FakeKubeServer

@@ -34,11 +34,11 @@ from cidrx.model.findings import Diagnosis, make_diagnosis
 from cidrx.model.target import Target
 from cidrx.providers.eks.fleet import eks_context
 from cidrx.providers.gke.fleet import gke_context
-from tests.support import gke_world
-from tests.support import whereabouts_cases as wc
+from tests.support.cases import whereabouts as wc
 from tests.support.cli import run as cli_run
-from tests.support.eks_cluster import incident_server, shared_botocore_loader
-from tests.support.eks_world import ACCOUNT, REGION, build_incident, fake_aws_env, moto_server
+from tests.support.estates import gke as gke_world
+from tests.support.estates.eks import ACCOUNT, REGION, build_incident, fake_aws_env, moto_server
+from tests.support.estates.eks_cluster import incident_server, shared_botocore_loader
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FAKE_TOKEN, FakeKubeServer, RequestRecord
 from tests.support.prometheus_text import parse

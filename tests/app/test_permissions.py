@@ -33,11 +33,13 @@ from cidrx.kube.api import KubeApi
 from cidrx.kube.collect import collect_with
 from cidrx.model.plan import Plan
 from cidrx.model.snapshot import load_snapshot
-from tests.support import eks_cases, eks_provisioner_cases, gke_cases
+from tests.support.cases import eks as eks_cases
+from tests.support.cases import eks_provisioners as eks_provisioner_cases
+from tests.support.cases import gke as gke_cases
 from tests.support.cli import run as cli_run
-from tests.support.eks_world import REGION, build_incident, fake_aws_env, moto_server
+from tests.support.estates.eks import REGION, build_incident, fake_aws_env, moto_server
+from tests.support.estates.kube_objects import seed_eks_cluster
 from tests.support.fakes.kube_server import FakeKubeServer
-from tests.support.kube_objects import seed_eks_cluster
 from tests.support.permissions import iam_actions, printed, request_to_rbac
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader

@@ -31,14 +31,14 @@ from click.testing import Result
 from cidrx.app.permissions import allows, allows_path
 from cidrx.providers.eks.api import FLEET_PERMISSIONS as EKS_FLEET
 from cidrx.providers.gke.api import FLEET_PERMISSIONS as GKE_FLEET
-from tests.support import calico_cases
-from tests.support import gke_world as gw
-from tests.support import whereabouts_cases as wc
+from tests.support.cases import calico as calico_cases
+from tests.support.cases import whereabouts as wc
 from tests.support.cli import run as cli_run
-from tests.support.eks_cluster import build_prefix_world
-from tests.support.eks_discovery_world import build_discovery_off
-from tests.support.eks_estate import eks_estate
-from tests.support.eks_world import REGION, World, build_incident
+from tests.support.estates import gke as gw
+from tests.support.estates.eks import REGION, World, build_incident
+from tests.support.estates.eks_cluster import build_prefix_world
+from tests.support.estates.eks_discovery import build_discovery_off
+from tests.support.estates.eks_live import eks_estate
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FakeKubeServer
 from tests.support.permissions import iam_actions, printed, request_to_rbac

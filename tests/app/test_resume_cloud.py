@@ -13,10 +13,10 @@ subnet CIDR reservations, VPC CIDRs, route tables, node groups, ENIConfigs, aws-
 configuration, tags and labels, with ids and timestamps replaced), and the writes of the crashed and the
 resumed run together must be exactly those of the uninterrupted one: nothing done twice.
 
-Worlds: the GKE incident in the loopback GCP fake (tests/support/gke_world.py, --no-kube); the EKS incident in moto
+Worlds: the GKE incident in the loopback GCP fake (tests/support/estates/gke.py, --no-kube); the EKS incident in moto
 (`mock_aws`, ids seeded so every world built here has the same ones and one plan fits them all) with its
-cluster in the fake Kubernetes API server (tests/support/eks_cluster.py), and the EKS add-on operations moto lacks
-answered by tests/support/fakes/eks_addons.py. Waits never sleep: the crashed runs use a fake clock, and the CLI
+cluster in the fake Kubernetes API server (tests/support/estates/eks_cluster.py), and the EKS add-on operations
+moto lacks answered by tests/support/fakes/eks_addons.py. Waits never sleep: the crashed runs use a fake clock, and the CLI
 runs' waits are satisfied at the first probe.
 """
 
@@ -39,12 +39,12 @@ from cidrx.cli import cli
 from cidrx.engine.executor import Executor, Outputs
 from cidrx.engine.journal import Journal, journal_path
 from cidrx.model.plan import Plan, load_plan, save_plan
-from tests.support import gke_world as gw
-from tests.support.eks_cluster import build_prefix_world, inventory
-from tests.support.eks_discovery_world import build_discovery_off
-from tests.support.eks_estate import ADDON_BEFORE, eks_estate
-from tests.support.eks_world import REGION, AwsCalls, World, build_incident
 from tests.support.engine import CrashAfterAct, FakeClock, apply_in_boundary
+from tests.support.estates import gke as gw
+from tests.support.estates.eks import REGION, AwsCalls, World, build_incident
+from tests.support.estates.eks_cluster import build_prefix_world, inventory
+from tests.support.estates.eks_discovery import build_discovery_off
+from tests.support.estates.eks_live import ADDON_BEFORE, eks_estate
 from tests.support.fakes.eks_addons import FakeEksAddons
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import is_lock
@@ -90,7 +90,7 @@ KINDS = {
         Kind("eks-prefix-delegation", "eks", "prefix-delegation", 3),
         Kind("eks-addon-custom-networking", "eks", "custom-networking", 9, addon=True),
         Kind("eks-addon-prefix-delegation", "eks", "prefix-delegation", 3, addon=True),
-        # tests/support/eks_discovery_world.py with ENABLE_SUBNET_DISCOVERY=false on aws-node
+        # tests/support/estates/eks_discovery.py with ENABLE_SUBNET_DISCOVERY=false on aws-node
         Kind("eks-subnet-discovery", "eks", "subnet-discovery", 5),
         Kind("eks-addon-subnet-discovery", "eks", "subnet-discovery", 5, addon=True),
     )
@@ -147,7 +147,8 @@ def gke_inventory(fake: FakeGcp, plan_id: str) -> JSON:
 
 
 def eks_inventory(env: Env, plan_id: str) -> JSON:
-    """tests/support/eks_cluster.py's inventory, plus every subnet's CIDR reservations and the vpc-cni add-on."""
+    """tests/support/estates/eks_cluster.py's inventory, plus every subnet's CIDR reservations and the vpc-cni
+    add-on."""
     assert env.world is not None and env.kube is not None
     ec2, eks = env.session.client("ec2"), env.session.client("eks")
     inv = inventory(ec2, eks, env.kube, env.world, plan_id=plan_id)

@@ -259,7 +259,7 @@ def calico_state(server: FakeKubeServer) -> dict[str, list[Any]]:
 @pytest.fixture
 def calico_applied(kube_server: FakeKubeServer, kubeconfig_path: Path, tmp_path: Path) -> tuple[Plan, Path, Any]:
     from cidrx.model.plan import load_plan
-    from tests.support import calico_cases
+    from tests.support.cases import calico as calico_cases
 
     kube_server.put_many(calico_cases.incident().objects())
     path = tmp_path / "pool.json"

@@ -30,12 +30,12 @@ from cidrx.cli import cli
 from cidrx.model import codec
 from cidrx.model.plan import Plan, Step, load_plan, save_plan, seal
 from cidrx.model.target import Target
-from tests.support import gke_world
+from tests.support.cases.eks import sample_plan
 from tests.support.cli import one_line_error
-from tests.support.eks_cases import sample_plan
+from tests.support.estates import gke as gke_world
+from tests.support.estates.kube_objects import seed_cluster
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FakeKubeServer, is_lock
-from tests.support.kube_objects import seed_cluster
 
 REPO = Path(__file__).resolve().parents[2]
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
@@ -341,7 +341,7 @@ def hook_aws(monkeypatch: pytest.MonkeyPatch, event: str, handler: Callable[...,
 
 @pytest.fixture
 def eks(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any]]:
-    from tests.support.eks_world import fake_aws_env, moto_incident
+    from tests.support.estates.eks import fake_aws_env, moto_incident
 
     fake_aws_env(monkeypatch)
     with moto_incident(cluster="demo-ip") as pair:
@@ -372,7 +372,7 @@ def test_eks_access_denied_on_one_call_is_6_and_names_it(eks: tuple[Any, Any], m
 
 
 def test_eks_missing_credentials_is_6(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.support.eks_world import fake_aws_env
+    from tests.support.estates.eks import fake_aws_env
 
     fake_aws_env(monkeypatch)
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
@@ -382,7 +382,7 @@ def test_eks_missing_credentials_is_6(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_eks_unknown_region_is_2_before_any_request(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.support.eks_world import fake_aws_env
+    from tests.support.estates.eks import fake_aws_env
 
     fake_aws_env(monkeypatch)
     sent: list[str] = []
@@ -395,7 +395,7 @@ def test_eks_unknown_region_is_2_before_any_request(monkeypatch: pytest.MonkeyPa
 
 def test_eks_unknown_region_with_an_endpoint_override_goes_to_the_override(monkeypatch: pytest.MonkeyPatch) -> None:
     """AWS_ENDPOINT_URL (a private endpoint, an emulator) is the user's word: the region is not judged."""
-    from tests.support.eks_world import fake_aws_env
+    from tests.support.estates.eks import fake_aws_env
 
     fake_aws_env(monkeypatch, AWS_ENDPOINT_URL="http://127.0.0.1:9")  # the discard port: nothing answers
     result = invoke(["diagnose", "--eks", "--region", "xx-fake-1", "--cluster", "demo-ip", "--no-kube"])
@@ -612,7 +612,7 @@ def test_k8s_expired_token_is_6_and_says_to_refresh(kube_server: FakeKubeServer,
 
 
 def _whereabouts_plan(kube_server: FakeKubeServer, tmp_path: Path) -> tuple[str, Path]:
-    from tests.support import whereabouts_cases as wc
+    from tests.support.cases import whereabouts as wc
 
     kube_server.put_many(wc.crashed_node_objects())
     kubeconfig = str(kube_server.kubeconfig(tmp_path / "kubeconfig"))
@@ -631,7 +631,7 @@ def kube_writes(server: FakeKubeServer) -> list[str]:
 def test_k8s_whereabouts_ctrl_c_during_apply_is_5_and_the_same_command_converges(
     kube_server: FakeKubeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.support import whereabouts_cases as wc
+    from tests.support.cases import whereabouts as wc
 
     kubeconfig, path = _whereabouts_plan(kube_server, tmp_path)
     hit = ctrl_c_after_sending(monkeypatch, "PATCH", "/ippools/")

@@ -26,9 +26,9 @@ from cidrx.model.plan import Plan, load_plan
 from cidrx.model.snapshot import Snapshot, load_snapshot, save_snapshot, snapshot_type
 from cidrx.model.snapshot import seal as seal_snapshot
 from cidrx.model.target import Target
+from tests.support.cases.eks import sample_plan
 from tests.support.cli import one_line_error, run
-from tests.support.eks_cases import sample_plan
-from tests.support.kube_objects import seed_cluster
+from tests.support.estates.kube_objects import seed_cluster
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "eks-demo-ip.snapshot.json"
@@ -362,7 +362,7 @@ def test_boundary_passes_exit_codes_through() -> None:
 
 @pytest.fixture
 def moto_session(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any]]:
-    from tests.support.eks_world import fake_aws_env, moto_incident
+    from tests.support.estates.eks import fake_aws_env, moto_incident
 
     fake_aws_env(monkeypatch)
     with moto_incident(cluster="demo-ip") as pair:

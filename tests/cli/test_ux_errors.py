@@ -19,7 +19,7 @@ import pytest
 from click.testing import Result
 
 from tests.support.cli import run
-from tests.support.eks_world import AwsCalls, fake_aws_env, moto_incident
+from tests.support.estates.eks import AwsCalls, fake_aws_env, moto_incident
 from tests.support.fakes.kube_server import FakeKubeServer, is_lock
 
 REPO = Path(__file__).resolve().parents[2]
@@ -129,7 +129,7 @@ def test_eks_apply_with_an_unreachable_cloud_is_6_and_writes_nothing(
 
 
 def test_reclaim_apply_against_an_unreachable_cluster_says_cannot_reach_not_stale(tmp_path: Path) -> None:
-    from tests.support import whereabouts_cases as wc
+    from tests.support.cases import whereabouts as wc
 
     path = tmp_path / "reclaim.json"
     with FakeKubeServer() as server:
@@ -427,7 +427,7 @@ def test_a_closed_pipe_ends_quietly() -> None:
 def test_k8s_target_is_named_after_the_real_current_context(
     kube_server: FakeKubeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.support import whereabouts_cases as wc
+    from tests.support.cases import whereabouts as wc
 
     kube_server.put_many(wc.crashed_node_objects())
     kubeconfig = str(kube_server.kubeconfig(tmp_path / "kubeconfig", context="staging-eu"))
@@ -625,7 +625,7 @@ def test_a_snapshot_plan_suggested_by_diagnose_is_a_command_that_works(tmp_path:
 
 def test_no_advice_to_free_empty_blocks_of_a_node_that_has_none() -> None:
     from cidrx.ipam.calico.analyze import analyze_calico
-    from tests.support import calico_cases
+    from tests.support.cases import calico as calico_cases
 
     world = calico_cases.incident()
     _, findings = analyze_calico(world.calico(), world.pod_states(), world.kube_nodes())

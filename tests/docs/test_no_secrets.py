@@ -29,11 +29,11 @@ import yaml
 from click.testing import CliRunner, Result
 
 from cidrx.cli import cli
-from tests.support import gke_world
-from tests.support import whereabouts_cases as wc
+from tests.support.cases import whereabouts as wc
+from tests.support.estates import gke as gke_world
+from tests.support.estates.kube_objects import seed_cluster
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FakeKubeServer
-from tests.support.kube_objects import seed_cluster
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -212,7 +212,7 @@ def process(*args: str) -> subprocess.CompletedProcess[str]:
 def moto_server(secret_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     import boto3
 
-    from tests.support.eks_world import build_incident, fake_aws_env, moto_server
+    from tests.support.estates.eks import build_incident, fake_aws_env, moto_server
 
     with moto_server() as url:
         fake_aws_env(monkeypatch, AWS_ENDPOINT_URL=url, AWS_SECRET_ACCESS_KEY=AWS_SECRET)

@@ -1,6 +1,6 @@
 """Subnet discovery end to end through the CLI, against moto and the fake API server (in process).
 
-The estate is tests/support/eks_discovery_world.py: VPC CNI v1.18.1, nodes with a free ENI slot, node subnets
+The estate is tests/support/estates/eks_discovery.py: VPC CNI v1.18.1, nodes with a free ENI slot, node subnets
 too tight for another node's warm pool. moto models subnets, tags and route table associations; it does not
 model the EKS add-on API, so vpc-cni as a managed add-on (DescribeAddon, UpdateAddon, DescribeUpdate and
 DescribeAddonConfiguration with its configuration schema) is the project's botocore fake
@@ -19,8 +19,8 @@ import pytest
 
 from cidrx.model.plan import DIGEST_TAG, load_plan
 from tests.support.cli import run
-from tests.support.eks_discovery_world import build_discovery, build_discovery_off
-from tests.support.eks_estate import EksEstate
+from tests.support.estates.eks_discovery import build_discovery, build_discovery_off
+from tests.support.estates.eks_live import EksEstate
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")
 

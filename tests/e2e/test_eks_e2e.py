@@ -34,7 +34,8 @@ from cidrx.model.findings import Diagnosis
 from cidrx.model.plan import Plan, load_plan
 from cidrx.model.snapshot import load_snapshot
 from tests.support.cli import run
-from tests.support.eks_cluster import (
+from tests.support.estates.eks import REGION, World, build_incident, moto_server
+from tests.support.estates.eks_cluster import (
     AWS_NODE_PATH,
     PLAN_TAG,
     SANDBOX_MESSAGE,
@@ -45,8 +46,7 @@ from tests.support.eks_cluster import (
     env_values,
     incident_server,
 )
-from tests.support.eks_estate import clean_env, eks_estate
-from tests.support.eks_world import REGION, World, build_incident, moto_server
+from tests.support.estates.eks_live import clean_env, eks_estate
 from tests.support.fakes.kube_server import FakeKubeServer, RequestRecord, is_lock
 from tests.support.terraform_check import fmt_check, imports, needs_terraform, parse, resources
 

@@ -21,10 +21,9 @@ from pathlib import Path
 import pytest
 
 from cidrx.model.plan import load_plan
-from tests.support import gke_world
 from tests.support.cli import run
-from tests.support.fakes.gcp_server import FakeGcp
-from tests.support.gke_world import (
+from tests.support.estates import gke as gke_world
+from tests.support.estates.gke import (
     CLUSTER,
     LOCATION,
     OTHER_SUBNETS,
@@ -37,6 +36,7 @@ from tests.support.gke_world import (
     SERVICES_CIDR,
     SUBNET,
 )
+from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.terraform_check import fmt_check, imports, needs_terraform, parse, resources
 
 TARGET = ["--gke", "--project", PROJECT, "--location", LOCATION, "--cluster", CLUSTER, "--no-kube"]

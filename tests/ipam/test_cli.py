@@ -13,8 +13,8 @@ import pytest
 from cidrx.app.plan import strategies
 from cidrx.cli.expand import STRATEGIES
 from cidrx.model.plan import load_plan
-from tests.support import calico_cases
-from tests.support import whereabouts_cases as wc
+from tests.support.cases import calico as calico_cases
+from tests.support.cases import whereabouts as wc
 from tests.support.cli import run
 from tests.support.fakes.kube_server import FakeKubeServer, is_lock
 

@@ -44,8 +44,8 @@ from cidrx.kube.api import KubeApi, KubeApis
 from cidrx.model.options import PlanOptions
 from cidrx.model.plan import Plan, Step, load_plan, save_plan
 from cidrx.render.progress import NullProgress
-from tests.support import calico_cases
-from tests.support import whereabouts_cases as wc
+from tests.support.cases import calico as calico_cases
+from tests.support.cases import whereabouts as wc
 from tests.support.fakes.kube_server import FakeKubeServer, is_lock
 
 JSON = dict[str, Any]

@@ -27,9 +27,8 @@ from cidrx.kube.errors import KubeUnavailable
 from cidrx.model.codec import canonical_json
 from cidrx.model.kube import KubeNode, KubePod
 from cidrx.providers.eks.collect.cluster import EniConfig
-from tests.support.eks_cluster import SANDBOX_MESSAGE
-from tests.support.fakes.kube_server import FakeKubeServer
-from tests.support.kube_objects import (
+from tests.support.estates.eks_cluster import SANDBOX_MESSAGE
+from tests.support.estates.kube_objects import (
     CLUSTER_SG,
     NODE_A,
     NODE_B,
@@ -41,6 +40,7 @@ from tests.support.kube_objects import (
     pod,
     seed_eks_cluster,
 )
+from tests.support.fakes.kube_server import FakeKubeServer
 
 
 def test_collect_eks_cluster(kube_server: FakeKubeServer, kubeconfig_path: Path) -> None:

@@ -214,7 +214,7 @@ RESEALED = settings(
 def _seeds() -> dict[str, dict[str, Any]]:
     """The bundled examples plus the EKS incident with /24 node subnets, where prefix delegation plans (so
     its reading of the subnets' used addresses is exercised too)."""
-    from tests.support import eks_cases
+    from tests.support.cases import eks as eks_cases
 
     seeds = {p.name.removesuffix(".snapshot.json"): doc for p, doc in zip(EXAMPLES, SNAPSHOTS, strict=True)}
     seeds["eks-roomy"] = json.loads(codec.dumps(eks_cases.roomy()))

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from cidrx.cli import cli
 from cidrx.cli.expand import RECLAIM_STRATEGIES, STRATEGIES
 from cidrx.model.snapshot import save_snapshot
-from tests.support import eks_cases
+from tests.support.cases import eks as eks_cases
 from tools import docgen
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -187,7 +187,7 @@ def test_a_real_fleet_json_validates(kube_server: Any, tmp_path: Path) -> None:
 
     import yaml
 
-    from tests.support import whereabouts_cases
+    from tests.support.cases import whereabouts as whereabouts_cases
 
     kube_server.put_many(whereabouts_cases.crashed_node_objects())
     with socket.socket() as s:

@@ -24,7 +24,7 @@ from cidrx.model.options import PlanOptions
 from cidrx.model.plan import DIGEST_TAG, Plan, save_plan, seal
 from cidrx.model.snapshot import Snapshot, load_snapshot
 from cidrx.render.terraform import extract_snippets, quote, render_terraform
-from tests.support import eks_cases
+from tests.support.cases import eks as eks_cases
 from tests.support.cli import run
 from tests.support.terraform_check import (
     HCL2_REASON,

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.eks_cluster import shared_botocore_loader
-from tests.support.eks_estate import EksEstate, eks_estate
+from tests.support.estates.eks_cluster import shared_botocore_loader
+from tests.support.estates.eks_live import EksEstate, eks_estate
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from cidrx.providers.gke.api import GkeApi
-from tests.support import gke_world
+from tests.support.estates import gke as gke_world
 from tests.support.fakes.gcp_server import FakeGcp
 
 

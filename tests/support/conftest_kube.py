@@ -44,7 +44,7 @@ def kubeconfig_path(kube_server: FakeKubeServer, tmp_path: Path, monkeypatch: py
 @pytest.fixture
 def calico_incident_api(kube_server: FakeKubeServer, kubeconfig_path: Path) -> Iterator[Any]:
     from cidrx.kube.api import KubeApi
-    from tests.support import calico_cases
+    from tests.support.cases import calico as calico_cases
 
     kube_server.put_many(calico_cases.incident().objects())
     with KubeApi.connect(str(kubeconfig_path), None) as connected:

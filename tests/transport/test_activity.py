@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from cidrx.cli import cli
-from tests.support import whereabouts_cases as wc
+from tests.support.cases import whereabouts as wc
 from tests.support.fakes.kube_server import FakeKubeServer
 
 

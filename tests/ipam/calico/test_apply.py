@@ -25,7 +25,7 @@ from cidrx.model.options import PlanOptions
 from cidrx.model.plan import DIGEST_TAG, Plan, Step, seal
 from cidrx.model.snapshot import Snapshot
 from cidrx.render.progress import NullProgress
-from tests.support import calico_cases as cases
+from tests.support.cases import calico as cases
 from tests.support.fakes.kube_server import FakeKubeServer, RequestRecord
 
 CREATED = "2024-05-01T10:05:00Z"

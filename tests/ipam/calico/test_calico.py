@@ -17,7 +17,7 @@ from cidrx.model.findings import Severity
 from cidrx.model.options import PlanOptions
 from cidrx.model.plan import DIGEST_TAG, load_plan, save_plan
 from cidrx.model.snapshot import load_snapshot, seal
-from tests.support import calico_cases as cases
+from tests.support.cases import calico as cases
 
 CREATED = "2024-05-01T10:05:00Z"
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "calico-borrowing.snapshot.json"

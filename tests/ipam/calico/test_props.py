@@ -26,7 +26,7 @@ from cidrx.ipam.liveness import AddressHolders
 from cidrx.kube.api import KubeApi
 from cidrx.model.options import PlanOptions
 from cidrx.render.progress import NullProgress
-from tests.support import calico_cases as cases
+from tests.support.cases import calico as cases
 from tests.support.fakes.kube_server import FakeKubeServer
 
 CIDR = "10.0.0.0/28"

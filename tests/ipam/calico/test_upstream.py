@@ -1,4 +1,4 @@
-"""Calico's own release, cooldown and garbage-collection cases (tests/support/calico_upstream_cases.py) replayed
+"""Calico's own release, cooldown and garbage-collection cases (tests/support/cases/calico_upstream.py) replayed
 on cidrx: the block arithmetic, apply through the real client against the fake API server (whose writes
 are checked against the upstream CRD schemas), and the liveness rule against kube-controllers' GC."""
 
@@ -24,8 +24,8 @@ from cidrx.kube.api import KubeApi
 from cidrx.model.kube import PodState
 from cidrx.model.plan import Plan, Step, seal
 from cidrx.render.progress import NullProgress
-from tests.support import calico_cases as cases
-from tests.support import calico_upstream_cases as up
+from tests.support.cases import calico as cases
+from tests.support.cases import calico_upstream as up
 from tests.support.fakes.kube_server import FakeKubeServer
 
 GROUP, VERSION = "crd.projectcalico.org", "v1"

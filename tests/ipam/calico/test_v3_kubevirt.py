@@ -15,7 +15,7 @@ from cidrx.ipam.calico.strategies import pool as pool_strategy
 from cidrx.model.options import PlanOptions
 from cidrx.model.plan import load_plan
 from cidrx.model.snapshot import load_snapshot
-from tests.support import calico_cases as cases
+from tests.support.cases import calico as cases
 from tests.support.cli import run
 from tests.support.fakes.kube_server import FakeKubeServer, is_lock
 

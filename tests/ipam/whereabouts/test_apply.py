@@ -27,7 +27,7 @@ from cidrx.model.options import PlanOptions
 from cidrx.model.plan import Plan, load_plan, save_plan
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.render.progress import NullProgress
-from tests.support import whereabouts_cases as wc
+from tests.support.cases import whereabouts as wc
 from tests.support.fakes.kube_server import FakeKubeServer, RequestRecord, is_lock
 
 NOW = "2024-12-09T03:45:00Z"

@@ -35,7 +35,7 @@ from cidrx.model.options import PlanOptions
 from cidrx.model.plan import Plan, save_plan
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.render.progress import NullProgress
-from tests.support import whereabouts_cases as wc
+from tests.support.cases import whereabouts as wc
 from tests.support.fakes.kube_server import FakeKubeServer
 
 JSON = dict[str, Any]

@@ -24,8 +24,8 @@ from cidrx.ipam.whereabouts.strategies.reclaim import make_plan
 from cidrx.model.options import PlanOptions
 from cidrx.model.plan import load_plan
 from cidrx.model.snapshot import load_snapshot
-from tests.support import whereabouts_cases as wc
-from tests.support import whereabouts_upstream_cases as uc
+from tests.support.cases import whereabouts as wc
+from tests.support.cases import whereabouts_upstream as uc
 from tests.support.cli import run
 from tests.support.fakes.crd_schemas import SCHEMAS
 from tests.support.fakes.crd_schemas.structural import problems

@@ -17,7 +17,7 @@ from cidrx.ipam.whereabouts.strategies.reclaim import check_drift, make_plan
 from cidrx.model.findings import Capacity, Finding, Severity
 from cidrx.model.options import PlanOptions
 from cidrx.model.snapshot import load_snapshot
-from tests.support import whereabouts_cases as wc
+from tests.support.cases import whereabouts as wc
 
 NOW = "2024-12-09T03:45:00Z"
 

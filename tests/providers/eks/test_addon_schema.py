@@ -20,7 +20,7 @@ from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks.facts.addon_schema import parse_configuration, schema_problem, with_env
 from cidrx.providers.eks.model import Addon
 from cidrx.providers.eks.provider import PROVIDER
-from tests.support import eks_cases as cases
+from tests.support.cases import eks as cases
 from tests.support.fakes.eks_addons import vpc_cni_schema
 
 

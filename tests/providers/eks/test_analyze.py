@@ -1,6 +1,6 @@
 """EKS diagnosis from snapshots: the talk's incident as bundled, and one variant per finding.
 
-Pure: analyze reads a Snapshot, so every case is the example changed by one thing (tests/support/eks_cases.py).
+Pure: analyze reads a Snapshot, so every case is the example changed by one thing (tests/support/cases/eks.py).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from cidrx.providers.eks.analyze.diagnosis import analyze
 from cidrx.providers.eks.facts.cni import addon_env, cni_config, max_pods
 from cidrx.providers.eks.facts.subnets import free_prefix_blocks
 from cidrx.providers.eks.model import InstanceType
-from tests.support import eks_cases as cases
-from tests.support.eks_cases import (
+from tests.support.cases import eks as cases
+from tests.support.cases.eks import (
     AZ_A,
     AZ_B,
     NODE_A,

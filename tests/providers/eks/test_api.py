@@ -21,7 +21,7 @@ from moto.server import ThreadedMotoServer
 
 from cidrx.errors import EXIT_ACCESS, EXIT_INTERNAL, AccessDenied, CidrxError, CloudError
 from cidrx.providers.eks.api import EksApi, translate
-from tests.support.eks_world import REGION, World, fake_aws_env, moto_incident
+from tests.support.estates.eks import REGION, World, fake_aws_env, moto_incident
 from tests.support.fakes import eks_addons
 
 

@@ -27,7 +27,7 @@ from cidrx.providers.eks.collect.vpc import (
     used_by_subnet,
 )
 from cidrx.providers.eks.model import Addon, EksSection, InstanceType
-from tests.support.eks_world import (
+from tests.support.estates.eks import (
     NODEGROUP,
     PEER_VPC_CIDR,
     REGION,

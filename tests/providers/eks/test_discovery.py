@@ -1,6 +1,6 @@
 """VPC CNI subnet discovery: the version rules ipamd follows, and what diagnosis makes of tagged subnets.
 
-Pure: snapshots are the bundled incident changed by one thing (tests/support/eks_cases.py). The tag rules
+Pure: snapshots are the bundled incident changed by one thing (tests/support/cases/eks.py). The tag rules
 replay aws/amazon-vpc-cni-k8s pkg/awsutils (awsutils.go `validTag` at v1.21.2, `isSubnetValidForENICreation`
 and awsutils_test.go `TestValidSubnetTagsMatchingClusterName` at b52188387f2e2f10bf289ace929d6a63b176a4fa).
 """
@@ -26,8 +26,8 @@ from cidrx.providers.eks.facts.cni import cni_config
 from cidrx.providers.eks.model import Addon
 from cidrx.providers.eks.provider import PROVIDER
 from cidrx.providers.eks.strategies.default import default_strategy
-from tests.support import eks_cases as cases
-from tests.support.eks_cases import AZ_A, AZ_B, DISCOVERY_A, DISCOVERY_B, NODE_A, NODE_B, PUBLIC_A
+from tests.support.cases import eks as cases
+from tests.support.cases.eks import AZ_A, AZ_B, DISCOVERY_A, DISCOVERY_B, NODE_A, NODE_B, PUBLIC_A
 
 check_drift = PROVIDER.check_drift  # the strategy's drift check, through the provider
 

@@ -1,6 +1,6 @@
 """ENIConfig selection as ipamd does it, and the security groups of the ENIConfigs cidrx writes.
 
-Cases: upstream's own selection table (tests/support/eniconfig_upstream_cases.py), the env rules (unset and
+Cases: upstream's own selection table (tests/support/cases/eniconfig_upstream.py), the env rules (unset and
 empty both mean the default key), and the analysis findings that follow from the rule. Fakes: a cluster whose
 nodes pick their ENIConfigs by annotation, diagnosed through the CLI against moto and the fake API server.
 """
@@ -24,11 +24,11 @@ from cidrx.providers.eks.analyze.diagnosis import analyze
 from cidrx.providers.eks.collect.cluster import READS, EniConfig, Read
 from cidrx.providers.eks.facts.eniconfig import security_groups, select
 from cidrx.providers.eks.provider import PROVIDER
-from tests.support import eks_cases as cases
+from tests.support.cases import eks as cases
+from tests.support.cases.eks import AZ_A, AZ_B, CLUSTER_SG, NODE_A, NODE_B, PRIVATE_A, PRIVATE_B
+from tests.support.cases.eniconfig_upstream import CASES, UpstreamCase
 from tests.support.cli import run
-from tests.support.eks_cases import AZ_A, AZ_B, CLUSTER_SG, NODE_A, NODE_B, PRIVATE_A, PRIVATE_B
-from tests.support.eks_variants import ANNOTATION, annotate_node, use_annotated_eniconfigs
-from tests.support.eniconfig_upstream_cases import CASES, UpstreamCase
+from tests.support.estates.eks_variants import ANNOTATION, annotate_node, use_annotated_eniconfigs
 
 check_drift = PROVIDER.check_drift  # the strategy's drift check, through the provider
 

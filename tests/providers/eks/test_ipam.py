@@ -29,9 +29,9 @@ from cidrx.providers.eks.collect.ipam_pools import pool_from
 from cidrx.providers.eks.facts.ipam_pools import subnet_cidr
 from cidrx.providers.eks.model import IpamPool
 from cidrx.providers.eks.provider import PROVIDER
-from tests.support import eks_cases as cases
+from tests.support.cases import eks as cases
 from tests.support.cli import run
-from tests.support.eks_variants import POOL_CIDR, POOL_ID, POOL_TAGS, use_ipam_pool
+from tests.support.estates.eks_variants import POOL_CIDR, POOL_ID, POOL_TAGS, use_ipam_pool
 from tests.support.fakes.ec2_ipam import FakeIpam
 from tests.support.terraform_check import parse, resources
 

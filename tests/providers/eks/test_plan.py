@@ -1,7 +1,7 @@
 """EKS expansion plans from snapshots: custom networking (the talk's manual fix, as steps), prefix
 delegation, `--cidr` validation, and the drift check apply runs before it touches anything.
 
-Pure: make_plan and check_drift read Snapshots (tests/support/eks_cases.py builds the variants).
+Pure: make_plan and check_drift read Snapshots (tests/support/cases/eks.py builds the variants).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
 from cidrx.providers.eks.provider import PROVIDER
 from cidrx.providers.eks.strategies.space import occupied_space
-from tests.support import eks_cases as cases
-from tests.support.eks_cases import (
+from tests.support.cases import eks as cases
+from tests.support.cases.eks import (
     AZ_A,
     AZ_B,
     CLUSTER_SG,

@@ -1,6 +1,6 @@
 """Clusters whose nodes do not come from managed node groups (Karpenter, EKS Auto Mode, self-managed Auto
 Scaling groups): capacity rows, findings, the plans' follow-up per provisioner, and drift. Pure cases on the
-bundled incident with its nodes handed to another provisioner (tests/support/eks_provisioner_cases.py)."""
+bundled incident with its nodes handed to another provisioner (tests/support/cases/eks_provisioners.py)."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ from cidrx.providers.eks.collect.provisioners import (
     self_managed_from,
 )
 from cidrx.providers.eks.model import AUTO_NODE_CLASS, EC2_NODE_CLASS, NodeProvisioners
-from tests.support import eks_cases as cases
-from tests.support import eks_provisioner_cases as pc
+from tests.support.cases import eks as cases
+from tests.support.cases import eks_provisioners as pc
 from tests.support.cli import run
 
 CN = PlanOptions(strategy="custom-networking")

@@ -1,5 +1,5 @@
 """Karpenter-only, EKS Auto Mode and self-managed clusters end to end through the CLI, against moto and the fake
-Kubernetes API server (tests/support/eks_provisioner_world.py): diagnose shows who provisions the nodes,
+Kubernetes API server (tests/support/estates/eks_provisioners.py): diagnose shows who provisions the nodes,
 `expand --plan` makes a plan without a managed node group, `expand --apply` carries it out, a second apply
 changes nothing; an apply interrupted right after any step's write finishes when run again (journal kept or
 lost), writing nothing twice; and a plan whose node classes changed is refused as stale.
@@ -29,10 +29,10 @@ from cidrx.engine.journal import journal_path
 from cidrx.model.options import Access
 from cidrx.model.plan import DIGEST_TAG, Plan, load_plan, save_plan
 from tests.app.test_rollback import normalised
-from tests.support import eks_provisioner_world as pw
-from tests.support.eks_estate import EksEstate, eks_estate
-from tests.support.eks_world import REGION, AwsCalls
 from tests.support.engine import CrashAfterAct, FakeClock, apply_in_boundary
+from tests.support.estates import eks_provisioners as pw
+from tests.support.estates.eks import REGION, AwsCalls
+from tests.support.estates.eks_live import EksEstate, eks_estate
 from tests.support.fakes.ec2_launch_templates import LAUNCH_TEMPLATE_HANDLERS
 from tests.support.fakes.kube_server import is_lock
 

@@ -2,7 +2,7 @@
 is run again, with the journal kept or lost: the proof behind exit code 5's "run the same command again".
 
 In-process: moto (`mock_aws`) for AWS and the fake Kubernetes API server for the cluster, both seeded with
-the incident (tests/support/eks_estate.py). The interrupted run goes through the engine with
+the incident (tests/support/estates/eks_live.py). The interrupted run goes through the engine with
 the real executors, each wrapped so that step k raises KeyboardInterrupt from inside `act` right after the
 real `act` returned: the write reached the cloud, the journal never heard of it (and, in one case, the
 process is killed outright while writing the journal). The resumed run is the real CLI
@@ -39,10 +39,10 @@ from cidrx.model.snapshot import load_snapshot
 from cidrx.providers.eks.actions.context import EksApis
 from cidrx.providers.eks.api import EksApi
 from cidrx.providers.eks.provider import PROVIDER
-from tests.support.eks_cluster import DaemonSetController, inventory
-from tests.support.eks_estate import eks_estate
-from tests.support.eks_world import World
 from tests.support.engine import CrashAfterAct, FakeClock, apply_in_boundary
+from tests.support.estates.eks import World
+from tests.support.estates.eks_cluster import DaemonSetController, inventory
+from tests.support.estates.eks_live import eks_estate
 from tests.support.fakes.kube_server import FakeKubeServer
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader

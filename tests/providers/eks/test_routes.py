@@ -30,9 +30,9 @@ from cidrx.providers.eks.facts.routing import routed_elsewhere
 from cidrx.providers.eks.model import PrefixList, TgwRoute, TgwRouteTable
 from cidrx.providers.eks.provider import PROVIDER
 from cidrx.providers.eks.strategies.space import occupied_space
-from tests.support import eks_cases as cases
+from tests.support.cases import eks as cases
 from tests.support.cli import run
-from tests.support.eks_variants import TGW_ROUTED, build_tgw_egress, tgw_route_table
+from tests.support.estates.eks_variants import TGW_ROUTED, build_tgw_egress, tgw_route_table
 from tests.support.fakes.ec2_routes import FakeTgwRoutes, VgwPropagation
 
 

@@ -1,6 +1,6 @@
 """GKE diagnosis from snapshots built in code: the talk's incident and one variant per finding.
 
-Pure: analyze reads a Snapshot, so every case is the incident changed by one thing (tests/support/gke_cases.py).
+Pure: analyze reads a Snapshot, so every case is the incident changed by one thing (tests/support/cases/gke.py).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from cidrx.model import codec
 from cidrx.model.findings import Capacity, Diagnosis, Finding, Severity
 from cidrx.model.snapshot import snapshot_type
 from cidrx.providers.gke.analyze.analyze import analyze, suggested_max_pods
-from tests.support import gke_cases as cases
-from tests.support.gke_cases import FLAGS, POD_CIDR, POOL, SCALE_UP_MESSAGE
+from tests.support.cases import gke as cases
+from tests.support.cases.gke import FLAGS, POD_CIDR, POOL, SCALE_UP_MESSAGE
 
 
 def ids(d: Diagnosis) -> list[str]:

@@ -36,8 +36,7 @@ from cidrx.providers.gke.api import (
     compute_operation_state,
     container_operation_state,
 )
-from tests.support.fakes.gcp_server import FakeGcp
-from tests.support.gke_world import (
+from tests.support.estates.gke import (
     CLUSTER,
     LOCATION,
     NETWORK,
@@ -52,8 +51,9 @@ from tests.support.gke_world import (
     SERVICES_RANGE,
     SUBNET,
 )
+from tests.support.fakes.gcp_server import FakeGcp
 
-# The world's fixtures, used by name below (tests.support.gke_world documents them).
+# The world's fixtures, used by name below (tests.support.estates.gke documents them).
 
 REPO = Path(__file__).resolve().parents[3]
 JSON = dict[str, Any]

@@ -36,8 +36,7 @@ from cidrx.providers.gke.model import (
     SecondaryRange,
     Subnetwork,
 )
-from tests.support.fakes.gcp_server import FakeGcp
-from tests.support.gke_world import (
+from tests.support.estates.gke import (
     CLUSTER,
     LOCATION,
     MASTER_CIDR,
@@ -58,8 +57,9 @@ from tests.support.gke_world import (
     ZONES,
     incident_snapshot,
 )
+from tests.support.fakes.gcp_server import FakeGcp
 
-# The world's fixtures, used by name below (tests.support.gke_world documents them).
+# The world's fixtures, used by name below (tests.support.estates.gke documents them).
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "gke-demo-ip.snapshot.json"
 C = "container.projects.locations.clusters"

@@ -1,6 +1,6 @@
 """GKE as organisations run it, end to end through the CLI against the loopback GCP fake (real google-cloud
 clients): a cluster in a service project on a Shared VPC network of a host project, a network full of routes
-(on-premises, VPN, GKE node routes) and a routes-based cluster next to it (tests/support/gke_estates.py).
+(on-premises, VPN, GKE node routes) and a routes-based cluster next to it (tests/support/estates/gke_shared_vpc.py).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from cidrx.model.snapshot import load_snapshot, save_snapshot
 from cidrx.providers.gke.api import GkeApi
 from cidrx.providers.gke.collect.collect import collect_gke
 from cidrx.providers.gke.model import Route, RoutesCluster
-from tests.support import gke_estates as se
 from tests.support.cli import one_line_error, run
+from tests.support.estates import gke_shared_vpc as se
 from tests.support.fakes.gcp_server import FakeGcp
 
 TARGET = ["--gke", "--project", se.SERVICE, "--location", se.LOCATION, "--cluster", se.CLUSTER, "--no-kube"]

@@ -20,10 +20,10 @@ from cidrx.providers.gke.collect.collect import firewall_from
 from cidrx.providers.gke.facts.firewalls import pod_cidrs, review
 from cidrx.providers.gke.model import FirewallRule
 from cidrx.providers.gke.provider import PROVIDER
-from tests.support import gke_cases as cases
+from tests.support.cases import gke as cases
 from tests.support.cli import run
+from tests.support.estates.gke import CLUSTER, FIREWALL_ALL, LOCATION, POD_CIDR, PROJECT, SUBNET_CIDR
 from tests.support.fakes.gcp_server import FakeGcp, RequestRecord
-from tests.support.gke_world import CLUSTER, FIREWALL_ALL, LOCATION, POD_CIDR, PROJECT, SUBNET_CIDR
 
 TARGET = ["--gke", "--project", PROJECT, "--location", LOCATION, "--cluster", CLUSTER, "--no-kube"]
 

@@ -27,11 +27,11 @@ from cidrx.providers.gke.collect.cluster import EgressNatPolicy
 from cidrx.providers.gke.facts.masquerade import review_ip_masq, updated_config
 from cidrx.providers.gke.provider import PROVIDER
 from cidrx.render.terraform import render_terraform
-from tests.support import gke_cases as cases
+from tests.support.cases import gke as cases
 from tests.support.cli import run
+from tests.support.estates.gke import CLUSTER, LOCATION, PROJECT
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FakeKubeServer
-from tests.support.gke_world import CLUSTER, LOCATION, PROJECT
 
 
 def plan_of(snap: Snapshot, created_at: str = "", **opts: Any) -> Plan:

@@ -1,5 +1,5 @@
 """GKE expansion plans from snapshots built in code: where the new range goes, what the steps carry, and
-when a plan has gone stale. Pure: no cloud, no fake (tests/support/gke_cases.py builds every case)."""
+when a plan has gone stale. Pure: no cloud, no fake (tests/support/cases/gke.py builds every case)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from cidrx.providers.gke.facts.occupied import occupied_space
 from cidrx.providers.gke.facts.pool_copy import PLAN_LABEL
 from cidrx.providers.gke.model import PeeringRoute, SecondaryRange, Subnetwork
 from cidrx.providers.gke.provider import PROVIDER
-from tests.support import gke_cases as cases
-from tests.support.gke_cases import (
+from tests.support.cases import gke as cases
+from tests.support.cases.gke import (
     CLUSTER,
     CONTROL_PLANE,
     INCIDENT_PLAN_CIDR,

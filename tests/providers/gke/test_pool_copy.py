@@ -31,11 +31,9 @@ from cidrx.providers.gke.collect.collect import (
 from cidrx.providers.gke.facts.pool_copy import choose_template, starving_pools
 from cidrx.providers.gke.provider import PROVIDER
 from cidrx.render.terraform import render_terraform
-from tests.support import gke_cases as cases
+from tests.support.cases import gke as cases
 from tests.support.cli import run
-from tests.support.fakes.gcp_discovery import documents_dir
-from tests.support.fakes.gcp_server import FakeGcp
-from tests.support.gke_world import (
+from tests.support.estates.gke import (
     CLUSTER,
     GPU_POOL,
     GPU_SERVICE_ACCOUNT,
@@ -44,6 +42,8 @@ from tests.support.gke_world import (
     add_gpu_pool,
     gpu_pool_json,
 )
+from tests.support.fakes.gcp_discovery import documents_dir
+from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.terraform_check import parse, resources
 
 # The NodePool fields a copy sets itself (name, pod range, max pods) or takes from the template through

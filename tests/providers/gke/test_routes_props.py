@@ -16,7 +16,7 @@ from cidrx.errors import InvalidInput
 from cidrx.model.options import PlanOptions
 from cidrx.providers.gke.model import Route, RoutesCluster
 from cidrx.providers.gke.provider import PROVIDER
-from tests.support import gke_cases as cases
+from tests.support.cases import gke as cases
 
 SPACES = (IPv4Network("10.0.0.0/8"), IPv4Network("172.16.0.0/12"), IPv4Network("192.168.0.0/16"))
 HOPS = ("instance", "ip", "vpntunnel", "interconnectattachment", "ilb", "gateway")

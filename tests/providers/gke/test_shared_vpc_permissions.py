@@ -1,6 +1,6 @@
 """Under Shared VPC, every call cidrx makes in the host project is granted by what `cidrx permissions --gke`
 prints for the host project, and every call in the service project by what it prints for the service
-project: a diagnose, a plan and an apply of the Shared VPC estate (tests/support/gke_estates.py), with the
+project: a diagnose, a plan and an apply of the Shared VPC estate (tests/support/estates/gke_shared_vpc.py), with the
 calls read from the GCP fake's request log (each record names its discovery method and project)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.app.test_permissions_calls import GCP_ALSO, GCP_PERMISSION
-from tests.support import gke_estates as se
 from tests.support.cli import run
+from tests.support.estates import gke_shared_vpc as se
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.permissions import printed
 

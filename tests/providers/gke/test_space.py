@@ -16,7 +16,7 @@ from cidrx.model.snapshot import Snapshot, load_snapshot
 from cidrx.providers.gke.facts.space import network_space_capacity, parse4
 from cidrx.providers.gke.model import ReservedRange, Route, RoutesCluster
 from cidrx.providers.gke.netmap import address_maps
-from tests.support import gke_cases as cases
+from tests.support.cases import gke as cases
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 

@@ -3,8 +3,8 @@ Kubernetes API server."""
 
 from __future__ import annotations
 
-from tests.support import calico_cases
 from tests.support.cases import Case, Interrupt
+from tests.support.cases import calico as calico_cases
 from tests.support.cases.kube_edits import calico_pod_back
 from tests.support.cases.live import k8s
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tests.support.cases import Case, Interrupt
 from tests.support.cases.eks_edits import associate_overlapping_cidr
 from tests.support.cases.live import eks
-from tests.support.eks_world import build_incident
+from tests.support.estates.eks import build_incident
 
 CASE = Case(
     "custom-networking",

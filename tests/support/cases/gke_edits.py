@@ -5,7 +5,7 @@ from __future__ import annotations
 from ipaddress import IPv4Network
 from typing import Any
 
-from tests.support import gke_world as gw
+from tests.support.estates import gke as gw
 
 
 def overlap_on_another_subnet(live: Any, plan: Any) -> list[str]:

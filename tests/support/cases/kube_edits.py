@@ -5,9 +5,9 @@ from __future__ import annotations
 from ipaddress import IPv4Network
 from typing import Any
 
-from tests.support import calico_cases
-from tests.support import whereabouts_cases as wc
 from tests.support.cases import PlanDoc
+from tests.support.cases import calico as calico_cases
+from tests.support.cases import whereabouts as wc
 
 
 def whereabouts_pod_back_pending(live: Any, plan: PlanDoc) -> list[str]:

@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from tests.support import gke_world as gw
 from tests.support.cli import run
-from tests.support.eks_estate import EksEstate, eks_estate
-from tests.support.eks_world import AwsCalls, World, build_incident
+from tests.support.estates import gke as gw
+from tests.support.estates.eks import AwsCalls, World, build_incident
+from tests.support.estates.eks_live import EksEstate, eks_estate
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FakeKubeServer, is_lock
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.support.cases import Case, Interrupt
 from tests.support.cases.eks_edits import reserve_in_planned_block
 from tests.support.cases.live import eks
-from tests.support.eks_cluster import build_prefix_world
+from tests.support.estates.eks_cluster import build_prefix_world
 
 CASE = Case(
     "prefix-delegation",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.support.cases import Case, Interrupt
 from tests.support.cases.eks_edits import subnet_in_planned_space
 from tests.support.cases.live import eks
-from tests.support.eks_discovery_world import build_discovery_off
+from tests.support.estates.eks_discovery import build_discovery_off
 
 CASE = Case(
     "subnet-discovery",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tests.support import whereabouts_cases as wc
 from tests.support.cases import Case, Interrupt
+from tests.support.cases import whereabouts as wc
 from tests.support.cases.kube_edits import whereabouts_pod_back_pending
 from tests.support.cases.live import k8s
 

@@ -22,7 +22,7 @@ from cidrx.model.target import Target
 from cidrx.providers.eks.collect.cluster import EniConfig
 from cidrx.providers.eks.model import Addon, EksSection, InstanceType, Nodegroup, Peering, RouteTable, Subnet, VpcCidr
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "eks-demo-ip.snapshot.json"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "eks-demo-ip.snapshot.json"
 
 CLUSTER = "demo-ip"
 REGION = "ap-southeast-2"

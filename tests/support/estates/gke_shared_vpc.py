@@ -29,8 +29,8 @@ from cidrx.model.kube import KubeNode, KubeSection
 from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target
 from cidrx.providers.gke.model import GkeSection
+from tests.support.estates.gke import full_alias_policy, gke_estate
 from tests.support.fakes.gcp_server import COMPUTE_LINK, FakeGcp
-from tests.support.gke_world import full_alias_policy, gke_estate
 
 JSON = dict[str, Any]
 

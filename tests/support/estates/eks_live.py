@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.eks_cluster import DaemonSetController, Hooks, incident_server
-from tests.support.eks_world import REGION, World, build_incident, fake_aws_env
+from tests.support.estates.eks import REGION, World, build_incident, fake_aws_env
+from tests.support.estates.eks_cluster import DaemonSetController, Hooks, incident_server
 from tests.support.fakes.ec2_ipam import FakeIpam, is_moto_stub
 from tests.support.fakes.eks_addons import BuiltinHandlers, FakeEksAddons
 from tests.support.fakes.kube_server import FakeKubeServer

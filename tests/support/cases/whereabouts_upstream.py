@@ -26,7 +26,7 @@ from typing import Any
 
 from cidrx.ipam.whereabouts.model import pool_name, reservation_name
 from cidrx.model.snapshot import Snapshot
-from tests.support import whereabouts_cases as wc
+from tests.support.cases import whereabouts as wc
 
 JSON = dict[str, Any]
 UPSTREAM = "k8snetworkplumbingwg/whereabouts pkg/reconciler/ip_test.go @3a262bd"

@@ -428,7 +428,7 @@ def autopilot() -> Snapshot:
 
 
 # GKE's own rule for the cluster's pods (gke-<cluster>-<hash>-all: sourceRanges = the pod range), a broad
-# internal rule that already covers 10/8, and a rule for the nodes only (tests.support.gke_world cites the
+# internal rule that already covers 10/8, and a rule for the nodes only (tests.support.estates.gke cites the
 # real rules these follow).
 FIREWALL_ALL = "gke-demo-ip-0b1c2d3e-all"
 

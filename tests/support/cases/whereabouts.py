@@ -23,7 +23,7 @@ from cidrx.model.snapshot import Snapshot, seal
 from cidrx.model.target import Target
 
 JSON = dict[str, Any]
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "whereabouts-stale.snapshot.json"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "whereabouts-stale.snapshot.json"
 TARGET = Target("k8s", "lab", context="lab")
 TAKEN_AT = "2024-12-09T03:41:00Z"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support.eks_cluster import SANDBOX_MESSAGE
+from tests.support.estates.eks_cluster import SANDBOX_MESSAGE
 from tests.support.fakes.kube_server import FakeKubeServer
 
 NODE_A = "ip-10-0-208-27.ap-southeast-2.compute.internal"

@@ -16,8 +16,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from tests.support.eks_cluster import Hooks
-from tests.support.eks_world import ACCOUNT, NODE_AMI, NODEGROUP, World, build_incident
+from tests.support.estates.eks import ACCOUNT, NODE_AMI, NODEGROUP, World, build_incident
+from tests.support.estates.eks_cluster import Hooks
 from tests.support.fakes.kube_server import FakeKubeServer, RequestRecord
 
 NODE_POOL = "default"

@@ -23,7 +23,7 @@ from cidrx.providers.eks.model import (
     SelectorTerm,
     SelfManagedGroup,
 )
-from tests.support import eks_cases as cases
+from tests.support.cases import eks as cases
 
 NODE_POOL = "default"
 NODE_CLASS = "default"

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support.eks_cluster import node_name
-from tests.support.eks_estate import EksEstate
-from tests.support.eks_world import PEER_VPC_CIDR, VPC_CIDR, World, build_incident
+from tests.support.estates.eks import PEER_VPC_CIDR, VPC_CIDR, World, build_incident
+from tests.support.estates.eks_cluster import node_name
+from tests.support.estates.eks_live import EksEstate
 from tests.support.fakes.ec2_ipam import FakeIpam, Pool
 
 OTHER_VPC_CIDR = "100.64.0.0/16"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tests.support.eks_world import REGION, World, build_incident
+from tests.support.estates.eks import REGION, World, build_incident
 
 DISCOVERY_CNI_IMAGE = "602401143452.dkr.ecr.ap-southeast-2.amazonaws.com/amazon-k8s-cni:v1.18.1-eksbuild.1"
 

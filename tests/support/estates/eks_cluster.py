@@ -1,7 +1,7 @@
 """The incident's cluster as its Kubernetes API shows it, for the fake API server, plus what the end-to-end
 and resume tests compare after an apply.
 
-It matches the moto world of tests/support/eks_world.py: two m5.large nodes of the managed node group, one per
+It matches the moto world of tests/support/estates/eks.py: two m5.large nodes of the managed node group, one per
 public subnet (ip-10-0-208-27 in 2a, ip-10-0-224-14 in 2b); aws-node in kube-system with the VPC CNI's
 stock env (WARM_ENI_TARGET=1, custom networking off) and a rolled-out status; the pod of the talk stuck in
 ContainerCreating with its FailedCreatePodSandBox event (the message as the talk shows it); the ENIConfig
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.eks_world import (
+from tests.support.estates.eks import (
     ACCOUNT,
     INSTANCE_TYPE,
     NODE_AMI,
