@@ -13,11 +13,11 @@ subnet CIDR reservations, VPC CIDRs, route tables, node groups, ENIConfigs, aws-
 configuration, tags and labels, with ids and timestamps replaced), and the writes of the crashed and the
 resumed run together must be exactly those of the uninterrupted one: nothing done twice.
 
-Worlds: the GKE incident in the loopback GCP fake (tests/support/estates/gke.py, --no-kube); the EKS incident in moto
-(`mock_aws`, ids seeded so every world built here has the same ones and one plan fits them all) with its
+Estates: the GKE incident in the loopback GCP fake (tests/support/estates/gke.py, --no-kube); the EKS incident in
+moto (`mock_aws`, ids seeded so every estate built here has the same ones and one plan fits them all) with its
 cluster in the fake Kubernetes API server (tests/support/estates/eks_cluster.py), and the EKS add-on operations
-moto lacks answered by tests/support/fakes/eks_addons.py. Waits never sleep: the crashed runs use a fake clock, and the CLI
-runs' waits are satisfied at the first probe.
+moto lacks answered by tests/support/fakes/eks_addons.py. Waits never sleep: the crashed runs use a fake clock,
+and the CLI runs' waits are satisfied at the first probe.
 """
 
 from __future__ import annotations
