@@ -68,7 +68,7 @@ class ProviderSpec(_Spec):
     refuse_reason: str
     env_hint: str
     context_hint: str
-    provider: str  # "module:attr" of the object implementing `cidrx.dispatch.Provider`
+    provider: str  # "module:attr" of the object implementing `cidrx.providers.base.Provider`
     # The cloud IAM its permissions are written for ("aws": IAM actions and a policy document; "gcp": IAM
     # permissions and a custom role; "": Kubernetes RBAC only). `cidrx permissions` writes the documents.
     iam: str = ""
@@ -116,10 +116,10 @@ class IpamSpec(_Spec):
     collect: str
     field: str
     # Collected only for these providers' targets (empty: all); such an IPAM is analysed as part of those
-    # providers' diagnosis (their provider object asks the registry for it), not by cidrx.ipam.dispatch.
+    # providers' diagnosis (their provider object asks the registry for it), not by cidrx.app.diagnose.
     providers: tuple[str, ...] = ()
     # "module:attr" of its object: for every IPAM `analyze(section, kube)`; for those of all providers the
-    # whole `cidrx.ipam.dispatch.Ipam` (analysis, plans, drift, executors).
+    # whole `cidrx.providers.base.Ipam` (analysis, maps, the step APIs of its plans).
     ipam: str = ""
 
 

@@ -34,7 +34,7 @@ def render_diagnosis(d: Diagnosis, fmt: str, term: Term | None = None) -> str:
         from cidrx.render import prometheus
 
         return prometheus.render_prometheus(d)
-    if fmt == "html":  # without the snapshot's address maps; the CLI passes them (cidrx.dispatch.address_maps)
+    if fmt == "html":  # without the snapshot's address maps; the CLI passes them (cidrx.app.diagnose.address_maps)
         from cidrx.render import html
 
         return html.render_html(d, ())

@@ -1,4 +1,4 @@
-"""Whereabouts as one object: what `cidrx.ipam.dispatch` calls for it (registered as its `ipam` path).
+"""Whereabouts as one object: what the use cases (`cidrx.app`) call for it (registered as its `ipam` path).
 
 Why it exists: dispatch names no IPAM; it walks the registry and calls each IPAM's object, so adding an
 IPAM is a package and a `register()` line, never a new branch in shared code. Plans, drift checks and

@@ -1,4 +1,4 @@
-"""EKS as a provider: the object `cidrx.dispatch` uses for `--eks` targets.
+"""EKS as a provider: the object the use cases (`cidrx.app`) use for `--eks` targets.
 
 Each method hands over to the unit that owns the work: collect to `collect/`, analysis to `analyze/`, plans,
 drift checks and executors to the strategy and action units the package declares in its `__init__` (looked
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 class EksProvider:
-    """The `cidrx.dispatch.Provider` of EKS targets."""
+    """The `cidrx.providers.base.Provider` of EKS targets."""
 
     # Its plans change the cloud, not only the cluster (IPAM objects say True).
     cluster_only = False
@@ -106,4 +106,4 @@ def _strategy(name: str) -> registry.Strategy:
 
 
 PROVIDER = EksProvider()
-"""The provider object `cidrx.registry` names (`cidrx.dispatch.Provider`)."""
+"""The provider object `cidrx.registry` names (`cidrx.providers.base.Provider`)."""

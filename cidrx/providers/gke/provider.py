@@ -1,4 +1,4 @@
-"""GKE as a provider: the object `cidrx.dispatch` uses for `--gke` targets (`PROVIDER`).
+"""GKE as a provider: the object the use cases (`cidrx.app`) use for `--gke` targets (`PROVIDER`).
 
 Collect, analysis, address maps, permissions and the step APIs are GKE's own; plans, drift checks and
 executors are the strategies' (cidrx.providers.gke.strategies), looked up through the registry by the
@@ -49,7 +49,7 @@ def strategy_of(name: str) -> registry.Strategy:
 
 
 class GkeProvider:
-    """The `cidrx.dispatch.Provider` of GKE targets, with the split of its permissions by project."""
+    """The `cidrx.providers.base.Provider` of GKE targets, with the split of its permissions by project."""
 
     cluster_only = False  # its plans change the cloud, not only the cluster
 
@@ -125,4 +125,4 @@ class GkeProvider:
 
 
 PROVIDER = GkeProvider()
-"""The provider object `cidrx.registry` names (`cidrx.dispatch.Provider`)."""
+"""The provider object `cidrx.registry` names (`cidrx.providers.base.Provider`)."""

@@ -1,9 +1,9 @@
-"""Plain Kubernetes as a provider: the entry points `cidrx.dispatch` dispatches to for `--k8s` targets.
+"""Plain Kubernetes as a provider: the entry points the use cases (`cidrx.app`) call for `--k8s` targets.
 
 Why it exists: clusters outside GKE/EKS (kubeadm, on-premises, kind) run out of pod addresses too, through
 node IPAM (`--allocate-node-cidrs`) or an in-cluster IPAM. There is no cloud section: the snapshot is the
 cluster alone. The checks and plans of the in-cluster IPAMs every provider's clusters may run are added by
-`cidrx.dispatch`, so this module covers only what is specific to a cluster without a cloud: the registered
+the use cases (`cidrx.app`), so this module covers only what is specific to a cluster without a cloud: the registered
 IPAMs collected for `k8s` targets only (their `providers` name it) and reachability. No IPAM is named here.
 """
 
@@ -72,4 +72,4 @@ def cloud_permissions() -> tuple[str, ...]:
 
 
 PROVIDER = sys.modules[__name__]
-"""This module is the provider object `cidrx.registry` names (`cidrx.dispatch.Provider`)."""
+"""This module is the provider object `cidrx.registry` names (`cidrx.providers.base.Provider`)."""
