@@ -322,7 +322,10 @@ def executors(declared: Iterable[Action]) -> dict[str, Any]:
 # are added to them by `snapshot_type` / `kube_section_type` from the declarations.
 SNAPSHOT = "cidrx.model.snapshot:Snapshot"
 KUBE_SECTION = "cidrx.model.kube:KubeSection"
-_COMPOSED: dict[str, Any] = {}
+_COMPOSED: dict[str, Any] = {}  # the classes of the plugins registered now
+# Every class composed so far, by its fields: the plugins registered again give the same class, so snapshots made
+# before a throw-away plugin came and went still compare equal to new ones.
+_BY_FIELDS: dict[tuple[Any, ...], Any] = {}
 
 
 def kube_section_type() -> Any:
@@ -369,6 +372,13 @@ def _default(default: Any) -> Any:
 
 
 def _compose(base: Any, fields: list[tuple[str, Any, Any]], checks: list[Any]) -> Any:
+    key = (base, *((name, kind) for name, kind, _ in fields), *checks)
+    if key not in _BY_FIELDS:
+        _BY_FIELDS[key] = _make(base, fields, checks)
+    return _BY_FIELDS[key]
+
+
+def _make(base: Any, fields: list[tuple[str, Any, Any]], checks: list[Any]) -> Any:
     namespace: dict[str, Any] = {"__module__": base.__module__, "__qualname__": base.__qualname__}
     if checks:
         own = base.invariant_problem
