@@ -121,6 +121,9 @@ class IpamSpec(_Spec):
     # "module:attr" of its object: for every IPAM `analyze(section, kube)`; for those of all providers the
     # whole `cidrx.providers.base.Ipam` (analysis, maps, the step APIs of its plans).
     ipam: str = ""
+    # "module:attr" of `f(section) -> str`: why, in a cluster where this IPAM's section was found, Node.spec.podCIDR
+    # says nothing about pod addresses ("" when the IPAM hands them out of it). Node IPAM's analysis defers then.
+    ignores_node_pod_cidr: str = ""
 
 
 @dataclass(frozen=True)
@@ -172,6 +175,7 @@ PACKAGES = (
     "cidrx.ipam.whereabouts",
     "cidrx.ipam.calico",
     "cidrx.ipam.nodeipam",
+    "cidrx.ipam.cilium",
 )
 
 _PROVIDERS: dict[str, ProviderSpec] = {}

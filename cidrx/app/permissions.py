@@ -32,7 +32,15 @@ READ_VERBS = frozenset({"get", "list", "watch"})
 # Verbs RBAC can limit to named objects (list/create/watch cannot be: RBAC docs, "Referring to resources").
 NAMEABLE_VERBS = frozenset({"get", "update", "patch", "delete"})
 # Plurals the step notation writes without a group: the core ("") and apps groups.
-UNGROUPED = {"pods": "", "nodes": "", "events": "", "configmaps": "", "namespaces": "", "daemonsets": "apps"}
+UNGROUPED = {
+    "pods": "",
+    "nodes": "",
+    "events": "",
+    "configmaps": "",
+    "namespaces": "",
+    "services": "",
+    "daemonsets": "apps",
+}
 DISCOVERY_PATHS = ("/apis",)  # collect reads the served API groups once (GET /apis)
 PASS_ROLE = "iam:PassRole"
 AWS_VERSION = "2012-10-17"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 
+from cidrx import registry
 from cidrx.ipam.nodeipam.collect import DEFAULT_NODE_MASK_V4, networks
 from cidrx.ipam.nodeipam.model import NodeIpamConfig
 from cidrx.model.findings import Capacity, Finding, FindingKind, Severity, utilization
@@ -141,9 +142,20 @@ def _event_line(e: KubeEvent, current: Mapping[str, KubeNode]) -> str:
     return f"node {e.name}: {e.message or EVENT_REASON}{source}{times}{when}; {state}"
 
 
+def ignored_by(kube: KubeSection) -> str:
+    """Why Node.spec.podCIDR says nothing about this cluster's pod addresses: an IPAM found in it that declares
+    it hands addresses out of its own ranges (`ignores_node_pod_cidr`); "" when none does."""
+    for spec in registry.ipams():
+        section = getattr(kube, spec.field, None) if spec.ignores_node_pod_cidr else None
+        if section is not None and (why := registry.load(spec.ignores_node_pod_cidr)(section)):
+            return str(why)
+    return ""
+
+
 def analyze_node_ipam(kube: KubeSection) -> tuple[list[Capacity], list[Finding]]:
-    """Capacity of the cluster CIDR in nodes, and findings for nodes that got (or will get) no podCIDR."""
-    if not kube.available:
+    """Capacity of the cluster CIDR in nodes, and findings for nodes that got (or will get) no podCIDR; nothing
+    when the cluster's IPAM does not use Node.spec.podCIDR (its own analysis reports its ranges)."""
+    if not kube.available or ignored_by(kube):
         return [], []
     config = kube.node_ipam
     current = {n.name: n for n in kube.nodes}

@@ -22,7 +22,7 @@ def _load() -> None:
     # Each module registers its own schemas on import; a missing one just means none for that group.
     import importlib
 
-    for name in ("calico", "whereabouts", "karpenter"):
+    for name in ("calico", "whereabouts", "karpenter", "cilium"):
         try:
             importlib.import_module(f"tests.support.fakes.crd_schemas.{name}")
         except ModuleNotFoundError as exc:
