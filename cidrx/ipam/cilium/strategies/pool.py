@@ -12,6 +12,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Collection
 from ipaddress import IPv4Network
@@ -136,8 +137,8 @@ def _cluster_pool_plan(snapshot: Snapshot, section: CiliumSection, opts: PlanOpt
     ]
     count = 1 << (mask - net.prefixlen)
     notes = [
-        f"Helm users: set {HELM_VALUE}={{{','.join(helm)}}} (values: ipam.operator.clusterPoolIPv4PodCIDRList: "
-        f"{helm}) before the next helm upgrade, or it takes {net} out again",
+        f"Helm users: set {HELM_VALUE}={{{','.join(helm)}}} (values.yaml: {HELM_VALUE} {json.dumps(helm)}) before "
+        f"the next helm upgrade, or it takes {net} out again",
         f"existing entries are kept exactly as written and in order; the mask size /{mask} does not change",
         "rollback removes only this entry, and refuses while any CiliumNode holds a CIDR in it",
         "kept clear: Cilium's ranges, Node.spec.podCIDRs, node networks (assumed /16 around each InternalIP), "
