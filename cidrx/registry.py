@@ -38,6 +38,10 @@ class _Spec:
     # report: a provider's takes the snapshot; an IPAM's takes its section of the kube section (None: not found)
     # and the kube section itself (the pods that say which addresses are live).
     maps: str = ""
+    # Other renderings of its plans that `expand --plan --emit NAME` writes beside the plan's JSON (Terraform has its
+    # own `terraform` field): (NAME, file suffix replacing ".json", "module:attr" of `emit(plan) -> str`, which raises
+    # InvalidInput for a plan that has nothing to say in that format).
+    emits: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def package(self) -> str:
@@ -291,6 +295,20 @@ def actions(owner: str | None = None) -> tuple[Action, ...]:
             for a in load(s.actions):
                 found.setdefault(a.name, a)
     return tuple(found.values())
+
+
+def emit_formats() -> tuple[str, ...]:
+    """What `expand --emit` takes: Terraform, then every format a provider or IPAM declares (`emits`)."""
+    _ensure()
+    declared = (name for spec in (*_PROVIDERS.values(), *_IPAMS.values()) for name, _, _ in spec.emits)
+    return tuple(dict.fromkeys(["terraform", *declared]))
+
+
+def plan_emitter(strategy_name: str, fmt: str) -> tuple[str, str] | None:
+    """(file suffix, "module:attr" of the emitter) of format `fmt` for plans of `strategy_name`, as its owner
+    declares them; None when the owner declares no such format."""
+    owner = owner_of(strategy_name)
+    return next(((suffix, path) for name, suffix, path in (owner.emits if owner else ()) if name == fmt), None)
 
 
 def owner_of(strategy_name: str) -> ProviderSpec | IpamSpec | None:

@@ -126,6 +126,8 @@ def make(
     plan = make_plan(snap, options)
     if emit is None:
         return write_plan(plan, out, output, "expand", snap)
+    if emit != "terraform":
+        return make_and_emit(plan, snap, out, output, emit)
     if out == "-":  # the HCL instead of the plan's JSON: nothing is saved
         click.echo(terraform_text(plan, None), nl=False)
         return 0
@@ -134,6 +136,25 @@ def make(
     code = write_plan(plan, path, output, "expand", snap)
     write_atomically(terraform_path(path), hcl)
     click.echo(f"cidrx: Terraform for plan {plan.plan_id} written to {terraform_path(path)}", err=True)
+    return code
+
+
+def make_and_emit(plan: Plan, snap: Snapshot, out: str | None, output: str, emit: str) -> int:
+    """`expand --plan --emit NAME` for a format the plan's owner declares (`emits`): the plan's JSON, and beside it
+    (its path with the format's suffix instead of .json) the plan in that format; with --out -, only the latter."""
+    found = registry.plan_emitter(plan.strategy, emit)
+    if found is None:
+        raise InvalidInput(f"--emit {emit}: {plan.strategy} plans have no {emit} form", hint="drop --emit")
+    suffix, path = found
+    text: str = registry.load(path)(plan)  # before anything is written: a plan it cannot express writes nothing
+    if out == "-":
+        click.echo(text, nl=False)
+        return 0
+    plan_path = out or default_plan_path(plan)
+    code = write_plan(plan, plan_path, output, "expand", snap)
+    beside = (plan_path[: -len(".json")] if plan_path.endswith(".json") else plan_path) + suffix
+    write_atomically(beside, text)
+    click.echo(f"cidrx: {emit} for plan {plan.plan_id} written to {beside}", err=True)
     return code
 
 
@@ -338,12 +359,13 @@ def apply_and_emit(
 )
 @click.option(
     "--emit",
-    type=click.Choice(["terraform"]),
+    type=RegisteredChoice(registry.emit_formats),
     help="With --plan: also write the plan as Terraform (HCL) beside the plan's JSON, its --out path with .tf "
     "instead of .json (--out p.json writes p.json and p.tf); "
     "with --out -, print the HCL instead of the plan's JSON. With --apply: after the apply (also one that "
     "stopped partway, or a plan already applied), write that .tf beside the plan file with import blocks for "
-    "what the apply created, so Terraform adopts it.",
+    "what the apply created, so Terraform adopts it. Other formats are the plan's owner's (e.g. helm: the Helm "
+    "values that keep what the plan changes), written the same way with --plan only.",
 )
 @click.option("--yes", is_flag=True, help="With --apply: do not ask (required when stdin is not a terminal).")
 @WAIT_FOR_LOCK
@@ -394,6 +416,8 @@ def expand(
         given = [name for name, value in plan_only.items() if value is not None]
         if given:
             raise InvalidInput(f"{', '.join(given)} only work with --plan; the plan file already fixes them")
+        if emit and emit != "terraform":
+            raise InvalidInput(f"--emit {emit} only works with --plan", hint=f"make the plan with --plan --emit {emit}")
         if emit:
             return apply_and_emit(target, apply_path, yes, output, wait_for_lock)
         return apply(target, apply_path, yes, output=output, wait_for_lock=wait_for_lock)

@@ -34,6 +34,8 @@ SPEC = IpamSpec(
     ),
     maps="cidrx.ipam.cilium.netmap:address_maps",
     ignores_node_pod_cidr="cidrx.ipam.cilium.collect:ignores_node_pod_cidr",
+    # `expand --plan --emit helm`: the chart values that keep an appended cluster-pool range.
+    emits=(("helm", ".helm-values.yaml", "cidrx.ipam.cilium.helm:values"),),
 )
 
 STRATEGIES = (

@@ -223,3 +223,63 @@ def test_multi_pool_apply_adds_a_cidr_in_the_served_shape_and_rollback_waits_for
         assert undone.exit_code == 0, undone.output
         stored = estate.kube.get("cilium.io", version, "ciliumpodippools", "default")
         assert stored is not None and len(stored["spec"]["ipv4"]["cidrs"]) == 1
+
+
+EXAMPLE = Path(__file__).parents[3] / "examples" / "cilium-cluster-pool.snapshot.json"
+MULTI_EXAMPLE = EXAMPLE.with_name("cilium-multi-pool.snapshot.json")
+
+
+def test_emit_helm_writes_the_values_that_keep_the_appended_range(tmp_path: Path) -> None:
+    out = tmp_path / "plan.json"
+    made = run(
+        "expand", "--snapshot", str(EXAMPLE), "--strategy", "cilium-pool", "--plan", "--out", str(out), "--emit", "helm"
+    )
+    assert made.exit_code == 0, made.output
+    values = (tmp_path / "plan.helm-values.yaml").read_text()
+    assert values.endswith(
+        'ipam:\n  operator:\n    clusterPoolIPv4PodCIDRList:\n      - "10.0.0.0/22"\n      - "10.0.8.0/21"\n'
+    )
+    assert json.loads(out.read_text())["basis"]["cidr"] == "10.0.8.0/21"
+    refused = run(
+        "expand",
+        "--snapshot",
+        str(MULTI_EXAMPLE),
+        "--strategy",
+        "cilium-pool",
+        "--plan",
+        "--out",
+        "-",
+        "--emit",
+        "helm",
+    )
+    assert refused.exit_code == 2 and "no Cilium chart value holds" in one_line_error(refused)
+    elsewhere = run("expand", "--apply", str(out), "--yes", "--emit", "helm")
+    assert elsewhere.exit_code == 2 and "--emit helm only works with --plan" in one_line_error(elsewhere)
+
+
+def test_the_html_map_draws_the_cluster_pool_with_its_node_cidrs() -> None:
+    result = run("diagnose", "--snapshot", str(EXAMPLE), "-o", "html", "--fail-on", "never")
+    assert result.exit_code == 0, result.output
+    assert "Cilium cluster pool 10.0.0.0/22 (/24 per node)" in result.stdout
+    assert "node CIDR 10.0.0.0/24 of node-1" in result.stdout
+
+
+def test_node_ipam_defers_to_an_ipam_that_ignores_node_podcidr() -> None:
+    """A node without Node.spec.podCIDR is node IPAM's finding, unless the cluster's IPAM (Cilium in cluster-pool
+    mode) hands out its own ranges; in `kubernetes` mode Cilium uses podCIDR and node IPAM speaks again."""
+    from dataclasses import replace
+
+    from cidrx.ipam.cilium.collect import config_from
+    from cidrx.ipam.cilium.model import CiliumSection
+    from cidrx.ipam.nodeipam.analyze import analyze_node_ipam
+    from cidrx.model.kube import KubeNode, KubeSection
+
+    nodes = (KubeNode("a", "z", "t", "", pod_cidrs=("10.244.0.0/24",)), KubeNode("b", "z", "t", ""))
+    kube = KubeSection(available=True, nodes=nodes)
+    assert [f.id for f in analyze_node_ipam(kube)[1]] == ["NODE-IPAM-NODES-WITHOUT-PODCIDR"]
+    pool = config_from(cilium.config())
+    assert pool is not None
+    assert analyze_node_ipam(replace(kube, cilium=CiliumSection(pool))) == ([], [])
+    host_scope = config_from(cilium.config("kubernetes"))
+    assert host_scope is not None
+    assert analyze_node_ipam(replace(kube, cilium=CiliumSection(host_scope)))[1]
