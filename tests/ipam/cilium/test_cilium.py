@@ -283,3 +283,66 @@ def test_node_ipam_defers_to_an_ipam_that_ignores_node_podcidr() -> None:
     host_scope = config_from(cilium.config("kubernetes"))
     assert host_scope is not None
     assert analyze_node_ipam(replace(kube, cilium=CiliumSection(host_scope)))[1]
+
+
+def test_a_writer_racing_the_append_makes_apply_decide_again_and_refuse(incident: Live) -> None:
+    """helm upgrade rewrites the list between apply's read and its write: the resourceVersion guard fails the
+    patch, apply reads again, sees another list than planned and stops (exit 4) without touching theirs."""
+    plan(incident)
+    server = incident.kube
+    assert server is not None
+    theirs = "10.0.0.0/22 172.20.0.0/16"
+
+    def helm_upgrade(record: Any) -> None:
+        if record.method == "PATCH" and record.path.endswith("/configmaps/cilium-config"):
+            server.on_request = None
+            server.put(cilium.config(cidrs=theirs))
+
+    server.on_request = helm_upgrade
+    result = run("expand", "--apply", str(incident.tmp / "p.json"), "--yes", *incident.access)
+    assert result.exit_code == 4, result.output
+    assert "cluster-pool-ipv4-cidr is now '10.0.0.0/22 172.20.0.0/16'" in result.output
+    assert config_list(incident) == theirs
+    assert isinstance(server, CiliumKubeServer) and server.restarts == 0
+
+
+@pytest.mark.parametrize(
+    ("example", "cloud_ranges"),
+    [("gke-demo-ip", ["10.8.0.0/24", "10.4.0.0/22", "10.100.0.0/16"]), ("eks-demo-ip", ["10.0.0.0/16"])],
+)
+def test_on_a_cloud_target_the_new_range_stays_clear_of_the_clouds_space(example: str, cloud_ranges: list[str]) -> None:
+    """Cilium in cluster-pool mode on a cloud's cluster: the cloud's ranges (the address maps' areas, and a VPC's
+    own block) are occupied too, not only what the cluster shows."""
+    from dataclasses import replace
+    from ipaddress import IPv4Network
+
+    from cidrx.ipam.cilium.collect import config_from
+    from cidrx.ipam.cilium.model import CiliumSection
+    from cidrx.ipam.cilium.strategies import pool as strategy
+    from cidrx.model.options import PlanOptions
+    from cidrx.model.snapshot import load_snapshot
+
+    snap = load_snapshot(EXAMPLE.with_name(f"{example}.snapshot.json"))
+    config = config_from(cilium.config(cidrs="192.168.0.0/24"))
+    assert config is not None
+    section = CiliumSection(config, operator="kube-system/cilium-operator")
+    snap = replace(snap, kube=replace(snap.kube, cilium=section))
+    made = strategy.make_plan(snap, PlanOptions(strategy="cilium-pool", add_nodes=1000), "2024-05-01T10:00:00Z")
+    net = IPv4Network(made.basis["cidr"])
+    assert net.prefixlen == 14
+    assert not [c for c in cloud_ranges if net.overlaps(IPv4Network(c))]
+
+
+def test_a_multi_pool_plan_is_stale_when_another_pool_takes_its_range(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with live(cilium.multi_pool_incident, tmp_path, monkeypatch) as estate:
+        doc = plan(estate)
+        cidr = doc["basis"]["cidr"]
+        assert estate.kube is not None
+        estate.kube.put(cilium.pool("team", [cidr], 27))
+        estate.reset_log()
+        result = run("expand", "--apply", str(tmp_path / "p.json"), "--yes", *estate.access)
+        assert result.exit_code == 4, result.output
+        assert f"{cidr} now overlaps CiliumPodIPPool team ({cidr})" in result.output
+        assert estate.writes() == []

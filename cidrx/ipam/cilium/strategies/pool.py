@@ -229,7 +229,8 @@ def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> 
         elif list(pool.cidrs) not in (basis["pool_cidrs"], [*basis["pool_cidrs"], basis["cidr"]]):
             problems.append(f"CiliumPodIPPool {basis['pool']} now has {', '.join(pool.cidrs)}")
     if not problems:
-        hit = first_overlap(cidr, occupied_space(snapshot, section, ours=cidr))
+        added_to = CLUSTER_POOL if basis["mode"] == CLUSTER_POOL else basis["pool"]
+        hit = first_overlap(cidr, occupied_space(snapshot, section, ours=cidr, added_to=added_to))
         if hit is not None:
             problems.append(f"{cidr} now overlaps {hit[1]} ({hit[0]})")
     if problems:

@@ -60,12 +60,18 @@ def service_ranges(section: CiliumSection) -> list[tuple[IPv4Network, str]]:
 
 
 def _cloud_space(snapshot: Snapshot) -> list[tuple[IPv4Network, str]]:
-    """Every range of the cloud's address maps, when the target is a cloud whose section the snapshot holds."""
+    """Every range of the cloud's address maps, and each map's own block unless it is a whole private space,
+    when the target is a cloud whose section the snapshot holds."""
     spec = registry.provider_spec(snapshot.target.provider)
-    if spec is None or not spec.maps or not spec.section or getattr(snapshot, spec.name, None) is None:
+    if spec is None or not spec.section or getattr(snapshot, spec.name, None) is None:
         return []
+    maps = registry.load(spec.maps)(snapshot) if spec.maps else registry.load(spec.provider).address_maps(snapshot)
     out = []
-    for m in registry.load(spec.maps)(snapshot):
+    spaces = set(SPACES)
+    for m in maps:
+        extent = v4_network(m.cidr)
+        if extent is not None and extent not in spaces:  # a network's own block (a VPC CIDR), not a whole space
+            out.append((extent, f"{spec.title} {m.title or m.name}"))
         for area in m.areas:
             net = v4_network(area.cidr)
             if net is not None and not area.planned:
@@ -74,10 +80,11 @@ def _cloud_space(snapshot: Snapshot) -> list[tuple[IPv4Network, str]]:
 
 
 def occupied_space(
-    snapshot: Snapshot, section: CiliumSection, *, ours: IPv4Network | None = None
+    snapshot: Snapshot, section: CiliumSection, *, ours: IPv4Network | None = None, added_to: str = ""
 ) -> list[tuple[IPv4Network, str]]:
-    """What a new range must not overlap, each with where it comes from. `ours` (a range a plan added) is
-    left out, and so are the CIDRs nodes were given from it (the plan's own progress)."""
+    """What a new range must not overlap, each with where it comes from. `ours` (a range a plan added to
+    `added_to`: "cluster-pool" or a pool's name) is left out there, and so are the CIDRs nodes were given from
+    it (the plan's own progress); the same range anywhere else is someone else's."""
 
     def mine(net: IPv4Network | None) -> bool:
         return ours is not None and net is not None and net.subnet_of(ours)
@@ -86,12 +93,12 @@ def occupied_space(
     if section.config.mode == CLUSTER_POOL:
         for text in section.config.cluster_pool:
             net = v4_network(text)
-            if net is not None and net != ours:
+            if net is not None and not (added_to == CLUSTER_POOL and net == ours):
                 out.append((net, "cluster-pool-ipv4-cidr entry"))
     for pool in section.ippools:
         for text in pool.cidrs:
             net = v4_network(text)
-            if net is not None and net != ours:
+            if net is not None and not (added_to == pool.name and net == ours):
                 out.append((net, f"CiliumPodIPPool {pool.name}"))
     for node in section.nodes:
         held = [*node.pod_cidrs, *(c for a in node.allocated for c in a.cidrs)]
