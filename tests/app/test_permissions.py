@@ -27,6 +27,7 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
+from cidrx import registry
 from cidrx.app.permissions import allows, allows_path, collect_kube_grants
 from cidrx.cli import cli
 from cidrx.kube.api import KubeApi
@@ -55,6 +56,7 @@ PLAN_KINDS = {
     "whereabouts-reclaim",
     "calico-reclaim",
     "calico-pool",
+    "cilium-pool",
 }
 
 
@@ -146,7 +148,7 @@ def test_without_provider_is_usage_error() -> None:
 
 def test_steps_table_holds_the_plan_kinds_that_run_on_the_provider() -> None:
     kinds = {p: {s["strategy"] for s in printed(p, "apply")["steps"]} for p in ("eks", "gke", "k8s")}
-    ipam = {"whereabouts-reclaim", "calico-reclaim", "calico-pool"}
+    ipam = set(registry.ipam_strategies())  # the in-cluster IPAMs' plans run on every provider's clusters
     assert kinds == {
         "eks": {"custom-networking", "prefix-delegation", "subnet-discovery", *ipam},
         "gke": {"node-pool", "cluster-range", *ipam},
@@ -272,6 +274,9 @@ def _plans() -> list[Plan]:
     plans.append(app_plan.make_reclaim_plan(load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json"), "whereabouts"))
     plans.append(app_plan.make_reclaim_plan(calico, "calico"))
     plans.append(app_plan.make_plan(calico, PlanOptions(strategy="calico-pool")))
+    for cilium in ("cilium-cluster-pool", "cilium-multi-pool"):
+        snap = load_snapshot(EXAMPLES / f"{cilium}.snapshot.json")
+        plans.append(app_plan.make_plan(snap, PlanOptions(strategy="cilium-pool")))
     return plans
 
 
@@ -286,7 +291,7 @@ def test_every_step_of_every_plan_kind_is_in_the_printed_lists() -> None:
     checked = 0
     for plan in plans:
         providers = [plan.target.provider] if plan.target.provider in ("eks", "gke") else ["eks", "gke", "k8s"]
-        if plan.strategy in {"whereabouts-reclaim", "calico-reclaim", "calico-pool"}:
+        if plan.strategy in registry.ipam_strategies():
             providers = ["eks", "gke", "k8s"]  # in-cluster plans run on any target
         for step in plan.steps:
             assert step.permissions, f"{plan.strategy} step {step.id} declares no permissions"

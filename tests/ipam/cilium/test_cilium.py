@@ -346,3 +346,42 @@ def test_a_multi_pool_plan_is_stale_when_another_pool_takes_its_range(
         assert result.exit_code == 4, result.output
         assert f"{cidr} now overlaps CiliumPodIPPool team ({cidr})" in result.output
         assert estate.writes() == []
+
+
+@pytest.mark.parametrize("provider", ["k8s", "eks", "gke"])
+def test_the_cluster_role_allows_every_call_of_a_cilium_collect_and_apply(provider: str, incident: Live) -> None:
+    """The ClusterRole `cidrx permissions` writes (derived from the package's reads and its actions) allows every
+    request a Cilium cluster's collection makes, by name where it names one; and the apply's writes too."""
+    from cidrx.app.permissions import allows, allows_path
+    from cidrx.kube.api import KubeApi
+    from cidrx.kube.collect import collect_with
+    from tests.support.permissions import printed, request_to_rbac
+
+    server = incident.kube
+    assert server is not None
+    server.reset_log()
+    with KubeApi.connect(incident.access[1], None) as api:
+        assert collect_with(api, provider=provider).cilium is not None
+    rules = printed(provider, "diagnose")["cluster_role"]["rules"]
+    seen = set()
+    for rec in server.request_log:
+        rbac = request_to_rbac(server, rec.method, rec.path)
+        if rbac is None:
+            assert allows_path(rules, "get", rec.path), rec.path
+            continue
+        verb, group, resource, name = rbac
+        assert allows(rules, verb, group, resource, name), f"{rec.method} {rec.path} ({verb} {resource}.{group} {name})"
+        seen.add((verb, resource))
+    assert {("get", "configmaps"), ("list", "ciliumnodes"), ("get", "services"), ("list", "servicecidrs")} <= seen
+    if provider != "k8s":
+        return
+    plan(incident)
+    server.reset_log()
+    applied = run("expand", "--apply", str(incident.tmp / "p.json"), "--yes", *incident.access)
+    assert applied.exit_code == 0, applied.output
+    rules = printed(provider, "apply")["cluster_role"]["rules"]
+    for rec in server.request_log:
+        rbac = request_to_rbac(server, rec.method, rec.path)
+        if rbac is not None:
+            verb, group, resource, name = rbac
+            assert allows(rules, verb, group, resource, name), f"{rec.method} {rec.path}"
