@@ -173,6 +173,9 @@ def test_apply_appends_restarts_and_the_waiting_node_gets_a_cidr_then_rollback_i
     incident.reset_log()
     again = run("expand", "--apply", str(incident.tmp / "p.json"), "--yes", *incident.access)
     assert again.exit_code == 0 and incident.writes() == []
+    # no second expansion while the applied one still has room
+    second = run("expand", *incident.target, "--strategy", "cilium-pool", "--plan", "--out", "-")
+    assert second.exit_code == 2 and "already appended" in one_line_error(second)
     # rollback: node-5 holds 10.0.8.0/24 of the appended range
     refused = run("rollback", str(incident.tmp / "p.json"), "--yes", *incident.access)
     assert refused.exit_code == 4, refused.output
@@ -385,3 +388,25 @@ def test_the_cluster_role_allows_every_call_of_a_cilium_collect_and_apply(provid
         if rbac is not None:
             verb, group, resource, name = rbac
             assert allows(rules, verb, group, resource, name), f"{rec.method} {rec.path}"
+
+
+def test_a_rollback_stopped_between_removal_and_restart_restarts_when_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with live(cilium.cluster_pool_full, tmp_path, monkeypatch) as estate:
+        doc = plan(estate)
+        applied = run("expand", "--apply", str(tmp_path / "p.json"), "--yes", *estate.access)
+        assert applied.exit_code == 0, applied.output
+        server = estate.kube
+        assert isinstance(server, CiliumKubeServer) and server.restarts == 1
+        estate.interrupt_after("kube", "PATCH", "/configmaps/cilium-config")
+        stopped = run("rollback", str(tmp_path / "p.json"), "--yes", *estate.access)
+        assert stopped.exit_code == 5, stopped.output
+        assert config_list(estate) == "10.0.0.0/22" and server.restarts == 1
+        resumed = run("rollback", str(tmp_path / "p.json"), "--yes", *estate.access)
+        assert resumed.exit_code == 0, resumed.output
+        assert server.restarts == 2
+        deployment = server.get("apps", "v1", "deployments", "cilium-operator", "kube-system")
+        assert deployment is not None
+        annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+        assert annotations["cidrx.io/plan"] == f"{doc['digest'][:16]}-rollback"

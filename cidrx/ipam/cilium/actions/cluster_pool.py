@@ -23,7 +23,7 @@ from cidrx.ipam.cilium.actions.objects import (
     node_cidrs_in,
     set_annotation,
 )
-from cidrx.ipam.cilium.actions.operator import RESTART_PERMISSIONS, restart
+from cidrx.ipam.cilium.actions.operator import RESTART_PERMISSIONS, restart, restarted_for
 from cidrx.ipam.cilium.collect import split_list
 from cidrx.ipam.cilium.model import CIDR_KEY, DEFAULT_CLUSTER_POOL
 from cidrx.model.plan import DIGEST_TAG, Step
@@ -111,8 +111,15 @@ class AppendClusterPoolCidr:
 
 class RemoveClusterPoolCidr:
     def find(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
+        """The entry while the list holds it; after it is gone, the operator restart still owed when a rollback
+        stopped between the two (the operator still carries the apply's restart annotation)."""
         raw = _raw(_config(ctx, step, params))
-        return {"cidr": params["cidr"]} if params["cidr"] in entries(raw) else None
+        if params["cidr"] in entries(raw):
+            return {"cidr": params["cidr"]}
+        operator = {"namespace": params["namespace"], "name": params["operator"]}
+        if restarted_for(ctx, step, operator) == ctx.plan_id:
+            return {"cidr": params["cidr"], "restart_only": True}
+        return None
 
     def in_use(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> str | None:
         held = node_cidrs_in(kube_of(ctx, step), netmath.parse_cidr(params["cidr"]))
@@ -121,6 +128,8 @@ class RemoveClusterPoolCidr:
         return None
 
     def describe(self, step: Step, params: dict[str, Any], found: Outputs) -> str:
+        if found.get("restart_only"):
+            return f"restart cilium-operator ({params['cidr']} is already out of {CIDR_KEY})"
         return f"remove {params['cidr']} from {CIDR_KEY} and restart cilium-operator"
 
     def act(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> Outputs:

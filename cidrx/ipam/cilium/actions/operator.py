@@ -42,6 +42,13 @@ def _template_annotations(obj: dict[str, Any]) -> dict[str, Any] | None:
     return annotations
 
 
+def restarted_for(ctx: StepContext, step: Step, params: dict[str, Any]) -> str | None:
+    """The pod template's `cidrx.io/plan` annotation: which restart cidrx last made (None: none, or no Deployment)."""
+    found = kube_of(ctx, step).get_custom("apps", "v1", "deployments", params["name"], params["namespace"])
+    annotations = _template_annotations(found) if found is not None else None
+    return None if annotations is None else annotations.get(DIGEST_TAG)
+
+
 def restart(ctx: StepContext, step: Step, params: dict[str, Any], value: str) -> Outputs:
     """Set the pod template's `cidrx.io/plan` annotation to `value` (a rollout), guarded; nothing when it
     already holds it."""
