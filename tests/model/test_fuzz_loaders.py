@@ -415,6 +415,8 @@ def test_every_seed_has_plans_to_fuzz() -> None:
     assert made == {
         "calico-borrowing": {"expand calico-pool", "reclaim calico"},
         "calico-kubevirt": {"expand calico-pool", "reclaim calico"},
+        "cilium-cluster-pool": {"expand cilium-pool"},
+        "cilium-multi-pool": {"expand cilium-pool"},
         "eks-demo-ip": {"expand", "expand custom-networking"},
         "eks-karpenter": {"expand", "expand custom-networking"},
         "eks-roomy": {"expand", "expand custom-networking", "expand prefix-delegation"},
