@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cidrx import registry
-from cidrx.cli.options import OutputFormat, TargetOptions, check_matches, fleet_target_options, resolve_target
+from cidrx.cli.options import (
+    VALUES,
+    OutputFormat,
+    TargetOptions,
+    check_matches,
+    fleet_target_options,
+    resolve_target,
+)
 from cidrx.errors import ExitStatus, InvalidInput
 from cidrx.render import FORMATS
 
@@ -152,7 +159,7 @@ def check_fleet_flags(opts: TargetOptions, all_clusters: bool, all_contexts: boo
         raise InvalidInput(f"{what} works with --k8s; for EKS or GKE clusters use --all-clusters")
     if all_contexts and opts.contexts:
         raise InvalidInput("--all-contexts reads every context of the kubeconfig; drop --context")
-    _refuse_given(opts, ("cluster", "region", "profile", "project", "location", "no_kube"), f"with {what}")
+    _refuse_given(opts, (*VALUES, "no_kube"), f"with {what}")
 
 
 def fleet_jobs(opts: TargetOptions, all_contexts: bool) -> tuple[list[Job], list[str], int]:

@@ -63,6 +63,13 @@ def render_text(doc: dict[str, Any]) -> str:
             + gcp_role_yaml(doc)
             + gcp_projects_comment(doc)
         )
+    elif "azure_role" in doc:
+        parts.append(
+            f"# Azure custom role for `cidrx` ({purpose}): set AssignableScopes, then\n"
+            "#   az role definition create --role-definition THIS_PART.json\n"
+            + json.dumps(doc["azure_role"], indent=2)
+            + "\n"
+        )
     parts.append(
         f"# Kubernetes RBAC for `cidrx` ({purpose}): bind it to the identity cidrx uses in the cluster\n"
         "# (kubectl create clusterrolebinding cidrx --clusterrole cidrx-... --user/--group/--serviceaccount ...).\n"
