@@ -56,7 +56,8 @@ def exit_code_for(d: Diagnosis, fail_on: str) -> int:
 def _fix_command() -> re.Pattern[str]:
     """A fix command of a finding: `cidrx expand|reclaim --<provider>` and its target options."""
     flags = "|".join(re.escape(p.name) for p in registry.providers())
-    options = "|".join(sorted({o for p in registry.providers() for o in p.requires} | {"cluster", "context"}))
+    names = {o for p in registry.providers() for o in p.requires} | {"cluster", "context"}
+    options = "|".join(sorted(o.replace("_", "-") for o in names))
     return re.compile(rf"cidrx (expand|reclaim) --(?:{flags})(?: --(?:{options}) [^\s`,;]+)*")
 
 

@@ -25,6 +25,7 @@ It does not run VMs: creating an agent pool adds no NIC to a subnet.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import re
 import uuid
@@ -92,8 +93,6 @@ class ArmError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
-def new_etag() -> str:
-    return f'W/"{uuid.uuid4()}"'
 
 
 def _key(*parts: str) -> tuple[str, ...]:
@@ -113,6 +112,11 @@ class FakeArm(LoopbackServer):
         self.ops: dict[str, _Op] = {}
         self.request_log: list[Request] = []
         self.violations: list[str] = []
+        self._etags = itertools.count(1)
+
+    def _etag(self) -> str:
+        """A new etag: a counter, so that the same seeding gives the same etags (reproducible snapshots)."""
+        return f'W/"{next(self._etags):08x}-0000-4000-8000-000000000000"'
 
     # ---- seeding and inspection ---------------------------------------------------------------------------
 
@@ -123,13 +127,13 @@ class FakeArm(LoopbackServer):
     def add_pool(self, sub: str, rg: str, cluster: str, pool: JSON) -> None:
         with self._lock:
             owner = self.clusters[_key(sub, rg, cluster)]
-            made = {"id": f"{owner['id']}/agentPools/{pool['name']}", "etag": new_etag(), **copy.deepcopy(pool)}
+            made = {"id": f"{owner['id']}/agentPools/{pool['name']}", "etag": self._etag(), **copy.deepcopy(pool)}
             self.pools[_key(sub, rg, cluster, pool["name"])] = made
 
     def add_vnet(self, sub: str, rg: str, vnet: JSON) -> None:
         with self._lock:
             v = copy.deepcopy(vnet)
-            v.setdefault("etag", new_etag())
+            v.setdefault("etag", self._etag())
             for s in v["properties"].get("subnets", []):
                 s.setdefault("etag", v["etag"])
             self.vnets[_key(sub, rg, vnet["name"])] = v
@@ -150,8 +154,8 @@ class FakeArm(LoopbackServer):
         with self._lock:
             v = self.vnet(sub, rg, vnet)
             kept = [s for s in v["properties"]["subnets"] if s["name"] != subnet["name"]]
-            v["properties"]["subnets"] = [*kept, {"etag": new_etag(), **copy.deepcopy(subnet)}]
-            v["etag"] = new_etag()
+            v["properties"]["subnets"] = [*kept, {"etag": self._etag(), **copy.deepcopy(subnet)}]
+            v["etag"] = self._etag()
 
     def finish_operations(self) -> int:
         with self._lock:
@@ -299,7 +303,7 @@ class FakeArm(LoopbackServer):
                 "id": self.clusters[_key(p["sub"], p["rg"], p["name"])]["id"] + f"/agentPools/{p['child']}",
                 "name": p["child"],
                 "type": "Microsoft.ContainerService/managedClusters/agentPools",
-                "etag": new_etag(),
+                "etag": self._etag(),
                 "properties": {**props, "provisioningState": "Creating" if current is None else "Updating"},
             }
             self.pools[key] = pool
@@ -307,7 +311,7 @@ class FakeArm(LoopbackServer):
             def done() -> None:
                 if key in self.pools:
                     self.pools[key]["properties"]["provisioningState"] = "Succeeded"
-                    self.pools[key]["etag"] = new_etag()
+                    self.pools[key]["etag"] = self._etag()
 
             return self._start(done, 201 if current is None else 200, copy.deepcopy(pool), "agentPool")
         if request.method == "DELETE":
@@ -383,8 +387,8 @@ class FakeArm(LoopbackServer):
         if old != vnet["properties"]["addressSpace"]["addressPrefixes"]:
             for peering in vnet["properties"].get("virtualNetworkPeerings") or []:
                 peering["properties"]["peeringSyncLevel"] = "LocalNotInSync"
-                peering["etag"] = new_etag()
-        vnet["etag"] = new_etag()
+                peering["etag"] = self._etag()
+        vnet["etag"] = self._etag()
         vnet["properties"]["provisioningState"] = "Updating"
 
         def done() -> None:
@@ -424,14 +428,14 @@ class FakeArm(LoopbackServer):
                 "id": f"{vnet['id']}/subnets/{p['child']}",
                 "name": p["child"],
                 "type": "Microsoft.Network/virtualNetworks/subnets",
-                "etag": new_etag(),
+                "etag": self._etag(),
                 "properties": {**props, "provisioningState": "Updating"},
             }
             if current is not None:
                 subnet["properties"]["ipConfigurations"] = current["properties"].get("ipConfigurations", [])
                 subnets.remove(current)
             subnets.append(subnet)
-            vnet["etag"] = new_etag()
+            vnet["etag"] = self._etag()
 
             def done() -> None:
                 subnet["properties"]["provisioningState"] = "Succeeded"
@@ -447,7 +451,7 @@ class FakeArm(LoopbackServer):
             def gone() -> None:
                 if current in subnets:
                     subnets.remove(current)
-                    vnet["etag"] = new_etag()
+                    vnet["etag"] = self._etag()
 
             return self._start(gone, 202, None, "subnet", location=True)
         raise ArmError(405, "MethodNotAllowed", request.method)
@@ -470,8 +474,8 @@ class FakeArm(LoopbackServer):
         current["properties"].update(props)
         if request.query.get("syncRemoteAddressSpace") == "true":
             current["properties"]["peeringSyncLevel"] = "FullyInSync"
-        current["etag"] = new_etag()
-        vnet["etag"] = new_etag()
+        current["etag"] = self._etag()
+        vnet["etag"] = self._etag()
         return self._start(lambda: None, 200, copy.deepcopy(current), "virtualNetworkPeering")
 
     def _routetable(self, request: Request, p: dict[str, str]) -> Answer:

@@ -78,6 +78,8 @@ class SubnetUse:
     required: int  # what the pools' autoscaler ranges need here up front (node subnets) or at most (pods)
     nodes: int
     mode: str
+    # Addresses a node holds here at most (pod subnets: whole batches for its max pods); per_node otherwise.
+    per_node_most: int = 0
 
     @property
     def free(self) -> int:
@@ -89,7 +91,8 @@ class SubnetUse:
 
     @property
     def max_nodes(self) -> int:
-        return self.size // self.per_node if self.per_node else 0
+        most = self.per_node_most or self.per_node
+        return self.size // most if most else 0
 
 
 def subnet_uses(aks: AksSection) -> list[SubnetUse]:
@@ -128,6 +131,7 @@ def subnet_uses(aks: AksSection) -> list[SubnetUse]:
                     sum(p.max_nodes * pod_subnet_need(p) for p in on_pods),
                     sum(p.count for p in on_pods),
                     POD_SUBNET,
+                    max(pod_subnet_need(p) for p in on_pods),
                 )
             )
     return out

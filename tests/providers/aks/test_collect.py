@@ -1,0 +1,56 @@
+"""AKS collect through the real azure-mgmt clients against the loopback ARM fake, and the bundled examples
+(examples/aks-*.snapshot.json) made from it. Set CIDRX_UPDATE_EXAMPLES=1 to rewrite the examples on purpose."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from cidrx.model.snapshot import load_snapshot, save_snapshot
+from cidrx.providers.aks.api import AksApi
+from cidrx.providers.aks.collect.collect import collect_aks
+from tests.support.estates import aks as aw
+from tests.support.fakes.arm_server import FakeArm
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+UPDATE = os.environ.get("CIDRX_UPDATE_EXAMPLES") == "1"  # read before the fixtures clear CIDRX_*
+FILES = {
+    "node-subnet": "aks-cni-node-subnet.snapshot.json",
+    "pod-subnet": "aks-dynamic-pod-subnet.snapshot.json",
+    "overlay": "aks-overlay-pod-cidr.snapshot.json",
+}
+
+
+def test_collect_the_node_subnet_cluster(arm: FakeArm) -> None:
+    aks = collect_aks(AksApi(aw.SUB), aw.RG, aw.NODE_CLUSTER)
+    assert (aks.cluster.network_plugin, aks.cluster.network_plugin_mode, aks.cluster.service_cidr) == (
+        "azure",
+        "",
+        "10.0.0.0/16",
+    )
+    [pool] = aks.agent_pools
+    assert (pool.count, pool.max_pods, pool.max_count, pool.max_nodes) == (1, 30, 5, 5)
+    assert pool.properties["nodeTaints"] == ["dedicated=platform:NoSchedule"]
+    assert aks.vnet is not None and aks.vnet.address_prefixes == ("10.10.0.0/16",)
+    assert [(s.name, s.address_prefix, s.ip_configurations) for s in aks.vnet.subnets] == [
+        ("aks-nodes", "10.10.0.0/26", 31),
+        ("AzureBastionSubnet", "10.10.1.0/26", 2),
+        ("db", "10.10.2.0/24", 4),
+    ]
+    assert aks.vnet.peerings[0].remote_address_prefixes == ("10.100.0.0/16",)
+    [table] = aks.route_tables
+    assert [(r.name, r.address_prefix) for r in table.routes] == [("to-firewall", "10.10.4.0/22")]
+
+
+@pytest.mark.parametrize("estate", sorted(FILES))
+def test_the_bundled_examples_are_what_collect_reads(arm: FakeArm, estate: str) -> None:
+    cluster, _build, kube = aw.ESTATES[estate]
+    snapshot = aw.example_snapshot(collect_aks(AksApi(aw.SUB), aw.RG, cluster), kube())
+    path = EXAMPLES / FILES[estate]
+    if UPDATE:
+        save_snapshot(snapshot, path)
+    assert load_snapshot(path) == snapshot
+    assert json.loads(path.read_text())["target"]["provider"] == "aks"
