@@ -259,7 +259,9 @@ class AksApi:
     def sync_peering(self, resource_group: str, vnet: str, peering: Json) -> Any:
         """Re-put a peering with syncRemoteAddressSpace=true: the remote side learns the VNet's new space."""
         name = peering["name"]
-        body = {"properties": dict(peering.get("properties") or {})}
+        # Read-only properties of VirtualNetworkPeeringPropertiesFormat are not sent back.
+        readonly = ("provisioningState", "resourceGuid", "remoteVirtualNetworkEncryption")
+        body = {"properties": {k: v for k, v in (peering.get("properties") or {}).items() if k not in readonly}}
         etag = str(peering.get("etag") or "")
         return call(
             f"syncing peering {name} of {vnet}",

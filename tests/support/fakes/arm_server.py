@@ -93,8 +93,6 @@ class ArmError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
-
-
 def _key(*parts: str) -> tuple[str, ...]:
     return tuple(p.lower() for p in parts)
 

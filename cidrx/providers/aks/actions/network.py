@@ -21,9 +21,15 @@ from cidrx.registry import Action
 from cidrx.render.hcl import Block, Comment, Expr, import_block, snippet, tf_name
 from cidrx.render.terraform import Emitter
 
+CREATE_SUBNET_NAME = "aks.create-subnet"  # the action of CREATE_SUBNET below, whose subnets an undo skips
+
 
 def _space(vnet: dict[str, Any]) -> list[str]:
     return list(((vnet.get("properties") or {}).get("addressSpace") or {}).get("addressPrefixes") or [])
+
+
+def _prefix(subnet: dict[str, Any]) -> IPv4Network:
+    return IPv4Network(str((subnet.get("properties") or {}).get("addressPrefix") or "0.0.0.0/32"), strict=False)
 
 
 def _peerings(vnet: dict[str, Any]) -> list[dict[str, Any]]:
@@ -94,12 +100,12 @@ class UndoAddressSpace:
     def in_use(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> str | None:
         vnet = aks_api(ctx).get_vnet(params["resource_group"], params["vnet"])
         space = IPv4Network(params["cidr"])
+        # The plan's own subnet is undone first (rollback goes newest first); anyone else's keeps the space.
+        own = {s.params.get("subnet") for s in ctx.plan.steps if s.action == CREATE_SUBNET_NAME}
         inside = [
             str(s.get("name"))
             for s in (vnet.get("properties") or {}).get("subnets") or []
-            if IPv4Network(
-                str((s.get("properties") or {}).get("addressPrefix") or "0.0.0.0/32"), strict=False
-            ).subnet_of(space)
+            if s.get("name") not in own and _prefix(s).subnet_of(space)
         ]
         return f"address space {space} still holds subnet(s) {', '.join(inside)}" if inside else None
 
@@ -248,7 +254,7 @@ def subnet_hcl(e: Emitter, step: Step) -> None:
 
 
 CREATE_SUBNET = Action(
-    "aks.create-subnet",
+    CREATE_SUBNET_NAME,
     (
         "Microsoft.Network/virtualNetworks/subnets/read",
         "Microsoft.Network/virtualNetworks/subnets/write",
