@@ -169,7 +169,13 @@ def fleet_jobs(opts: TargetOptions, all_contexts: bool) -> tuple[list[Job], list
     from cidrx.app.fleet import fleet_jobs as jobs
 
     return jobs(
-        opts, opts.provider, contexts=opts.contexts, all_contexts=all_contexts, region=opts.region, project=opts.project
+        opts,
+        opts.provider,
+        contexts=opts.contexts,
+        all_contexts=all_contexts,
+        region=opts.region,
+        project=opts.project,
+        subscription=opts.subscription,
     )
 
 
@@ -218,7 +224,8 @@ _FLEET_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         "--all-clusters",
         is_flag=True,
         envvar="CIDRX_ALL_CLUSTERS",
-        help="Fleet mode: every cluster of --eks --region R or of --gke --project P (all locations).",
+        help="Fleet mode: every cluster of --eks --region R, of --gke --project P (all locations) or of --aks "
+        "--subscription S.",
     ),
     click.option(
         "--all-contexts",

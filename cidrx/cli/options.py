@@ -164,6 +164,13 @@ def _refuse(opts: TargetOptions, provider: str, names: tuple[str, ...], instead:
         )
 
 
+def _refused(spec: registry.ProviderSpec) -> tuple[str, ...]:
+    """What a provider's targets refuse: its declared `refuses`, and every other provider's naming option it
+    does not take itself (a flag that would otherwise be ignored in silence)."""
+    others = (n for n in NAMING if n not in spec.requires and n != "cluster")
+    return tuple(dict.fromkeys((*spec.refuses, *others)))
+
+
 def resolve_target(opts: TargetOptions) -> Target:
     """The validated Target the flags name; InvalidInput (exit 2) with one line saying what to pass."""
     if len(opts.contexts) > 1:
@@ -180,12 +187,12 @@ def resolve_target(opts: TargetOptions) -> Target:
         missing = _missing(opts, spec.requires)
         if missing:
             raise InvalidInput(f"{spec.flag} needs {' and '.join(missing)} {spec.env_hint}".rstrip())
-        _refuse(opts, spec.name, spec.refuses, spec.refuse_reason)
+        _refuse(opts, spec.name, _refused(spec), spec.refuse_reason)
         # The kube context is how we reach the cluster, not which cluster it is: keep it out of the
         # Target so a plan made through one kubeconfig applies through another.
         fields = {name: getattr(opts, name) for name in spec.requires if name != "cluster"}
         return Target(spec.name, opts.cluster or "", **fields)
-    _refuse(opts, spec.name, spec.refuses, spec.refuse_reason)
+    _refuse(opts, spec.name, _refused(spec), spec.refuse_reason)
     if opts.no_kube:
         raise InvalidInput(f"{spec.flag} works only through the Kubernetes API; drop --no-kube")
     name = opts.cluster or opts.context

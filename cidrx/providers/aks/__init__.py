@@ -39,6 +39,9 @@ SPEC = ProviderSpec(
     # collect.cluster: Azure CNI's ClusterSubnetState (dynamic pod subnet exhaustion), when its group is served.
     kube_reads=("kubernetes: clustersubnetstates.acn.azure.com list",),
     permissions_help="Azure RBAC actions and a custom role definition (JSON) for AKS targets.",
+    fleet_scope="subscription",
+    list_clusters="cidrx.providers.aks.fleet:list_clusters",
+    kube_context="cidrx.providers.aks.fleet:kube_context",
 )
 
 STRATEGIES = (

@@ -35,6 +35,9 @@ ENDPOINT_ENV = "CIDRX_ARM_ENDPOINT"
 ANONYMOUS_ENV = "CIDRX_ARM_ANONYMOUS"
 DEFAULT_ENDPOINT = "https://management.azure.com"
 
+# What fleet mode (`diagnose --aks --subscription S --all-clusters`) adds: listing the subscription's clusters
+# (the same action reads one cluster and lists them).
+FLEET_PERMISSIONS = ("Microsoft.ContainerService/managedClusters/read",)
 # What collect reads (Azure RBAC actions): the cluster and its pools, the VNet with its subnets and peerings,
 # and the route tables on the subnets.
 COLLECT_PERMISSIONS = (
@@ -191,6 +194,11 @@ class AksApi:
     def get_cluster(self, resource_group: str, name: str) -> Json:
         what = f"reading AKS cluster {resource_group}/{name}"
         return _json(call(what, lambda: self.containers.managed_clusters.get(resource_group, name)))
+
+    def list_clusters(self) -> list[Json]:
+        """Every managed cluster of the subscription (fleet mode)."""
+        what = f"listing the AKS clusters of subscription {self.subscription}"
+        return [_json(c) for c in call(what, lambda: list(self.containers.managed_clusters.list()))]
 
     def list_agent_pools(self, resource_group: str, cluster: str) -> list[Json]:
         what = f"listing the agent pools of {cluster}"

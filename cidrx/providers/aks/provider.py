@@ -85,9 +85,9 @@ class AksProvider:
         return address_maps(snapshot)
 
     def cloud_permissions(self) -> tuple[str, ...]:
-        from cidrx.providers.aks.api import COLLECT_PERMISSIONS
+        from cidrx.providers.aks.api import COLLECT_PERMISSIONS, FLEET_PERMISSIONS
 
-        return COLLECT_PERMISSIONS
+        return tuple(dict.fromkeys((*COLLECT_PERMISSIONS, *FLEET_PERMISSIONS)))
 
 
 PROVIDER = AksProvider()

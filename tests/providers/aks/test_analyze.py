@@ -77,3 +77,37 @@ def test_the_overlay_example_says_its_pod_cidr_cannot_grow() -> None:
     assert f.severity is Severity.CRITICAL and "cannot expand" in f.remediation and "Azure/AKS#4591" in f.remediation
     [row] = [c for c in d.capacity if c.kind == "pod-cidr"]
     assert (row.size, row.used, row.free) == (4, 4, 0)
+
+
+def kubenet_snapshot(nodes: int, most: int, routes: int) -> object:
+    from cidrx.model.kube import KubeSection
+    from cidrx.model.snapshot import Snapshot, seal, with_sections
+    from cidrx.providers.aks.model import AksSection, Route, RouteTable, VirtualNetwork
+    from tests.support.estates import aks as aw
+
+    sid = aw.subnet_id("v", "nodes")
+    c = AksCluster("id", "kn", "westeurope", "Succeeded", "1.30", "kubenet", "", "10.244.0.0/14", "10.0.0.0/16")
+    p = AgentPool("np", "System", "Standard_D4s_v5", "Linux", nodes, 110, sid, "", True, 1, most)
+    vnet = VirtualNetwork(
+        aw.vnet_id("v"), "v", aw.RG, "westeurope", ("10.8.0.0/16",), (Subnet(sid, "nodes", "10.8.0.0/22", nodes),)
+    )
+    table = RouteTable("rt", "aks-agentpool-rt", tuple(Route(f"r{i}", f"10.244.{i % 256}.0/24") for i in range(routes)))
+    aks = AksSection(aw.SUB, aw.RG, c, (p,), vnet, (table,))
+    base = Snapshot(target=aw.target("kn"), taken_at=aw.EXAMPLE_TAKEN_AT, kube=KubeSection(available=False))
+    return seal(with_sections(base, aks=aks))
+
+
+@pytest.mark.parametrize(
+    ("nodes", "most", "routes", "severity"), [(400, 400, 400, Severity.CRITICAL), (300, 450, 300, Severity.WARNING)]
+)
+def test_kubenet_clusters_stop_at_400_routes(nodes: int, most: int, routes: int, severity: Severity) -> None:
+    d = analyze(kubenet_snapshot(nodes, most, routes))  # type: ignore[arg-type]
+    [f] = [f for f in d.findings if f.id == "AKS-KUBENET-ROUTE-LIMIT"]
+    assert f.severity is severity
+    [row] = [c for c in d.capacity if c.kind == "route-table"]
+    assert (row.size, row.used) == (400, routes)
+
+
+def test_kubenet_below_the_limit_raises_nothing() -> None:
+    d = analyze(kubenet_snapshot(10, 20, 10))  # type: ignore[arg-type]
+    assert not [f for f in d.findings if f.id == "AKS-KUBENET-ROUTE-LIMIT"]

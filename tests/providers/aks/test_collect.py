@@ -54,3 +54,15 @@ def test_the_bundled_examples_are_what_collect_reads(arm: FakeArm, estate: str) 
         save_snapshot(snapshot, path)
     assert load_snapshot(path) == snapshot
     assert json.loads(path.read_text())["target"]["provider"] == "aks"
+
+
+def test_fleet_mode_lists_the_subscriptions_clusters(arm: FakeArm) -> None:
+    from tests.support.cli import run
+
+    result = run("diagnose", "--aks", "--subscription", aw.SUB, "--all-clusters", "--no-kube", "-o", "json")
+    assert result.exit_code == 3, result.output
+    doc = json.loads(result.stdout)
+    text = json.dumps(doc)
+    for cluster in (aw.NODE_CLUSTER, aw.POD_CLUSTER, aw.OVERLAY_CLUSTER):
+        assert cluster in text
+    assert "AKS-OVERLAY-POD-CIDR-EXHAUSTED" in text and "AKS-POD-SUBNET-EXHAUSTED" in text

@@ -45,6 +45,10 @@ RESERVED = 5
 
 _BASE = r"^/subscriptions/(?P<sub>[^/]+)/resourcegroups/(?P<rg>[^/]+)/providers/"
 ROUTES = [
+    (
+        "cluster_list",
+        re.compile(r"^/subscriptions/(?P<sub>[^/]+)/providers/microsoft\.containerservice/managedclusters$"),
+    ),
     ("cluster", re.compile(_BASE + r"microsoft\.containerservice/managedclusters/(?P<name>[^/]+)$")),
     ("pools", re.compile(_BASE + r"microsoft\.containerservice/managedclusters/(?P<name>[^/]+)/agentpools$")),
     (
@@ -62,6 +66,8 @@ ROUTES = [
     ("routetable", re.compile(_BASE + r"microsoft\.network/routetables/(?P<name>[^/]+)$")),
     ("op_status", re.compile(r"^/cidrx-fake/operations/(?P<name>[^/]+)$")),
 ]
+
+ROUTE = dict(ROUTES)
 
 
 @dataclass
@@ -277,6 +283,17 @@ class FakeArm(LoopbackServer):
         ]
         return self._ok("managedCluster", value)
 
+    def _cluster_list(self, request: Request, p: dict[str, str]) -> Answer:
+        items = [self._cluster_view(k, v) for k, v in sorted(self.clusters.items()) if k[0] == p["sub"].lower()]
+        return self._ok("managedCluster", {"value": items})
+
+    def _cluster_view(self, key: tuple[str, ...], found: JSON) -> JSON:
+        value = copy.deepcopy(found)
+        value["properties"]["agentPoolProfiles"] = [
+            {"name": pool["name"], **pool["properties"]} for k, pool in sorted(self.pools.items()) if k[:3] == key
+        ]
+        return value
+
     def _pools(self, request: Request, p: dict[str, str]) -> Answer:
         if _key(p["sub"], p["rg"], p["name"]) not in self.clusters:
             raise ArmError(404, "ResourceNotFound", f"cluster {p['name']} not found")
@@ -324,7 +341,7 @@ class FakeArm(LoopbackServer):
         raise ArmError(405, "MethodNotAllowed", request.method)
 
     def _find_subnet(self, subnet_id: str) -> JSON | None:
-        m = ROUTES[4][1].match(subnet_id.lower())
+        m = ROUTE["subnet"].match(subnet_id.lower())
         if m is None:
             return None
         vnet = self.vnets.get(_key(m["sub"], m["rg"], m["name"]))
@@ -419,7 +436,7 @@ class FakeArm(LoopbackServer):
                     raise ArmError(400, "NetcfgSubnetRangesOverlap", f"{net} overlaps subnet {other['name']}")
             for ref in ("routeTable", "networkSecurityGroup"):
                 if ref in props and ref == "routeTable":
-                    m = ROUTES[6][1].match(props[ref]["id"].lower())
+                    m = ROUTE["routetable"].match(props[ref]["id"].lower())
                     if m is None or _key(m["sub"], m["rg"], m["name"]) not in self.route_tables:
                         raise ArmError(400, "InvalidResourceReference", f"route table {props[ref]['id']} not found")
             subnet = {
