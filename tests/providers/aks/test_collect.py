@@ -66,3 +66,35 @@ def test_fleet_mode_lists_the_subscriptions_clusters(arm: FakeArm) -> None:
     for cluster in (aw.NODE_CLUSTER, aw.POD_CLUSTER, aw.OVERLAY_CLUSTER):
         assert cluster in text
     assert "AKS-OVERLAY-POD-CIDR-EXHAUSTED" in text and "AKS-POD-SUBNET-EXHAUSTED" in text
+
+
+def test_the_cluster_side_reads_cluster_subnet_states_and_agent_pool_labels(arm: FakeArm, tmp_path: Path) -> None:
+    from cidrx.providers.aks.analyze.analyze import analyze
+    from tests.support.cli import run
+    from tests.support.fakes.kube_server import FakeKubeServer
+
+    with FakeKubeServer() as kube:
+        kube.register("acn.azure.com", "v1alpha1", "clustersubnetstates", "ClusterSubnetState", True)
+        node = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "aks-workers-vmss000000", "labels": {"kubernetes.azure.com/agentpool": "workers"}},
+            "status": {"addresses": [{"type": "InternalIP", "address": "10.30.0.4"}]},
+        }
+        state = {
+            "apiVersion": "acn.azure.com/v1alpha1",
+            "kind": "ClusterSubnetState",
+            "metadata": {"name": "pods", "namespace": "kube-system"},
+            "status": {"exhausted": True, "timestamp": "1741944300"},
+        }
+        kube.put_many([node, state])
+        kubeconfig = str(kube.kubeconfig(tmp_path / "kubeconfig"))
+        out = tmp_path / "snap.json"
+        made = run("snapshot", *aw.target_flags(aw.POD_CLUSTER), "--kubeconfig", kubeconfig, "--out", str(out))
+        assert made.exit_code == 0, made.output
+    snap = load_snapshot(out)
+    assert [n.pool for n in snap.kube.nodes] == ["workers"]
+    [read] = snap.kube.cluster_subnet_states
+    assert (read.namespace, read.name, read.exhausted) == ("kube-system", "pods", True)
+    [f] = [f for f in analyze(snap).findings if f.id == "AKS-POD-SUBNET-EXHAUSTED"]
+    assert "ClusterSubnetState pods: status.exhausted is true" in f.evidence
