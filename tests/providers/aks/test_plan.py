@@ -160,3 +160,32 @@ def test_a_full_vnet_gets_an_address_space_synced_to_its_peerings_and_rollback_r
         assert vnet["properties"]["addressSpace"]["addressPrefixes"] == ["10.10.0.0/23"]
         assert [s["name"] for s in vnet["properties"]["subnets"]] == ["aks-nodes", "AzureBastionSubnet"]
         assert vnet["properties"]["virtualNetworkPeerings"][0]["properties"]["peeringSyncLevel"] == "FullyInSync"
+
+
+def test_a_removed_template_pool_makes_the_plan_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with aw.aks_estate(monkeypatch, aw.build_pod_subnet) as arm:
+        plan_path = tmp_path / "plan.json"
+        made = run("expand", *aw.target_flags(aw.POD_CLUSTER), "--no-kube", "--plan", "--out", str(plan_path))
+        assert made.exit_code == 0, made.output
+        del arm.pools[(aw.SUB, aw.RG, aw.POD_CLUSTER, "workers")]
+        arm.reset_log()
+        applied = run("expand", "--apply", str(plan_path), "--yes", "--no-kube")
+        assert applied.exit_code == 4, applied.output
+        assert "template agent pool workers no longer exists" in applied.output
+        assert arm.writes() == []
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--eks", "--region", "r", "--cluster", "c", "--subscription", "s"], "--subscription is not used with --eks"),
+        (["--aks", "--subscription", "s", "--resource-group", "g", "--cluster", "c", "--project", "p"], "--project"),
+        (["--aks", "--cluster", "c"], "--aks needs --subscription and --resource-group"),
+    ],
+)
+def test_target_flags_of_another_provider_are_refused(
+    args: list[str], words: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AZURE_SUBSCRIPTION_ID", raising=False)
+    result = run("diagnose", *args, "--no-kube")
+    assert result.exit_code == 2 and words in result.output, result.output
