@@ -175,6 +175,7 @@ class Strategy:
 PACKAGES = (
     "cidrx.providers.eks",
     "cidrx.providers.gke",
+    "cidrx.providers.aks",
     "cidrx.providers.k8s",
     "cidrx.ipam.whereabouts",
     "cidrx.ipam.calico",

@@ -168,6 +168,7 @@ def fleet_jobs(
     all_contexts: bool,
     region: str | None,
     project: str | None,
+    subscription: str | None = None,
 ) -> tuple[list[Job], list[str], int]:
     """The clusters to diagnose (listed from the cloud or the kubeconfig), fleet-wide notes, and the
     least exit code the fleet can have (an incomplete listing is an access problem in itself)."""
@@ -190,7 +191,11 @@ def fleet_jobs(
             why = exc.message
     spec = registry.provider_spec(provider or "")
     assert spec is not None and spec.list_clusters  # the CLI checked the fleet flags
-    listing: Listing = registry.load(spec.list_clusters)(region=region, project=project, profile=access.profile)
+    # The scope of providers listing by subscription goes only to them (the others' hooks do not take it).
+    scope = {"subscription": subscription} if spec.fleet_scope == "subscription" else {}
+    listing: Listing = registry.load(spec.list_clusters)(
+        region=region, project=project, profile=access.profile, **scope
+    )
     notes = list(listing.notes)
     jobs = cloud_jobs(listing.targets, found, no_kube=access.no_kube, account=listing.account, why_no_contexts=why)
     if not notes:

@@ -48,7 +48,8 @@ AWS_VERSION = "2012-10-17"
 _AWS_ACTION = re.compile(r"^[a-z0-9-]+:[A-Za-z0-9]+$")
 _GCP_PERMISSION = re.compile(r"^[a-z]+(\.[A-Za-z]+){2,}$")
 # The cloud IAM systems a provider's permissions are written for (`ProviderSpec.iam`), by their notation.
-_NOTATIONS = {"aws": _AWS_ACTION, "gcp": _GCP_PERMISSION}
+_AZURE_ACTION = re.compile(r"^Microsoft\.[A-Za-z]+(/[A-Za-z]+)+/(read|write|delete|action)$")
+_NOTATIONS = {"aws": _AWS_ACTION, "gcp": _GCP_PERMISSION, "azure": _AZURE_ACTION}
 _KUBE = re.compile(
     r"^kubernetes:\s*(?P<res>[a-z0-9.-]+)\s+(?P<verbs>[a-z]+(,[a-z]+)*)(\s+in\s+(?P<ns>[a-z0-9-]+))?"
     r"(\s+named\s+(?P<names>[a-z0-9.-]+(,[a-z0-9.-]+)*))?$"
@@ -293,6 +294,21 @@ def gcp_role(n: Needs) -> dict[str, Any]:
     }
 
 
+def azure_role(n: Needs) -> dict[str, Any]:
+    """An Azure custom role definition, as `az role definition create --role-definition FILE` reads it; the
+    assignable scope is a placeholder for the subscription (or resource groups) it is created in."""
+    return {
+        "Name": f"cidrx {n.purpose}",
+        "IsCustom": True,
+        "Description": f"Least privilege for cidrx (`cidrx permissions --{n.provider} --for {n.purpose}`)",
+        "Actions": sorted({*n.read, *n.write}),
+        "NotActions": [],
+        "DataActions": [],
+        "NotDataActions": [],
+        "AssignableScopes": ["/subscriptions/SUBSCRIPTION_ID"],
+    }
+
+
 def rbac_rules(grants: Iterable[KubeGrant]) -> list[dict[str, Any]]:
     """ClusterRole rules: one per (group, resource) with the union of verbs, naming the objects where the
     verbs allow it (`resource_names`), then the discovery read."""
@@ -358,6 +374,8 @@ def document(n: Needs) -> dict[str, Any]:
         split = by_project(n)
         if split:
             doc["gcp_projects"] = split
+    elif iam == "azure":
+        doc["azure_role"] = azure_role(n)
     doc["cluster_role"] = cluster_role(n)
     doc["steps"] = [{"strategy": s.strategy, "action": s.action, "permissions": list(s.permissions)} for s in n.steps]
     return doc

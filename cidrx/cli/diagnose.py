@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cidrx import registry
-from cidrx.cli.options import OutputFormat, TargetOptions, check_matches, fleet_target_options, resolve_target
+from cidrx.cli.options import (
+    VALUES,
+    OutputFormat,
+    TargetOptions,
+    check_matches,
+    fleet_target_options,
+    resolve_target,
+)
 from cidrx.errors import ExitStatus, InvalidInput
 from cidrx.render import FORMATS
 
@@ -49,7 +56,8 @@ def exit_code_for(d: Diagnosis, fail_on: str) -> int:
 def _fix_command() -> re.Pattern[str]:
     """A fix command of a finding: `cidrx expand|reclaim --<provider>` and its target options."""
     flags = "|".join(re.escape(p.name) for p in registry.providers())
-    options = "|".join(sorted({o for p in registry.providers() for o in p.requires} | {"cluster", "context"}))
+    names = {o for p in registry.providers() for o in p.requires} | {"cluster", "context"}
+    options = "|".join(sorted(o.replace("_", "-") for o in names))
     return re.compile(rf"cidrx (expand|reclaim) --(?:{flags})(?: --(?:{options}) [^\s`,;]+)*")
 
 
@@ -152,7 +160,7 @@ def check_fleet_flags(opts: TargetOptions, all_clusters: bool, all_contexts: boo
         raise InvalidInput(f"{what} works with --k8s; for EKS or GKE clusters use --all-clusters")
     if all_contexts and opts.contexts:
         raise InvalidInput("--all-contexts reads every context of the kubeconfig; drop --context")
-    _refuse_given(opts, ("cluster", "region", "profile", "project", "location", "no_kube"), f"with {what}")
+    _refuse_given(opts, (*VALUES, "no_kube"), f"with {what}")
 
 
 def fleet_jobs(opts: TargetOptions, all_contexts: bool) -> tuple[list[Job], list[str], int]:
@@ -161,7 +169,13 @@ def fleet_jobs(opts: TargetOptions, all_contexts: bool) -> tuple[list[Job], list
     from cidrx.app.fleet import fleet_jobs as jobs
 
     return jobs(
-        opts, opts.provider, contexts=opts.contexts, all_contexts=all_contexts, region=opts.region, project=opts.project
+        opts,
+        opts.provider,
+        contexts=opts.contexts,
+        all_contexts=all_contexts,
+        region=opts.region,
+        project=opts.project,
+        subscription=opts.subscription,
     )
 
 
@@ -210,7 +224,8 @@ _FLEET_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         "--all-clusters",
         is_flag=True,
         envvar="CIDRX_ALL_CLUSTERS",
-        help="Fleet mode: every cluster of --eks --region R or of --gke --project P (all locations).",
+        help="Fleet mode: every cluster of --eks --region R, of --gke --project P (all locations) or of --aks "
+        "--subscription S.",
     ),
     click.option(
         "--all-contexts",

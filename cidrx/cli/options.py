@@ -19,7 +19,7 @@ import click
 from cidrx import registry
 from cidrx.errors import InvalidInput
 from cidrx.model.options import Access
-from cidrx.model.target import Provider, Target
+from cidrx.model.target import Provider, Target, option_flag
 
 
 @dataclass(frozen=True)
@@ -32,13 +32,19 @@ class TargetOptions(Access):
     cluster: str | None = None
     project: str | None = None
     location: str | None = None
+    subscription: str | None = None
+    resource_group: str | None = None
     # Every --context given, in order (fleet mode); `context` is the one context when there is one.
     contexts: tuple[str, ...] = ()
 
     def given(self) -> list[str]:
         """The target-naming flags that were set, as `--flag` strings (for error messages)."""
-        names = ("region", "cluster", "project", "location")
-        return [f"--{n}" for n in names if getattr(self, n)]
+        return [option_flag(n) for n in NAMING if getattr(self, n)]
+
+
+# The TARGET options that name a cluster (Target fields), and with --profile every value option of the TARGET.
+NAMING = ("region", "cluster", "project", "location", "subscription", "resource_group")
+VALUES = (*NAMING, "profile")
 
 
 def _provider_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
@@ -59,6 +65,15 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--profile", envvar="CIDRX_PROFILE", metavar="NAME", help="AWS profile (default: the usual chain)."),
     click.option("--project", envvar="CIDRX_PROJECT", metavar="P", help="GCP project of the GKE cluster."),
     click.option("--location", envvar="CIDRX_LOCATION", metavar="L", help="GKE region or zone."),
+    click.option(
+        "--subscription",
+        envvar="CIDRX_SUBSCRIPTION",
+        metavar="S",
+        help="Azure subscription id of the AKS cluster [default: AZURE_SUBSCRIPTION_ID].",
+    ),
+    click.option(
+        "--resource-group", envvar="CIDRX_RESOURCE_GROUP", metavar="G", help="Azure resource group of the AKS cluster."
+    ),
     click.option(
         "--kubeconfig", envvar="CIDRX_KUBECONFIG", metavar="PATH", help="Kubeconfig (default: standard resolution)."
     ),
@@ -99,7 +114,7 @@ def _add_target_options(f: Callable[..., Any], *, fleet: bool) -> Callable[..., 
                 f"--context was given {len(contexts)} times; this command reads one cluster "
                 "(only `cidrx diagnose --k8s` takes several)"
             )
-        given = {name: kwargs.pop(name) for name in ("region", "cluster", "profile", "project", "location")}
+        given = {name: kwargs.pop(name) for name in VALUES}
         spec = registry.provider_spec(chosen[0]) if len(chosen) == 1 else None
         for name, variables in spec.env_defaults if spec is not None else ():
             if given[name] is None:
@@ -138,15 +153,22 @@ class OutputFormat(click.Choice):  # type: ignore[type-arg]
 
 
 def _missing(opts: TargetOptions, names: tuple[str, ...]) -> list[str]:
-    return [f"--{n}" for n in names if not getattr(opts, n)]
+    return [option_flag(n) for n in names if not getattr(opts, n)]
 
 
 def _refuse(opts: TargetOptions, provider: str, names: tuple[str, ...], instead: str) -> None:
-    extra = [f"--{n}" for n in names if getattr(opts, n)]
+    extra = [option_flag(n) for n in names if getattr(opts, n)]
     if extra:
         raise InvalidInput(
             f"{', '.join(extra)} {'is' if len(extra) == 1 else 'are'} not used with --{provider}; {instead}"
         )
+
+
+def _refused(spec: registry.ProviderSpec) -> tuple[str, ...]:
+    """What a provider's targets refuse: its declared `refuses`, and every other provider's naming option it
+    does not take itself (a flag that would otherwise be ignored in silence)."""
+    others = (n for n in NAMING if n not in spec.requires and n != "cluster")
+    return tuple(dict.fromkeys((*spec.refuses, *others)))
 
 
 def resolve_target(opts: TargetOptions) -> Target:
@@ -165,12 +187,12 @@ def resolve_target(opts: TargetOptions) -> Target:
         missing = _missing(opts, spec.requires)
         if missing:
             raise InvalidInput(f"{spec.flag} needs {' and '.join(missing)} {spec.env_hint}".rstrip())
-        _refuse(opts, spec.name, spec.refuses, spec.refuse_reason)
+        _refuse(opts, spec.name, _refused(spec), spec.refuse_reason)
         # The kube context is how we reach the cluster, not which cluster it is: keep it out of the
         # Target so a plan made through one kubeconfig applies through another.
         fields = {name: getattr(opts, name) for name in spec.requires if name != "cluster"}
         return Target(spec.name, opts.cluster or "", **fields)
-    _refuse(opts, spec.name, spec.refuses, spec.refuse_reason)
+    _refuse(opts, spec.name, _refused(spec), spec.refuse_reason)
     if opts.no_kube:
         raise InvalidInput(f"{spec.flag} works only through the Kubernetes API; drop --no-kube")
     name = opts.cluster or opts.context
@@ -189,10 +211,10 @@ def check_matches(opts: TargetOptions, target: Target, what: str) -> None:
     wrong = []
     if opts.provider and opts.provider != target.provider:
         wrong.append(f"--{opts.provider}")
-    for name in ("region", "cluster", "project", "location"):
+    for name in NAMING:
         given = getattr(opts, name)
         if given and given != getattr(target, name):
-            wrong.append(f"--{name} {given}")
+            wrong.append(f"{option_flag(name)} {given}")
     if wrong:
         raise InvalidInput(f"{what} is for {target.label()}, but {', '.join(wrong)} was given")
 

@@ -63,6 +63,13 @@ def render_text(doc: dict[str, Any]) -> str:
             + gcp_role_yaml(doc)
             + gcp_projects_comment(doc)
         )
+    elif "azure_role" in doc:
+        parts.append(
+            f"# Azure custom role for `cidrx` ({purpose}): set AssignableScopes, then\n"
+            "#   az role definition create --role-definition THIS_PART.json\n"
+            + json.dumps(doc["azure_role"], indent=2)
+            + "\n"
+        )
     parts.append(
         f"# Kubernetes RBAC for `cidrx` ({purpose}): bind it to the identity cidrx uses in the cluster\n"
         "# (kubectl create clusterrolebinding cidrx --clusterrole cidrx-... --user/--group/--serviceaccount ...).\n"
@@ -84,7 +91,7 @@ def _provider_flags(f: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-@click.command(short_help="Print the least-privilege IAM policy / GCP role and RBAC ClusterRole.")
+@click.command(short_help="Print the least-privilege IAM policy / GCP or Azure role and RBAC ClusterRole.")
 @_provider_flags
 @click.option(
     "--for",
@@ -97,13 +104,14 @@ def _provider_flags(f: Callable[..., Any]) -> Callable[..., Any]:
 )
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def permissions(chosen: list[str], purpose: str, output: str) -> int:
-    """Print what cidrx needs: an AWS IAM policy (--eks) or Google Cloud permissions and a custom role
-    (--gke), and always a Kubernetes ClusterRole.
+    """Print what cidrx needs: an AWS IAM policy (--eks), Google Cloud permissions and a custom role
+    (--gke) or an Azure custom role definition (--aks), and always a Kubernetes ClusterRole.
 
     \b
       cidrx permissions --eks --for diagnose               read-only, for scheduled CI
       cidrx permissions --eks -o json | jq .iam_policy     just the policy document
       cidrx permissions --gke -o json | jq .gcp_role       the role file for gcloud
+      cidrx permissions --aks -o json | jq .azure_role     the role definition for az
     """
     from cidrx.app.permissions import document, needs
     from cidrx.errors import InvalidInput

@@ -20,6 +20,8 @@ class Target:
     project: str | None = None
     location: str | None = None
     context: str | None = None
+    subscription: str | None = None
+    resource_group: str | None = None
 
     def __post_init__(self) -> None:
         if registry.provider_spec(self.provider) is None:
@@ -27,8 +29,11 @@ class Target:
             raise ValueError(f"unknown provider {self.provider!r} (cidrx knows {known})")
 
     def label(self) -> str:
-        """Short human name: `<provider>:<region or project/location or context>/<cluster>`."""
-        where = self.region or (f"{self.project}/{self.location}" if self.project else self.context or "")
+        """Short human name: `<provider>:<where>/<cluster>`, where is the provider's other TARGET options
+        (region; project/location; subscription/resource group), or the kubeconfig context."""
+        spec = registry.provider_spec(self.provider)
+        named = [str(getattr(self, n)) for n in (spec.requires if spec else ()) if n != "cluster" and getattr(self, n)]
+        where = "/".join(named) or self.context or ""
         return f"{self.provider}:{where}/{self.cluster}" if where else f"{self.provider}:{self.cluster}"
 
     def flags(self) -> str:
@@ -36,7 +41,12 @@ class Target:
         spec = registry.provider_spec(self.provider)
         if spec is None or spec.in_cluster:
             return in_cluster_flags(self.context)
-        return " ".join([spec.flag, *(f"--{name} {getattr(self, name)}" for name in spec.requires)])
+        return " ".join([spec.flag, *(f"{option_flag(name)} {getattr(self, name)}" for name in spec.requires)])
+
+
+def option_flag(name: str) -> str:
+    """The flag of a TARGET option field (`resource_group` -> `--resource-group`)."""
+    return "--" + name.replace("_", "-")
 
 
 def in_cluster_flags(context: str | None) -> str:

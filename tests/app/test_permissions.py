@@ -34,6 +34,7 @@ from cidrx.kube.api import KubeApi
 from cidrx.kube.collect import collect_with
 from cidrx.model.plan import Plan
 from cidrx.model.snapshot import load_snapshot
+from tests.support.cases import aks as aks_cases
 from tests.support.cases import eks as eks_cases
 from tests.support.cases import eks_provisioners as eks_provisioner_cases
 from tests.support.cases import gke as gke_cases
@@ -57,6 +58,8 @@ PLAN_KINDS = {
     "calico-reclaim",
     "calico-pool",
     "cilium-pool",
+    "aks-node-pool",
+    "aks-pod-subnet",
 }
 
 
@@ -143,7 +146,8 @@ def test_gke_permissions_are_split_by_project_for_shared_vpc() -> None:
 
 def test_without_provider_is_usage_error() -> None:
     result = run()
-    assert result.exit_code == 2 and "--eks, --gke or --k8s" in result.output
+    flags = [p.flag for p in registry.providers()]
+    assert result.exit_code == 2 and f"{', '.join(flags[:-1])} or {flags[-1]}" in result.output
 
 
 def test_steps_table_holds_the_plan_kinds_that_run_on_the_provider() -> None:
@@ -216,7 +220,7 @@ def test_permissions_page_shows_what_the_command_prints() -> None:
     for p in printed("gke", "diagnose")["gcp_permissions"]:
         assert f"`{p}`" in blocks["gke-diagnose"]
     rows = {tuple(c.strip(" `") for c in line.strip("|").split("|")[:2]) for line in blocks["steps"].splitlines()[2:]}
-    steps = [*printed("eks")["steps"], *printed("gke")["steps"]]
+    steps = [s for p in registry.provider_names() for s in printed(p)["steps"]]
     assert rows == {(s["strategy"], s["action"]) for s in steps}
     assert "Where the lists come from" in page and "What fails, and how" in page  # the prose stays
 
@@ -261,6 +265,9 @@ def _plans() -> list[Plan]:
     plans.append(app_plan.make_plan(pooled, PlanOptions(strategy="subnet-discovery", add_nodes=2000)))
     gke = gke_cases.with_ip_masq(gke_cases.with_firewalls(gke_cases.incident()))
     plans += [app_plan.make_plan(gke, PlanOptions(strategy=s)) for s in ("node-pool", "cluster-range")]
+    aks = [aks_cases.node_subnet(), aks_cases.pod_subnet(), aks_cases.full_vnet()]
+    aks.append(aks_cases.full_vnet(aks_cases.pod_subnet(), "10.30.0.0/23"))
+    plans += [app_plan.make_plan(s, PlanOptions()) for s in aks]
     # Clusters without managed node groups: their follow-up steps (Karpenter, Auto Mode).
     pinned = eks_provisioner_cases.self_managed(version="4")
     others = [eks_provisioner_cases.karpenter(), eks_provisioner_cases.auto_mode(), pinned]
@@ -287,12 +294,14 @@ def test_every_step_of_every_plan_kind_is_in_the_printed_lists() -> None:
     assert {p.strategy for p in plans} == PLAN_KINDS
     actions = {s.action for p in plans for s in p.steps}
     assert {"eks.update-addon-env", "kube.set-daemonset-env", "eks.reserve-subnet-cidr"} <= actions
-    docs = {p: printed(p) for p in ("eks", "gke", "k8s")}
+    docs = {p: printed(p) for p in registry.provider_names()}
+    clouds = {p.name for p in registry.providers() if not p.in_cluster}
     checked = 0
     for plan in plans:
-        providers = [plan.target.provider] if plan.target.provider in ("eks", "gke") else ["eks", "gke", "k8s"]
-        if plan.strategy in registry.ipam_strategies():
-            providers = ["eks", "gke", "k8s"]  # in-cluster plans run on any target
+        owner = registry.strategy(plan.strategy)
+        assert owner is not None
+        # A cloud's plans run on its targets; in-cluster plans run on any target.
+        providers = [plan.target.provider] if owner.owner in clouds else list(registry.provider_names())
         for step in plan.steps:
             assert step.permissions, f"{plan.strategy} step {step.id} declares no permissions"
             for perm in step.permissions:
@@ -306,6 +315,8 @@ def test_every_step_of_every_plan_kind_is_in_the_printed_lists() -> None:
                             )
                     elif provider == "eks":
                         assert perm in iam_actions(doc["iam_policy"]), f"{perm} of {plan.strategy}/{step.id}"
+                    elif "azure_role" in doc:
+                        assert perm in doc["azure_role"]["Actions"], f"{perm} of {plan.strategy}/{step.id}"
                     else:
                         assert perm in doc["gcp_permissions"], f"{perm} of {plan.strategy}/{step.id}"
                     checked += 1
@@ -344,6 +355,7 @@ def test_every_action_an_executor_runs_is_declared() -> None:
     naming an Action its package does not declare (or one no strategy uses), and an executor path that
     names nothing or no executor."""
     from cidrx import registry
+    from cidrx.providers.aks import STRATEGIES as AKS_DECLARED
     from cidrx.providers.eks import STRATEGIES as EKS_DECLARED
     from cidrx.providers.gke import STRATEGIES as GKE_DECLARED
 
@@ -355,7 +367,8 @@ def test_every_action_an_executor_runs_is_declared() -> None:
     for action, executor in registry.executors(declared).items():
         assert all(callable(getattr(executor, phase, None)) for phase in ("check", "act", "wait", "verify")), action
     EKS = [s.name for s in EKS_DECLARED]
-    assert {s.name for s in registry.strategies()} == {*EKS, *GKE, *registry.ipam_strategies()} == PLAN_KINDS
+    AKS = [s.name for s in AKS_DECLARED]
+    assert {s.name for s in registry.strategies()} == {*EKS, *GKE, *AKS, *registry.ipam_strategies()} == PLAN_KINDS
 
 
 def _name(resource: str) -> str | None:

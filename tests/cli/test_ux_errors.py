@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from click.testing import Result
 
+from cidrx import registry
 from tests.support.cli import run
 from tests.support.estates.eks import AwsCalls, fake_aws_env, moto_incident
 from tests.support.fakes.kube_server import FakeKubeServer, is_lock
@@ -372,7 +373,8 @@ def test_no_advice_to_pass_no_kube_where_it_is_refused(tmp_path: Path) -> None:
     # --k8s refuses --no-kube: its errors must not advise it
     result = run("diagnose", "--k8s", env={"HOME": str(tmp_path), "KUBECONFIG": None})
     assert result.exit_code == 6, result.output
-    assert "--no-kube" not in result.stderr.replace("with --eks or --gke, --no-kube", "")
+    clouds = " or ".join(registry.cloud_flags())
+    assert "--no-kube" not in result.stderr.replace(f"with {clouds}, --no-kube", "")
     with FakeKubeServer() as server:
         kubeconfig = str(server.kubeconfig(tmp_path / "kubeconfig"))
     result = run("diagnose", "--k8s", "--kubeconfig", kubeconfig)

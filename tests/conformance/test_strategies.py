@@ -276,8 +276,9 @@ def printed(provider: str, purpose: str) -> dict[str, Any]:
 
 
 def cloud_grants(doc: dict[str, Any]) -> set[str]:
-    """The cloud permissions a `cidrx permissions -o json` document grants (AWS policy actions, GCP permissions)."""
-    out = set(doc.get("gcp_permissions", ()))
+    """The cloud permissions a `cidrx permissions -o json` document grants (AWS policy actions, GCP permissions,
+    Azure role actions)."""
+    out = set(doc.get("gcp_permissions", ())) | set(doc.get("azure_role", {}).get("Actions", ()))
     for statement in doc.get("iam_policy", {}).get("Statement", ()):
         actions = statement["Action"]
         out |= {actions} if isinstance(actions, str) else set(actions)

@@ -147,6 +147,7 @@ def test_permissions_covers_a_registered_provider(toy: Path) -> None:
 
 
 def test_read_permissions_of_a_registered_provider_come_from_its_object(toy: Path) -> None:
+    before = registry.provider_names()
     sys.path.insert(0, str(toy))
     try:
         registry.register(
@@ -174,4 +175,4 @@ def test_read_permissions_of_a_registered_provider_come_from_its_object(toy: Pat
         sys.modules.pop("toyprov.provider", None)
         sys.modules.pop("toyprov", None)
     assert registry.provider_spec("toy") is None
-    assert registry.provider_names() == ("eks", "gke", "k8s")
+    assert registry.provider_names() == before

@@ -23,9 +23,11 @@ from typing import Any
 import pytest
 
 from tests.support.cli import run
+from tests.support.estates import aks as aw
 from tests.support.estates import gke as gw
 from tests.support.estates.eks import AwsCalls, World, build_incident
 from tests.support.estates.eks_live import EksEstate, eks_estate
+from tests.support.fakes.arm_server import FakeArm
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FakeKubeServer, is_lock
 
@@ -33,7 +35,10 @@ JSON = dict[str, Any]
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
 # Snapshot fields that differ between two reads of an unchanged estate, or that a write and its undo move on
 # without changing what is there (a resourceVersion, a GCP fingerprint, the time of the read).
-VOLATILE = frozenset({"taken_at", "fingerprint", "resource_version", "resourceVersion", "created", "createTime"})
+# An Azure etag moves on with every write to a resource or its children.
+VOLATILE = frozenset(
+    {"taken_at", "fingerprint", "resource_version", "resourceVersion", "created", "createTime", "etag"}
+)
 
 
 def scrub(value: Any) -> Any:
@@ -62,7 +67,7 @@ def kube_writes(server: FakeKubeServer) -> list[str]:
     return [f"kube {r.method} {r.path}" for r in server.requests() if r.method in WRITES and not is_lock(r)]
 
 
-def interrupt_after_write(fake: FakeKubeServer | FakeGcp, method: str, path_contains: str) -> None:
+def interrupt_after_write(fake: FakeKubeServer | FakeGcp | FakeArm, method: str, path_contains: str) -> None:
     """The next successful `method` request whose path holds `path_contains` is carried out by `fake`, then
     the main thread (the CLI running in process) gets a Ctrl-C: it is raised as soon as the client reads the
     answer, so the write took effect and the run never journals it (as a process killed at that moment)."""
@@ -247,6 +252,54 @@ def gke(
             live = GkeLive(
                 tmp, [*target, "--no-kube"], ["--no-kube"], ["--kubeconfig", kubeconfig], kube=kube, gcp=fake
             )
+            live.reset_log()
+            yield live
+        if kube.errors:
+            raise kube.errors[0]
+
+    return make
+
+
+# --- AKS: a cluster of the AKS estates in the loopback ARM fake ------------------------------------------------
+
+
+@dataclass
+class AksLive(Live):
+    arm: FakeArm | None = None
+
+    def writes(self) -> list[str]:
+        assert self.arm is not None
+        return [*self.arm.writes(), *super().writes()]
+
+    def reset_log(self) -> None:
+        assert self.arm is not None
+        self.arm.reset_log()
+        super().reset_log()
+
+    def settle(self) -> None:
+        assert self.arm is not None
+        self.arm.finish_operations()
+
+    def interrupt_after(self, where: str, method: str, path_contains: str) -> None:
+        if where == "arm":
+            assert self.arm is not None
+            interrupt_after_write(self.arm, method, path_contains)
+            return
+        super().interrupt_after(where, method, path_contains)
+
+
+def aks(estate: str) -> Callable[..., contextlib.AbstractContextManager[Live]]:
+    """The AKS estate `estate` (tests/support/estates/aks.py ESTATES). Plans and applies run with --no-kube;
+    rollback is given an empty cluster (it checks that no node is left in the pool it deletes)."""
+    cluster, build, _kube = aw.ESTATES[estate]
+
+    @contextlib.contextmanager
+    def make(tmp: Path, mp: pytest.MonkeyPatch) -> Iterator[Live]:
+        clean_env(mp)
+        with aw.aks_estate(mp, build) as arm, FakeKubeServer() as kube:
+            kubeconfig = str(kube.kubeconfig(tmp / "kubeconfig"))
+            target = [*aw.target_flags(cluster), "--no-kube"]
+            live = AksLive(tmp, target, ["--no-kube"], ["--kubeconfig", kubeconfig], kube=kube, arm=arm)
             live.reset_log()
             yield live
         if kube.errors:

@@ -79,6 +79,9 @@ class LoopbackServer:
         self._host = host
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
+        # The headers of the request being answered on this thread (lower-case names), for fakes whose API
+        # reads them (ARM's If-Match / If-None-Match).
+        self.request_headers = threading.local()
 
     def answer(self, method: str, path: str, content_type: str, body: bytes) -> WireAnswer:
         """Serve one request; the HTTP handler only moves bytes."""
@@ -201,6 +204,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         assert isinstance(self.server, _HTTPServer)
         fake = self.server.fake
+        fake.request_headers.value = {k.lower(): v for k, v in self.headers.items()}
         resp = fake.answer(method, self.path, self.headers.get("Content-Type", ""), body)
         wire.send(self, resp.status, fake.content_type, resp.body, resp.headers, resp.reset)
 

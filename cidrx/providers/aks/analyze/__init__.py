@@ -1,0 +1,1 @@
+"""AKS diagnosis (analyze)."""

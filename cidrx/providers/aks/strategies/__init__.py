@@ -1,0 +1,1 @@
+"""AKS expand strategies: one module per strategy, and what they share (subnet)."""
