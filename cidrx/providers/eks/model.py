@@ -244,10 +244,18 @@ class Nodegroup:
 class InstanceType:
     name: str
     vcpus: int
-    max_enis: int
+    max_enis: int  # NetworkInfo.MaximumNetworkInterfaces: every network card together
     ips_per_eni: int
     hypervisor: str  # "nitro" | "xen" | "" (bare metal reports none)
     bare_metal: bool = False
+    # NetworkCards[DefaultNetworkCardIndex].MaximumNetworkInterfaces: the ENIs the VPC CNI uses for pods.
+    # None in snapshots taken before it was collected (single-card types: the same as max_enis).
+    default_card_enis: int | None = None
+
+    @property
+    def pod_enis(self) -> int:
+        """ENIs the VPC CNI may attach: those of the default network card only (docs/cloud-facts.md, EKS)."""
+        return self.default_card_enis if self.default_card_enis is not None else self.max_enis
 
 
 @dataclass(frozen=True)

@@ -254,14 +254,28 @@ def nodegroup_from(d: Json) -> Nodegroup:
 def instance_type_from(d: Json) -> InstanceType:
     """DescribeInstanceTypes' `InstanceTypes[i]`: the figures max-pods arithmetic needs."""
     net = d.get("NetworkInfo") or {}
+    total = int(net.get("MaximumNetworkInterfaces", 0))
     return InstanceType(
         name=str(d["InstanceType"]),
         vcpus=int((d.get("VCpuInfo") or {}).get("DefaultVCpus", 0)),
-        max_enis=int(net.get("MaximumNetworkInterfaces", 0)),
+        max_enis=total,
         ips_per_eni=int(net.get("Ipv4AddressesPerInterface", 0)),
         hypervisor=str(d.get("Hypervisor") or ""),
         bare_metal=bool(d.get("BareMetal", False)),
+        default_card_enis=_default_card_enis(net, total),
     )
+
+
+def _default_card_enis(net: Json, total: int) -> int | None:
+    """The default network card's ENI limit, found by its NetworkCardIndex as nodeadm does
+    (awslabs/amazon-eks-ami nodeadm/internal/util/ec2.go); None when it equals the total (single card) or
+    EC2 sent no per-card figures, which keeps snapshots of single-card types as they were."""
+    index = net.get("DefaultNetworkCardIndex", 0)
+    for card in net.get("NetworkCards") or ():
+        if card.get("NetworkCardIndex", 0) == index and card.get("MaximumNetworkInterfaces") is not None:
+            enis = int(card["MaximumNetworkInterfaces"])
+            return enis if enis != total else None
+    return None
 
 
 def addon_from(d: Json, configuration_schema: str = "") -> Addon:
