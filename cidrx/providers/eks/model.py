@@ -113,6 +113,16 @@ class NodeProvisioners:
 
 
 @dataclass(frozen=True)
+class ClusterIssue:
+    """One of DescribeCluster's `health.issues` (EKS API reference, `ClusterIssue`): e.g. code
+    `InsufficientFreeAddresses` with the subnets it names in `resource_ids`."""
+
+    code: str
+    message: str = ""
+    resource_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class EksCluster:
     name: str
     arn: str
@@ -123,6 +133,7 @@ class EksCluster:
     cluster_security_group_id: str
     security_group_ids: tuple[str, ...] = ()
     auto_mode: bool | None = None  # computeConfig.enabled (EKS Auto Mode); None when off
+    health_issues: tuple[ClusterIssue, ...] = ()  # health.issues (empty: healthy, or not reported)
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,7 @@ def test_findings_are_sorted_worst_first_and_counted(incident: Diagnosis) -> Non
     ranks = [f.severity.rank for f in incident.findings]
     assert ranks == sorted(ranks, reverse=True)
     assert incident.counts == {s.value: sum(1 for f in incident.findings if f.severity is s) for s in Severity}
-    assert incident.counts["critical"] == 5  # 2 subnets, 2 AZs, the pod event
+    assert incident.counts["critical"] == 7  # 2 subnets, 2 AZs, the pod event, 2 control-plane subnets
     assert set(incident.counts) == {"info", "warning", "critical"}
     assert incident.snapshot_fingerprint == cases.example().fingerprint
     assert incident.target == cases.example().target

@@ -13,6 +13,7 @@ from cidrx.errors import InvalidInput
 from cidrx.model.findings import Capacity, Diagnosis, Finding, FindingKind, Severity, make_diagnosis, utilization
 from cidrx.model.kube import KubeSection
 from cidrx.model.snapshot import Snapshot
+from cidrx.providers.eks.analyze import control_plane
 from cidrx.providers.eks.analyze.discovery import capacity as discovery_capacity
 from cidrx.providers.eks.analyze.discovery import findings as discovery_findings
 from cidrx.providers.eks.analyze.provisioners import pod_slots, provisioner_capacity, provisioner_findings
@@ -570,6 +571,7 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     findings = reworded(findings, disc) + discovery_findings(eks, kube, disc, zones, tight, expand)
     findings += _routes_findings(eks)
     findings += provisioner_findings(eks, kube, cni)
+    findings += control_plane.findings(eks, expand)
     if not kube.available:
         from cidrx.model.findings import kube_unreachable
 

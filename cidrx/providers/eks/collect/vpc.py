@@ -19,6 +19,7 @@ from cidrx.providers.eks.collect.ipam_pools import collect_pools
 from cidrx.providers.eks.collect.routes import collect_routes
 from cidrx.providers.eks.model import (
     Addon,
+    ClusterIssue,
     EksCluster,
     EksSection,
     InstanceEnis,
@@ -67,6 +68,15 @@ def cluster_from(d: Json, *, vpc_id: str | None = None, cluster_security_group_i
         cluster_security_group_id=str(cfg.get("clusterSecurityGroupId") or cluster_security_group_id or ""),
         security_group_ids=tuple(cfg.get("securityGroupIds") or ()),
         auto_mode=True if (d.get("computeConfig") or {}).get("enabled") else None,
+        health_issues=tuple(
+            ClusterIssue(
+                code=str(i["code"]),
+                message=str(i.get("message") or ""),
+                resource_ids=tuple(str(r) for r in i.get("resourceIds") or ()),
+            )
+            for i in (d.get("health") or {}).get("issues") or ()
+            if i.get("code")
+        ),
     )
 
 
