@@ -128,3 +128,53 @@ def test_prefix_delegation_on_xen_falls_back_to_secondary_ips(types: dict[str, I
     t = types["m4.large"]
     pool = warm_pool(t, cni(prefix_delegation=True, warm_prefix_target=1))
     assert (pool.prefix_delegation, pool.pod_addresses) == (False, 9)
+
+
+# --- the same rules where a snapshot is read -------------------------------------------------------------------
+
+
+def test_the_default_card_is_found_by_its_index() -> None:
+    """DescribeInstanceTypes' NetworkInfo (EC2 API reference, NetworkInfo / NetworkCardInfo): the default card is
+    the one whose NetworkCardIndex is DefaultNetworkCardIndex, as nodeadm's GetInstanceInfo picks it."""
+    d = {
+        "InstanceType": "x.big",
+        "VCpuInfo": {"DefaultVCpus": 96},
+        "Hypervisor": "nitro",
+        "NetworkInfo": {
+            "MaximumNetworkInterfaces": 12,
+            "Ipv4AddressesPerInterface": 50,
+            "DefaultNetworkCardIndex": 1,
+            "NetworkCards": [
+                {"NetworkCardIndex": 1, "MaximumNetworkInterfaces": 4},
+                {"NetworkCardIndex": 0, "MaximumNetworkInterfaces": 8},
+            ],
+        },
+    }
+    t = instance_type_from(d)
+    assert (t.max_enis, t.pod_enis, max_pods_allowed(t, cni())) == (12, 4, 4 * 49 + 2)
+    single = instance_type_from({**d, "NetworkInfo": {**d["NetworkInfo"], "NetworkCards": [
+        {"NetworkCardIndex": 1, "MaximumNetworkInterfaces": 12}]}})  # fmt: skip
+    assert single.default_card_enis is None  # single card: the snapshot stays as it was
+
+
+def test_karpenter_reserved_enis_and_max_eni_lower_the_headroom() -> None:
+    import dataclasses
+
+    from cidrx.providers.eks.facts import discovery
+    from cidrx.providers.eks.model import KarpenterController, NodePool, NodeProvisioners
+    from tests.support.cases import eks as cases
+
+    snap = cases.subnet_discovery(enis=1)  # m5.large nodes (3 ENIs), one attached each
+    c = cni()
+    state = discovery.discovery_state(cases.eks_of(snap), snap.kube, c)
+    assert {h.free_slots for h in discovery.node_headroom(cases.eks_of(snap), snap.kube, state)} == {2}
+    capped = discovery.discovery_state(cases.eks_of(snap), snap.kube, cni(max_eni=2))
+    assert {h.free_slots for h in discovery.node_headroom(cases.eks_of(snap), snap.kube, capped)} == {1}
+    karpenter = NodeProvisioners(
+        node_pools=(NodePool("default", "default", "EC2NodeClass"),),
+        karpenter=KarpenterController("karpenter", "karpenter", "controller", reserved_enis=1),
+    )
+    nodes = tuple(dataclasses.replace(n, pool="default") for n in snap.kube.nodes)
+    snap = cases.with_kube(cases.with_eks(snap, provisioners=karpenter), nodes=nodes)
+    state = discovery.discovery_state(cases.eks_of(snap), snap.kube, c)
+    assert {h.free_slots for h in discovery.node_headroom(cases.eks_of(snap), snap.kube, state)} == {1}
