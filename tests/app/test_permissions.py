@@ -50,6 +50,7 @@ PLAN_KINDS = {
     "custom-networking",
     "prefix-delegation",
     "subnet-discovery",
+    "control-plane-subnets",
     "node-pool",
     "cluster-range",
     "whereabouts-reclaim",
@@ -148,7 +149,7 @@ def test_steps_table_holds_the_plan_kinds_that_run_on_the_provider() -> None:
     kinds = {p: {s["strategy"] for s in printed(p, "apply")["steps"]} for p in ("eks", "gke", "k8s")}
     ipam = {"whereabouts-reclaim", "calico-reclaim", "calico-pool"}
     assert kinds == {
-        "eks": {"custom-networking", "prefix-delegation", "subnet-discovery", *ipam},
+        "eks": {"custom-networking", "prefix-delegation", "subnet-discovery", "control-plane-subnets", *ipam},
         "gke": {"node-pool", "cluster-range", *ipam},
         "k8s": ipam,
     }
@@ -257,6 +258,7 @@ def _plans() -> list[Plan]:
     plans += [app_plan.make_plan(s, PlanOptions(strategy="subnet-discovery", cidr="100.65.0.0/20")) for s in discovery]
     pooled = eks_cases.ipam_pool(eks_cases.subnet_discovery(enis=1, free=3, tagged=False))
     plans.append(app_plan.make_plan(pooled, PlanOptions(strategy="subnet-discovery", add_nodes=2000)))
+    plans.append(app_plan.make_plan(eks_cases.discovery_example(), PlanOptions(strategy="control-plane-subnets")))
     gke = gke_cases.with_ip_masq(gke_cases.with_firewalls(gke_cases.incident()))
     plans += [app_plan.make_plan(gke, PlanOptions(strategy=s)) for s in ("node-pool", "cluster-range")]
     # Clusters without managed node groups: their follow-up steps (Karpenter, Auto Mode).
