@@ -123,6 +123,12 @@ def prefix_delegation_counts(itype: InstanceType, cni: CniConfig) -> bool:
     return cni.prefix_delegation and itype.hypervisor == "nitro"
 
 
+def supports_prefixes(itype: InstanceType) -> bool:
+    """ipamd assigns prefixes on Nitro and bare-metal instances only (pkg/awsutils/awsutils.go
+    `IsPrefixDelegationSupported`); elsewhere it falls back to secondary IPs."""
+    return itype.hypervisor == "nitro" or itype.bare_metal
+
+
 def max_pods_allowed(itype: InstanceType, cni: CniConfig) -> int:
     """The most pods the VPC CNI can address on one node (the calculator's `--show-max-allowed`)."""
     return netmath.eni_max_pods(
@@ -177,7 +183,7 @@ def warm_pool(itype: InstanceType, cni: CniConfig, pods: int = 0, kubelet_max_po
     `tryAssignPrefixes`) or attach one more (`tryAllocateENI`, up to MAX_ENI / the default card's limit).
     ipamd stops once its addresses reach the node's max pods (`stats.TotalIPs >= c.maxPods`).
     """
-    pd = cni.prefix_delegation and (itype.hypervisor == "nitro" or itype.bare_metal)  # IsPrefixDelegationSupported
+    pd = cni.prefix_delegation and supports_prefixes(itype)
     unit = PREFIX_SIZE if pd else 1
     per_eni = max(0, itype.ips_per_eni - 1)  # GetENIIPv4Limit: the primary address is not for pods
     max_enis = cni_enis(itype, cni)

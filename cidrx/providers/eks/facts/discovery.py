@@ -31,7 +31,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from cidrx.model.kube import KubeSection
-from cidrx.providers.eks.facts.cni import CniConfig, cni_env
+from cidrx.providers.eks.facts.cni import CniConfig, cni_env, supports_prefixes
 from cidrx.providers.eks.model import EC2_NODE_CLASS, EksSection, InstanceType, Subnet
 
 Version = tuple[int, int, int]
@@ -204,11 +204,14 @@ class ZoneDiscovery:
 
     def reachable(self, free_28: int, prefix_delegation: bool) -> int:
         """Pod addresses the nodes that can still attach ENIs could take from the tagged subnets."""
-        if prefix_delegation:
-            slots = sum(n.free_slots * (n.instance_type.ips_per_eni - 1) * 16 for n in self.open_nodes)
-            return min(slots, 16 * free_28)
-        slots = sum(n.free_slots * (n.instance_type.ips_per_eni - 1) for n in self.open_nodes)
-        return min(slots, self.free)
+        prefixes = ips = 0
+        for n in self.open_nodes:
+            slots = n.free_slots * (n.instance_type.ips_per_eni - 1)
+            if prefix_delegation and supports_prefixes(n.instance_type):
+                prefixes += slots  # a /28 per slot
+            else:
+                ips += slots  # secondary IPs: no prefixes, or ipamd fell back on a non-Nitro node
+        return min(min(16 * prefixes, 16 * free_28) + ips, self.free)
 
 
 def zones_in_use(eks: EksSection, kube: KubeSection, node_subnets: set[str]) -> list[str]:
