@@ -473,9 +473,9 @@ def eni_max_pods(
 
 
 def aws_recommended_max_pods(vcpus: int, raw_max: int) -> int:
-    """Apply EKS's max-pods cap: 110 below 30 vCPUs, 250 otherwise.
+    """Apply EKS's max-pods cap: 110 up to 30 vCPUs, 250 above (the calculator tests `CPU_COUNT -gt 30`).
 
-    Source: the EKS AMI's max-pods-calculator.sh (docs/cloud-facts.md, "AWS / EKS (VPC CNI)");
-    managed node groups enforce this cap with or without prefix delegation.
+    Source: the EKS AMI's max-pods-calculator.sh (docs/cloud-facts.md, "EKS max pods and warm pools");
+    managed node groups enforce this cap with or without prefix delegation, so callers apply it always.
     """
-    return min(raw_max, 110 if vcpus < 30 else 250)
+    return min(raw_max, 250 if vcpus > 30 else 110)

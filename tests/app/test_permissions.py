@@ -52,6 +52,7 @@ PLAN_KINDS = {
     "custom-networking",
     "prefix-delegation",
     "subnet-discovery",
+    "control-plane-subnets",
     "node-pool",
     "cluster-range",
     "whereabouts-reclaim",
@@ -154,7 +155,7 @@ def test_steps_table_holds_the_plan_kinds_that_run_on_the_provider() -> None:
     kinds = {p: {s["strategy"] for s in printed(p, "apply")["steps"]} for p in ("eks", "gke", "k8s")}
     ipam = set(registry.ipam_strategies())  # the in-cluster IPAMs' plans run on every provider's clusters
     assert kinds == {
-        "eks": {"custom-networking", "prefix-delegation", "subnet-discovery", *ipam},
+        "eks": {"custom-networking", "prefix-delegation", "subnet-discovery", "control-plane-subnets", *ipam},
         "gke": {"node-pool", "cluster-range", *ipam},
         "k8s": ipam,
     }
@@ -263,6 +264,7 @@ def _plans() -> list[Plan]:
     plans += [app_plan.make_plan(s, PlanOptions(strategy="subnet-discovery", cidr="100.65.0.0/20")) for s in discovery]
     pooled = eks_cases.ipam_pool(eks_cases.subnet_discovery(enis=1, free=3, tagged=False))
     plans.append(app_plan.make_plan(pooled, PlanOptions(strategy="subnet-discovery", add_nodes=2000)))
+    plans.append(app_plan.make_plan(eks_cases.discovery_example(), PlanOptions(strategy="control-plane-subnets")))
     gke = gke_cases.with_ip_masq(gke_cases.with_firewalls(gke_cases.incident()))
     plans += [app_plan.make_plan(gke, PlanOptions(strategy=s)) for s in ("node-pool", "cluster-range")]
     aks = [aks_cases.node_subnet(), aks_cases.pod_subnet(), aks_cases.full_vnet()]

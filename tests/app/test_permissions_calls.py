@@ -39,6 +39,8 @@ from tests.support.estates.eks import REGION, World, build_incident
 from tests.support.estates.eks_cluster import build_prefix_world
 from tests.support.estates.eks_discovery import build_discovery_off
 from tests.support.estates.eks_live import eks_estate
+from tests.support.estates.eks_variants import build_control_plane_room
+from tests.support.fakes.eks_cluster_config import FakeClusterConfig
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FakeKubeServer
 from tests.support.permissions import iam_actions, printed, request_to_rbac
@@ -230,10 +232,12 @@ class Eks:
 
 
 @contextlib.contextmanager
-def eks_env(builder: Callable[..., World], tmp: Path, mp: pytest.MonkeyPatch, *, addon: bool) -> Iterator[Eks]:
+def eks_env(
+    builder: Callable[..., World], tmp: Path, mp: pytest.MonkeyPatch, *, addon: bool, wrap_moto: Any = None
+) -> Iterator[Eks]:
     aws = AwsCalls()
     handlers = [("before-parameter-build", aws)]
-    with eks_estate(tmp, mp, builder=builder, handlers=handlers, addon=addon) as estate:
+    with eks_estate(tmp, mp, builder=builder, handlers=handlers, addon=addon, wrap_moto=wrap_moto) as estate:
         aws.actions.clear()
         yield Eks(estate.world, estate.kube, estate.kubeconfig, aws)
 
@@ -242,7 +246,12 @@ EKS_RUNS = [
     pytest.param(build_incident, "custom-networking", False, id="custom-networking-aws-node"),
     pytest.param(build_prefix_world, "prefix-delegation", True, id="prefix-delegation-vpc-cni-addon"),
     pytest.param(build_discovery_off, "subnet-discovery", True, id="subnet-discovery-vpc-cni-addon"),
+    pytest.param(build_control_plane_room, "control-plane-subnets", False, id="control-plane-subnets"),
 ]
+# The cluster operations moto lacks, answered in front of it (tests/support/fakes/eks_cluster_config.py).
+EKS_FAKES: dict[str, Callable[[Any], Any]] = {
+    "control-plane-subnets": lambda stub: FakeClusterConfig(REGION).wrap(stub),
+}
 
 
 @pytest.mark.parametrize(("builder", "strategy", "addon"), EKS_RUNS)
@@ -252,7 +261,7 @@ def test_eks_calls_of_diagnose_plan_and_apply_are_granted(
     read = printed("eks", "diagnose")
     write = printed("eks", "apply")
     read_actions, apply_actions = iam_actions(read["iam_policy"]), iam_actions(write["iam_policy"])
-    with eks_env(builder, tmp_path, monkeypatch, addon=addon) as env:
+    with eks_env(builder, tmp_path, monkeypatch, addon=addon, wrap_moto=EKS_FAKES.get(strategy)) as env:
         target = ["--eks", "--region", REGION, "--cluster", CLUSTER, "--kubeconfig", env.kubeconfig]
         diagnosed = run("diagnose", *target, "-o", "json", "--fail-on", "never")
         assert diagnosed.exit_code == 0, diagnosed.output
@@ -283,6 +292,8 @@ def test_eks_calls_of_diagnose_plan_and_apply_are_granted(
             assert {"ec2:CreateSubnet", "ec2:CreateTags", "ec2:AssociateRouteTable", "eks:UpdateAddon"} <= used
             assert "eks:DescribeAddonConfiguration" in used  # the add-on update is checked against its schema
             assert ("update", "daemonsets") not in kube_seen
+        elif strategy == "control-plane-subnets":
+            assert {"eks:UpdateClusterConfig", "eks:DescribeUpdate"} <= used
         else:
             assert {"ec2:CreateSubnetCidrReservation", "eks:UpdateAddon", "eks:DescribeUpdate"} <= used
             assert ("update", "daemonsets") not in kube_seen  # EKS owns aws-node: the add-on is updated

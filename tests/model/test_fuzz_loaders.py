@@ -420,7 +420,12 @@ def test_every_seed_has_plans_to_fuzz() -> None:
         "eks-demo-ip": {"expand", "expand custom-networking"},
         "eks-karpenter": {"expand", "expand custom-networking"},
         "eks-roomy": {"expand", "expand custom-networking", "expand prefix-delegation"},
-        "eks-subnet-discovery": {"expand", "expand custom-networking", "expand subnet-discovery"},
+        "eks-subnet-discovery": {
+            "expand",
+            "expand control-plane-subnets",
+            "expand custom-networking",
+            "expand subnet-discovery",
+        },
         "gke-demo-ip": {"expand", "expand node-pool", "expand cluster-range"},
         "gke-shared-vpc": {"expand", "expand node-pool", "expand cluster-range"},
         "whereabouts-named-network": {"reclaim whereabouts"},

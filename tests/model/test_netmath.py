@@ -502,7 +502,8 @@ def test_eni_max_pods_rejects() -> None:
 
 
 @pytest.mark.parametrize(
-    ("vcpus", "raw", "expected"), [(2, 434, 110), (2, 29, 29), (29, 300, 110), (30, 300, 250), (96, 737, 250)]
+    ("vcpus", "raw", "expected"),
+    [(2, 434, 110), (2, 29, 29), (29, 300, 110), (30, 300, 110), (31, 300, 250), (96, 737, 250)],
 )
 def test_aws_recommended_max_pods(vcpus: int, raw: int, expected: int) -> None:
     assert nm.aws_recommended_max_pods(vcpus, raw) == expected

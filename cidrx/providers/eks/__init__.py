@@ -90,4 +90,13 @@ STRATEGIES = (
         drift="cidrx.providers.eks.strategies.subnet_discovery:check_drift",
         options=frozenset({"cidr", "add_nodes"}),
     ),
+    Strategy(
+        "control-plane-subnets",
+        "eks",
+        "add subnets with free addresses to the EKS control plane (UpdateClusterConfig) in the cluster's zones",
+        "cidrx.providers.eks.strategies.control_plane_subnets:ACTIONS",
+        plan="cidrx.providers.eks.strategies.control_plane_subnets:make_plan",
+        drift="cidrx.providers.eks.strategies.control_plane_subnets:check_drift",
+        options=frozenset(),
+    ),
 )

@@ -667,6 +667,18 @@ class EksApi:
             )
             return str(resp["update"]["id"])
 
+    def update_cluster_subnets(self, cluster: str, subnet_ids: Sequence[str], security_group_ids: Sequence[str]) -> str:
+        """UpdateClusterConfig with the cluster's whole subnet list (and its security groups, sent with it so
+        the VPC config update keeps them); returns the update id to poll with DescribeUpdate."""
+        with _aws("eks:UpdateClusterConfig", self._cluster_subject(cluster)):
+            resp = self._call(
+                self._eks.update_cluster_config,
+                write=True,
+                name=cluster,
+                resourcesVpcConfig={"subnetIds": list(subnet_ids), "securityGroupIds": list(security_group_ids)},
+            )
+            return str(resp["update"]["id"])
+
     def describe_update(self, cluster: str, update_id: str, addon: str | None = None) -> Json:
         with _aws("eks:DescribeUpdate", f"update {update_id} of {self._cluster_subject(cluster)}"):
             if addon:

@@ -113,6 +113,16 @@ class NodeProvisioners:
 
 
 @dataclass(frozen=True)
+class ClusterIssue:
+    """One of DescribeCluster's `health.issues` (EKS API reference, `ClusterIssue`): e.g. code
+    `InsufficientFreeAddresses` with the subnets it names in `resource_ids`."""
+
+    code: str
+    message: str = ""
+    resource_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class EksCluster:
     name: str
     arn: str
@@ -123,6 +133,7 @@ class EksCluster:
     cluster_security_group_id: str
     security_group_ids: tuple[str, ...] = ()
     auto_mode: bool | None = None  # computeConfig.enabled (EKS Auto Mode); None when off
+    health_issues: tuple[ClusterIssue, ...] = ()  # health.issues (empty: healthy, or not reported)
 
 
 @dataclass(frozen=True)
@@ -244,10 +255,18 @@ class Nodegroup:
 class InstanceType:
     name: str
     vcpus: int
-    max_enis: int
+    max_enis: int  # NetworkInfo.MaximumNetworkInterfaces: every network card together
     ips_per_eni: int
     hypervisor: str  # "nitro" | "xen" | "" (bare metal reports none)
     bare_metal: bool = False
+    # NetworkCards[DefaultNetworkCardIndex].MaximumNetworkInterfaces: the ENIs the VPC CNI uses for pods.
+    # None in snapshots taken before it was collected (single-card types: the same as max_enis).
+    default_card_enis: int | None = None
+
+    @property
+    def pod_enis(self) -> int:
+        """ENIs the VPC CNI may attach: those of the default network card only (docs/cloud-facts.md, EKS)."""
+        return self.default_card_enis if self.default_card_enis is not None else self.max_enis
 
 
 @dataclass(frozen=True)

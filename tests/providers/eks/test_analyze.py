@@ -135,7 +135,7 @@ def test_findings_are_sorted_worst_first_and_counted(incident: Diagnosis) -> Non
     ranks = [f.severity.rank for f in incident.findings]
     assert ranks == sorted(ranks, reverse=True)
     assert incident.counts == {s.value: sum(1 for f in incident.findings if f.severity is s) for s in Severity}
-    assert incident.counts["critical"] == 5  # 2 subnets, 2 AZs, the pod event
+    assert incident.counts["critical"] == 7  # 2 subnets, 2 AZs, the pod event, 2 control-plane subnets
     assert set(incident.counts) == {"info", "warning", "critical"}
     assert incident.snapshot_fingerprint == cases.example().fingerprint
     assert incident.target == cases.example().target
@@ -290,8 +290,9 @@ def test_warm_pool_waste_is_silent_with_warm_ip_target() -> None:
 
 def test_warm_ip_target_shrinks_what_a_new_node_needs() -> None:
     f = found(analyze(cases.warm_ip_target(target=3)), "EKS-SUBNET-EXHAUSTED")[0]
-    # MINIMUM_IP_TARGET=10 dominates WARM_IP_TARGET=3: 1 node address + 10 pod addresses.
-    assert "needs 11" in f.summary
+    # MINIMUM_IP_TARGET=10 dominates WARM_IP_TARGET=3: 10 pod addresses on an m5.large (9 per ENI) take
+    # a second ENI, whose own primary address comes from the subnet too: 1 + 10 + 1.
+    assert "needs 12" in f.summary
 
 
 def test_prefix_no_free_block_when_prefix_delegation_is_on() -> None:

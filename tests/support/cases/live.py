@@ -189,15 +189,19 @@ class EksLive(Live):
 def eks(
     builder: Callable[..., World] = build_incident, *, seed: int | None = 2023_11_04, **options: Any
 ) -> Callable[[Path, pytest.MonkeyPatch], contextlib.AbstractContextManager[Live]]:
-    """An EKS estate of `builder`'s world (eks_estate's options pass through)."""
+    """An EKS estate of `builder`'s world (eks_estate's options pass through; a `wrap_moto` of the case goes in
+    front of moto's stub, behind the interrupter)."""
+    fake = options.pop("wrap_moto", None)
 
     @contextlib.contextmanager
     def build(tmp: Path, mp: pytest.MonkeyPatch) -> Iterator[Live]:
         aws, interrupter = AwsCalls(), InterruptAfterAws()
         handlers: Sequence[Any] = [("before-call", aws)]
-        with eks_estate(
-            tmp, mp, builder=builder, handlers=handlers, seed=seed, wrap_moto=interrupter.wrap, **options
-        ) as e:
+
+        def wrap(stub: Callable[..., Any]) -> Callable[..., Any]:
+            return interrupter.wrap(fake(stub) if fake is not None else stub)
+
+        with eks_estate(tmp, mp, builder=builder, handlers=handlers, seed=seed, wrap_moto=wrap, **options) as e:
             access = ["--kubeconfig", e.kubeconfig]
             live = EksLive(tmp, e.target, access, access, kube=e.kube, estate=e, aws=aws, interrupter=interrupter)
             live.reset_log()

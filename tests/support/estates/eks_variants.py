@@ -7,6 +7,9 @@
 - `use_ipam_pool` (with `eks_estate(ipam=FakeIpam())`): the VPC's CIDRs come from the AWS VPC IPAM pool
   "ipam-pool-0corp" (10.0.0.0/14, allocations /16 to /22, only to resources tagged env=prod), which also
   allocated the peered VPC's 10.1.0.0/16; the VPC carries env=prod.
+- `build_control_plane_room` (a builder): the incident, whose cluster lists its two full node subnets among its
+  own, plus one /27 per zone (10.0.240.0/27 in a, 10.0.240.32/27 in b) that no node or pod uses: the subnets
+  the control plane could be given.
 - `use_annotated_eniconfigs`: custom networking with ENIConfigs chosen by the node annotation
   `k8s.amazonaws.com/eniConfig` (ENI_CONFIG_LABEL_DEF unset), a documented setup that ipamd serves through
   its annotation rule (aws/amazon-vpc-cni-k8s pkg/eniconfig/eniconfig.go).
@@ -35,6 +38,23 @@ def tgw_route_table(ec2: Any, tgw_id: str) -> str:
         "TransitGatewayRouteTables"
     ]
     return str(next(t for t in tables if t.get("DefaultAssociationRouteTable"))["TransitGatewayRouteTableId"])
+
+
+CONTROL_PLANE_ROOM = {"a": "10.0.240.0/27", "b": "10.0.240.32/27"}
+
+
+def build_control_plane_room(ec2: Any, eks: Any, *, region: str, cluster: str) -> World:
+    world = build_incident(ec2, eks, region=region, cluster=cluster)
+    for az, cidr in CONTROL_PLANE_ROOM.items():
+        ec2.create_subnet(
+            VpcId=world.vpc_id,
+            CidrBlock=cidr,
+            AvailabilityZone=f"{region}{az}",
+            TagSpecifications=[
+                {"ResourceType": "subnet", "Tags": [{"Key": "Name", "Value": f"eks-demo-control-plane-{az}"}]}
+            ],
+        )
+    return world
 
 
 def build_tgw_egress(ec2: Any, eks: Any, *, region: str, cluster: str) -> World:

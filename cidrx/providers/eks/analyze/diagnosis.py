@@ -13,12 +13,20 @@ from cidrx.errors import InvalidInput
 from cidrx.model.findings import Capacity, Diagnosis, Finding, FindingKind, Severity, make_diagnosis, utilization
 from cidrx.model.kube import KubeSection
 from cidrx.model.snapshot import Snapshot
+from cidrx.providers.eks.analyze import control_plane
 from cidrx.providers.eks.analyze.discovery import capacity as discovery_capacity
 from cidrx.providers.eks.analyze.discovery import findings as discovery_findings
 from cidrx.providers.eks.analyze.provisioners import pod_slots, provisioner_capacity, provisioner_findings
 from cidrx.providers.eks.collect.cluster import ENICONFIG_DEFAULT_KEY
 from cidrx.providers.eks.facts import discovery
-from cidrx.providers.eks.facts.cni import LABEL_DEF, ZONE_LABEL, CniConfig, cni_config, max_pods
+from cidrx.providers.eks.facts.cni import (
+    LABEL_DEF,
+    ZONE_LABEL,
+    CniConfig,
+    cni_config,
+    max_pods,
+    max_pods_allowed,
+)
 from cidrx.providers.eks.facts.discovery import ROLE_TAG, DiscoveryState
 from cidrx.providers.eks.facts.eniconfig import (
     DEFAULT_ENICONFIG,
@@ -382,7 +390,7 @@ def _max_pods_findings(eks: EksSection, kube: KubeSection, cni: CniConfig) -> li
         t = types.get(n.instance_type)
         if t is None or n.allocatable_pods is None:
             continue
-        limit = max_pods(t, cni)
+        limit = max_pods_allowed(t, cni)
         if n.allocatable_pods > limit:
             over[t.name].append(n.name)
             limits[t.name] = (n.allocatable_pods, limit)
@@ -403,7 +411,7 @@ def _max_pods_findings(eks: EksSection, kube: KubeSection, cni: CniConfig) -> li
 
 
 def _warm_pool_finding(eks: EksSection, kube: KubeSection, cni: CniConfig, tight: bool) -> list[Finding]:
-    if cni.prefix_delegation or cni.warm_ip_target is not None or cni.minimum_ip_target is not None:
+    if cni.prefix_delegation or cni.warm_ip_targets:
         return []
     if cni.warm_eni_target < 1 or not kube.nodes:
         return []
@@ -563,6 +571,7 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     findings = reworded(findings, disc) + discovery_findings(eks, kube, disc, zones, tight, expand)
     findings += _routes_findings(eks)
     findings += provisioner_findings(eks, kube, cni)
+    findings += control_plane.findings(eks, expand)
     if not kube.available:
         from cidrx.model.findings import kube_unreachable
 

@@ -19,6 +19,7 @@ from cidrx.providers.eks.collect.ipam_pools import collect_pools
 from cidrx.providers.eks.collect.routes import collect_routes
 from cidrx.providers.eks.model import (
     Addon,
+    ClusterIssue,
     EksCluster,
     EksSection,
     InstanceEnis,
@@ -67,6 +68,15 @@ def cluster_from(d: Json, *, vpc_id: str | None = None, cluster_security_group_i
         cluster_security_group_id=str(cfg.get("clusterSecurityGroupId") or cluster_security_group_id or ""),
         security_group_ids=tuple(cfg.get("securityGroupIds") or ()),
         auto_mode=True if (d.get("computeConfig") or {}).get("enabled") else None,
+        health_issues=tuple(
+            ClusterIssue(
+                code=str(i["code"]),
+                message=str(i.get("message") or ""),
+                resource_ids=tuple(str(r) for r in i.get("resourceIds") or ()),
+            )
+            for i in (d.get("health") or {}).get("issues") or ()
+            if i.get("code")
+        ),
     )
 
 
@@ -254,14 +264,28 @@ def nodegroup_from(d: Json) -> Nodegroup:
 def instance_type_from(d: Json) -> InstanceType:
     """DescribeInstanceTypes' `InstanceTypes[i]`: the figures max-pods arithmetic needs."""
     net = d.get("NetworkInfo") or {}
+    total = int(net.get("MaximumNetworkInterfaces", 0))
     return InstanceType(
         name=str(d["InstanceType"]),
         vcpus=int((d.get("VCpuInfo") or {}).get("DefaultVCpus", 0)),
-        max_enis=int(net.get("MaximumNetworkInterfaces", 0)),
+        max_enis=total,
         ips_per_eni=int(net.get("Ipv4AddressesPerInterface", 0)),
         hypervisor=str(d.get("Hypervisor") or ""),
         bare_metal=bool(d.get("BareMetal", False)),
+        default_card_enis=_default_card_enis(net, total),
     )
+
+
+def _default_card_enis(net: Json, total: int) -> int | None:
+    """The default network card's ENI limit, found by its NetworkCardIndex as nodeadm does
+    (awslabs/amazon-eks-ami nodeadm/internal/util/ec2.go); None when it equals the total (single card) or
+    EC2 sent no per-card figures, which keeps snapshots of single-card types as they were."""
+    index = net.get("DefaultNetworkCardIndex", 0)
+    for card in net.get("NetworkCards") or ():
+        if card.get("NetworkCardIndex", 0) == index and card.get("MaximumNetworkInterfaces") is not None:
+            enis = int(card["MaximumNetworkInterfaces"])
+            return enis if enis != total else None
+    return None
 
 
 def addon_from(d: Json, configuration_schema: str = "") -> Addon:

@@ -17,7 +17,11 @@ Upstream (aws/amazon-vpc-cni-k8s; docs/cloud-facts.md has the details):
   (e97bfe7e51cc496113b037f6f661c8046d7e4ddc) and `cni.networking.k8s.aws/cluster/` from v1.22.1
   (5359e6b0ffaedae2bb831dceeea0337891c6f2ad).
 - pkg/ipamd/ipamd.go `UseSubnetDiscovery` (Go strconv.ParseBool, default true) and `getMaxENI` (MAX_ENI
-  lowers the instance type's limit when it is 1 or more).
+  lowers the instance type's limit when it is 1 or more); the limit is the default network card's
+  (pkg/vpc/vpc_ip_resource_limit.go ENILimit).
+- aws/karpenter-provider-aws pkg/providers/instancetype/types.go `ENILimitedPods`: Karpenter gives its nodes no
+  more pods than the default card's ENIs less RESERVED_ENIS can address, so on its nodes the reserved slots
+  are no headroom for pod addresses.
 """
 
 from __future__ import annotations
@@ -27,14 +31,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from cidrx.model.kube import KubeSection
-from cidrx.providers.eks.facts.cni import CniConfig, cni_env
-from cidrx.providers.eks.model import EksSection, InstanceType, Subnet
+from cidrx.providers.eks.facts.cni import CniConfig, cni_env, supports_prefixes
+from cidrx.providers.eks.model import EC2_NODE_CLASS, EksSection, InstanceType, Subnet
 
 Version = tuple[int, int, int]
 
 ENV = "ENABLE_SUBNET_DISCOVERY"
 CLUSTER_NAME = "CLUSTER_NAME"
-MAX_ENI = "MAX_ENI"
 ROLE_TAG = "kubernetes.io/role/cni"
 ROLE_INCLUDED = "1"
 ROLE_EXCLUDED = "0"
@@ -76,6 +79,8 @@ class DiscoveryState:
     cluster_name: str  # aws-node CLUSTER_NAME ("" when unset)
     max_eni: int | None  # MAX_ENI when it lowers the limit (>= 1)
     source: str  # where the env was read ("aws-node" | "addon" | "default")
+    reserved_enis: int = 0  # Karpenter's RESERVED_ENIS
+    karpenter_pools: tuple[str, ...] = ()  # NodePools whose nodes Karpenter launches (EC2NodeClass)
 
     @property
     def supported(self) -> bool:
@@ -107,18 +112,22 @@ def installed_version(eks: EksSection, kube: KubeSection) -> tuple[Version | Non
 def discovery_state(eks: EksSection, kube: KubeSection, cni: CniConfig) -> DiscoveryState:
     env, source = cni_env(eks, kube)
     version, where = installed_version(eks, kube)
-    try:
-        max_eni: int | None = int(env.get(MAX_ENI, ""))
-    except ValueError:
-        max_eni = None
     return DiscoveryState(
         version=version,
         version_from=where,
         env_value=env.get(ENV),
         custom_networking=cni.custom_networking,
         cluster_name=env.get(CLUSTER_NAME, ""),
-        max_eni=max_eni if max_eni is not None and max_eni >= 1 else None,
+        max_eni=cni.max_eni,
         source=source,
+        reserved_enis=(eks.provisioners.karpenter.reserved_enis or 0)
+        if eks.provisioners is not None and eks.provisioners.karpenter is not None
+        else 0,
+        karpenter_pools=tuple(
+            sorted(p.name for p in eks.provisioners.node_pools if p.node_class_kind == EC2_NODE_CLASS)
+        )
+        if eks.provisioners is not None
+        else (),
     )
 
 
@@ -164,7 +173,9 @@ def node_headroom(eks: EksSection, kube: KubeSection, state: DiscoveryState) -> 
         found, itype = by_ip.get(n.internal_ip), types.get(n.instance_type)
         if found is None or itype is None:
             continue
-        limit = min(itype.max_enis, state.max_eni) if state.max_eni else itype.max_enis
+        limit = min(itype.pod_enis, state.max_eni) if state.max_eni else itype.pod_enis
+        if n.pool and n.pool in state.karpenter_pools:
+            limit = max(0, limit - state.reserved_enis)
         out.append(NodeHeadroom(n.name, n.zone, itype, found.enis, limit))
     return out
 
@@ -193,11 +204,14 @@ class ZoneDiscovery:
 
     def reachable(self, free_28: int, prefix_delegation: bool) -> int:
         """Pod addresses the nodes that can still attach ENIs could take from the tagged subnets."""
-        if prefix_delegation:
-            slots = sum(n.free_slots * (n.instance_type.ips_per_eni - 1) * 16 for n in self.open_nodes)
-            return min(slots, 16 * free_28)
-        slots = sum(n.free_slots * (n.instance_type.ips_per_eni - 1) for n in self.open_nodes)
-        return min(slots, self.free)
+        prefixes = ips = 0
+        for n in self.open_nodes:
+            slots = n.free_slots * (n.instance_type.ips_per_eni - 1)
+            if prefix_delegation and supports_prefixes(n.instance_type):
+                prefixes += slots  # a /28 per slot
+            else:
+                ips += slots  # secondary IPs: no prefixes, or ipamd fell back on a non-Nitro node
+        return min(min(16 * prefixes, 16 * free_28) + ips, self.free)
 
 
 def zones_in_use(eks: EksSection, kube: KubeSection, node_subnets: set[str]) -> list[str]:

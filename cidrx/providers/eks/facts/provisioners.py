@@ -75,7 +75,7 @@ def auto_mode_pod_subnets(eks: EksSection) -> set[str]:
 
 def karpenter_max_pods(itype: InstanceType, reserved_enis: int) -> int:
     """Karpenter's ENI-limited max pods (ENILimitedPods): it knows nothing of the CNI's own settings."""
-    usable = max(0, itype.max_enis - reserved_enis)
+    usable = max(0, itype.pod_enis - reserved_enis)  # VPC CNI only uses the default network card
     return usable * (itype.ips_per_eni - 1) + 2 if usable else 0
 
 

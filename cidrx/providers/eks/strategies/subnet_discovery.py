@@ -121,7 +121,7 @@ def _node_type(eks: EksSection, snapshot: Snapshot) -> InstanceType | None:
     types = {t.name: t for t in eks.instance_types}
     names = {t for ng in eks.nodegroups for t in ng.instance_types} | {n.instance_type for n in snapshot.kube.nodes}
     known = [types[n] for n in sorted(names) if n in types]
-    return max(known, key=lambda t: (t.max_enis * t.ips_per_eni, t.name), default=None)
+    return max(known, key=lambda t: (t.pod_enis * t.ips_per_eni, t.name), default=None)
 
 
 def _subnet_tags(cluster: str, az: str, state: discovery.DiscoveryState) -> dict[str, str]:
