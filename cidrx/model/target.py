@@ -3,7 +3,7 @@ can never be applied to a different cluster than the one it was made for."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from cidrx import registry
 
@@ -24,6 +24,11 @@ class Target:
     resource_group: str | None = None
 
     def __post_init__(self) -> None:
+        # msgspec decodes a document that lacks a field (a snapshot written before the field existed) without
+        # setting it on the instance, and its encoders then drop it: set every missing field to its default.
+        for f in fields(self):
+            if f.name not in self.__dict__:
+                object.__setattr__(self, f.name, f.default)
         if registry.provider_spec(self.provider) is None:
             known = ", ".join(registry.provider_names())
             raise ValueError(f"unknown provider {self.provider!r} (cidrx knows {known})")

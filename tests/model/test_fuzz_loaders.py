@@ -413,6 +413,9 @@ def test_every_seed_has_plans_to_fuzz() -> None:
     """The control for the test above: each seed plans, so its mutations reach planning code."""
     made = {seed: {c[0] + (f" {c[-1]}" if len(c) > 6 else "") for c in _plannable(seed)} for seed in SEEDS}
     assert made == {
+        "aks-cni-node-subnet": {"expand", "expand aks-node-pool"},
+        "aks-dynamic-pod-subnet": {"expand", "expand aks-pod-subnet"},
+        "aks-overlay-pod-cidr": set(),  # an Overlay pod CIDR cannot be expanded: every plan is refused
         "calico-borrowing": {"expand calico-pool", "reclaim calico"},
         "calico-kubevirt": {"expand calico-pool", "reclaim calico"},
         "cilium-cluster-pool": {"expand cilium-pool"},
