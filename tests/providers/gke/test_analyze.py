@@ -296,3 +296,26 @@ def test_nodes_without_pod_cidrs_fall_back_to_gke_utilisation() -> None:
     r = capacity(analyze(cases.with_kube(snap, nodes=bare)), "pod-range")["pods"]
     assert (r.used, r.nodes, r.max_nodes) == (1024, 4, 4)
     assert "from GKE utilisation" in (r.note or "")
+
+
+# --- a per-node block larger than the range -------------------------------------------------------------
+
+
+def test_a_block_larger_than_the_range_fits_no_node() -> None:
+    """A /26 pod range with a /24 per node (110 max pods) holds 0 nodes, not 1 (netmath.gke_max_nodes)."""
+    snap = cases.with_pod_range(cases.no_kube(), "10.4.0.0/26", 0.0)
+    d = analyze(snap)
+    r = capacity(d, "pod-range")["pods"]
+    assert (r.cidr, r.size, r.nodes, r.max_nodes) == ("10.4.0.0/26", 64, 0, 0)
+    assert "/24 per node" in (r.note or "") and "free blocks 0 x /24" in (r.note or "")
+    f = only(d, "GKE-POD-RANGE-EXHAUSTED")
+    assert "0 of 0 node(s)" in f.summary
+    assert "10.4.0.0/26 holds 0 per-node /24 block(s)" in f.evidence[0]
+
+
+def test_a_block_larger_than_the_range_fits_no_node_counted_from_nodes() -> None:
+    """The same counted exactly from nodes' podCIDRs (the cluster's nodes hold blocks elsewhere)."""
+    snap = cases.with_pod_range(cases.incident(), "10.4.0.0/26", None)
+    snap = cases.with_nodes(snap, cases.nodes(2, "10.9.0.0/23"))
+    r = capacity(analyze(snap), "pod-range")["pods"]
+    assert (r.nodes, r.max_nodes, r.used) == (0, 0, 0)

@@ -233,7 +233,7 @@ def _range_findings(ranges: list[RangeUse], flags: str, autopilot: bool) -> list
             findings += _routes_findings(r, evidence)
             continue
         subject = f"pod range {r.label}"
-        blocks = 1 << (r.node_prefix - netmath.parse_cidr(r.cidr).prefixlen)
+        blocks = netmath.gke_max_nodes(netmath.parse_cidr(r.cidr).prefixlen, r.node_prefix)
         evidence = [
             f"{r.cidr} holds {blocks} per-node /{r.node_prefix} block(s) "
             f"({'pools: ' + ', '.join(r.pools) if r.pools else 'no node pool uses it yet'})",
