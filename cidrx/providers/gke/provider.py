@@ -113,11 +113,11 @@ class GkeProvider:
         container.clusters.list is needed in both (routes-based clusters of either project)."""
         from cidrx.providers.gke.actions.firewall import ADD_FIREWALL_RANGE
         from cidrx.providers.gke.actions.subnet_ranges import ADD_SECONDARY_RANGE
-        from cidrx.providers.gke.api import NETWORK_PROJECT_READS
+        from cidrx.providers.gke.api import NETWORK_PROJECT_READS, SUBNET_ADDRESS_READS
 
-        host = {*NETWORK_PROJECT_READS, *ADD_SECONDARY_RANGE.permissions}
+        host = {*NETWORK_PROJECT_READS, *ADD_SECONDARY_RANGE.permissions, *SUBNET_ADDRESS_READS}
         host |= set(ADD_FIREWALL_RANGE.permissions)
-        both = {"container.clusters.list"}
+        both = {"container.clusters.list", *SUBNET_ADDRESS_READS}
         return {
             "host_project": sorted(p for p in set(permissions) if p in host),
             "service_project": sorted(p for p in set(permissions) if p not in host or p in both),

@@ -112,6 +112,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from tests.support.fakes.gcp_discovery import ENUMS_AS_NUMBERS, DiscoveryIndex, Match, Violation, discovery_index
 from tests.support.fakes.gcp_firewalls import FirewallsMixin
+from tests.support.fakes.gcp_node_addresses import NodeAddressesMixin
 from tests.support.fakes.loopback import Fault, LoopbackServer, take_fault
 
 if TYPE_CHECKING:
@@ -379,7 +380,7 @@ def _overlaps(a: str, b: str) -> bool:
 # --------------------------------------------------------------------------------------------------
 
 
-class FakeGcp(FirewallsMixin, LoopbackServer):
+class FakeGcp(FirewallsMixin, NodeAddressesMixin, LoopbackServer):
     """Fake container v1 + compute v1 REST server.  Use as a context manager, or ``start()``/``stop()``."""
 
     label = "fake GCP server"
@@ -418,6 +419,9 @@ class FakeGcp(FirewallsMixin, LoopbackServer):
         self._routes_version = 0  # bumped by add_route; with the subnets' ranges, keys the routes.list cache
         self._routes_cache: dict[Any, list[tuple[Any, JSON]]] = {}
         self._firewalls: dict[tuple[str, str], JSON] = {}
+        self._instances: dict[tuple[str, str, str], JSON] = {}  # (project, zone, name)
+        self._regional_addresses: dict[tuple[str, str, str], JSON] = {}  # (project, region, name)
+        self._forwarding_rules: dict[tuple[str, str, str], JSON] = {}  # (project, region, name)
         self._region_ops: dict[tuple[str, str, str], _Operation] = {}
         self._global_ops: dict[tuple[str, str], _Operation] = {}
         self._current = ("", "")  # (method, path) of the request being handled, for inject_operation_error
@@ -448,6 +452,7 @@ class FakeGcp(FirewallsMixin, LoopbackServer):
             "compute.globalOperations.get": self._global_op_get,
             "compute.globalOperations.wait": self._global_op_wait,
             **self.firewall_handlers(),
+            **self.node_address_handlers(),
         }
 
     def answer(self, method: str, path: str, content_type: str, body: bytes) -> _Response:
