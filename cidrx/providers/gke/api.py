@@ -580,6 +580,29 @@ class GkeApi:
         handle = {"api": "compute", "name": str(op.name), "region": region}
         return handle if project == self.project else {**handle, "project": project}
 
+    def expand_subnetwork(self, region: str, subnet: str, cidr: str, project: str | None = None) -> Json:
+        """subnetworks.expandIpCidrRange: widen the subnet's primary range to `cidr` (a superset of it). The
+        request carries no fingerprint (discovery document, SubnetworksExpandIpCidrRangeRequest); GCE refuses a
+        range that does not contain the current one or overlaps another range of the network. It cannot be
+        undone. `project` is the subnet's (the Shared VPC host project's) when it is not this adapter's."""
+        project = project or self.project
+        _, compute_v1 = _import_sdk()
+        client = self._client("SubnetworksClient")
+        op = self._call(
+            "compute.subnetworks.expandIpCidrRange",
+            f"subnetwork {subnet!r} in {project}/{region}",
+            client.expand_ip_cidr_range_unary,
+            write=True,
+            project=project,
+            region=region,
+            subnetwork=subnet,
+            subnetworks_expand_ip_cidr_range_request_resource=compute_v1.SubnetworksExpandIpCidrRangeRequest(
+                ip_cidr_range=cidr
+            ),
+        )
+        handle = {"api": "compute", "name": str(op.name), "region": region}
+        return handle if project == self.project else {**handle, "project": project}
+
     def create_node_pool(self, cluster: str, node_pool: Json) -> Json:
         """Create a node pool from its REST JSON (name, config, initialNodeCount, networkConfig, ...)."""
         container_v1, _ = _import_sdk()

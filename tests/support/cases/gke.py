@@ -494,4 +494,18 @@ def node_subnet_full() -> Snapshot:
     snap = with_pod_range(incident(), "10.4.0.0/21", 0.5)
     snap = with_nodes(snap, nodes(4, "10.4.0.0/21"))
     snap = with_kube(snap, events=incident_kube().events, waiting_pods=incident_kube().waiting_pods)
-    return with_node_subnet(snap, NODE_SUBNET_SMALL, subnet_addresses(NODE_SUBNET_SMALL, 4, 5, 2, 1))
+    snap = with_node_subnet(snap, NODE_SUBNET_SMALL, subnet_addresses(NODE_SUBNET_SMALL, 4, 5, 2, 1))
+    return with_firewalls(snap, node_subnet_firewalls())
+
+
+FIREWALL_VMS = "gke-demo-ip-0b1c2d3e-vms"
+
+
+def node_subnet_firewalls() -> tuple[FirewallRule, ...]:
+    """GKE's rules for the cluster with a /28 node range (-vms names it), and a user's rule that names it too."""
+    return (
+        FirewallRule(FIREWALL_ALL, PROJECT, source_ranges=(POD_CIDR,), target_tags=("gke-demo-ip-0b1c2d3e-node",)),
+        FirewallRule("allow-internal", PROJECT, source_ranges=("10.0.0.0/8",), priority=65534),
+        FirewallRule(FIREWALL_VMS, PROJECT, source_ranges=(NODE_SUBNET_SMALL,)),
+        FirewallRule("nodes-to-db", PROJECT, source_ranges=(NODE_SUBNET_SMALL,), target_tags=("db",)),
+    )
