@@ -35,8 +35,10 @@ def own_strategies() -> tuple[str, ...]:
 
 def default_strategy(snapshot: Snapshot, opts: PlanOptions) -> str:
     """The strategy `expand --plan` uses without --strategy: `subnet-expand` when what ran out is the subnet's
-    primary range (node addresses) while every pod range still has room; else on Autopilot, where GKE owns the
+    primary range (node addresses) while no pod range is tight (full, nearly full, or smaller than its pools'
+    autoscaler max: the pod-range findings' remediation is this default); else on Autopilot, where GKE owns the
     node pools, the cluster's additional pod ranges (`cluster-range`); elsewhere the first declared (`node-pool`)."""
+    from cidrx.providers.gke.analyze.analyze import NEARLY_FULL
     from cidrx.providers.gke.facts.node_subnet import node_subnet_use
     from cidrx.providers.gke.facts.pod_ranges import pod_ranges
 
@@ -46,7 +48,13 @@ def default_strategy(snapshot: Snapshot, opts: PlanOptions) -> str:
     use = node_subnet_use(gke)
     if use is not None and use.free == 0:
         ranges = pod_ranges(gke, snapshot.kube)
-        if not any(r.pools and r.free_for(r.node_prefix) == 0 for r in ranges):
+        tight = [
+            r
+            for r in ranges
+            if r.pools
+            and (r.free_for(r.node_prefix) == 0 or r.node_utilization >= NEARLY_FULL or r.autoscaler_max > r.max_nodes)
+        ]
+        if not tight:
             return "subnet-expand"
     return "cluster-range" if gke.cluster.autopilot else own_strategies()[0]
 

@@ -9,18 +9,22 @@ google-cloud-compute against tests/support/fakes/gcp_server.py.
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 from ipaddress import IPv4Network
+from pathlib import Path
 
 import pytest
 
 from cidrx.errors import InvalidInput, StalePlan
 from cidrx.model.options import PlanOptions
-from cidrx.model.plan import Plan
-from cidrx.model.snapshot import Snapshot
+from cidrx.model.plan import Plan, load_plan
+from cidrx.model.snapshot import Snapshot, load_snapshot, save_snapshot
 from cidrx.providers.gke.facts.node_subnet import aligned_supernet, reserved_addresses, usable_addresses
 from cidrx.providers.gke.model import PeeringRoute, ReservedRange, Route, RoutesCluster, SecondaryRange, Subnetwork
 from cidrx.providers.gke.strategies.subnet_expand import check_drift, make_plan
 from tests.support.cases import gke as cases
+from tests.support.cli import run
 from tests.support.fakes.gcp_server import FakeGcp, compute_client
 
 AT = "2026-11-28T00:00:00Z"
@@ -222,3 +226,28 @@ def test_expand_without_strategy_picks_subnet_expand_when_only_the_node_subnet_i
         cases.incident(), cases.NODE_SUBNET_SMALL, cases.subnet_addresses(cases.NODE_SUBNET_SMALL, 4, 8)
     )
     assert default_strategy(both, PlanOptions()) == "node-pool"  # the pod range is full too: its fix first
+
+
+# --- the bundled example ------------------------------------------------------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "gke-node-subnet-full.snapshot.json"
+
+
+def test_example_is_the_node_subnet_full_case_and_works_offline(tmp_path: Path) -> None:
+    """examples/gke-node-subnet-full.snapshot.json is `cases.node_subnet_full()` (CIDRX_UPDATE_EXAMPLES=1 rewrites
+    it): diagnose blames the node subnet (exit 3), `expand --plan` picks subnet-expand by itself, rollback refuses."""
+    snap = cases.node_subnet_full()
+    if os.environ.get("CIDRX_UPDATE_EXAMPLES") == "1":
+        save_snapshot(snap, EXAMPLE)
+    assert load_snapshot(EXAMPLE) == snap
+    diagnosed = run("diagnose", "--snapshot", str(EXAMPLE), "-o", "json")
+    assert diagnosed.exit_code == 3, diagnosed.output
+    found = {f["id"] for f in json.loads(diagnosed.stdout)["findings"]}
+    assert {"GKE-NODE-SUBNET-EXHAUSTED", "GKE-SCALE-UP-IP-EXHAUSTED"} <= found
+    assert not {f for f in found if f.startswith("GKE-POD-RANGE")}
+    out = tmp_path / "plan.json"
+    assert run("expand", "--snapshot", str(EXAMPLE), "--plan", "--out", str(out)).exit_code == 0
+    made = load_plan(out)
+    assert made.strategy == "subnet-expand" and made.steps[0].params["cidr"] == "10.0.0.0/26"
+    refused = run("rollback", str(out), "--yes", "--no-kube")
+    assert refused.exit_code == 2 and "cannot be shrunk again" in refused.output

@@ -488,11 +488,11 @@ def with_node_subnet(snap: Snapshot, cidr: str, addresses: tuple[SubnetAddress, 
 
 
 def node_subnet_full() -> Snapshot:
-    """The pod range has room (a /21: 8 nodes of /24, 4 there), but the subnet's primary range /28 (12 usable)
-    is full: 4 nodes, 5 other VMs, 2 internal load balancers, 1 reserved address. The autoscaler's events
-    still say "IP space exhausted"."""
-    snap = with_pod_range(incident(), "10.4.0.0/21", 0.5)
-    snap = with_nodes(snap, nodes(4, "10.4.0.0/21"))
+    """The pod range has room (a /19: 32 nodes of /24, 4 there, the pool's autoscaler max 21), but the subnet's
+    primary range /28 (12 usable) is full: 4 nodes, 5 other VMs, 2 internal load balancers, 1 reserved address.
+    The autoscaler's events still say "IP space exhausted"."""
+    snap = with_pod_range(incident(), "10.4.0.0/19", 0.125)
+    snap = with_nodes(snap, nodes(4, "10.4.0.0/19"))
     snap = with_kube(snap, events=incident_kube().events, waiting_pods=incident_kube().waiting_pods)
     snap = with_node_subnet(snap, NODE_SUBNET_SMALL, subnet_addresses(NODE_SUBNET_SMALL, 4, 5, 2, 1))
     return with_firewalls(snap, node_subnet_firewalls())
