@@ -251,3 +251,40 @@ def test_example_is_the_node_subnet_full_case_and_works_offline(tmp_path: Path) 
     assert made.strategy == "subnet-expand" and made.steps[0].params["cidr"] == "10.0.0.0/26"
     refused = run("rollback", str(out), "--yes", "--no-kube")
     assert refused.exit_code == 2 and "cannot be shrunk again" in refused.output
+
+
+def test_shared_vpc_expands_in_the_host_project() -> None:
+    from cidrx.providers.gke.provider import PROVIDER
+
+    snap = cases.with_gke(cases.node_subnet_full(), network_project="host-net")
+    p = plan(snap)
+    assert p.steps[0].params["project"] == "host-net" and "host project host-net" in p.steps[0].description
+    assert p.basis["network_project"] == "host-net"
+    assert any("Shared VPC" in n for n in p.notes)
+    split = PROVIDER.permissions_by_project(p.steps[0].permissions)
+    assert "compute.subnetworks.expandIpCidrRange" in split["host_project"]
+    assert "compute.subnetworks.expandIpCidrRange" not in split["service_project"]
+
+
+def test_the_fake_serves_what_holds_addresses_to_the_real_clients(fake: FakeGcp) -> None:
+    """instances.list (per zone) and aggregatedList, addresses.list and forwardingRules.list through
+    google-cloud-compute; the fake checks each request and answer against the discovery document (module
+    fixture's check() at teardown)."""
+    from google.cloud import compute_v1
+
+    fake.add_instance("p", "europe-west1-b", "vm-1", "10.9.0.5", subnet="other", network="net", gke_cluster="c")
+    fake.add_address("p", "europe-west1", {"name": "ilb-ip", "address": "10.9.0.6", "subnetwork": "other"})
+    fake.add_forwarding_rule("p", "europe-west1", {"name": "ilb", "IPAddress": "10.9.0.6", "subnetwork": "other"})
+    instances = compute_client(compute_v1.InstancesClient, fake)
+    zonal = list(instances.list(project="p", zone="europe-west1-b"))
+    assert [(i.name, i.network_interfaces[0].network_i_p) for i in zonal] == [("vm-1", "10.9.0.5")]
+    assert zonal[0].labels == {"goog-gke-node": ""}
+    aggregated = {scope: list(scoped.instances) for scope, scoped in instances.aggregated_list(project="p")}
+    assert [i.name for i in aggregated["zones/europe-west1-b"]] == ["vm-1"]
+    addresses = compute_client(compute_v1.AddressesClient, fake)
+    listed = list(
+        addresses.list(request={"project": "p", "region": "europe-west1", "filter": 'addressType="INTERNAL"'})
+    )
+    assert [(a.name, a.address_type, a.status) for a in listed] == [("ilb-ip", "INTERNAL", "RESERVED")]
+    rules = compute_client(compute_v1.ForwardingRulesClient, fake)
+    assert [(r.name, r.I_p_address) for r in rules.list(project="p", region="europe-west1")] == [("ilb", "10.9.0.6")]
