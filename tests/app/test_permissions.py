@@ -34,6 +34,7 @@ from cidrx.kube.api import KubeApi
 from cidrx.kube.collect import collect_with
 from cidrx.model.plan import Plan
 from cidrx.model.snapshot import load_snapshot
+from cidrx.providers.gke.api import SUBNET_ADDRESS_READS
 from tests.support.cases import aks as aks_cases
 from tests.support.cases import eks as eks_cases
 from tests.support.cases import eks_provisioners as eks_provisioner_cases
@@ -55,6 +56,7 @@ PLAN_KINDS = {
     "control-plane-subnets",
     "node-pool",
     "cluster-range",
+    "subnet-expand",
     "whereabouts-reclaim",
     "calico-reclaim",
     "calico-pool",
@@ -137,7 +139,9 @@ def test_gke_permissions_are_split_by_project_for_shared_vpc() -> None:
     # The subnet patch and every network read happen in the host project; the cluster's in the service one.
     assert {"compute.subnetworks.update", "compute.regionOperations.get", "compute.routes.list"} <= set(host)
     assert {"container.clusters.update", "container.operations.get", "iam.serviceAccounts.actAs"} <= set(service)
-    assert not {p for p in service if p.startswith("compute.")}
+    # Of compute, only what holds the host subnet's addresses is read in the service project too (its nodes, ILBs).
+    assert {p for p in service if p.startswith("compute.")} == set(SUBNET_ADDRESS_READS) <= set(host)
+    assert "compute.subnetworks.expandIpCidrRange" in host
     assert "container.clusters.list" in host and "container.clusters.list" in service  # routes-based clusters
     assert set(host) | set(service) == set(doc["gcp_permissions"])
     text = run("--gke", "--for", "apply").stdout
@@ -156,7 +160,7 @@ def test_steps_table_holds_the_plan_kinds_that_run_on_the_provider() -> None:
     ipam = set(registry.ipam_strategies())  # the in-cluster IPAMs' plans run on every provider's clusters
     assert kinds == {
         "eks": {"custom-networking", "prefix-delegation", "subnet-discovery", "control-plane-subnets", *ipam},
-        "gke": {"node-pool", "cluster-range", *ipam},
+        "gke": {"node-pool", "cluster-range", "subnet-expand", *ipam},
         "k8s": ipam,
     }
     rows = printed("eks", "apply")["steps"]
@@ -270,6 +274,7 @@ def _plans() -> list[Plan]:
     aks = [aks_cases.node_subnet(), aks_cases.pod_subnet(), aks_cases.full_vnet()]
     aks.append(aks_cases.full_vnet(aks_cases.pod_subnet(), "10.30.0.0/23"))
     plans += [app_plan.make_plan(s, PlanOptions()) for s in aks]
+    plans.append(app_plan.make_plan(gke_cases.node_subnet_full(), PlanOptions(strategy="subnet-expand")))
     # Clusters without managed node groups: their follow-up steps (Karpenter, Auto Mode).
     pinned = eks_provisioner_cases.self_managed(version="4")
     others = [eks_provisioner_cases.karpenter(), eks_provisioner_cases.auto_mode(), pinned]

@@ -140,6 +140,11 @@ GCP_PERMISSION = {
     "container.projects.locations.clusters.nodePools.list": "container.clusters.get",
     "container.projects.locations.clusters.nodePools.create": "container.clusters.update",
     "container.projects.locations.operations.get": "container.operations.get",
+    "compute.instances.aggregatedList": "compute.instances.list",
+    "compute.instances.list": "compute.instances.list",
+    "compute.addresses.list": "compute.addresses.list",
+    "compute.forwardingRules.list": "compute.forwardingRules.list",
+    "compute.subnetworks.expandIpCidrRange": "compute.subnetworks.expandIpCidrRange",
 }
 # Not a REST call cidrx makes, but checked by GKE when a node pool is created: acting as its service account.
 GCP_ALSO = {

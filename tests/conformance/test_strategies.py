@@ -15,7 +15,8 @@ Phases:
 - resume: the run is interrupted (Ctrl-C) right after the estate took one write, before the run heard back
   (exit 5); the same command finishes (exit 0) and a third run writes nothing.
 - rollback: an expand plan's `rollback PLAN --yes` brings the estate back to what it was before the apply;
-  a reclaim plan is refused (exit 2) with nothing written.
+  a reclaim plan, or an applied plan with a step whose action declares `no_undo` (it cannot be undone by
+  design), is refused (exit 2) naming why, with nothing written.
 - permissions: every permission a step declares is granted by `cidrx permissions --<provider> --for apply`,
   and every undo permission of its actions by `--for rollback`.
 A phase a case cannot run says why (`Case.skip`), reported as a skip with that reason.
@@ -233,6 +234,16 @@ def test_rollback(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         assert applied.exit_code == 0, applied.output
         live.settle()
         assert live.state() != before
+        actions = {a.name: a for a in registry.strategy_actions(strategy_of(name))}
+        no_undo = [actions[s["action"]].no_undo for s in plan.steps if actions[s["action"]].no_undo]
+        if no_undo:
+            after = live.state()
+            live.reset_log()
+            refused = run("rollback", str(plan.path), "--yes", *live.rollback_access)
+            assert refused.exit_code == 2, refused.output
+            assert "cannot roll back plan" in refused.output and no_undo[0] in " ".join(refused.output.split())
+            assert live.writes() == [] and live.state() == after
+            return
         undone = run("rollback", str(plan.path), "--yes", *live.rollback_access)
         assert undone.exit_code == 0, undone.output
         live.settle()

@@ -431,6 +431,7 @@ def test_every_seed_has_plans_to_fuzz() -> None:
         },
         "gke-demo-ip": {"expand", "expand node-pool", "expand cluster-range"},
         "gke-shared-vpc": {"expand", "expand node-pool", "expand cluster-range"},
+        "gke-node-subnet-full": {"expand", "expand node-pool", "expand cluster-range", "expand subnet-expand"},
         "whereabouts-named-network": {"reclaim whereabouts"},
         "whereabouts-stale": {"reclaim whereabouts"},
     }

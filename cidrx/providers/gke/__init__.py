@@ -60,4 +60,13 @@ STRATEGIES = (
         drift="cidrx.providers.gke.strategies.cluster_range:check_drift",
         options=frozenset({"cidr", "add_nodes", "template", "max_pods_per_node", "allow_class_e"}),
     ),
+    Strategy(
+        "subnet-expand",
+        "gke",
+        "the subnet's primary range expanded in place (node addresses), and GKE's -vms firewall rule widened",
+        "cidrx.providers.gke.strategies.subnet_expand:ACTIONS",
+        plan="cidrx.providers.gke.strategies.subnet_expand:make_plan",
+        drift="cidrx.providers.gke.strategies.subnet_expand:check_drift",
+        options=frozenset({"add_nodes"}),
+    ),
 )

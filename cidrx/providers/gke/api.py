@@ -56,7 +56,13 @@ COLLECT_PERMISSIONS = (
     "compute.subnetworks.get",
     "compute.globalAddresses.list",
     "compute.firewalls.list",
+    "compute.instances.list",
+    "compute.addresses.list",
+    "compute.forwardingRules.list",
 )
+# The reads of what holds addresses of the cluster subnet's primary range (VMs, internal forwarding rules,
+# reserved internal addresses): made in the cluster's project and, on Shared VPC, in the host project too.
+SUBNET_ADDRESS_READS = ("compute.instances.list", "compute.addresses.list", "compute.forwardingRules.list")
 # What collect reads besides, for every route and routes-based cluster of the network: in the project that
 # owns the network (the Shared VPC host) and, for clusters, in the cluster's own project too.
 ROUTE_PERMISSIONS = ("compute.routes.list", "container.clusters.list")
@@ -435,6 +441,45 @@ class GkeApi:
             for scoped in (page.get("items") or {}).values():
                 yield from scoped.get("subnetworks") or ()
 
+    def iter_instances(self, project: str | None = None) -> Iterator[Json]:
+        """Every VM of the project, all zones (instances.aggregatedList, paged), as REST JSON; warning-only
+        scopes (zones without VMs on a page) are skipped."""
+        project = project or self.project
+        uri = f"/compute/v1/projects/{project}/aggregated/instances"
+        params: Json = {"maxResults": self.page_size}
+        subject = f"VM instances of project {project}"
+        for page in self._json_pages("compute.instances.list", subject, "InstancesClient", uri, params):
+            for scoped in (page.get("items") or {}).values():
+                yield from scoped.get("instances") or ()
+
+    def iter_addresses(self, region: str, project: str | None = None) -> Iterator[Json]:
+        """The regional addresses of `region` (addresses.list, paged), INTERNAL ones only (filtered by the
+        server, re-checked here)."""
+        project = project or self.project
+        client = self._client("AddressesClient")
+        subject = f"addresses of project {project} in {region}"
+        request = {
+            "project": project,
+            "region": region,
+            "filter": 'addressType="INTERNAL"',
+            "max_results": self.page_size,
+        }
+        for page in self._pages("compute.addresses.list", subject, client.list, request):
+            for address in page.items:
+                data = to_json(address)
+                if data.get("addressType") == "INTERNAL":
+                    yield data
+
+    def iter_forwarding_rules(self, region: str, project: str | None = None) -> Iterator[Json]:
+        """The regional forwarding rules of `region` (forwardingRules.list, paged), as REST JSON."""
+        project = project or self.project
+        client = self._client("ForwardingRulesClient")
+        subject = f"forwarding rules of project {project} in {region}"
+        request = {"project": project, "region": region, "max_results": self.page_size}
+        for page in self._pages("compute.forwardingRules.list", subject, client.list, request):
+            for rule in page.items:
+                yield to_json(rule)
+
     def iter_peering_routes(
         self, network: str, peering: str, region: str, project: str | None = None
     ) -> Iterator[Json]:
@@ -531,6 +576,29 @@ class GkeApi:
             region=region,
             subnetwork=subnet,
             subnetwork_resource=body,
+        )
+        handle = {"api": "compute", "name": str(op.name), "region": region}
+        return handle if project == self.project else {**handle, "project": project}
+
+    def expand_subnetwork(self, region: str, subnet: str, cidr: str, project: str | None = None) -> Json:
+        """subnetworks.expandIpCidrRange: widen the subnet's primary range to `cidr` (a superset of it). The
+        request carries no fingerprint (discovery document, SubnetworksExpandIpCidrRangeRequest); GCE refuses a
+        range that does not contain the current one or overlaps another range of the network. It cannot be
+        undone. `project` is the subnet's (the Shared VPC host project's) when it is not this adapter's."""
+        project = project or self.project
+        _, compute_v1 = _import_sdk()
+        client = self._client("SubnetworksClient")
+        op = self._call(
+            "compute.subnetworks.expandIpCidrRange",
+            f"subnetwork {subnet!r} in {project}/{region}",
+            client.expand_ip_cidr_range_unary,
+            write=True,
+            project=project,
+            region=region,
+            subnetwork=subnet,
+            subnetworks_expand_ip_cidr_range_request_resource=compute_v1.SubnetworksExpandIpCidrRangeRequest(
+                ip_cidr_range=cidr
+            ),
         )
         handle = {"api": "compute", "name": str(op.name), "region": region}
         return handle if project == self.project else {**handle, "project": project}

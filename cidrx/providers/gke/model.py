@@ -176,6 +176,22 @@ class FirewallRule:
 
 
 @dataclass(frozen=True)
+class SubnetAddress:
+    """An address taken from the cluster subnet's PRIMARY range: a VM's `networkIP` (compute v1 Instance
+    networkInterfaces[]), an internal forwarding rule's `IPAddress` (internal load balancers) or a reserved
+    INTERNAL address (compute v1 regional Address). GKE nodes take theirs from the same range, so these are
+    what "IP space exhausted" means when the pod range still has room (docs/cloud-facts.md)."""
+
+    address: str
+    kind: str  # "instance", "forwarding-rule" or "address"
+    name: str
+    project: str = ""  # where the resource lives (a Shared VPC service project, or the host)
+    # For an instance: the GKE cluster whose node it is (its `cluster-name` metadata, on `goog-gke-node`
+    # instances); "" for any other VM and for the other kinds.
+    gke_cluster: str = ""
+
+
+@dataclass(frozen=True)
 class GkeSection:
     project: str
     cluster: GkeCluster
@@ -203,6 +219,10 @@ class GkeSection:
     # The network's firewall rules (firewalls.list filtered by network, in the network's project); None when
     # not collected (snapshots from before firewalls were read).
     firewalls: tuple[FirewallRule, ...] | None = None
+    # What holds addresses of the cluster subnet's primary range (VMs, internal forwarding rules, reserved
+    # internal addresses) in the projects cidrx can read (the cluster's, and the host's on Shared VPC);
+    # None when not collected (snapshots from before cidrx read them) or when nothing holds one.
+    subnet_addresses: tuple[SubnetAddress, ...] | None = None
 
     def invariant_problem(self) -> str | None:
         return first_problem(

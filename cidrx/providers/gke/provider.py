@@ -34,10 +34,29 @@ def own_strategies() -> tuple[str, ...]:
 
 
 def default_strategy(snapshot: Snapshot, opts: PlanOptions) -> str:
-    """The strategy `expand --plan` uses without --strategy: on Autopilot GKE owns the node pools, so the
-    cluster's additional pod ranges (`cluster-range`); elsewhere the first declared (`node-pool`)."""
-    autopilot = snapshot.gke is not None and snapshot.gke.cluster.autopilot
-    return "cluster-range" if autopilot else own_strategies()[0]
+    """The strategy `expand --plan` uses without --strategy: `subnet-expand` when what ran out is the subnet's
+    primary range (node addresses) while no pod range is tight (full, nearly full, or smaller than its pools'
+    autoscaler max: the pod-range findings' remediation is this default); else on Autopilot, where GKE owns the
+    node pools, the cluster's additional pod ranges (`cluster-range`); elsewhere the first declared (`node-pool`)."""
+    from cidrx.providers.gke.analyze.analyze import NEARLY_FULL
+    from cidrx.providers.gke.facts.node_subnet import node_subnet_use
+    from cidrx.providers.gke.facts.pod_ranges import pod_ranges
+
+    gke = snapshot.gke
+    if gke is None:
+        return own_strategies()[0]
+    use = node_subnet_use(gke)
+    if use is not None and use.free == 0:
+        ranges = pod_ranges(gke, snapshot.kube)
+        tight = [
+            r
+            for r in ranges
+            if r.pools
+            and (r.free_for(r.node_prefix) == 0 or r.node_utilization >= NEARLY_FULL or r.autoscaler_max > r.max_nodes)
+        ]
+        if not tight:
+            return "subnet-expand"
+    return "cluster-range" if gke.cluster.autopilot else own_strategies()[0]
 
 
 def strategy_of(name: str) -> registry.Strategy:
@@ -112,12 +131,14 @@ class GkeProvider:
         cluster (clusters, node pools, their operations). Without Shared VPC both are the cluster's project.
         container.clusters.list is needed in both (routes-based clusters of either project)."""
         from cidrx.providers.gke.actions.firewall import ADD_FIREWALL_RANGE
+        from cidrx.providers.gke.actions.subnet_expand import EXPAND_SUBNET_RANGE
         from cidrx.providers.gke.actions.subnet_ranges import ADD_SECONDARY_RANGE
-        from cidrx.providers.gke.api import NETWORK_PROJECT_READS
+        from cidrx.providers.gke.api import NETWORK_PROJECT_READS, SUBNET_ADDRESS_READS
 
-        host = {*NETWORK_PROJECT_READS, *ADD_SECONDARY_RANGE.permissions}
+        host = {*NETWORK_PROJECT_READS, *ADD_SECONDARY_RANGE.permissions, *SUBNET_ADDRESS_READS}
+        host |= set(EXPAND_SUBNET_RANGE.permissions)
         host |= set(ADD_FIREWALL_RANGE.permissions)
-        both = {"container.clusters.list"}
+        both = {"container.clusters.list", *SUBNET_ADDRESS_READS}
         return {
             "host_project": sorted(p for p in set(permissions) if p in host),
             "service_project": sorted(p for p in set(permissions) if p not in host or p in both),

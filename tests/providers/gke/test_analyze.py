@@ -296,3 +296,104 @@ def test_nodes_without_pod_cidrs_fall_back_to_gke_utilisation() -> None:
     r = capacity(analyze(cases.with_kube(snap, nodes=bare)), "pod-range")["pods"]
     assert (r.used, r.nodes, r.max_nodes) == (1024, 4, 4)
     assert "from GKE utilisation" in (r.note or "")
+
+
+# --- a per-node block larger than the range -------------------------------------------------------------
+
+
+def test_a_block_larger_than_the_range_fits_no_node() -> None:
+    """A /26 pod range with a /24 per node (110 max pods) holds 0 nodes, not 1 (netmath.gke_max_nodes)."""
+    snap = cases.with_pod_range(cases.no_kube(), "10.4.0.0/26", 0.0)
+    d = analyze(snap)
+    r = capacity(d, "pod-range")["pods"]
+    assert (r.cidr, r.size, r.nodes, r.max_nodes) == ("10.4.0.0/26", 64, 0, 0)
+    assert "/24 per node" in (r.note or "") and "free blocks 0 x /24" in (r.note or "")
+    f = only(d, "GKE-POD-RANGE-EXHAUSTED")
+    assert "0 of 0 node(s)" in f.summary
+    assert "10.4.0.0/26 holds 0 per-node /24 block(s)" in f.evidence[0]
+
+
+def test_a_block_larger_than_the_range_fits_no_node_counted_from_nodes() -> None:
+    """The same counted exactly from nodes' podCIDRs (the cluster's nodes hold blocks elsewhere)."""
+    snap = cases.with_pod_range(cases.incident(), "10.4.0.0/26", None)
+    snap = cases.with_nodes(snap, cases.nodes(2, "10.9.0.0/23"))
+    r = capacity(analyze(snap), "pod-range")["pods"]
+    assert (r.nodes, r.max_nodes, r.used) == (0, 0, 0)
+
+
+# --- the node subnet's primary range ------------------------------------------------------------------------
+
+
+def test_node_subnet_row_counts_usable_addresses_less_four() -> None:
+    """A /24 primary range: 256 - 4 = 252 usable; 4 nodes, 1 VM, 1 ILB, 1 reserved address held."""
+    snap = cases.with_node_subnet(cases.incident(), "10.0.0.0/24", cases.subnet_addresses("10.0.0.0/24", 4, 1, 1, 1))
+    row = capacity(analyze(snap), "node-subnet")[cases.SUBNET]
+    assert (row.cidr, row.size, row.used, row.free, row.nodes, row.max_nodes) == ("10.0.0.0/24", 252, 7, 245, 4, 249)
+    assert "less the 4 GCP reserves" in (row.note or "") and "room for 245 more node(s)" in (row.note or "")
+
+
+def test_an_address_named_twice_or_reserved_by_gcp_counts_once_or_not_at_all() -> None:
+    from cidrx.providers.gke.model import SubnetAddress
+
+    held = (
+        SubnetAddress("10.0.0.5", "address", "ilb-ip", cases.PROJECT),
+        SubnetAddress("10.0.0.5", "forwarding-rule", "ilb", cases.PROJECT),
+        SubnetAddress("10.0.0.1", "address", "gateway-ish", cases.PROJECT),  # GCP's gateway: never usable
+        SubnetAddress("10.0.1.7", "instance", "elsewhere", cases.PROJECT),  # outside the range
+    )
+    row = capacity(analyze(cases.with_node_subnet(cases.incident(), "10.0.0.0/24", held)), "node-subnet")
+    assert row[cases.SUBNET].used == 1 and "1 internal forwarding rule(s)" in (row[cases.SUBNET].note or "")
+
+
+def test_full_node_subnet_is_blamed_and_the_pod_range_is_not() -> None:
+    d = analyze(cases.node_subnet_full())
+    row = capacity(d, "node-subnet")[cases.SUBNET]
+    assert (row.size, row.used, row.free, row.nodes, row.max_nodes) == (12, 12, 0, 4, 4)
+    f = only(d, "GKE-NODE-SUBNET-EXHAUSTED")
+    assert f.severity is Severity.CRITICAL and "primary range 10.0.0.0/28" in f.summary
+    assert "--strategy subnet-expand" in f.remediation
+    scale = only(d, "GKE-SCALE-UP-IP-EXHAUSTED")
+    assert "node subnet's primary range 10.0.0.0/28" in scale.summary and "pod ranges have room" in scale.summary
+    assert "--strategy subnet-expand" in scale.remediation and "add a pod range" not in scale.remediation
+    assert not [i for i in ids(d) if i.startswith("GKE-POD-RANGE")]
+
+
+def test_full_pod_range_is_blamed_and_the_node_subnet_is_not() -> None:
+    snap = cases.with_node_subnet(cases.incident(), "10.0.0.0/24", cases.subnet_addresses("10.0.0.0/24", 4))
+    d = analyze(snap)
+    scale = only(d, "GKE-SCALE-UP-IP-EXHAUSTED")
+    assert f"pod range pods ({POD_CIDR}) is full" in scale.summary
+    assert "add a pod range" in scale.remediation and "subnet-expand" not in scale.remediation
+    assert not [i for i in ids(d) if i.startswith("GKE-NODE-SUBNET")]
+    assert any("room for 248 more node(s)" in e for e in scale.evidence)
+
+
+def test_both_full_names_both_fixes() -> None:
+    snap = cases.with_node_subnet(
+        cases.incident(), cases.NODE_SUBNET_SMALL, cases.subnet_addresses(cases.NODE_SUBNET_SMALL, 4, 8)
+    )
+    scale = only(analyze(snap), "GKE-SCALE-UP-IP-EXHAUSTED")
+    assert "both the pod range" in scale.summary
+    assert "add a pod range" in scale.remediation and "--strategy subnet-expand" in scale.remediation
+
+
+def test_neither_full_blames_neither() -> None:
+    snap = cases.with_pod_range(cases.incident(), "10.4.0.0/21", 0.5)
+    snap = cases.with_nodes(snap, cases.nodes(4, "10.4.0.0/21"))
+    snap = cases.with_kube(snap, events=cases.incident_kube().events)
+    snap = cases.with_node_subnet(snap, "10.0.0.0/24", cases.subnet_addresses("10.0.0.0/24", 4))
+    scale = only(analyze(snap), "GKE-SCALE-UP-IP-EXHAUSTED")
+    assert "neither a pod range nor the node subnet's primary range reads full" in scale.summary
+
+
+def test_node_subnet_smaller_than_the_autoscaler_max_warns() -> None:
+    # /27: 28 usable, 4 nodes + 20 VMs held: room for 8 nodes, the pool may grow to 21.
+    snap = cases.with_node_subnet(
+        cases.calm(cases.incident()), "10.0.0.0/27", cases.subnet_addresses("10.0.0.0/27", 4, 20)
+    )
+    f = only(analyze(snap), "GKE-NODE-SUBNET-NEARLY-EXHAUSTED")
+    assert f.severity is Severity.WARNING and "86% used" in f.summary
+
+
+def test_old_snapshots_have_no_node_subnet_row(incident: Diagnosis) -> None:
+    assert not capacity(incident, "node-subnet")

@@ -157,6 +157,10 @@ def test_collect_costs_one_request_per_list_page(gcp: FakeGcp, gke_api: GkeApi) 
         "compute.routes.list",
         "compute.firewalls.list",
         f"{C}.list",  # routes-based clusters of the project (location "-")
+        # what holds addresses of the cluster subnet's primary range, in the subnet's region
+        "compute.instances.aggregatedList",
+        "compute.forwardingRules.list",
+        "compute.addresses.list",
     ]
 
     gcp.reset_log()
@@ -168,7 +172,7 @@ def test_collect_costs_one_request_per_list_page(gcp: FakeGcp, gke_api: GkeApi) 
     # routes.list: 12 local subnet routes of demo-vpc (13 ranges minus other-vpc's) + its default route.
     assert gcp.count("GET", "/global/routes") == 5  # ceil(13 / 3)
     assert gcp.count("GET", "/firewalls") == 2  # 4 rules of the network (filtered by the server) / 3
-    assert gcp.count("GET") == 17
+    assert gcp.count("GET") == 20  # + instances, forwarding rules and addresses: one empty page each
 
 
 def test_collect_is_stable_and_sorted(gcp: FakeGcp, gke_api: GkeApi) -> None:
@@ -383,3 +387,39 @@ def test_example_snapshot_is_the_collected_incident(gcp: FakeGcp, gke_api: GkeAp
     ]
     assert {n.pool for n in snap.kube.nodes} == {"default-pool"}
     assert any("IP space exhausted" in e.message and e.reason == "FailedScaleUp" for e in snap.kube.events)
+
+
+def test_collect_reads_what_holds_addresses_of_the_subnets_primary_range(gcp: FakeGcp, gke_api: GkeApi) -> None:
+    """instances.aggregatedList, forwardingRules.list and addresses.list of the subnet's region: what sits on the
+    cluster subnet is kept (GKE nodes marked with their cluster), the rest is not."""
+    from cidrx.providers.gke.model import SubnetAddress
+
+    zone = f"{REGION}-a"
+    gcp.add_instance(
+        PROJECT,
+        zone,
+        "gke-demo-ip-default-pool-5f2c9a7e-8f44",
+        "10.0.0.2",
+        subnet=SUBNET,
+        network=NETWORK,
+        gke_cluster=CLUSTER,
+    )
+    gcp.add_instance(PROJECT, f"{REGION}-b", "bastion", "10.0.0.3", subnet=SUBNET, network=NETWORK)
+    gcp.add_instance(PROJECT, "us-central1-a", "us-vm", "10.1.0.2", subnet="us-workloads", network=NETWORK)
+    gcp.add_forwarding_rule(
+        PROJECT, REGION, {"name": "a1b2-ilb", "IPAddress": "10.0.0.9", "subnetwork": SUBNET, "network": NETWORK}
+    )
+    gcp.add_forwarding_rule(
+        PROJECT, REGION, {"name": "web", "IPAddress": "34.1.2.4", "loadBalancingScheme": "EXTERNAL"}
+    )
+    gcp.add_address(PROJECT, REGION, {"name": "kept-for-dns", "address": "10.0.0.20", "subnetwork": SUBNET})
+    gcp.add_address(PROJECT, REGION, {"name": "public", "address": "34.1.2.5"})
+    gke = collect_gke(gke_api, CLUSTER)
+    assert gke.subnet_addresses == (
+        SubnetAddress("10.0.0.2", "instance", "gke-demo-ip-default-pool-5f2c9a7e-8f44", PROJECT, CLUSTER),
+        SubnetAddress("10.0.0.3", "instance", "bastion", PROJECT),
+        SubnetAddress("10.0.0.9", "forwarding-rule", "a1b2-ilb", PROJECT),
+        SubnetAddress("10.0.0.20", "address", "kept-for-dns", PROJECT),
+    )
+    assert gcp.count("GET", "/aggregated/instances") == 1
+    assert gcp.count("GET", f"/regions/{REGION}/addresses") == 1

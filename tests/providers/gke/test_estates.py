@@ -58,7 +58,11 @@ def test_collect_reads_the_network_from_the_host_project(estate: FakeGcp) -> Non
     assert Route("10.16.0.0/12", "to-onprem", "ip") in (gke.routes or ())
     assert gke.routes_clusters == (RoutesCluster(se.HOST, se.LEGACY_LOCATION, se.LEGACY, se.LEGACY_CIDR),)
     compute = [r.path for r in estate.request_log if r.path.startswith("/compute/")]
-    assert compute and all(f"/projects/{se.HOST}/" in p for p in compute)
+    # The network is read in the host project; what holds addresses of its subnet in both (GKE nodes and
+    # internal load balancers live in the service project).
+    node_reads = ("/aggregated/instances", "/forwardingRules", "/addresses")
+    assert compute and all(f"/projects/{se.HOST}/" in p for p in compute if not p.endswith(node_reads))
+    assert {p for p in compute if p.endswith(node_reads) and f"/projects/{se.SERVICE}/" in p}
     listed = {r.path for r in estate.request_log if r.method_id == "container.projects.locations.clusters.list"}
     assert listed == {f"/v1/projects/{p}/locations/-/clusters" for p in (se.HOST, se.SERVICE)}
 

@@ -30,6 +30,7 @@ from cidrx.providers.gke.model import (
     PodRangeInfo,
     ReservedRange,
     SecondaryRange,
+    SubnetAddress,
     Subnetwork,
 )
 
@@ -453,3 +454,58 @@ IP_MASQ_CONFIG = "nonMasqueradeCIDRs:\n  - 10.0.0.0/24\n  - 10.4.0.0/22\nmasqLin
 def with_ip_masq(snap: Snapshot, config: str = IP_MASQ_CONFIG, resource_version: str = "4711") -> Snapshot:
     cm = ConfigMapData("kube-system", "ip-masq-agent", {"config": config}, resource_version)
     return with_kube(snap, config_maps=(cm,))
+
+
+# --- the node subnet's primary range ------------------------------------------------------------------
+
+NODE_SUBNET_SMALL = "10.0.0.0/28"  # 16 addresses, 12 usable (GCP reserves 4)
+
+
+def subnet_addresses(
+    cidr: str, nodes_: int, other_vms: int = 0, ilbs: int = 0, reserved: int = 0, first: int = 2
+) -> tuple[SubnetAddress, ...]:
+    """Addresses of the primary range `cidr` from its first usable one (network + 2): this cluster's node VMs,
+    other VMs, internal forwarding rules and reserved internal addresses, in that order."""
+    base = int(IPv4Network(cidr).network_address) + first
+    kinds = (
+        [("instance", f"gke-demo-ip-default-pool-5f6c2a1d-{i:04d}", CLUSTER) for i in range(nodes_)]
+        + [("instance", f"bastion-{i}", "") for i in range(other_vms)]
+        + [("forwarding-rule", f"a1b2c3-ilb-{i}", "") for i in range(ilbs)]
+        + [("address", f"reserved-{i}", "") for i in range(reserved)]
+    )
+    from ipaddress import IPv4Address
+
+    return tuple(
+        SubnetAddress(str(IPv4Address(base + i)), kind, name, PROJECT, cluster)
+        for i, (kind, name, cluster) in enumerate(kinds)
+    )
+
+
+def with_node_subnet(snap: Snapshot, cidr: str, addresses: tuple[SubnetAddress, ...]) -> Snapshot:
+    """The cluster subnet with primary range `cidr` and `addresses` held in it."""
+    snap = with_subnet(snap, dataclasses.replace(gke_of(snap).subnet, ip_cidr_range=cidr))
+    return with_gke(snap, subnet_addresses=addresses)
+
+
+def node_subnet_full() -> Snapshot:
+    """The pod range has room (a /19: 32 nodes of /24, 4 there, the pool's autoscaler max 21), but the subnet's
+    primary range /28 (12 usable) is full: 4 nodes, 5 other VMs, 2 internal load balancers, 1 reserved address.
+    The autoscaler's events still say "IP space exhausted"."""
+    snap = with_pod_range(incident(), "10.4.0.0/19", 0.125)
+    snap = with_nodes(snap, nodes(4, "10.4.0.0/19"))
+    snap = with_kube(snap, events=incident_kube().events, waiting_pods=incident_kube().waiting_pods)
+    snap = with_node_subnet(snap, NODE_SUBNET_SMALL, subnet_addresses(NODE_SUBNET_SMALL, 4, 5, 2, 1))
+    return with_firewalls(snap, node_subnet_firewalls())
+
+
+FIREWALL_VMS = "gke-demo-ip-0b1c2d3e-vms"
+
+
+def node_subnet_firewalls() -> tuple[FirewallRule, ...]:
+    """GKE's rules for the cluster with a /28 node range (-vms names it), and a user's rule that names it too."""
+    return (
+        FirewallRule(FIREWALL_ALL, PROJECT, source_ranges=(POD_CIDR,), target_tags=("gke-demo-ip-0b1c2d3e-node",)),
+        FirewallRule("allow-internal", PROJECT, source_ranges=("10.0.0.0/8",), priority=65534),
+        FirewallRule(FIREWALL_VMS, PROJECT, source_ranges=(NODE_SUBNET_SMALL,)),
+        FirewallRule("nodes-to-db", PROJECT, source_ranges=(NODE_SUBNET_SMALL,), target_tags=("db",)),
+    )

@@ -299,6 +299,41 @@ def incident_firewalls() -> list[JSON]:
     ]
 
 
+# The node subnet full while the pod range has room: the incident's subnet with a /28 primary range (12 usable
+# addresses: GCP reserves 4) held by the 4 nodes, 5 other VMs, 2 internal load balancers and 1 reserved address.
+SMALL_SUBNET_CIDR = "10.0.0.0/28"
+FIREWALL_VMS = f"gke-{CLUSTER}-{CLUSTER_HASH}-vms"
+
+
+def build_node_subnet_full(fake: FakeGcp, project: str = PROJECT) -> JSON:
+    """The incident (`build_incident`) whose subnet's PRIMARY range is what ran out: ``demo-ip-subnet`` is a /28
+    whose 12 usable addresses are all held, and GKE's -vms firewall rule names it."""
+    cluster = build_incident(fake, project)
+    fake.update_subnet(
+        project,
+        REGION,
+        SUBNET,
+        {"ipCidrRange": SMALL_SUBNET_CIDR, "gatewayAddress": "10.0.0.1"},
+        touch_fingerprint=False,
+    )
+    rule = fake.firewall(project, FIREWALL_VMS)
+    assert rule is not None
+    fake.add_firewall(project, {**rule, "sourceRanges": [SMALL_SUBNET_CIDR]})
+    held = iter(f"10.0.0.{i}" for i in range(2, 14))
+    for name, zone in zip(NODE_NAMES, NODE_ZONES, strict=True):
+        fake.add_instance(project, zone, name, next(held), subnet=SUBNET, network=NETWORK, gke_cluster=CLUSTER)
+    for i in range(5):
+        fake.add_instance(project, ZONES[i % 3], f"batch-vm-{i}", next(held), subnet=SUBNET, network=NETWORK)
+    for i in range(2):
+        fake.add_forwarding_rule(
+            project,
+            REGION,
+            {"name": f"a3f9c1e2d4b5-ilb-{i}", "IPAddress": next(held), "subnetwork": SUBNET, "network": NETWORK},
+        )
+    fake.add_address(project, REGION, {"name": "dns-forwarder", "address": next(held), "subnetwork": SUBNET})
+    return cluster
+
+
 def gcp_env(fake: FakeGcp) -> dict[str, str]:
     """The environment that points cidrx's GkeApi (in-process or a subprocess) at ``fake``."""
     return {CONTAINER_ENDPOINT_ENV: fake.url, COMPUTE_ENDPOINT_ENV: fake.url, ANONYMOUS_ENV: "1"}

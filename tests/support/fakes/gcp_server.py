@@ -112,6 +112,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from tests.support.fakes.gcp_discovery import ENUMS_AS_NUMBERS, DiscoveryIndex, Match, Violation, discovery_index
 from tests.support.fakes.gcp_firewalls import FirewallsMixin
+from tests.support.fakes.gcp_node_addresses import NodeAddressesMixin
 from tests.support.fakes.loopback import Fault, LoopbackServer, take_fault
 
 if TYPE_CHECKING:
@@ -379,7 +380,7 @@ def _overlaps(a: str, b: str) -> bool:
 # --------------------------------------------------------------------------------------------------
 
 
-class FakeGcp(FirewallsMixin, LoopbackServer):
+class FakeGcp(FirewallsMixin, NodeAddressesMixin, LoopbackServer):
     """Fake container v1 + compute v1 REST server.  Use as a context manager, or ``start()``/``stop()``."""
 
     label = "fake GCP server"
@@ -418,6 +419,9 @@ class FakeGcp(FirewallsMixin, LoopbackServer):
         self._routes_version = 0  # bumped by add_route; with the subnets' ranges, keys the routes.list cache
         self._routes_cache: dict[Any, list[tuple[Any, JSON]]] = {}
         self._firewalls: dict[tuple[str, str], JSON] = {}
+        self._instances: dict[tuple[str, str, str], JSON] = {}  # (project, zone, name)
+        self._regional_addresses: dict[tuple[str, str, str], JSON] = {}  # (project, region, name)
+        self._forwarding_rules: dict[tuple[str, str, str], JSON] = {}  # (project, region, name)
         self._region_ops: dict[tuple[str, str, str], _Operation] = {}
         self._global_ops: dict[tuple[str, str], _Operation] = {}
         self._current = ("", "")  # (method, path) of the request being handled, for inject_operation_error
@@ -435,6 +439,7 @@ class FakeGcp(FirewallsMixin, LoopbackServer):
             "compute.subnetworks.list": self._subnets_list,
             "compute.subnetworks.aggregatedList": self._subnets_aggregated,
             "compute.subnetworks.patch": self._subnet_patch,
+            "compute.subnetworks.expandIpCidrRange": self._subnet_expand,
             "compute.networks.get": self._network_get,
             "compute.networks.list": self._networks_list,
             "compute.networks.listPeeringRoutes": self._peering_routes,
@@ -448,6 +453,7 @@ class FakeGcp(FirewallsMixin, LoopbackServer):
             "compute.globalOperations.get": self._global_op_get,
             "compute.globalOperations.wait": self._global_op_wait,
             **self.firewall_handlers(),
+            **self.node_address_handlers(),
         }
 
     def answer(self, method: str, path: str, content_type: str, body: bytes) -> _Response:
@@ -1407,6 +1413,60 @@ class FakeGcp(FirewallsMixin, LoopbackServer):
             subnet["fingerprint"] = new_fingerprint()
 
         return self._new_compute_op((project, region), "patch", subnet, effect, key)
+
+    def _subnet_expand(self, params: dict[str, str], query: dict[str, str], body: Any) -> JSON:
+        """subnetworks.expandIpCidrRange as GCE decides it: the body's `ipCidrRange` (the only field of
+        SubnetworksExpandIpCidrRangeRequest: no fingerprint) must be a valid network range that contains the
+        current primary range and is larger ("can only be larger than (i.e. a superset of) the range previously
+        defined", discovery document), disjoint from every other range of the network (other subnets' primary and
+        secondary ranges in every region, the subnet's own secondary ranges, peering routes, PSA allocations) and
+        containing no route (allowSubnetCidrRoutesOverlap); proxy-only subnets cannot be expanded (gcloud
+        expand-ip-range help). The change lands when the operation is DONE, with a new fingerprint."""
+        project, region, name = params["project"], params["region"], params["subnetwork"]
+        key = (project, region, name)
+        subnet = self._subnet_or_404(project, region, name)
+        cidr = str((body or {}).get("ipCidrRange") or "")
+        where = "resource.ipCidrRange"
+        if not cidr:
+            raise GcpError(400, f"Required field '{where}' not specified", reason="required")
+        if self._busy(key) is not None:
+            raise GcpError(
+                400,
+                f"The resource 'projects/{project}/regions/{region}/subnetworks/{name}' is not ready",
+                reason="resourceNotReady",
+            )
+        if subnet.get("purpose") in ("REGIONAL_MANAGED_PROXY", "GLOBAL_MANAGED_PROXY", "INTERNAL_HTTPS_LOAD_BALANCER"):
+            raise GcpError(400, f"Invalid value for field '{where}': proxy-only subnetworks cannot be expanded.")
+        try:
+            new = ipaddress.ip_network(cidr, strict=True)
+        except ValueError as exc:
+            raise GcpError(400, f"Invalid value for field '{where}': '{cidr}'. Invalid IPCidrRange.") from exc
+        old = ipaddress.ip_network(subnet["ipCidrRange"], strict=False)
+        if new.version != old.version or not old.subnet_of(new) or new.prefixlen >= old.prefixlen:  # type: ignore[arg-type]
+            raise GcpError(
+                400,
+                f"Invalid value for field '{where}': '{cidr}'. The new range must be larger than and contain the "
+                f"current range {subnet['ipCidrRange']}.",
+            )
+        if any(new.overlaps(bad) for bad in FORBIDDEN_RANGES):
+            raise GcpError(400, f"Invalid value for field '{where}': '{cidr}'. The range is reserved.")
+        for r in subnet.get("secondaryIpRanges", []):
+            if _overlaps(cidr, r["ipCidrRange"]):
+                raise GcpError(
+                    400, f"Invalid IPCidrRange: {cidr} conflicts with range '{r['rangeName']}' of the same subnetwork."
+                )
+        for taken, what in self._occupied(subnet["network"], skip_subnet=key):
+            if _overlaps(cidr, taken):
+                raise GcpError(400, f"Invalid IPCidrRange: {cidr} conflicts with {what} ({taken}).")
+        conflict = self._route_conflict(subnet["network"], cidr)
+        if conflict is not None:
+            raise GcpError(400, f"Invalid IPCidrRange: {cidr} conflicts with existing {conflict}.")
+
+        def effect() -> None:
+            subnet["ipCidrRange"] = str(new)
+            subnet["fingerprint"] = new_fingerprint()
+
+        return self._new_compute_op((project, region), "expandIpCidrRange", subnet, effect, key)
 
     def _network_get(self, params: dict[str, str], query: dict[str, str], body: Any) -> JSON:
         key = (params["project"], params["network"])

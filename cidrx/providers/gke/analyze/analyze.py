@@ -17,6 +17,7 @@ from cidrx.model.findings import Capacity, Diagnosis, Finding, FindingKind, Seve
 from cidrx.model.kube import KubeSection
 from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
+from cidrx.providers.gke.facts.node_subnet import NodeSubnetUse, node_subnet_use
 from cidrx.providers.gke.facts.pod_ranges import (
     ROUTES_ROLE,
     RangeUse,
@@ -77,6 +78,18 @@ GKE_ROUTES_CIDR_NEARLY_EXHAUSTED = FindingKind.parse(
 GKE_ROUTES_BASED = FindingKind.parse(
     """GKE-ROUTES-BASED (info): Routes-based cluster (ipAllocationPolicy.useRoutes): pods come from
     clusterIpv4Cidr through one route per node, and there is no in-place expansion; `cidrx expand` refuses."""
+)
+
+GKE_NODE_SUBNET_EXHAUSTED = FindingKind.parse(
+    """GKE-NODE-SUBNET-EXHAUSTED (critical): The primary range of the cluster's subnet has no free address: new
+    nodes cannot get their VM address, and cluster-autoscaler reports IP space exhausted even though the pod
+    ranges may have room."""
+)
+
+GKE_NODE_SUBNET_NEARLY_EXHAUSTED = FindingKind.parse(
+    """GKE-NODE-SUBNET-NEARLY-EXHAUSTED (warning): The primary range of the cluster's subnet (node VMs, other VMs,
+    internal load balancers, reserved internal addresses) is nearly full, or holds fewer nodes than the node
+    pools may autoscale to."""
 )
 
 # What this module raises, for the findings catalogue (python -m tools.docgen).
@@ -233,7 +246,7 @@ def _range_findings(ranges: list[RangeUse], flags: str, autopilot: bool) -> list
             findings += _routes_findings(r, evidence)
             continue
         subject = f"pod range {r.label}"
-        blocks = 1 << (r.node_prefix - netmath.parse_cidr(r.cidr).prefixlen)
+        blocks = netmath.gke_max_nodes(netmath.parse_cidr(r.cidr).prefixlen, r.node_prefix)
         evidence = [
             f"{r.cidr} holds {blocks} per-node /{r.node_prefix} block(s) "
             f"({'pools: ' + ', '.join(r.pools) if r.pools else 'no node pool uses it yet'})",
@@ -277,7 +290,18 @@ def _range_findings(ranges: list[RangeUse], flags: str, autopilot: bool) -> list
     return findings
 
 
-def _scale_up_findings(gke: GkeSection, kube: KubeSection, flags: str) -> list[Finding]:
+def _full_pod_ranges(ranges: list[RangeUse]) -> list[RangeUse]:
+    """The pod ranges node pools take blocks from that have no block left (as far as the snapshot tells)."""
+    return [r for r in ranges if r.pools and (r.exact or r.utilization_known) and r.free_for(r.node_prefix) == 0]
+
+
+def _scale_up_findings(
+    gke: GkeSection, kube: KubeSection, flags: str, ranges: list[RangeUse], subnet: NodeSubnetUse | None
+) -> list[Finding]:
+    """GKE-SCALE-UP-IP-EXHAUSTED, blaming what is full: the autoscaler says "IP space exhausted" both when a pod
+    range has no block left and when the subnet's primary range has no address left for the node VM
+    (docs/cloud-facts.md), so the finding names the range the snapshot shows full, both when both are, and
+    neither when neither reads full."""
     hits = [
         e
         for e in kube.events
@@ -289,18 +313,107 @@ def _scale_up_findings(gke: GkeSection, kube: KubeSection, flags: str) -> list[F
     total = sum(max(1, e.count) for e in hits)
     evidence = [f"{e.reason} {e.namespace}/{e.name}: {e.message}" for e in hits[:MAX_EVIDENCE]]
     evidence.append(f"{len(pending)} pod(s) Pending")
+    full_pods = _full_pod_ranges(ranges)
+    subnet_full = subnet is not None and subnet.free == 0
+    subnet_label = subnet.label if subnet is not None else ""
+    evidence += [f"pod range {r.label}: no free /{r.node_prefix} block" for r in full_pods]
+    if subnet is not None:
+        evidence.append(
+            f"{subnet.label}: {subnet.used} of {subnet.usable} usable addresses held, room for {subnet.free} more "
+            "node(s)"
+        )
+    pod_fix = f"add a pod range with `cidrx expand {flags} --plan`"
+    subnet_fix = f"expand the subnet's primary range with `cidrx expand {flags} --plan --strategy subnet-expand`"
+    if gke.cluster.use_routes and not subnet_full:
+        cause, fix = "", ROUTES_WAY_OUT
+    elif subnet_full and full_pods:
+        cause = f": both the pod range {full_pods[0].label} and the node subnet's {subnet_label} are full"
+        fix = f"New nodes need a pod block and a node address: {pod_fix}, and {subnet_fix}; apply both."
+    elif subnet_full:
+        cause = f": the node subnet's {subnet_label} is full; the pod ranges have room"
+        fix = f"New nodes need an address from the subnet's primary range: {subnet_fix} and apply it."
+    elif full_pods or subnet is None:
+        cause = f": pod range {full_pods[0].label} is full" if full_pods else ""
+        fix = f"New nodes need a free pod block; {pod_fix} and apply it."
+    else:
+        cause = ": neither a pod range nor the node subnet's primary range reads full in this snapshot"
+        fix = (
+            "Compare the autoscaler's zones with the pod ranges and the subnet's primary range (on a Shared VPC, "
+            "other service projects' VMs hold addresses cidrx cannot list); take a new snapshot and diagnose again."
+        )
     return [
         GKE_SCALE_UP_IP_EXHAUSTED.finding(
             Severity.CRITICAL,
             f"cluster {gke.cluster.name}",
-            f"cluster-autoscaler could not add nodes: IP space exhausted ({total} event(s), "
+            f"cluster-autoscaler could not add nodes: IP space exhausted{cause} ({total} event(s), "
             f"{len(pending)} pod(s) Pending)",
             tuple(evidence),
-            ROUTES_WAY_OUT
-            if gke.cluster.use_routes
-            else f"New nodes need a free pod block; add a pod range with `cidrx expand {flags} --plan` and apply it.",
+            fix,
         )
     ]
+
+
+def _node_subnet_capacity(use: NodeSubnetUse, shared_vpc: bool) -> Capacity:
+    parts = [f"{use.nodes} node(s) of this cluster"]
+    parts += [
+        f"{n} {what}"
+        for n, what in (
+            (use.other_vms, "other VM(s)"),
+            (use.forwarding_rules, "internal forwarding rule(s)"),
+            (use.reserved, "reserved internal address(es)"),
+        )
+        if n
+    ]
+    note = (
+        f"primary range of subnet {use.subnet}: {use.cidr.num_addresses} addresses less the 4 GCP reserves; held by "
+        f"{', '.join(parts)}; room for {use.free} more node(s); autoscaler max {use.autoscaler_max}"
+    )
+    if shared_vpc:
+        note += "; on Shared VPC, VMs of other service projects are not counted"
+    return Capacity(
+        kind="node-subnet",
+        name=use.subnet.rsplit("/", 1)[-1],
+        cidr=str(use.cidr),
+        size=use.usable,
+        used=use.used,
+        free=use.free,
+        utilization=use.utilization,
+        max_nodes=use.max_nodes,
+        nodes=use.nodes,
+        note=note,
+    )
+
+
+def _node_subnet_findings(use: NodeSubnetUse, flags: str) -> list[Finding]:
+    subject = f"subnet {use.subnet}"
+    evidence = (
+        f"{use.cidr} has {use.usable} usable addresses ({use.cidr.num_addresses} less the 4 GCP reserves)",
+        f"held: {use.nodes} node(s) of this cluster, {use.other_vms} other VM(s), {use.forwarding_rules} internal "
+        f"forwarding rule(s), {use.reserved} reserved internal address(es)",
+        f"node pools may autoscale to {use.autoscaler_max} node(s); the range has room for {use.max_nodes}",
+    )
+    fix = f"Expand the subnet's primary range: `cidrx expand {flags} --plan --strategy subnet-expand`."
+    if use.free == 0:
+        return [
+            GKE_NODE_SUBNET_EXHAUSTED.finding(
+                Severity.CRITICAL,
+                subject,
+                f"{use.label} is full: {use.used} of {use.usable} usable addresses held; no new node can get "
+                "its VM address",
+                evidence,
+                fix,
+            )
+        ]
+    if use.utilization >= NEARLY_FULL or use.autoscaler_max > use.max_nodes:
+        why = (
+            f"is {use.utilization:.0%} used ({use.free} address(es) left)"
+            if use.utilization >= NEARLY_FULL
+            else f"has room for {use.max_nodes} node(s) but the node pools may autoscale to {use.autoscaler_max}"
+        )
+        return [
+            GKE_NODE_SUBNET_NEARLY_EXHAUSTED.finding(Severity.WARNING, subject, f"{use.label} {why}", evidence, fix)
+        ]
+    return []
 
 
 def suggested_max_pods(peak_pods: int) -> tuple[int, int]:
@@ -352,7 +465,10 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     findings = _range_findings(ranges, flags, gke.cluster.autopilot)
     # Every range finding says the range is tight (full, nearly full, or the autoscaler may outgrow it).
     tight = {r.name or r.cidr for r in ranges if any(f.subject == f"pod range {r.label}" for f in findings)}
-    findings += _scale_up_findings(gke, kube, flags)
+    subnet_use = node_subnet_use(gke, sum(pool_max_nodes(p) for p in gke.node_pools))
+    if subnet_use is not None:
+        findings += _node_subnet_findings(subnet_use, flags)
+    findings += _scale_up_findings(gke, kube, flags, ranges, subnet_use)
     findings += _max_pods_findings(gke, kube, tight)
     c = gke.cluster
     own_ranges = {pool_range_key(gke, p) for p in gke.node_pools} - {c.pod_range_name or c.pod_cidr}
@@ -393,6 +509,8 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
 
         findings.append(kube_unreachable(UNREACHABLE, UNREACHABLE_FIX, reason=kube.reason or "no Kubernetes access"))
     capacity = _range_capacity(ranges) + _pool_capacity(gke, kube, ranges)
+    if subnet_use is not None:
+        capacity.append(_node_subnet_capacity(subnet_use, gke.shared_vpc))
     # The address maps' unallocated rows, from integer intervals: the maps themselves are for HTML only.
     capacity += network_space_capacity(snapshot)
     return make_diagnosis(snapshot.target, snapshot.fingerprint, capacity, findings)

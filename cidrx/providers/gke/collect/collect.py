@@ -29,6 +29,7 @@ from cidrx.providers.gke.model import (
     Route,
     RoutesCluster,
     SecondaryRange,
+    SubnetAddress,
     Subnetwork,
 )
 
@@ -399,6 +400,70 @@ def _subnet_key(s: Subnetwork) -> tuple[str, str]:
     return (s.region, s.name)
 
 
+_SUBNET_IN_REF = re.compile(r"(?:^|/)projects/([^/]+)/regions/([^/]+)/subnetworks/([^/]+)$")
+
+
+def names_subnet(ref: str, subnet: Subnetwork, project: str) -> bool:
+    """Whether a subnetwork reference (URL or `projects/P/regions/R/subnetworks/S`) names `subnet` of
+    `project` (a bare name is taken as the subnet's own project and region)."""
+    found = _SUBNET_IN_REF.search(ref or "")
+    if found is None:
+        return bool(ref) and ref == subnet.name
+    return found.groups() == (project, short_name(subnet.region), subnet.name)
+
+
+def _metadata(d: Json, key: str) -> str:
+    items = (d.get("metadata") or {}).get("items") or ()
+    return next((str(i.get("value", "")) for i in items if i.get("key") == key), "")
+
+
+def instance_addresses_from(d: Json, subnet: Subnetwork, host: str, project: str) -> list[SubnetAddress]:
+    """compute v1 `Instance`: the `networkIP` of each of its interfaces on `subnet`. A GKE node carries the
+    `goog-gke-node` label and its cluster's name in metadata `cluster-name` (gcpdiag
+    test-data/gke1/json-dumps/compute-instances-europe-west4-a.json, commit 16a12c7f)."""
+    gke = "goog-gke-node" in (d.get("labels") or {})
+    cluster = _metadata(d, "cluster-name") if gke else ""
+    return [
+        SubnetAddress(str(nic["networkIP"]), "instance", str(d.get("name", "")), project, cluster)
+        for nic in d.get("networkInterfaces") or ()
+        if nic.get("networkIP") and names_subnet(str(nic.get("subnetwork") or ""), subnet, host)
+    ]
+
+
+def forwarding_rule_address_from(d: Json, subnet: Subnetwork, host: str, project: str) -> SubnetAddress | None:
+    """compute v1 `ForwardingRule` whose `IPAddress` comes from `subnet` (internal load balancers, and
+    endpoints that name a subnetwork)."""
+    if not d.get("IPAddress") or not names_subnet(str(d.get("subnetwork") or ""), subnet, host):
+        return None
+    return SubnetAddress(str(d["IPAddress"]), "forwarding-rule", str(d.get("name", "")), project)
+
+
+def address_from(d: Json, subnet: Subnetwork, host: str, project: str) -> SubnetAddress | None:
+    """compute v1 regional `Address` of type INTERNAL reserved in `subnet` (RESERVED or IN_USE alike)."""
+    if d.get("addressType") != "INTERNAL" or not d.get("address"):
+        return None
+    if not names_subnet(str(d.get("subnetwork") or ""), subnet, host):
+        return None
+    return SubnetAddress(str(d["address"]), "address", str(d.get("name", "")), project)
+
+
+def collect_subnet_addresses(api: GkeApi, subnet: Subnetwork, host: str) -> tuple[SubnetAddress, ...]:
+    """What holds addresses of `subnet`'s primary range, read in the cluster's project and the host's (on
+    Shared VPC other service projects may hold some too; cidrx cannot list them)."""
+    region = short_name(subnet.region)
+    out: set[SubnetAddress] = set()
+    for project in dict.fromkeys((api.project, host)):
+        for d in api.iter_instances(project):
+            out.update(instance_addresses_from(d, subnet, host, project))
+        for d in api.iter_forwarding_rules(region, project):
+            if (found := forwarding_rule_address_from(d, subnet, host, project)) is not None:
+                out.add(found)
+        for d in api.iter_addresses(region, project):
+            if (found := address_from(d, subnet, host, project)) is not None:
+                out.add(found)
+    return tuple(sorted(out, key=lambda a: (_net_key(a.address), a.kind, a.project, a.name)))
+
+
 # -- collect (I/O through GkeApi) -------------------------------------------------------------------
 
 
@@ -470,6 +535,9 @@ def collect_gke(api: GkeApi, cluster: str) -> GkeSection:
         routes=tuple(sorted(net_routes.values(), key=lambda r: (_fast_net_key(r.dest_range), r.name))) or None,
         routes_clusters=_routes_clusters(api, gke_cluster, host) or None,
         firewalls=tuple(firewalls),
+        # None, not (), when nothing was found: snapshots of such estates keep the fingerprints they had
+        # before cidrx read these (analysis then has no primary-range row, as for an old snapshot).
+        subnet_addresses=collect_subnet_addresses(api, own, host) or None,
     )
 
 

@@ -206,7 +206,8 @@ def pod_ranges(gke: GkeSection, kube: KubeSection) -> list[RangeUse]:
         net = IPv4Network(cidr, strict=False)
         pools = [p for p in gke.node_pools if pool_range_key(gke, p) == key]
         prefixes = sorted({pool_node_prefix(p) for p in pools}) or [_prefix_for_max_pods(c.default_max_pods_per_node)]
-        prefixes = [p for p in prefixes if p >= net.prefixlen] or [net.prefixlen]
+        # A per-node block larger than the range (a /24 per node from a /26) fits no node at all: 0 nodes,
+        # never the range itself counted as one block (netmath.gke_max_nodes; docs/cloud-facts.md).
         node_prefix = prefixes[0]
         size = net.num_addresses
         known = True
