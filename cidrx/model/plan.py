@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cidrx.errors import InvalidInput
-from cidrx.model import codec
+from cidrx.model import codec, files
 from cidrx.model.target import Target
 
 if TYPE_CHECKING:
@@ -129,4 +129,4 @@ def load_plan(path: str | Path) -> Plan:
 
 
 def save_plan(plan: Plan, path: str | Path) -> None:
-    Path(path).write_text(codec.dumps(plan))
+    files.write_file(path, codec.dumps(plan))
