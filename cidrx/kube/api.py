@@ -32,6 +32,7 @@ from cidrx.kube.errors import AlreadyExists, Conflict, KubeUnavailable, NotFound
 from cidrx.kube.kubeconfig import SERVICE_ACCOUNT, in_cluster, kubeconfig_paths, merge_kubeconfigs
 from cidrx.kube.records import ApiGroupList, EventRecord, ListHead, NodeRecord, PodRecord
 from cidrx.transport import activity
+from cidrx.transport.environment import check_proxy_environment
 from cidrx.transport.retry import (
     Retryable,
     call_with_retry,
@@ -240,6 +241,7 @@ class KubeApi:
         import httpx2
         from lightkube import Client, ConfigError
 
+        check_proxy_environment()
         config, self.context = load_config(kubeconfig, context)
         self.server: str = config.cluster.server
         self.chunk_size = chunk_size

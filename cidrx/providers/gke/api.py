@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput
 from cidrx.transport import activity
+from cidrx.transport.environment import check_proxy_environment
 from cidrx.transport.retry import (
     Retryable,
     call_with_retry,
@@ -261,6 +262,7 @@ class GkeApi:
         client = self._clients.get(kind)
         if client is not None:
             return client
+        check_proxy_environment()
         container_v1, compute_v1 = _import_sdk()
         from google.api_core.client_options import ClientOptions
 

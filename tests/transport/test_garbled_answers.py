@@ -1,0 +1,89 @@
+"""A success answer cut off or garbled on the way (a truncated DescribeCluster body, EC2 XML that does not parse)
+is a transient failure of that call: retried like a 5xx, exit 7 when it lasts, never a KeyError or exit 1.
+Faults are injected where botocore sends (a `before-send` handler registered like moto's own)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from tests.support.cli import one_line_error, run
+from tests.support.fakes import eks_addons
+
+
+@pytest.fixture
+def eks(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any]]:
+    from tests.support.estates.eks import fake_aws_env, moto_incident
+
+    fake_aws_env(monkeypatch)
+    with moto_incident(cluster="demo-ip") as pair:
+        yield pair
+
+
+def hook_aws(monkeypatch: pytest.MonkeyPatch, event: str, handler: Callable[..., Any]) -> None:
+    import botocore.handlers
+
+    monkeypatch.setattr(botocore.handlers, "BUILTIN_HANDLERS", [*botocore.handlers.BUILTIN_HANDLERS, (event, handler)])
+
+
+def garble(times: int | None, body: bytes, content_type: str) -> tuple[Callable[..., Any], list[int]]:
+    """A handler answering the first `times` requests (None: all) with a 200 and `body`."""
+    sent = [0]
+
+    def handler(request: Any, **_: Any) -> Any:
+        sent[0] += 1
+        if times is None or sent[0] <= times:
+            return eks_addons.raw_response(request.url, 200, body, {"Content-Type": content_type})
+        return None
+
+    return handler, sent
+
+
+CUT_CLUSTER = b'{"cluster": {"name": "demo-i'  # botocore reads an unparseable JSON body as {} plus a message
+BAD_XML = b"<DescribeRouteTablesResponse><routeTableSet><item><routeTableId>rtb-1</rou"
+
+
+def _diagnose(world: Any) -> Any:
+    return run("diagnose", "--eks", "--region", world.region, "--cluster", world.cluster, "--no-kube", "-o", "json")
+
+
+@pytest.mark.parametrize(
+    ("event", "body", "content_type"),
+    [
+        ("before-send.eks.DescribeCluster", CUT_CLUSTER, "application/json"),
+        ("before-send.ec2.DescribeRouteTables", BAD_XML, "text/xml"),
+    ],
+    ids=["cut-json", "garbled-xml"],
+)
+def test_a_garbled_answer_is_retried_and_the_result_is_the_fault_free_one(
+    eks: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch, event: str, body: bytes, content_type: str
+) -> None:
+    _, world = eks
+    clean = _diagnose(world)
+    handler, sent = garble(2, body, content_type)
+    hook_aws(monkeypatch, event, handler)
+    faulty = _diagnose(world)
+    assert sent[0] >= 3 and faulty.exit_code == clean.exit_code, faulty.output
+    strip = lambda text: "\n".join(line for line in text.splitlines() if "taken_at" not in line)  # noqa: E731
+    assert strip(faulty.stdout) == strip(clean.stdout)
+
+
+@pytest.mark.parametrize(
+    ("event", "body", "content_type"),
+    [
+        ("before-send.eks.DescribeCluster", CUT_CLUSTER, "application/json"),
+        ("before-send.ec2.DescribeRouteTables", BAD_XML, "text/xml"),
+    ],
+    ids=["cut-json", "garbled-xml"],
+)
+def test_a_garbled_answer_that_lasts_is_exit_7(
+    eks: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch, event: str, body: bytes, content_type: str
+) -> None:
+    _, world = eks
+    handler, _ = garble(None, body, content_type)
+    hook_aws(monkeypatch, event, handler)
+    result = _diagnose(world)
+    assert result.exit_code == 7, result.output
+    assert "answer" in one_line_error(result) and "internal error" not in result.stderr
