@@ -16,6 +16,7 @@ resolution (cidrx.kube.kubeconfig) and the errors callers catch (cidrx.kube.erro
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -27,13 +28,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 import msgspec
 
 from cidrx import registry
-from cidrx.errors import AccessDenied, CidrxError, CloudError
+from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput, RetriesExhausted
 from cidrx.kube.errors import AlreadyExists, Conflict, KubeUnavailable, NotFound, PatchTestFailed, one_line
 from cidrx.kube.kubeconfig import SERVICE_ACCOUNT, in_cluster, kubeconfig_paths, merge_kubeconfigs
 from cidrx.kube.records import ApiGroupList, EventRecord, ListHead, NodeRecord, PodRecord
 from cidrx.transport import activity
 from cidrx.transport.environment import check_proxy_environment
 from cidrx.transport.retry import (
+    RETRY_LATER_HINT,
     Retryable,
     call_with_retry,
     certificate_failure,
@@ -341,8 +343,18 @@ class KubeApi:
                 f"cannot get credentials for context {self.context}: {one_line(str(exc))}",
                 hint="log in again (aws sso login, gcloud auth login) and check the plugin is on PATH",
             )
-        if isinstance(exc, msgspec.ValidationError | msgspec.DecodeError):
-            return CloudError(f"unexpected answer to {call.verb} {call.subject} from {self.server}: {exc}")
+        if _from_credential_plugin(exc):
+            return InvalidInput(
+                f"the credential plugin of context {self.context} did not print an ExecCredential "
+                f"(JSON with status.token): {type(exc).__name__}: {one_line(str(exc))}",
+                hint="run the kubeconfig's users[].user.exec command by hand to see what it prints",
+            )
+        if isinstance(exc, msgspec.ValidationError | msgspec.DecodeError | json.JSONDecodeError):
+            # A 2xx whose body was cut off or garbled on the way: transient (reads were retried; see classify).
+            return RetriesExhausted(
+                f"unreadable answer to {call.verb} {call.subject} from {self.server}: {one_line(str(exc))[:200]}",
+                hint=RETRY_LATER_HINT,
+            )
         return None
 
     @contextmanager
@@ -588,6 +600,17 @@ class KubeApi:
         return sorted(found)
 
 
+def _from_credential_plugin(exc: BaseException) -> bool:
+    """Whether `exc` was raised while lightkube read an exec credential plugin's output (its ExecAuth parses
+    the plugin's stdout with json.loads and indexes status.token, outside any request)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name in ("sync_auth_flow", "async_auth_flow"):
+            return isinstance(exc, ValueError | KeyError | TypeError)
+        tb = tb.tb_next
+    return False
+
+
 def classify(exc: BaseException, *, write: bool) -> Retryable | None:
     """The retry policy's view of a Kubernetes client failure (see cidrx.transport.retry for what is safe):
     429 (API priority and fairness, with Retry-After) always, 5xx for reads; failures to connect always,
@@ -596,6 +619,10 @@ def classify(exc: BaseException, *, write: bool) -> Retryable | None:
 
     if certificate_failure(exc) is not None:  # a configuration problem: the next attempt fails the same way
         return None
+    if _from_credential_plugin(exc):
+        return None
+    if isinstance(exc, msgspec.ValidationError | msgspec.DecodeError | json.JSONDecodeError):
+        return None if write else Retryable()  # a cut or garbled 2xx body; a write did reach the server
     status = _status_of(exc)
     if status is not None:
         code = status[0]

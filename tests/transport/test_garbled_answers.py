@@ -87,3 +87,52 @@ def test_a_garbled_answer_that_lasts_is_exit_7(
     result = _diagnose(world)
     assert result.exit_code == 7, result.output
     assert "answer" in one_line_error(result) and "internal error" not in result.stderr
+
+
+# --- Kubernetes: the fake API server cuts the real answer off halfway --------------------------------------
+
+
+def _k8s(kubeconfig: str) -> Any:
+    return run("diagnose", "--k8s", "--kubeconfig", kubeconfig, "-o", "json")
+
+
+def test_a_cut_kubernetes_list_is_retried_and_a_lasting_one_is_exit_7(tmp_path: Any) -> None:
+    from tests.support.fakes.kube_server import FakeKubeServer
+
+    with FakeKubeServer() as server:
+        kubeconfig = str(server.kubeconfig(tmp_path / "kubeconfig"))
+        clean = _k8s(kubeconfig)
+        server.inject_truncated(method="GET", path_contains="/nodes", times=2)
+        once = _k8s(kubeconfig)
+        assert once.exit_code == clean.exit_code, once.output
+        server.inject_truncated(method="GET", path_contains="/nodes", times=None)
+        lasting = _k8s(kubeconfig)
+        server.clear_faults()
+    assert lasting.exit_code == 7, lasting.output
+    assert "unreadable answer to list nodes" in one_line_error(lasting)
+
+
+def test_an_exec_credential_plugin_printing_no_json_is_exit_2_naming_it(tmp_path: Any) -> None:
+    import yaml
+
+    from tests.support.fakes.kube_server import FakeKubeServer
+
+    with FakeKubeServer() as server:
+        config = server.kubeconfig_dict()
+        config["users"] = [
+            {
+                "name": "fake",
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": "sh",
+                        "args": ["-c", "echo 'Please log in first'"],
+                    }
+                },
+            }
+        ]
+        path = tmp_path / "kubeconfig"
+        path.write_text(yaml.safe_dump(config))
+        result = _k8s(str(path))
+    assert result.exit_code == 2, result.output
+    assert "the credential plugin of context fake did not print an ExecCredential" in one_line_error(result)
