@@ -136,3 +136,15 @@ def test_an_exec_credential_plugin_printing_no_json_is_exit_2_naming_it(tmp_path
         result = _k8s(str(path))
     assert result.exit_code == 2, result.output
     assert "the credential plugin of context fake did not print an ExecCredential" in one_line_error(result)
+
+
+def test_a_hung_aws_endpoint_is_unreachable_like_a_refused_one() -> None:
+    from botocore import exceptions as bx
+
+    from cidrx.errors import ExitStatus
+    from cidrx.providers.eks.api import translate
+
+    hung = translate(bx.ReadTimeoutError(endpoint_url="https://eks.us-east-1.amazonaws.com"), "eks:DescribeCluster")
+    refused = translate(bx.EndpointConnectionError(endpoint_url="https://eks.us-east-1.amazonaws.com"), "eks:X")
+    assert hung.exit_code == refused.exit_code == ExitStatus.ACCESS
+    assert "did not answer eks:DescribeCluster" in hung.message

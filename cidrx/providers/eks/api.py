@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput, RetriesExhausted
+from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput, RetriesExhausted, Unreachable
 from cidrx.transport import activity
 from cidrx.transport.environment import check_proxy_environment
 from cidrx.transport.retry import (
@@ -193,8 +193,16 @@ def translate(exc: BaseException, action: str, subject: str | None = None) -> Ci
         )
     if isinstance(exc, bx.ConnectionError):
         url = exc.kwargs.get("endpoint_url", "the AWS endpoint")
-        return AccessDenied(
+        return Unreachable(
             f"cannot reach {url} for {action}", hint="check --region / AWS_ENDPOINT_URL and the network"
+        )
+    if isinstance(exc, bx.ReadTimeoutError | bx.ConnectionClosedError):
+        # A hung endpoint is as unreachable as a refused one (exit 6, like the Kubernetes API): 7 is kept for
+        # answers that say "try later" (5xx, throttling).
+        url = exc.kwargs.get("endpoint_url", "the AWS endpoint")
+        return Unreachable(
+            f"{url} did not answer {action}{on} ({_one_line(str(exc))})",
+            hint="check --region / AWS_ENDPOINT_URL, any proxy, and the network",
         )
     if isinstance(exc, bx.ParamValidationError):
         return CidrxError(f"internal error: cidrx built an invalid {action} request: {_one_line(str(exc))}")
