@@ -193,9 +193,7 @@ def translate(exc: BaseException, action: str, subject: str | None = None) -> Ci
         )
     if isinstance(exc, bx.ConnectionError):
         url = exc.kwargs.get("endpoint_url", "the AWS endpoint")
-        return Unreachable(
-            f"cannot reach {url} for {action}", hint="check --region / AWS_ENDPOINT_URL and the network"
-        )
+        return Unreachable(f"cannot reach {url} for {action}", hint="check --region / AWS_ENDPOINT_URL and the network")
     if isinstance(exc, bx.ReadTimeoutError | bx.ConnectionClosedError):
         # A hung endpoint is as unreachable as a refused one (exit 6, like the Kubernetes API): 7 is kept for
         # answers that say "try later" (5xx, throttling).
