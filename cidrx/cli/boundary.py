@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import click
 
-from cidrx.errors import CidrxError, ExitStatus
+from cidrx.errors import CidrxError, ExitStatus, InvalidInput
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C; used when nothing was being applied
 REPORT_HINT = "this is a bug; please report it with the output of `cidrx snapshot`"
@@ -104,6 +104,15 @@ def run(invoke: Callable[[], object]) -> int:
         return exc.exit_code
     except ReaderGone:
         return _reader_gone()
+    except UnicodeEncodeError as exc:  # e.g. PYTHONIOENCODING=latin-1 and a cluster named in another script
+        encoding = exc.encoding or getattr(sys.stdout, "encoding", None) or "its encoding"
+        shown = exc.object[exc.start : exc.end] if isinstance(exc.object, str) else ""
+        return report_error(
+            InvalidInput(
+                f"cannot print {shown!r} in the output encoding {encoding} (PYTHONIOENCODING, or the locale)",
+                hint="use a UTF-8 locale or PYTHONIOENCODING=utf-8, or -o json",
+            )
+        )
     except OSError as exc:
         if exc.errno == errno.EPIPE:
             return _reader_gone()

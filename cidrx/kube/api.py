@@ -15,6 +15,7 @@ resolution (cidrx.kube.kubeconfig) and the errors callers catch (cidrx.kube.erro
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -245,6 +246,7 @@ class KubeApi:
 
         check_proxy_environment()
         config, self.context = load_config(kubeconfig, context)
+        check_credential_plugin(config, self.context)
         self.server: str = config.cluster.server
         self.chunk_size = chunk_size
         try:
@@ -598,6 +600,71 @@ class KubeApi:
                 meta = p.get("metadata") or {}
                 found.append(f"{meta.get('namespace')}/{meta.get('name')}")
         return sorted(found)
+
+
+PLUGIN_TIMEOUT_ENV = "CIDRX_CREDENTIAL_PLUGIN_TIMEOUT"
+PLUGIN_TIMEOUT = 60.0  # seconds; a login prompt that nobody answers in CI must not hang the run
+
+
+def check_credential_plugin(config: SingleConfig, context: str) -> None:
+    """Run the context's exec credential plugin once, with a timeout, before lightkube does (lightkube waits
+    for it without one): a plugin that never returns is an unreachable cluster (exit 6, naming the plugin),
+    one that prints no ExecCredential is bad input (exit 2). The Kubernetes client runs it again for its token
+    (client-go's exec plugin protocol: the plugin prints an ExecCredential with status.token on stdout)."""
+    import os
+    import subprocess
+
+    user = getattr(config, "user", None)
+    plugin = getattr(user, "exec", None) if user is not None else None
+    if plugin is None or not getattr(plugin, "command", None):
+        return
+    raw = os.environ.get(PLUGIN_TIMEOUT_ENV, "").strip()
+    try:
+        timeout = float(raw) if raw else PLUGIN_TIMEOUT
+    except ValueError:
+        raise InvalidInput(f"{PLUGIN_TIMEOUT_ENV}={raw!r} is not a number of seconds") from None
+    env = dict(os.environ)
+    env.update((var.name, var.value) for var in (plugin.env or ()))
+    command = [plugin.command, *(plugin.args or [])]
+    try:
+        # Its own process group, so a timeout ends the plugin and whatever it started (which would keep
+        # the output pipes open).
+        proc = subprocess.Popen(
+            command,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError:
+        return  # not found / not executable: the client reports it as missing credentials
+    try:
+        stdout, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        import signal
+
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise KubeUnavailable(
+            f"the credential plugin {plugin.command!r} of context {context} did not finish within {timeout:.0f}s",
+            hint="run it by hand: it may be waiting for a login (aws sso login, gcloud auth login); "
+            f"{PLUGIN_TIMEOUT_ENV} sets the wait",
+        ) from None
+    if proc.returncode != 0:
+        return  # the client reports the plugin's own error
+    try:
+        token = json.loads(stdout)["status"]["token"]
+    except (ValueError, KeyError, TypeError):
+        token = None
+    if not isinstance(token, str):
+        shown = one_line(stdout.decode(errors="replace"))[:120]
+        raise InvalidInput(
+            f"the credential plugin {plugin.command!r} of context {context} did not print an ExecCredential "
+            f"(JSON with status.token); it printed {shown!r}",
+            hint="run the kubeconfig's users[].user.exec command by hand to see what it prints",
+        )
 
 
 def _from_credential_plugin(exc: BaseException) -> bool:

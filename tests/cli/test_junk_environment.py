@@ -56,3 +56,27 @@ def test_a_junk_proxy_is_exit_2_for_kubernetes_too(tmp_path: Path) -> None:
     result = run("diagnose", "--k8s", "--kubeconfig", str(kubeconfig), env={"HTTPS_PROXY": "junk://x"})
     assert result.exit_code == 2, result.output
     assert "HTTPS_PROXY='junk://x' is not a proxy URL" in one_line_error(result)
+
+
+def test_an_output_encoding_that_cannot_print_a_name_is_exit_2(tmp_path: Path) -> None:
+    import dataclasses
+    import os
+    import subprocess
+    import sys
+
+    from cidrx.model.snapshot import load_snapshot, save_snapshot, seal
+
+    repo = Path(__file__).resolve().parents[2]
+    snap = load_snapshot(repo / "examples" / "whereabouts-stale.snapshot.json")
+    named = dataclasses.replace(snap.target, cluster="實驗", context="實驗")
+    save_snapshot(seal(dataclasses.replace(snap, target=named)), tmp_path / "s.json")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CIDRX_")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "cidrx", "diagnose", "--snapshot", str(tmp_path / "s.json")],
+        env={**env, "PYTHONIOENCODING": "latin-1"},
+        capture_output=True,
+        timeout=60,
+    )
+    err = proc.stderr.decode("latin-1")
+    assert proc.returncode == 2, err
+    assert err.startswith("cidrx: error: cannot print") and "latin-1" in err and "internal error" not in err

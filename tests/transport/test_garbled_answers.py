@@ -135,7 +135,25 @@ def test_an_exec_credential_plugin_printing_no_json_is_exit_2_naming_it(tmp_path
         path.write_text(yaml.safe_dump(config))
         result = _k8s(str(path))
     assert result.exit_code == 2, result.output
-    assert "the credential plugin of context fake did not print an ExecCredential" in one_line_error(result)
+    assert "the credential plugin 'sh' of context fake did not print an ExecCredential" in one_line_error(result)
+    assert "Please log in first" in result.stderr
+
+
+def test_an_exec_credential_plugin_that_never_returns_is_exit_6_naming_it(tmp_path: Any) -> None:
+    import yaml
+
+    from tests.support.fakes.kube_server import FakeKubeServer
+
+    with FakeKubeServer() as server:
+        config = server.kubeconfig_dict()
+        # The plugin starts a child that outlives it: the timeout must end both (its process group).
+        plugin = {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "sh", "args": ["-c", "sleep 60"]}
+        config["users"] = [{"name": "fake", "user": {"exec": plugin}}]
+        path = tmp_path / "kubeconfig"
+        path.write_text(yaml.safe_dump(config))
+        result = run("diagnose", "--k8s", "--kubeconfig", str(path), env={"CIDRX_CREDENTIAL_PLUGIN_TIMEOUT": "0.5"})
+    assert result.exit_code == 6, result.output
+    assert "the credential plugin 'sh' of context fake did not finish within" in one_line_error(result)
 
 
 def test_a_hung_aws_endpoint_is_unreachable_like_a_refused_one() -> None:
