@@ -77,6 +77,16 @@ def cluster_steps(plan: Plan) -> list[str]:
     return [s.id for s in plan.steps if every or any(p.startswith("kubernetes:") for p in s.permissions)]
 
 
+def require_kube_allowed(plan: Plan, access: Access) -> None:
+    """Refuse --no-kube for a plan with in-cluster steps, before anything is read (the cloud included)."""
+    needing = cluster_steps(plan)
+    if needing and access.no_kube:
+        raise InvalidInput(
+            f"plan {plan.plan_id} changes in-cluster objects (step {needing[0]}), so its apply must reach the "
+            "cluster; drop --no-kube"
+        )
+
+
 def require_reach(plan: Plan, snapshot: Snapshot, access: Access) -> None:
     """Refuse, before the first write, a plan whose steps need the cluster when the fresh snapshot could
     not read it: an apply must prove access to everything it touches first (a cloud that cannot be reached
@@ -84,11 +94,7 @@ def require_reach(plan: Plan, snapshot: Snapshot, access: Access) -> None:
     needing = cluster_steps(plan)
     if not needing:
         return
-    if access.no_kube:
-        raise InvalidInput(
-            f"plan {plan.plan_id} changes in-cluster objects (step {needing[0]}), so its apply must reach the "
-            "cluster; drop --no-kube"
-        )
+    require_kube_allowed(plan, access)
     if not snapshot.kube.available:
         from cidrx.errors import Unreachable
 
@@ -247,6 +253,7 @@ class ApplySession:
         `writing()` the stretch where writes happen (the CLI's Ctrl-C there means "stopped partway"). A
         failed verification does not fail the apply: it says why its result could not be checked."""
         label = self.plan.target.label()
+        require_kube_allowed(self.plan, self.access)
         with self.locked(wait):
             self.progress.note(f"taking a fresh snapshot of {label} to check the plan still holds")
             with reading(f"reading {label}"):

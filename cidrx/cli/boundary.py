@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import click
 
-from cidrx.errors import CidrxError, ExitStatus
+from cidrx.errors import CidrxError, ExitStatus, InvalidInput
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C; used when nothing was being applied
 REPORT_HINT = "this is a bug; please report it with the output of `cidrx snapshot`"
@@ -33,6 +33,14 @@ class ReaderGone(Exception):
 class _State:
     verbose: int = 0
     applying: bool = False
+    outcome: int | None = None  # the exit code the command decided on before printing its result
+
+
+def decided(code: int) -> int:
+    """Record the exit code a command has decided on before it prints its result, and return it: when the
+    reader of stdout has gone away (`cidrx diagnose ... | true`), the run still exits with it."""
+    state.outcome = int(code)
+    return code
 
 
 state = _State()
@@ -76,6 +84,7 @@ def _interrupted() -> int:
 def run(invoke: Callable[[], object]) -> int:
     """Call `invoke` (click in non-standalone mode) and turn its outcome into an exit code."""
     state.applying = False
+    state.outcome = None
     try:
         rv = invoke()
         # Flushed here, not at exit: a full disk or a closed pipe then gets its one line (or silence)
@@ -95,6 +104,15 @@ def run(invoke: Callable[[], object]) -> int:
         return exc.exit_code
     except ReaderGone:
         return _reader_gone()
+    except UnicodeEncodeError as exc:  # e.g. PYTHONIOENCODING=latin-1 and a cluster named in another script
+        encoding = exc.encoding or getattr(sys.stdout, "encoding", None) or "its encoding"
+        shown = exc.object[exc.start : exc.end] if isinstance(exc.object, str) else ""
+        return report_error(
+            InvalidInput(
+                f"cannot print {shown!r} in the output encoding {encoding} (PYTHONIOENCODING, or the locale)",
+                hint="use a UTF-8 locale or PYTHONIOENCODING=utf-8, or -o json",
+            )
+        )
     except OSError as exc:
         if exc.errno == errno.EPIPE:
             return _reader_gone()
@@ -110,10 +128,11 @@ def run(invoke: Callable[[], object]) -> int:
 
 def _reader_gone() -> int:
     # `cidrx diagnose | head`: the reader went away; not an error worth a message. Point stdout at
-    # /dev/null so the interpreter's final flush does not complain either.
+    # /dev/null so the interpreter's final flush does not complain either. The code the command had
+    # decided on (diagnose's 3) still counts: a closed pipe must not turn findings into success.
     with contextlib.suppress(Exception):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return ExitStatus.OK
+    return state.outcome if state.outcome is not None else ExitStatus.OK
 
 
 # A full disk, an exhausted quota or a read-only file system: the machine's trouble, not a bug.

@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cidrx import registry
+from cidrx.cli import boundary
 from cidrx.cli.options import (
     VALUES,
     OutputFormat,
     TargetOptions,
     check_matches,
     fleet_target_options,
+    for_snapshot,
     resolve_target,
 )
 from cidrx.errors import ExitStatus, InvalidInput
@@ -77,6 +79,8 @@ def read_snapshot(path: str, opts: TargetOptions) -> Snapshot:
     """A snapshot file (`-` for stdin); target flags given alongside must name the same cluster."""
     from cidrx.model.snapshot import load_snapshot, parse_snapshot
 
+    what = "the snapshot on stdin" if path == "-" else f"snapshot {path}"
+    opts = for_snapshot(opts, what)
     snap = parse_snapshot(sys.stdin.buffer.read(), "snapshot on stdin") if path == "-" else load_snapshot(path)
     check_matches(opts, snap.target, f"snapshot {path}")
     return snap
@@ -102,7 +106,6 @@ def get_snapshot(opts: TargetOptions, snapshot_path: str | None) -> Snapshot:
 
 def reading_status(title: str) -> contextlib.AbstractContextManager[None]:
     """A spinner on stderr naming each request (and retry) while the block reads the cloud or cluster."""
-    from cidrx.cli import boundary
     from cidrx.render.progress import showing_activity
 
     return showing_activity(title, sys.stderr, boundary.state.verbose)
@@ -208,8 +211,9 @@ def diagnose_many(opts: TargetOptions, all_contexts: bool, parallel: int, output
         notes=notes,
         floor=floor,
     )
+    code = boundary.decided(result.exit_code)
     click.echo(render_fleet(result, output, stdout_term()), nl=False)
-    return result.exit_code
+    return code
 
 
 def fleet_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -309,7 +313,9 @@ def diagnose(
     if output == "html":
         from cidrx.render.html import render_html
 
+        code = boundary.decided(exit_code_for(d, fail_on))
         click.echo(render_html(d, address_maps(snap)), nl=False)
-        return exit_code_for(d, fail_on)
+        return code
+    code = boundary.decided(exit_code_for(d, fail_on))
     click.echo(render_diagnosis(d, output, stdout_term()), nl=False)
-    return exit_code_for(d, fail_on)
+    return code

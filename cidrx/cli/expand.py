@@ -21,6 +21,7 @@ from cidrx.cli.diagnose import get_snapshot, reading_status
 from cidrx.cli.options import OutputFormat, RegisteredChoice, TargetOptions, check_matches, target_options
 from cidrx.cli.snapshot import write_atomically
 from cidrx.errors import CidrxError, InvalidInput
+from cidrx.model import files
 from cidrx.render import PLAN_FORMATS, render_plan
 
 if TYPE_CHECKING:
@@ -116,19 +117,23 @@ def make(
 
     if options.cidr:
         _check_cidr(options.cidr)
-    if out and out != "-" and out.endswith(".tf"):
+    if out and not files.is_stdout(out) and out.endswith(".tf"):
         stem = out[: -len(".tf")]
         raise InvalidInput(
             f"--out {out}: --out names the plan's JSON file, not the Terraform",
             hint=f"use --out {stem}.json --emit terraform: the plan goes to {stem}.json and its HCL to {stem}.tf",
         )
+    if out:
+        files.check_writable(out)  # a device, FIFO or directory is refused before anything is read
+        if emit is not None and not files.is_stdout(out):
+            files.check_writable(terraform_path(out))
     snap = get_snapshot(target, snapshot_path)
     plan = make_plan(snap, options)
     if emit is None:
         return write_plan(plan, out, output, "expand", snap)
     if emit != "terraform":
         return make_and_emit(plan, snap, out, output, emit)
-    if out == "-":  # the HCL instead of the plan's JSON: nothing is saved
+    if out is not None and files.is_stdout(out):  # the HCL instead of the plan's JSON: nothing is saved
         click.echo(terraform_text(plan, None), nl=False)
         return 0
     path = out or default_plan_path(plan)
@@ -147,7 +152,7 @@ def make_and_emit(plan: Plan, snap: Snapshot, out: str | None, output: str, emit
         raise InvalidInput(f"--emit {emit}: {plan.strategy} plans have no {emit} form", hint="drop --emit")
     suffix, path = found
     text: str = registry.load(path)(plan)  # before anything is written: a plan it cannot express writes nothing
-    if out == "-":
+    if out is not None and files.is_stdout(out):
         click.echo(text, nl=False)
         return 0
     plan_path = out or default_plan_path(plan)
@@ -200,7 +205,7 @@ def write_plan(plan: Plan, out: str | None, output: str, command: str, snapshot:
     """Print `plan` in `output` format and save it to `out` (default beside the cwd; `-`: JSON on stdout)."""
     from cidrx.model import codec
 
-    if out == "-":
+    if out is not None and files.is_stdout(out):
         click.echo(render_plan(plan, "json"), nl=False)
         return 0
     path = out or default_plan_path(plan)

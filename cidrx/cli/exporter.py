@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from cidrx.cli.diagnose import check_fleet_flags, fleet_jobs, fleet_options, is_fleet, read_snapshot, reading_status
-from cidrx.cli.options import TargetOptions, check_matches, fleet_target_options, resolve_target
+from cidrx.cli.options import TargetOptions, check_matches, fleet_target_options, for_snapshot, resolve_target
 from cidrx.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -83,7 +83,8 @@ def exporter(
             raise InvalidInput("--snapshot -: the exporter re-reads its snapshot every interval; give a file")
         read_snapshot(snapshot_path, target)  # a missing or corrupt file is exit 2 now, not a failing exporter
         path = snapshot_path
-        collect = app.snapshot_collect(path, lambda snap: check_matches(target, snap.target, f"snapshot {path}"))
+        offline = for_snapshot(target, f"snapshot {path}")
+        collect = app.snapshot_collect(path, lambda snap: check_matches(offline, snap.target, f"snapshot {path}"))
     else:
         resolved = resolve_target(target)
         require_supported(resolved)

@@ -8,6 +8,7 @@ a Target or a one-line InvalidInput (exit 2), so every command names targets and
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from collections.abc import Callable, Sequence
@@ -36,6 +37,8 @@ class TargetOptions(Access):
     resource_group: str | None = None
     # Every --context given, in order (fleet mode); `context` is the one context when there is one.
     contexts: tuple[str, ...] = ()
+    # Options whose value came from the environment (CIDRX_<OPTION>, AWS_REGION, ...), not the command line.
+    from_env: frozenset[str] = frozenset()
 
     def given(self) -> list[str]:
         """The target-naming flags that were set, as `--flag` strings (for error messages)."""
@@ -105,6 +108,12 @@ def _context_option(fleet: bool) -> Callable[[Callable[..., Any]], Callable[...,
 def _add_target_options(f: Callable[..., Any], *, fleet: bool) -> Callable[..., Any]:
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        ctx = click.get_current_context(silent=True)
+        from_env = {
+            name
+            for name in (*registry.provider_names(), *_LIVE_ONLY, "region", "cluster", "project", "location")
+            if ctx is not None and ctx.get_parameter_source(name) is click.core.ParameterSource.ENVIRONMENT
+        }
         chosen = [p for p in registry.provider_names() if kwargs.pop(p)]
         if len(chosen) > 1:
             raise InvalidInput(f"choose one provider, not {' and '.join('--' + p for p in chosen)}")
@@ -119,6 +128,7 @@ def _add_target_options(f: Callable[..., Any], *, fleet: bool) -> Callable[..., 
         for name, variables in spec.env_defaults if spec is not None else ():
             if given[name] is None:
                 given[name] = next((os.environ[v] for v in variables if os.environ.get(v)), None)
+                from_env.add(name)
         opts = TargetOptions(
             provider=chosen[0] if chosen else None,
             **given,
@@ -126,6 +136,7 @@ def _add_target_options(f: Callable[..., Any], *, fleet: bool) -> Callable[..., 
             context=contexts[0] if len(contexts) == 1 else None,
             no_kube=kwargs.pop("no_kube"),
             contexts=contexts,
+            from_env=frozenset(from_env),
         )
         return f(*args, target=opts, **kwargs)
 
@@ -203,6 +214,28 @@ def resolve_target(opts: TargetOptions) -> Target:
         # header, the plan file's name and the Prometheus `target` label of every cluster.
         name = current_context(opts.kubeconfig) or "no-kubeconfig"
     return Target(spec.name, name, context=opts.context)
+
+
+# Options that only say how to reach a live cluster or cloud; a snapshot file has already been read.
+_LIVE_ONLY = ("context", "kubeconfig", "profile", "no_kube")
+
+
+def for_snapshot(opts: TargetOptions, what: str) -> TargetOptions:
+    """`opts` for reading `what` (a snapshot file): values the environment set for live runs (CIDRX_CLUSTER,
+    AWS_REGION, CIDRX_CONTEXT, ...) are dropped, and live-only flags given on the command line are refused."""
+    live = [f"--{n.replace('_', '-')}" for n in _LIVE_ONLY if getattr(opts, n) and n not in opts.from_env]
+    if live:
+        raise InvalidInput(
+            f"{', '.join(live)} {'does' if len(live) == 1 else 'do'} not apply to {what}: "
+            "it holds what was read from the cluster already",
+            hint="drop them, or drop --snapshot to read the cluster live",
+        )
+    cleared: dict[str, Any] = {n: None for n in ("region", "cluster", "project", "location") if n in opts.from_env}
+    if opts.provider in opts.from_env:
+        cleared["provider"] = None
+    return dataclasses.replace(
+        opts, **cleared, kubeconfig=None, context=None, contexts=(), profile=None, no_kube=False, from_env=frozenset()
+    )
 
 
 def check_matches(opts: TargetOptions, target: Target, what: str) -> None:

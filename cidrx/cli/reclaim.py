@@ -15,6 +15,7 @@ from cidrx.cli.diagnose import get_snapshot
 from cidrx.cli.expand import WAIT_FOR_LOCK, apply, write_plan
 from cidrx.cli.options import OutputFormat, TargetOptions, target_options
 from cidrx.errors import InvalidInput
+from cidrx.model import files
 from cidrx.render import PLAN_FORMATS
 
 IPAMS = tuple(dict.fromkeys(s.owner for s in registry.strategies() if s.reclaim))
@@ -81,5 +82,7 @@ def reclaim(
         raise InvalidInput(f"reclaim --plan needs {' or '.join(f'--ipam {name}' for name in IPAMS)}")
     from cidrx.app.plan import make_reclaim_plan
 
+    if out:
+        files.check_writable(out)
     snap = get_snapshot(target, snapshot_path)
     return write_plan(make_reclaim_plan(snap, ipam), out, output, "reclaim", snap)

@@ -5,26 +5,19 @@ The file is `cidrx.snapshot/v1` with a fingerprint, so an edited snapshot is ref
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
-
 import click
 
 from cidrx.cli.options import TargetOptions, resolve_target, target_options
-from cidrx.errors import InvalidInput
+from cidrx.model import files
 
 
 def write_atomically(path: str, text: str) -> None:
-    """Write via a temporary file and rename, so an interrupted write never leaves half a document."""
-    dest = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent if str(dest.parent) else ".")
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, dest)
-    except OSError as exc:
-        raise InvalidInput(f"cannot write {path}: {exc.strerror or exc}") from None
+    """Write `text` to `path` the safe way (cidrx.model.files: atomic, symlinks written through, devices, FIFOs
+    and directories refused); `-` or a path that is stdout already prints it."""
+    if files.is_stdout(path):
+        click.echo(text, nl=False)
+    else:
+        files.write_file(path, text)
 
 
 @click.command(short_help="Save everything diagnose reads to a file.")
@@ -39,12 +32,11 @@ def snapshot(target: TargetOptions, out: str) -> int:
     from cidrx.model import codec
 
     t = resolve_target(target)
+    files.check_writable(out)
     with reading_status(f"reading {t.label()}"):
         snap = collect_live(target)
     text = codec.dumps(snap)
-    if out == "-":
-        click.echo(text, nl=False)
-    else:
-        write_atomically(out, text)
+    write_atomically(out, text)
+    if not files.is_stdout(out):
         click.echo(f"cidrx: snapshot of {t.label()} written to {out} (fingerprint {snap.fingerprint[:12]})", err=True)
     return 0

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from cidrx.errors import InvalidInput
+from cidrx.model import files
 from cidrx.model.plan import Plan
 
 # `verified`: after the last step, what a fresh snapshot says (cidrx.engine.verify), under VERIFY_STEP.
@@ -87,6 +88,7 @@ class Journal:
     def open(cls, plan_path: str | Path, plan: Plan) -> Journal:
         """Read the journal beside `plan_path` (none yet is fine). Writes nothing until `record`."""
         path = journal_path(plan_path)
+        files.check_writable(path)  # a FIFO or device there would block or swallow the record
         try:
             data = path.read_bytes()
         except FileNotFoundError:
@@ -190,20 +192,6 @@ class Journal:
         finally:
             os.close(fd)
         if created:
-            _fsync_dir(self.path.parent)
+            files.fsync_dir(self.path.parent)
         self._events.append(entry)
         return entry
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make a new file's directory entry durable too (POSIX); best effort where unsupported."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

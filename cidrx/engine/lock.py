@@ -5,11 +5,14 @@ names and CIDRs keep two runs from creating duplicates, but both would race thro
 would fail with a misleading answer. So a run takes two locks before it reads anything:
 
 - a file lock beside the plan (`PLAN.json.lock`, `fcntl.flock`, released by the kernel when the process dies),
-  which guards runs on one machine sharing the plan file, always;
+  which guards runs on one machine sharing the plan file, always; the file is removed when the run ends;
 - a `coordination.k8s.io/v1` Lease in the target cluster (when it has one), which guards runs on different
   machines: `holderIdentity` names host, pid and plan, `renewTime` is renewed by a background thread while
   the run lives, and a Lease whose `renewTime + leaseDurationSeconds` is in the past (its holder died) is
-  taken over. Every write is guarded by the Lease's resourceVersion, so of two runs racing for it one wins.
+  taken over, and so at once is one whose holder ran on this host and whose process is gone. Every write is
+  guarded by the Lease's resourceVersion, so of two runs racing for it one wins. A write the cluster failed
+  (5xx) is decided again after re-reading the Lease; one it keeps failing is exit 7, and a final release
+  that fails is a warning (the run's outcome stands; the Lease expires).
 
 A run that finds either lock held refuses at once (LockHeld, exit 8) naming the holder and since when, or
 waits `--wait-for-lock` seconds for it, polling through the apply engine's Waiter. The Lease object is
@@ -31,13 +34,17 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cidrx.engine.waiting import Waiter
-from cidrx.errors import ApplyInterrupted, InvalidInput, LockHeld
+from cidrx.errors import ApplyInterrupted, CidrxError, InvalidInput, LockHeld, RetriesExhausted
+from cidrx.model import files
 from cidrx.model.plan import Plan
+from cidrx.transport import retry
 
 JSON = dict[str, Any]
 # How long a Lease outlives its holder's last renewal; renewed three times per duration.
 LEASE_SECONDS = 60
 LEASE_NAMESPACE = "kube-system"
+# Reads of the Lease before a write decision; a write the cluster failed is decided again after a re-read.
+ATTEMPTS = 6
 
 
 def lease_name(plan: Plan) -> str:
@@ -52,6 +59,26 @@ def lock_path(plan_path: str | Path) -> Path:
 def identity(plan: Plan) -> str:
     """Who holds the lock: host, pid and plan, readable in `kubectl get lease` and in the refusal."""
     return f"{socket.gethostname()}/pid {os.getpid()}/plan {plan.plan_id}"
+
+
+def holder_process(holder: str) -> tuple[str, int | None]:
+    """(host, pid) of an `identity`; pid None when the text is not one cidrx wrote."""
+    host, _, rest = holder.partition("/pid ")
+    pid, _, _ = rest.partition("/")
+    return host, int(pid) if pid.isdigit() else None
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id exists on this host (one of another user counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return True  # unknown: never take over on an assumption
+    return True
 
 
 def _micro_time(t: datetime) -> str:
@@ -98,7 +125,13 @@ class LeaseClient(Protocol):
 
 
 class FileLock:
-    """`flock` on PLAN.json.lock; the file keeps {"holder", "since"} of the current holder for the refusal."""
+    """`flock` on PLAN.json.lock; the file keeps {"holder", "since"} of the current holder for the refusal.
+
+    The file exists only while a run holds it: the holder removes it before unlocking, and a run that locked
+    a file which was removed (or replaced) meanwhile drops it and tries again on the new one, so two runs can
+    never each hold a lock on a different inode of the same path. A run killed outright leaves an unlocked
+    file, which the next run takes and removes.
+    """
 
     def __init__(self, plan_path: str | Path, me: str) -> None:
         self.path = lock_path(plan_path)
@@ -107,22 +140,36 @@ class FileLock:
 
     def try_acquire(self) -> Holder | None:
         """None when acquired, else who holds it."""
+        files.check_writable(self.path)
+        for _ in range(100):
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise InvalidInput(f"cannot open lock file {self.path}: {exc.strerror or exc}") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = self._read(fd)
+                os.close(fd)
+                return holder
+            if not self._still_named(fd):
+                os.close(fd)  # its holder removed it between our open and our flock: lock the new one
+                continue
+            since = _micro_time(datetime.now(UTC))
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps({"holder": self.me, "since": since}).encode() + b"\n", 0)
+            os.fsync(fd)
+            self._fd = fd
+            return None
+        raise ApplyInterrupted(f"lock file {self.path} kept being replaced; run the same command again")
+
+    def _still_named(self, fd: int) -> bool:
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise InvalidInput(f"cannot open lock file {self.path}: {exc.strerror or exc}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = self._read(fd)
-            os.close(fd)
-            return holder
-        since = _micro_time(datetime.now(UTC))
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps({"holder": self.me, "since": since}).encode() + b"\n", 0)
-        os.fsync(fd)
-        self._fd = fd
-        return None
+            named = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        mine = os.fstat(fd)
+        return (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino)
 
     def _read(self, fd: int) -> Holder:
         try:
@@ -137,9 +184,10 @@ class FileLock:
         if self._fd is None:
             return
         fd, self._fd = self._fd, None
-        # The file stays: removing it would let a waiter lock the unlinked inode while a third run makes a new one.
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)
+        # Removed while still locked (see the class doc): a run waiting on this inode then sees it unnamed.
+        if self._still_named(fd):
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
 
@@ -162,6 +210,7 @@ class LeaseLock:
         self.me = me
         self.now = now
         self.taken_over: Holder | None = None
+        self.taken_over_why = ""
         self.lost: str | None = None
         self._held = False
 
@@ -183,38 +232,62 @@ class LeaseLock:
             return False  # unreadable: never take over on an assumption
         return renewed + timedelta(seconds=seconds) < self.now()
 
+    def _orphaned(self, lease: JSON) -> bool:
+        """Held by a run on this host whose process is gone (it ended without releasing the Lease: killed, or
+        the cluster failed its final delete): no need to wait out the lease duration."""
+        host, pid = holder_process(str((lease.get("spec") or {}).get("holderIdentity") or ""))
+        return host == socket.gethostname() and pid is not None and pid != os.getpid() and not process_alive(pid)
+
     def _spec(self) -> JSON:
         t = _micro_time(self.now())
         return {"holderIdentity": self.me, "leaseDurationSeconds": LEASE_SECONDS, "acquireTime": t, "renewTime": t}
 
     def try_acquire(self) -> Holder | None:
-        """None when acquired (created, or taken over when expired), else who holds it."""
-        for _ in range(5):
+        """None when acquired (created, or taken over when expired or orphaned), else who holds it.
+
+        A write the cluster failed (5xx, a broken connection: RetriesExhausted from the client) may or may not
+        have happened, so it is never repeated blindly: the Lease is read again and the decision made anew.
+        """
+        failed: RetriesExhausted | None = None
+        for attempt in range(1, ATTEMPTS + 1):
+            if failed is not None:
+                retry.sleep(retry.default_policy().backoff(attempt - 1))
             lease = self.client.get(self.namespace, self.name)
-            if lease is None:
-                body = {
-                    "apiVersion": "coordination.k8s.io/v1",
-                    "kind": "Lease",
-                    "metadata": {
-                        "name": self.name,
-                        "namespace": self.namespace,
-                        "labels": {"app.kubernetes.io/managed-by": "cidrx"},
-                    },
-                    "spec": self._spec(),
-                }
-                if self.client.create(self.namespace, body) is not None:
+            try:
+                if lease is None:
+                    body = {
+                        "apiVersion": "coordination.k8s.io/v1",
+                        "kind": "Lease",
+                        "metadata": {
+                            "name": self.name,
+                            "namespace": self.namespace,
+                            "labels": {"app.kubernetes.io/managed-by": "cidrx"},
+                        },
+                        "spec": self._spec(),
+                    }
+                    if self.client.create(self.namespace, body) is not None:
+                        self._held = True
+                        return None
+                    continue  # created meanwhile by another run: read it
+                holder = self._holder(lease)
+                if holder.identity and holder.identity != self.me:
+                    if self._orphaned(lease):
+                        self.taken_over, self.taken_over_why = holder, "whose process is gone from this host"
+                    elif self._expired(lease):
+                        self.taken_over, self.taken_over_why = holder, "whose run stopped renewing it"
+                    else:
+                        return holder
+                lease = {**lease, "spec": {**(lease.get("spec") or {}), **self._spec()}}
+                if self.client.replace(lease) is not None:  # guarded by the resourceVersion just read
                     self._held = True
                     return None
-                continue  # created meanwhile by another run: read it
-            holder = self._holder(lease)
-            if holder.identity != self.me and not self._expired(lease):
-                return holder
-            if holder.identity and holder.identity != self.me:
-                self.taken_over = holder
-            lease = {**lease, "spec": {**(lease.get("spec") or {}), **self._spec()}}
-            if self.client.replace(lease) is not None:  # guarded by the resourceVersion just read
-                self._held = True
-                return None
+            except RetriesExhausted as exc:
+                failed = exc
+        if failed is not None:
+            raise RetriesExhausted(
+                f"could not take {self.where}: {failed.message} (tried {ATTEMPTS} times, re-reading it each time)",
+                hint=retry.RETRY_LATER_HINT,
+            )
         raise ApplyInterrupted(f"{self.where} kept changing while cidrx tried to take it; run the same command again")
 
     def renew(self) -> None:
@@ -231,13 +304,27 @@ class LeaseLock:
                 return
 
     def release(self) -> None:
+        """Delete the Lease if it is still ours. A failing cluster is retried (re-reading, as in try_acquire);
+        the last failure is raised for the caller to report: the Lease then expires by itself, and the next run
+        on this host takes it over at once."""
         if not self._held:
             return
         self._held = False
-        lease = self.client.get(self.namespace, self.name)
-        if lease is not None and (lease.get("spec") or {}).get("holderIdentity") == self.me:
-            rv = str((lease.get("metadata") or {}).get("resourceVersion") or "")
-            self.client.delete(self.namespace, self.name, rv)
+        failed: RetriesExhausted | None = None
+        for attempt in range(1, ATTEMPTS + 1):
+            if failed is not None:
+                retry.sleep(retry.default_policy().backoff(attempt - 1))
+            try:
+                lease = self.client.get(self.namespace, self.name)
+                if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.me:
+                    return
+                rv = str((lease.get("metadata") or {}).get("resourceVersion") or "")
+                self.client.delete(self.namespace, self.name, rv)
+                return
+            except RetriesExhausted as exc:
+                failed = exc
+        if failed is not None:
+            raise failed
 
 
 class _Renewer:
@@ -326,7 +413,7 @@ def plan_lock(
         if lease is not None:
             if lease.taken_over is not None:
                 note(
-                    f"took over {lease.where} from {lease.taken_over.describe()}, whose run stopped renewing it; "
+                    f"took over {lease.where} from {lease.taken_over.describe()}, {lease.taken_over_why}; "
                     "resuming from the journal and the plan's tags"
                 )
             renewer = _Renewer(lease, note)
@@ -339,5 +426,10 @@ def plan_lock(
         try:
             if lease is not None:
                 lease.release()
+        except CidrxError as exc:  # the run's own outcome stands; the Lease expires or is taken over
+            note(
+                f"warning: could not release {lease.where if lease else 'the lock'}: {exc.message}; it expires "
+                f"within {LEASE_SECONDS}s, and a run on this host takes it over at once"
+            )
         finally:
             file_lock.release()

@@ -15,7 +15,9 @@ resolution (cidrx.kube.kubeconfig) and the errors callers catch (cidrx.kube.erro
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -27,12 +29,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 import msgspec
 
 from cidrx import registry
-from cidrx.errors import AccessDenied, CidrxError, CloudError
+from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput, RetriesExhausted
 from cidrx.kube.errors import AlreadyExists, Conflict, KubeUnavailable, NotFound, PatchTestFailed, one_line
 from cidrx.kube.kubeconfig import SERVICE_ACCOUNT, in_cluster, kubeconfig_paths, merge_kubeconfigs
 from cidrx.kube.records import ApiGroupList, EventRecord, ListHead, NodeRecord, PodRecord
 from cidrx.transport import activity
+from cidrx.transport.environment import check_proxy_environment
 from cidrx.transport.retry import (
+    RETRY_LATER_HINT,
     Retryable,
     call_with_retry,
     certificate_failure,
@@ -240,7 +244,9 @@ class KubeApi:
         import httpx2
         from lightkube import Client, ConfigError
 
+        check_proxy_environment()
         config, self.context = load_config(kubeconfig, context)
+        check_credential_plugin(config, self.context)
         self.server: str = config.cluster.server
         self.chunk_size = chunk_size
         try:
@@ -339,8 +345,18 @@ class KubeApi:
                 f"cannot get credentials for context {self.context}: {one_line(str(exc))}",
                 hint="log in again (aws sso login, gcloud auth login) and check the plugin is on PATH",
             )
-        if isinstance(exc, msgspec.ValidationError | msgspec.DecodeError):
-            return CloudError(f"unexpected answer to {call.verb} {call.subject} from {self.server}: {exc}")
+        if _from_credential_plugin(exc):
+            return InvalidInput(
+                f"the credential plugin of context {self.context} did not print an ExecCredential "
+                f"(JSON with status.token): {type(exc).__name__}: {one_line(str(exc))}",
+                hint="run the kubeconfig's users[].user.exec command by hand to see what it prints",
+            )
+        if isinstance(exc, msgspec.ValidationError | msgspec.DecodeError | json.JSONDecodeError):
+            # A 2xx whose body was cut off or garbled on the way: transient (reads were retried; see classify).
+            return RetriesExhausted(
+                f"unreadable answer to {call.verb} {call.subject} from {self.server}: {one_line(str(exc))[:200]}",
+                hint=RETRY_LATER_HINT,
+            )
         return None
 
     @contextmanager
@@ -586,6 +602,82 @@ class KubeApi:
         return sorted(found)
 
 
+PLUGIN_TIMEOUT_ENV = "CIDRX_CREDENTIAL_PLUGIN_TIMEOUT"
+PLUGIN_TIMEOUT = 60.0  # seconds; a login prompt that nobody answers in CI must not hang the run
+
+
+def check_credential_plugin(config: SingleConfig, context: str) -> None:
+    """Run the context's exec credential plugin once, with a timeout, before lightkube does (lightkube waits
+    for it without one): a plugin that never returns is an unreachable cluster (exit 6, naming the plugin),
+    one that prints no ExecCredential is bad input (exit 2). The Kubernetes client runs it again for its token
+    (client-go's exec plugin protocol: the plugin prints an ExecCredential with status.token on stdout)."""
+    import os
+    import subprocess
+
+    user = getattr(config, "user", None)
+    plugin = getattr(user, "exec", None) if user is not None else None
+    if plugin is None or not getattr(plugin, "command", None):
+        return
+    raw = os.environ.get(PLUGIN_TIMEOUT_ENV, "").strip()
+    try:
+        timeout = float(raw) if raw else PLUGIN_TIMEOUT
+    except ValueError:
+        raise InvalidInput(f"{PLUGIN_TIMEOUT_ENV}={raw!r} is not a number of seconds") from None
+    env = dict(os.environ)
+    env.update((var.name, var.value) for var in (plugin.env or ()))
+    command = [plugin.command, *(plugin.args or [])]
+    try:
+        # Its own process group, so a timeout ends the plugin and whatever it started (which would keep
+        # the output pipes open).
+        proc = subprocess.Popen(
+            command,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError:
+        return  # not found / not executable: the client reports it as missing credentials
+    try:
+        stdout, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        import signal
+
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise KubeUnavailable(
+            f"the credential plugin {plugin.command!r} of context {context} did not finish within {timeout:.0f}s",
+            hint="run it by hand: it may be waiting for a login (aws sso login, gcloud auth login); "
+            f"{PLUGIN_TIMEOUT_ENV} sets the wait",
+        ) from None
+    if proc.returncode != 0:
+        return  # the client reports the plugin's own error
+    try:
+        token = json.loads(stdout)["status"]["token"]
+    except (ValueError, KeyError, TypeError):
+        token = None
+    if not isinstance(token, str):
+        shown = one_line(stdout.decode(errors="replace"))[:120]
+        raise InvalidInput(
+            f"the credential plugin {plugin.command!r} of context {context} did not print an ExecCredential "
+            f"(JSON with status.token); it printed {shown!r}",
+            hint="run the kubeconfig's users[].user.exec command by hand to see what it prints",
+        )
+
+
+def _from_credential_plugin(exc: BaseException) -> bool:
+    """Whether `exc` was raised while lightkube read an exec credential plugin's output (its ExecAuth parses
+    the plugin's stdout with json.loads and indexes status.token, outside any request)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name in ("sync_auth_flow", "async_auth_flow"):
+            return isinstance(exc, ValueError | KeyError | TypeError)
+        tb = tb.tb_next
+    return False
+
+
 def classify(exc: BaseException, *, write: bool) -> Retryable | None:
     """The retry policy's view of a Kubernetes client failure (see cidrx.transport.retry for what is safe):
     429 (API priority and fairness, with Retry-After) always, 5xx for reads; failures to connect always,
@@ -594,6 +686,10 @@ def classify(exc: BaseException, *, write: bool) -> Retryable | None:
 
     if certificate_failure(exc) is not None:  # a configuration problem: the next attempt fails the same way
         return None
+    if _from_credential_plugin(exc):
+        return None
+    if isinstance(exc, msgspec.ValidationError | msgspec.DecodeError | json.JSONDecodeError):
+        return None if write else Retryable()  # a cut or garbled 2xx body; a write did reach the server
     status = _status_of(exc)
     if status is not None:
         code = status[0]

@@ -69,6 +69,14 @@ def loads(data: str | bytes, kind: type[T], *, what: str) -> T:
         raise InvalidInput(f"{what} does not match the expected format: {exc}") from None
     except msgspec.DecodeError as exc:
         raise InvalidInput(f"{what} is not valid JSON ({exc}); is the file truncated?") from None
+    except RecursionError:
+        raise _too_deep(what) from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{what} holds text that is not UTF-8 ({exc.reason})") from None
+
+
+def _too_deep(what: str) -> InvalidInput:
+    return InvalidInput(f"{what} is nested too deeply to be a cidrx document (no cidrx document nests that far)")
 
 
 def convert(data: Any, kind: type[T], *, what: str) -> T:
@@ -77,6 +85,10 @@ def convert(data: Any, kind: type[T], *, what: str) -> T:
         return msgspec.convert(data, type=kind)
     except msgspec.ValidationError as exc:
         raise InvalidInput(f"{what} does not match the expected format: {exc}") from None
+    except RecursionError:
+        raise _too_deep(what) from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{what} holds text that is not UTF-8 ({exc.reason})") from None
 
 
 class _Versioned(msgspec.Struct):
@@ -91,6 +103,10 @@ def check_schema(data: str | bytes, expected: str, kind: str, what: str) -> None
         found = msgspec.json.decode(data, type=_Versioned).schema
     except (msgspec.ValidationError, msgspec.DecodeError):
         return
+    except RecursionError:
+        raise _too_deep(what) from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{what} holds text that is not UTF-8 ({exc.reason})") from None
     if found is not None and found != expected:
         shown = found if isinstance(found, str) else json.dumps(found)
         family = expected.partition("/")[0]

@@ -4,6 +4,12 @@ The digest covers the whole document except the digest itself (notes, summary an
 reviewer reads, so they are sealed too), so a hand-edited plan is refused (exit 2), and every resource
 apply creates is tagged with `plan_id` (the digest's first 16 hex digits, short enough for a GCE label)
 so a resumed apply finds what it made even when the journal is gone.
+
+`content_digest` covers only what the plan would do: its target, basis and steps. Two plans made from the
+same estate at different times (or with different notes) share it, so an hourly CI job can tell "the same
+plan as yesterday" from a new one. It is sealed by the digest like every other field; a plan written before
+it existed has none, and `content_digest()` computes it for such a file. Review comments never go into the
+sealed document: they live beside it, in `PLAN.json.notes` (`notes_path`), which cidrx never digests.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cidrx.errors import InvalidInput
-from cidrx.model import codec
+from cidrx.model import codec, files
 from cidrx.model.target import Target
 
 if TYPE_CHECKING:
@@ -46,6 +52,7 @@ class Plan:
     steps: tuple[Step, ...]
     notes: tuple[str, ...] = ()
     summary: dict[str, Any] = field(default_factory=dict)
+    content_digest: str = ""
     digest: str = ""
     schema: str = PLAN_SCHEMA
 
@@ -74,8 +81,24 @@ def _digest_of_older_cidrx(plan: Plan) -> str:
     return codec.sha256_of({"target": plan.target, "strategy": plan.strategy, "basis": plan.basis, "steps": plan.steps})
 
 
+def content_digest_of(plan: Plan) -> str:
+    """sha256 of the canonical JSON of what the plan would do: {target, basis, steps} (no time, no notes)."""
+    return codec.sha256_of({"target": plan.target, "basis": plan.basis, "steps": plan.steps})
+
+
+def content_digest(plan: Plan) -> str:
+    """The plan's content digest: the sealed one, or for a plan written before the field existed, computed."""
+    return plan.content_digest or content_digest_of(plan)
+
+
+def notes_path(plan_path: str | Path) -> Path:
+    """Where reviewers keep their notes on the plan at `plan_path`: beside it, never inside the sealed file."""
+    return Path(f"{plan_path}.notes")
+
+
 def seal(plan: Plan) -> Plan:
-    return dataclasses.replace(plan, digest=digest_of(plan))
+    with_content = dataclasses.replace(plan, content_digest=content_digest_of(plan))
+    return dataclasses.replace(with_content, digest=digest_of(with_content))
 
 
 def seal_plan(
@@ -118,6 +141,10 @@ def load_plan(path: str | Path) -> Plan:
                 "created_at), so this cidrx cannot tell it was not edited; make a new one with --plan"
             )
         raise InvalidInput(f"plan {p} was modified after it was made (digest mismatch); make a new one with --plan")
+    if plan.content_digest and plan.content_digest != content_digest_of(plan):
+        raise InvalidInput(
+            f"plan {p} was modified after it was made (content digest mismatch); make a new one with --plan"
+        )
     ids = [s.id for s in plan.steps]
     if len(set(ids)) != len(ids):
         raise InvalidInput(f"plan {p} has duplicate step ids")
@@ -129,4 +156,4 @@ def load_plan(path: str | Path) -> Plan:
 
 
 def save_plan(plan: Plan, path: str | Path) -> None:
-    Path(path).write_text(codec.dumps(plan))
+    files.write_file(path, codec.dumps(plan))

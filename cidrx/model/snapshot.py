@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from cidrx import registry
 from cidrx.errors import InvalidInput
-from cidrx.model import codec
+from cidrx.model import codec, files
 from cidrx.model.target import Target
 from cidrx.model.validation import check_values
 
@@ -103,4 +103,4 @@ def parse_snapshot(data: bytes, what: str) -> Snapshot:
 
 
 def save_snapshot(snap: Snapshot, path: str | Path) -> None:
-    Path(path).write_text(codec.dumps(snap))
+    files.write_file(path, codec.dumps(snap))

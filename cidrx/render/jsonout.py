@@ -11,7 +11,7 @@ from typing import Any
 
 from cidrx.model import codec
 from cidrx.model.findings import Capacity, Diagnosis, Finding, Severity
-from cidrx.model.plan import Plan
+from cidrx.model.plan import Plan, content_digest
 
 
 def capacity_doc(c: Capacity) -> dict[str, Any]:
@@ -76,6 +76,7 @@ def apply_doc(
     return {
         "schema": "cidrx.apply/v1",
         "plan_id": plan.plan_id,
+        "content_digest": content_digest(plan),
         "target": codec.to_builtins(plan.target),
         "steps": [{"step": step, "status": status, "outputs": outputs} for step, status, outputs in results],
         "verification": verification,

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cidrx.model.findings import Diagnosis, Severity
-from cidrx.model.plan import Plan
+from cidrx.model.plan import Plan, content_digest
 from cidrx.render.age import taken_note
 from cidrx.render.table import by_urgency, counts_line, nodes_text, percent, value_text
 
@@ -92,7 +92,7 @@ def render_plan(plan: Plan) -> str:
     out = [f"### cidrx plan {code(plan.plan_id or 'unsealed')} for {code(plan.target.label())}", ""]
     out.append(
         f"Strategy **{escape(plan.strategy)}**, made {escape(plan.created_at)} "
-        f"from snapshot {code(plan.snapshot_fingerprint[:12])}."
+        f"from snapshot {code(plan.snapshot_fingerprint[:12])}; content digest {code(content_digest(plan)[:16])}."
     )
     out += ["", "#### Steps", ""]
     rows = [

@@ -1,5 +1,6 @@
 """Progress on stderr: of an apply (one live line on a terminal, timestamped plain lines in CI logs) and of
-reading the cloud or cluster (a spinner naming the request and any retry; plain lines with -v).
+reading the cloud or cluster (a spinner naming the request and any retry; plain lines with -v; off a
+terminal without -v, one line for each wait longer than 10 s).
 
 An apply can take many minutes (a node group alone takes several), so the user must see which step runs
 and what it is waiting for. Results still go to stdout from the CLI; everything here is for humans
@@ -13,7 +14,8 @@ import json
 import os
 import shutil
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -218,21 +220,70 @@ class ActivityLines:
         self._line(f"retrying {what} (attempt {attempt} of {max_attempts}) in {delay:.1f}s after: {error}")
 
 
+class SlowWaitLines:
+    """Not a terminal, without -v: silence, except one line for each request (or retry wait) still pending
+    after `after` seconds, so a CI log never shows a minute of nothing. `tick()` is what the background
+    thread calls every second; `monotonic` is replaceable for tests."""
+
+    def __init__(self, stream: TextIO, after: float = 10.0, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.stream = stream
+        self.after = after
+        self.monotonic = monotonic
+        self._lock = threading.Lock()
+        self._what: str | None = None
+        self._since = 0.0
+        self._told = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cidrx-slow-waits", daemon=True)
+
+    def _begin(self, what: str) -> None:
+        with self._lock:
+            self._what, self._since, self._told = what, self.monotonic(), False
+
+    def reading(self, what: str) -> None:
+        self._begin(what)
+
+    def retrying(self, what: str, attempt: int, max_attempts: int, delay: float, error: str) -> None:
+        self._begin(f"{what} (retry {attempt} of {max_attempts} after: {error})")
+
+    def tick(self) -> None:
+        with self._lock:
+            if self._what is None or self._told:
+                return
+            waited = self.monotonic() - self._since
+            if waited < self.after:
+                return
+            self._told = True
+            what = self._what
+        self.stream.write(f"cidrx: still waiting for {what} ({waited:.0f}s so far)\n")
+        self.stream.flush()
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            with contextlib.suppress(Exception):
+                self.tick()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
 @contextlib.contextmanager
 def showing_activity(title: str, stream: TextIO, verbose: int) -> Iterator[None]:
     """While the block reads the cloud or the cluster: a spinner line on a terminal, plain lines with -v
-    elsewhere, nothing otherwise. Never on stdout (the caller passes stderr)."""
+    elsewhere, otherwise one line per wait longer than 10 s. Never on stdout (the caller passes stderr)."""
     from cidrx.render.term import is_terminal
     from cidrx.transport import activity
 
-    shown: SpinnerStatus | ActivityLines
+    shown: SpinnerStatus | ActivityLines | SlowWaitLines
     if is_terminal(stream):
         shown = SpinnerStatus(stream, title)
     elif verbose:
         shown = ActivityLines(stream)
     else:
-        yield
-        return
+        shown = SlowWaitLines(stream)
     shown.start()
     try:
         with activity.listening(shown):

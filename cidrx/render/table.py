@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from cidrx.engine.verify import Verification
 from cidrx.model.findings import Capacity, Diagnosis, Finding, Severity
-from cidrx.model.plan import Plan
+from cidrx.model.plan import Plan, content_digest
 from cidrx.render.age import taken_note
 from cidrx.render.term import PLAIN, Term
 
@@ -269,6 +269,7 @@ def render_plan(plan: Plan, term: Term = PLAIN) -> str:
     out = [
         *wrap(f"cidrx plan {plan.plan_id or '(unsealed)'} for {plan.target.label()}", term.width, "  ", first=""),
         *wrap(f"strategy: {plan.strategy}", term.width, "    ", first="  "),
+        *wrap(f"content digest: {content_digest(plan)[:16]} (target, basis and steps)", term.width, "    ", "  "),
         *wrap(f"made: {plan.created_at} from snapshot {plan.snapshot_fingerprint[:12]}", term.width, "    ", "  "),
         "",
         heading("Steps", term),

@@ -403,14 +403,18 @@ def test_eks_unknown_region_with_an_endpoint_override_goes_to_the_override(monke
     assert "unknown AWS region" not in result.stderr
 
 
-def test_eks_journal_of_another_plan_is_refused(eks: tuple[Any, Any], tmp_path: Path) -> None:
+def test_eks_journal_of_another_plan_is_refused(
+    eks: tuple[Any, Any], kube_server: FakeKubeServer, tmp_path: Path
+) -> None:
     session, world = eks
+    seed_cluster(kube_server, world.node_ips)
+    kubeconfig = str(kube_server.kubeconfig(tmp_path / "kubeconfig"))
     plan_path = tmp_path / "plan.json"
-    made = invoke(["expand", *eks_target(world, "--no-kube"), "--plan", "--out", str(plan_path)])
+    made = invoke(["expand", *eks_target(world, "--kubeconfig", kubeconfig), "--plan", "--out", str(plan_path)])
     assert made.exit_code == 0, made.output
     other = {"ts": "2023-11-04T01:20:00.000Z", "plan_digest": "0" * 64, "step": "associate-vpc-cidr", "event": "done"}
     Path(f"{plan_path}.journal.jsonl").write_text(json.dumps(other) + "\n")
-    result = invoke(["expand", "--apply", str(plan_path), "--yes", "--no-kube"])
+    result = invoke(["expand", "--apply", str(plan_path), "--yes", "--kubeconfig", kubeconfig])
     check(result, 2, "belongs to another plan")
     vpc = session.client("ec2").describe_vpcs(VpcIds=[world.vpc_id])["Vpcs"][0]
     assert len(vpc["CidrBlockAssociationSet"]) == 1  # nothing was written

@@ -154,4 +154,4 @@ def test_unreadable_journal_is_invalid_input(plan_path: Path) -> None:
     with pytest.raises(InvalidInput) as err:
         Journal.open(plan_path, make_plan())
     assert err.value.exit_code == 2
-    assert "cannot read journal" in str(err.value)
+    assert "refusing to write" in str(err.value) and "it is a directory" in str(err.value)

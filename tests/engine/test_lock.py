@@ -171,3 +171,132 @@ def test_a_forbidden_lease_is_exit_6_naming_the_grant_and_the_file_lock_is_relea
         pass
     assert denied.value.exit_code == ExitStatus.ACCESS and "coordination.k8s.io" in str(denied.value)
     assert FileLock(tmp_path / "plan.json", "x").try_acquire() is None
+
+
+def test_the_lock_file_does_not_outlive_its_holder(tmp_path: Path) -> None:
+    plan_path = tmp_path / "plan.json"
+    lock = FileLock(plan_path, "me")
+    assert lock.try_acquire() is None and (tmp_path / "plan.json.lock").exists()
+    lock.release()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_lock_file_left_by_a_killed_run_is_taken_and_removed(tmp_path: Path) -> None:
+    # SIGKILL leaves the file (the kernel drops the flock): the next run takes it at once.
+    (tmp_path / "plan.json.lock").write_text('{"holder": "host/pid 1/plan p", "since": "then"}\n')
+    lock = FileLock(tmp_path / "plan.json", "me")
+    assert lock.try_acquire() is None
+    lock.release()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_lock_removed_between_open_and_flock_is_not_held_on_the_old_inode(tmp_path: Path) -> None:
+    import fcntl
+    import os
+
+    plan_path = tmp_path / "plan.json"
+    first = FileLock(plan_path, "first")
+    assert first.try_acquire() is None
+    stale = os.open(tmp_path / "plan.json.lock", os.O_RDWR)  # a second run opened the file before release
+    first.release()
+    fcntl.flock(stale, fcntl.LOCK_EX | fcntl.LOCK_NB)  # ...and now locks the removed inode
+    third = FileLock(plan_path, "third")
+    assert third.try_acquire() is None  # the path is a new file: not blocked by the unnamed inode
+    second = FileLock(plan_path, "second")
+    holder = second.try_acquire()
+    assert holder is not None and holder.identity == "third"
+    os.close(stale)
+    third.release()
+
+
+def test_plan_lock_leaves_no_file_after_a_failing_body(tmp_path: Path) -> None:
+    clock = FakeClock()
+    waiter = Waiter(sleep=clock.sleep, monotonic=clock.monotonic)
+    with (
+        pytest.raises(RuntimeError),
+        plan_lock(make_plan(), tmp_path / "plan.json", leases=None, wait=None, waiter=waiter, note=lambda _: None),
+    ):
+        raise RuntimeError("the run failed")
+    assert list(tmp_path.iterdir()) == []
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(proc.stdout)
+
+
+def test_a_live_lease_of_a_gone_process_on_this_host_is_taken_over(
+    kube_server: FakeKubeServer, leases: KubeLeases
+) -> None:
+    import socket
+
+    plan = make_plan()
+    gone = f"{socket.gethostname()}/pid {_dead_pid()}/plan p"
+    seed_lease(kube_server, plan, gone, NOW)  # renewed just now: not expired
+    lock = LeaseLock(leases, plan, f"{socket.gethostname()}/pid 1/plan p", now=lambda: NOW)
+    assert lock.try_acquire() is None
+    assert lock.taken_over is not None and lock.taken_over.identity == gone
+    assert lock.taken_over_why == "whose process is gone from this host"
+
+
+def test_a_live_lease_of_a_running_process_on_this_host_is_refused(
+    kube_server: FakeKubeServer, leases: KubeLeases
+) -> None:
+    import os
+    import socket
+
+    plan = make_plan()
+    alive = f"{socket.gethostname()}/pid {os.getppid()}/plan p"
+    seed_lease(kube_server, plan, alive, NOW)
+    holder = LeaseLock(leases, plan, f"{socket.gethostname()}/pid 1/plan p", now=lambda: NOW).try_acquire()
+    assert holder is not None and holder.identity == alive
+
+
+@pytest.mark.parametrize("method", ["POST", "DELETE"])
+def test_a_5xx_on_a_lease_write_is_re_read_and_never_exit_1(
+    tmp_path: Path, kube_server: FakeKubeServer, leases: KubeLeases, method: str
+) -> None:
+    plan = make_plan()
+    kube_server.inject(503, method=method, path_contains="/leases", times=2)
+    notes: list[str] = []
+    clock = FakeClock()
+    waiter = Waiter(sleep=clock.sleep, monotonic=clock.monotonic)
+    with plan_lock(plan, tmp_path / "plan.json", leases=leases, wait=None, waiter=waiter, note=notes.append):
+        assert lease_of(kube_server, plan) is not None
+    assert lease_of(kube_server, plan) is None and notes == []
+    assert not (tmp_path / "plan.json.lock").exists()
+
+
+def test_a_lease_create_failing_every_time_is_exit_7(
+    tmp_path: Path, kube_server: FakeKubeServer, leases: KubeLeases
+) -> None:
+    from cidrx.errors import RetriesExhausted
+
+    plan = make_plan()
+    kube_server.inject(503, method="POST", path_contains="/leases", times=None)
+    clock = FakeClock()
+    waiter = Waiter(sleep=clock.sleep, monotonic=clock.monotonic)
+    with (
+        pytest.raises(RetriesExhausted) as failed,
+        plan_lock(plan, tmp_path / "plan.json", leases=leases, wait=None, waiter=waiter, note=lambda _: None),
+    ):
+        pass
+    assert failed.value.exit_code == ExitStatus.RETRY_LATER
+    assert not (tmp_path / "plan.json.lock").exists()
+
+
+def test_a_final_release_failing_every_time_is_a_warning(
+    tmp_path: Path, kube_server: FakeKubeServer, leases: KubeLeases
+) -> None:
+    plan = make_plan()
+    notes: list[str] = []
+    clock = FakeClock()
+    waiter = Waiter(sleep=clock.sleep, monotonic=clock.monotonic)
+    with plan_lock(plan, tmp_path / "plan.json", leases=leases, wait=None, waiter=waiter, note=notes.append):
+        kube_server.inject(503, method="DELETE", path_contains="/leases", times=None)
+    assert len(notes) == 1 and notes[0].startswith("warning: could not release Lease kube-system/cidrx-plan-")
+    assert not (tmp_path / "plan.json.lock").exists()
+    kube_server.clear_faults()

@@ -154,6 +154,41 @@ def test_truncated_documents(which: Any, cut: float, tmp_path: Path) -> None:
         loader(path)
 
 
+@pytest.mark.parametrize("loader", LOADERS)
+@FAST
+@given(which=st.sampled_from([*SNAPSHOTS, PLAN]), depth=st.integers(min_value=2_000, max_value=60_000))
+def test_deeply_nested_documents_are_invalid_input(loader: Any, which: Any, depth: int, tmp_path: Path) -> None:
+    """A document nested past the decoder's recursion limit is input, not a bug (RecursionError was exit 1)."""
+    nested = b"[" * depth + b"]" * depth
+    text = json.dumps({**which, "target": "@@"}).encode()
+    _load(tmp_path / "doc.json", text.replace(b'"@@"', nested), loader)
+
+
+@pytest.mark.parametrize("loader", LOADERS)
+@FAST
+@given(
+    which=st.sampled_from([*SNAPSHOTS, PLAN]),
+    at=st.floats(min_value=0.0, max_value=0.999),
+    junk=st.binary(min_size=1, max_size=3).filter(lambda b: not _is_utf8(b)),
+)
+def test_bytes_that_are_not_utf8_are_invalid_input(
+    loader: Any, which: Any, at: float, junk: bytes, tmp_path: Path
+) -> None:
+    """Bytes that are not UTF-8 spliced into a string of a valid document: one line, exit 2."""
+    text = json.dumps(which).encode()
+    quotes = [m.start() for m in re.finditer(rb'"[a-z]', text)]
+    i = quotes[int(len(quotes) * at)] + 1
+    _load(tmp_path / "doc.json", text[:i] + junk + text[i:], loader)
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def test_the_unmutated_documents_load(tmp_path: Path) -> None:
     """The control: the seeds themselves are valid, so every refusal above came from the mutation."""
     for path in EXAMPLES:

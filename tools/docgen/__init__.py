@@ -356,7 +356,9 @@ def plan_schema() -> dict[str, Any]:
         "cidrx plan (cidrx.plan/v1)",
         "A plan file written by `cidrx expand --plan` or `cidrx reclaim --plan`; `digest` is the sha256 of the "
         "canonical JSON of the whole document except `digest` (notes, summary and created_at included), and "
-        "apply refuses a file whose digest does not match.",
+        "apply refuses a file whose digest does not match. `content_digest` (added within v1; absent from older "
+        "plans) is the sha256 of the canonical JSON of {target, basis, steps} only: equal for two plans of the "
+        "same estate, whatever their created_at or notes. Reviewers' notes live beside the plan in PLAN.json.notes.",
     )
 
 

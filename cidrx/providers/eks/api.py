@@ -20,10 +20,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput
+from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput, RetriesExhausted, Unreachable
 from cidrx.transport import activity
+from cidrx.transport.environment import check_proxy_environment
 from cidrx.transport.retry import (
+    RETRY_LATER_HINT,
     Retryable,
     RetryPolicy,
     call_with_retry,
@@ -124,6 +127,10 @@ _PEERING_STATES = frozenset({"active", "pending-acceptance", "provisioning"})
 _CREDENTIALS_HINT = "use --profile / AWS_PROFILE, run `aws sso login`, or export AWS_ACCESS_KEY_ID/SECRET"
 
 
+class GarbledAnswer(Exception):
+    """A success answer without what it must hold: cut off or garbled between AWS and cidrx."""
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
@@ -147,6 +154,23 @@ def translate(exc: BaseException, action: str, subject: str | None = None) -> Ci
             f"AWS profile {exc.kwargs.get('profile')!r} not found",
             hint="check --profile / AWS_PROFILE and ~/.aws/config",
         )
+    from botocore.parsers import ResponseParserError
+
+    if isinstance(exc, GarbledAnswer | ResponseParserError):
+        return RetriesExhausted(
+            f"{action}{on}: AWS's answer could not be read ({_one_line(str(exc))[:200]})",
+            hint=RETRY_LATER_HINT,
+        )
+    if isinstance(exc, bx.InvalidRegionError):
+        return InvalidInput(
+            f"{_one_line(str(exc))} (an AWS region is a name such as us-east-1)",
+            hint="check --region, AWS_REGION and AWS_DEFAULT_REGION",
+        )
+    if isinstance(exc, bx.ConfigParseError | bx.InvalidConfigError):
+        return InvalidInput(
+            f"cannot read the AWS configuration: {_one_line(str(exc))}",
+            hint="check AWS_CONFIG_FILE / AWS_SHARED_CREDENTIALS_FILE (default ~/.aws/config, ~/.aws/credentials)",
+        )
     if isinstance(exc, bx.NoCredentialsError | bx.PartialCredentialsError):
         return AccessDenied(f"no AWS credentials found for {action}", hint=_CREDENTIALS_HINT)
     if isinstance(
@@ -169,8 +193,14 @@ def translate(exc: BaseException, action: str, subject: str | None = None) -> Ci
         )
     if isinstance(exc, bx.ConnectionError):
         url = exc.kwargs.get("endpoint_url", "the AWS endpoint")
-        return AccessDenied(
-            f"cannot reach {url} for {action}", hint="check --region / AWS_ENDPOINT_URL and the network"
+        return Unreachable(f"cannot reach {url} for {action}", hint="check --region / AWS_ENDPOINT_URL and the network")
+    if isinstance(exc, bx.ReadTimeoutError | bx.ConnectionClosedError):
+        # A hung endpoint is as unreachable as a refused one (exit 6, like the Kubernetes API): 7 is kept for
+        # answers that say "try later" (5xx, throttling).
+        url = exc.kwargs.get("endpoint_url", "the AWS endpoint")
+        return Unreachable(
+            f"{url} did not answer {action}{on} ({_one_line(str(exc))})",
+            hint="check --region / AWS_ENDPOINT_URL, any proxy, and the network",
         )
     if isinstance(exc, bx.ParamValidationError):
         return CidrxError(f"internal error: cidrx built an invalid {action} request: {_one_line(str(exc))}")
@@ -214,18 +244,27 @@ def translate(exc: BaseException, action: str, subject: str | None = None) -> Ci
 
 
 @contextmanager
-def _aws(action: str, subject: str | None = None) -> Iterator[None]:
-    """Run an SDK call; any botocore exception leaves as the CidrxError `translate` picks."""
-    activity.reading(f"{action} {subject}" if subject else action)
+def _aws(action: str, subject: str | None = None, *, announce: bool = True) -> Iterator[None]:
+    """Run an SDK call; any botocore exception leaves as the CidrxError `translate` picks. `announce`: tell
+    the activity listeners (spinner, -v) about it; off for local work such as building a client, which
+    would otherwise name itself while the request that needed the client is the one waiting."""
+    if announce:
+        activity.reading(f"{action} {subject}" if subject else action)
     try:
         yield
     except CidrxError:
         raise
     except Exception as exc:
         from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.parsers import ResponseParserError
 
-        if isinstance(exc, ClientError | BotoCoreError):
+        if isinstance(exc, ClientError | BotoCoreError | GarbledAnswer | ResponseParserError):
             raise with_gave_up_note(translate(exc, action, subject), exc) from exc
+        if isinstance(exc, KeyError):  # a field a success answer must hold is missing (the blocks only index answers)
+            raise RetriesExhausted(
+                f"{action}{f' on {subject}' if subject else ''}: AWS's answer lacks {exc} (cut off or garbled)",
+                hint=RETRY_LATER_HINT,
+            ) from exc
         raise
 
 
@@ -253,7 +292,12 @@ _SERVER_FAULT_CODES = frozenset(
 def classify(exc: BaseException, *, write: bool) -> Retryable | None:
     """The retry policy's view of a botocore failure (see cidrx.transport.retry for what is safe to retry)."""
     from botocore import exceptions as bx
+    from botocore.parsers import ResponseParserError
 
+    if isinstance(exc, GarbledAnswer | ResponseParserError):
+        # A 2xx whose body was cut or garbled (botocore: "invalid XML received. Further retries may succeed").
+        # For a write the request did reach AWS: not repeated, the next run's check-then-act finds it.
+        return None if write else Retryable()
     if isinstance(exc, bx.ClientError):
         code = str(exc.response.get("Error", {}).get("Code", ""))
         meta = exc.response.get("ResponseMetadata", {})
@@ -291,8 +335,6 @@ def check_region(region: str, endpoint_url: str) -> None:
     """Refuse a region no AWS partition has, when the client would go to AWS's own endpoint for it: the
     made-up hostname does not resolve, and connection retries would only delay a vaguer error. An endpoint
     override (AWS_ENDPOINT_URL, a profile's endpoint_url) is the user's choice and is left alone."""
-    from urllib.parse import urlsplit
-
     host = urlsplit(endpoint_url).hostname or ""
     partitions = _partitions()
     if not any(suffix and host.endswith(f".{suffix}") for _, suffix in partitions):
@@ -305,6 +347,14 @@ def check_region(region: str, endpoint_url: str) -> None:
         f"unknown AWS region {region!r}: no AWS partition has it",
         hint=f"check --region (e.g. us-east-1); a region newer than botocore {botocore.__version__} needs a "
         "newer boto3, or AWS_ENDPOINT_URL",
+    )
+
+
+def _bad_endpoint(detail: str) -> InvalidInput:
+    return InvalidInput(
+        f"the AWS endpoint is not usable: {_one_line(detail)}",
+        hint="check AWS_ENDPOINT_URL (and endpoint_url in the AWS config): an http:// or https:// URL such as "
+        "https://ec2.us-east-1.amazonaws.com, or unset it",
     )
 
 
@@ -336,7 +386,8 @@ class EksApi:
     def _client(self, service: str) -> Any:
         client = self._clients.get(service)
         if client is None:
-            with _aws(f"creating the {service} client"):
+            check_proxy_environment()
+            with _aws(f"creating the {service} client", announce=False):
                 if self._session is None:
                     import boto3
 
@@ -347,14 +398,42 @@ class EksApi:
                 # failures are safe to retry for a write, which botocore's modes do not distinguish).
                 config = Config(retries={"total_max_attempts": 1}, user_agent_extra="cidrx")
                 session: Any = self._session
-                client = session.client(service, region_name=self.region, config=config)
-            check_region(self.region, str(client.meta.endpoint_url))
+                try:
+                    client = session.client(service, region_name=self.region, config=config)
+                except ValueError as exc:  # botocore's "Invalid endpoint: ..." / urllib's "Invalid IPv6 URL"
+                    from botocore.exceptions import BotoCoreError
+
+                    if isinstance(exc, BotoCoreError):  # InvalidRegionError is a ValueError too
+                        raise
+                    raise _bad_endpoint(str(exc)) from None
+            endpoint = str(client.meta.endpoint_url)
+            if urlsplit(endpoint).scheme not in ("http", "https"):
+                raise _bad_endpoint(f"{endpoint!r} is not an http:// or https:// URL")
+            check_region(self.region, endpoint)
             self._clients[service] = client
         return client
 
-    def _call(self, fn: Any, /, *, write: bool = False, policy: RetryPolicy | None = None, **kwargs: Any) -> Any:
-        """One SDK request under the retry policy (run inside `_aws`, which translates what escapes)."""
-        return call_with_retry(lambda: fn(**kwargs), _classify_write if write else _classify_read, policy)
+    def _call(
+        self,
+        fn: Any,
+        /,
+        *,
+        write: bool = False,
+        policy: RetryPolicy | None = None,
+        want: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """One SDK request under the retry policy (run inside `_aws`, which translates what escapes). `want`:
+        the key a success answer must hold; one without it was cut or garbled on the way (GarbledAnswer),
+        a transient failure of this call like a 5xx."""
+
+        def once() -> Any:
+            resp = fn(**kwargs)
+            if want is not None and (not isinstance(resp, dict) or want not in resp):
+                raise GarbledAnswer(f"the answer has no {want!r}: it was cut off or garbled on the way")
+            return resp
+
+        return call_with_retry(once, _classify_write if write else _classify_read, policy)
 
     def _pages(self, fn: Any, items: str, /, *, token: str = "NextToken", **kwargs: Any) -> list[Any]:
         """Every item of a paginated read, each page its own retried request (resumes at its token)."""
@@ -405,7 +484,7 @@ class EksApi:
 
     def describe_cluster(self, name: str) -> Json:
         with _aws("eks:DescribeCluster", self._cluster_subject(name)):
-            return dict(self._call(self._eks.describe_cluster, name=name)["cluster"])
+            return dict(self._call(self._eks.describe_cluster, want="cluster", name=name)["cluster"])
 
     def list_nodegroups(self, cluster: str) -> list[str]:
         with _aws("eks:ListNodegroups", self._cluster_subject(cluster)):
@@ -416,12 +495,12 @@ class EksApi:
 
     def describe_nodegroup(self, cluster: str, name: str) -> Json:
         with _aws("eks:DescribeNodegroup", f"node group {name!r} of {self._cluster_subject(cluster)}"):
-            resp = self._call(self._eks.describe_nodegroup, clusterName=cluster, nodegroupName=name)
+            resp = self._call(self._eks.describe_nodegroup, want="nodegroup", clusterName=cluster, nodegroupName=name)
             return dict(resp["nodegroup"])
 
     def describe_vpc(self, vpc_id: str) -> Json:
         with _aws("ec2:DescribeVpcs", f"VPC {vpc_id}"):
-            vpcs = self._call(self._ec2.describe_vpcs, VpcIds=[vpc_id])["Vpcs"]
+            vpcs = self._call(self._ec2.describe_vpcs, want="Vpcs", VpcIds=[vpc_id])["Vpcs"]
         if not vpcs:
             raise AccessDenied(f"VPC {vpc_id} not found in {self.region}", hint="check --region and --profile")
         return dict(vpcs[0])
@@ -488,7 +567,9 @@ class EksApi:
 
         with _aws("eks:DescribeAddon", f"add-on {name!r} of {self._cluster_subject(cluster)}"):
             try:
-                return dict(self._call(self._eks.describe_addon, clusterName=cluster, addonName=name)["addon"])
+                return dict(
+                    self._call(self._eks.describe_addon, want="addon", clusterName=cluster, addonName=name)["addon"]
+                )
             except ClientError as exc:
                 if str(exc.response.get("Error", {}).get("Code", "")) in ("ResourceNotFoundException", "404"):
                     return None

@@ -27,9 +27,11 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput
+from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput, RetriesExhausted
 from cidrx.transport import activity
+from cidrx.transport.environment import check_proxy_environment
 from cidrx.transport.retry import (
+    RETRY_LATER_HINT,
     Retryable,
     call_with_retry,
     certificate_failure,
@@ -267,6 +269,7 @@ class GkeApi:
         client = self._clients.get(kind)
         if client is not None:
             return client
+        check_proxy_environment()
         container_v1, compute_v1 = _import_sdk()
         from google.api_core.client_options import ClientOptions
 
@@ -296,20 +299,39 @@ class GkeApi:
         return client
 
     def _call(
-        self, action: str, subject: str | None, fn: Callable[..., T], /, *args: Any, write: bool = False, **kwargs: Any
+        self,
+        action: str,
+        subject: str | None,
+        fn: Callable[..., T],
+        /,
+        *args: Any,
+        write: bool = False,
+        want: str | None = None,
+        **kwargs: Any,
     ) -> T:
         """Run one SDK call under cidrx's retry policy (cidrx.transport.retry) and timeout; errors leave
         translated. retry=None turns the GAPIC default retries off (they would sleep for real, and retry
-        writes too): there is one policy, and `classify` says what it retries."""
+        writes too): there is one policy, and `classify` says what it retries. `want`: a field every success
+        answer holds (a resource's `name`); one without it was cut or garbled on the way (the REST transport
+        parses such a body to an empty message), a transient failure like a 5xx."""
 
         def once() -> T:
-            return fn(*args, retry=None, timeout=CALL_TIMEOUT, **kwargs)
+            result = fn(*args, retry=None, timeout=CALL_TIMEOUT, **kwargs)
+            if want is not None and not getattr(result, want, None):
+                raise GarbledAnswer(f"the answer has no {want!r}: it was cut off or garbled on the way")
+            return result
 
         activity.reading(f"{action} {subject}" if subject else action)
         try:
             return call_with_retry(once, _classify_write if write else _classify_read)
         except CidrxError:
             raise
+        except GarbledAnswer as exc:
+            on = f" on {subject}" if subject else ""
+            raise with_gave_up_note(
+                RetriesExhausted(f"{action}{on}: Google's answer could not be read ({exc})", hint=RETRY_LATER_HINT),
+                exc,
+            ) from exc
         except Exception as exc:
             err = _translated(exc, action, subject)
             if isinstance(err, CidrxError):
@@ -387,7 +409,11 @@ class GkeApi:
     def get_cluster(self, cluster: str) -> Json:
         gke = self._client("container")
         msg = self._call(
-            "container.clusters.get", self._cluster_subject(cluster), gke.get_cluster, name=self._cluster_name(cluster)
+            "container.clusters.get",
+            self._cluster_subject(cluster),
+            gke.get_cluster,
+            want="name",
+            name=self._cluster_name(cluster),
         )
         return to_json(msg)
 
@@ -409,7 +435,7 @@ class GkeApi:
         project = project or self.project
         client = self._client("NetworksClient")
         subject = f"VPC network {network!r} in project {project}"
-        msg = self._call("compute.networks.get", subject, client.get, project=project, network=network)
+        msg = self._call("compute.networks.get", subject, client.get, want="name", project=project, network=network)
         return to_json(msg)
 
     def get_subnetwork(self, region: str, subnet: str, project: str | None = None) -> Json:
@@ -734,6 +760,8 @@ def classify(exc: BaseException, *, write: bool) -> Retryable | None:
 
     if certificate_failure(exc) is not None:  # a configuration problem: the next attempt fails the same way
         return None
+    if isinstance(exc, GarbledAnswer):
+        return None if write else Retryable()
     if isinstance(exc, gx.GoogleAPICallError):
         response = getattr(exc, "response", None)
         headers = getattr(response, "headers", None) or {}
@@ -760,6 +788,10 @@ def classify(exc: BaseException, *, write: bool) -> Retryable | None:
 
 _classify_read = functools.partial(classify, write=False)
 _classify_write = functools.partial(classify, write=True)
+
+
+class GarbledAnswer(Exception):
+    """A success answer without what it must hold: cut off or garbled between Google and cidrx."""
 
 
 class _translating:

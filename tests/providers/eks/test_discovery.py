@@ -144,6 +144,23 @@ def test_the_running_image_wins_over_the_addon_version() -> None:
     assert discovery.installed_version(only_addon.eks, KubeSection(available=False))[0] == (1, 15, 1)
 
 
+def test_an_image_without_a_version_tag_falls_back_to_aws_nodes_vpc_cni_version_env() -> None:
+    import dataclasses
+
+    from cidrx.model.kube import EnvVar
+
+    snap = cases.managed_addon(cases.cni_version(cases.example(), "v1.19.0"), keep_aws_node=True)
+    assert snap.eks is not None and snap.kube.aws_node is not None
+    node = snap.kube.aws_node
+    mirrored = dataclasses.replace(
+        node,
+        image="registry.internal/mirror/amazon-k8s-cni@sha256:" + "0" * 64,
+        env=(*(v for v in node.env if v.name != "VPC_CNI_VERSION"), EnvVar("VPC_CNI_VERSION", "v1.20.3")),
+    )
+    kube = dataclasses.replace(snap.kube, aws_node=mirrored)
+    assert discovery.installed_version(snap.eks, kube) == ((1, 20, 3), "aws-node env VPC_CNI_VERSION=v1.20.3")
+
+
 def test_nodes_at_their_eni_limit_gain_nothing_from_tagged_subnets() -> None:
     d = analyze(cases.subnet_discovery(enis=3))  # m5.large: 3 ENIs at most, all attached
     hits = [f for f in d.findings if f.id == "EKS-SUBNET-DISCOVERY-NODES-AT-ENI-LIMIT"]
@@ -275,10 +292,20 @@ def test_nodes_at_their_limit_and_full_node_subnets_make_the_strategy_refuse() -
     assert "2 node(s) are at their ENI limit and gain nothing" in " ".join(full_nodes_but_room.notes)
 
 
+def _without_version_env(snap: Snapshot) -> Snapshot:
+    import dataclasses
+
+    node = snap.kube.aws_node
+    assert node is not None
+    env = tuple(v for v in node.env if v.name != "VPC_CNI_VERSION")
+    return cases.with_kube(snap, aws_node=dataclasses.replace(node, env=env))
+
+
 @pytest.mark.parametrize(
     ("snap", "message"),
     [
-        (cases.example(), "cannot tell the installed VPC CNI version"),
+        (_without_version_env(cases.example()), "cannot tell the installed VPC CNI version"),
+        (cases.example(), r"this cluster runs v1\.15\.1 \(aws-node env VPC_CNI_VERSION=v1\.15\.1\)"),
         (cases.cni_version(cases.example(), "v1.17.1"), "needs VPC CNI v1.18 or later; this cluster runs v1.17.1"),
         (cases.custom_networking(cases.cni_version(cases.example(), "v1.18.1")), "custom networking is on"),
     ],

@@ -398,3 +398,21 @@ def test_operation_state_converters() -> None:
         "status": "PENDING",
         "progress": None,
     }
+
+
+@pytest.mark.parametrize(("path", "call"), [("/clusters/", "cluster"), ("/global/networks/", "network")])
+def test_a_garbled_success_body_is_retried_and_exit_7_when_it_lasts(
+    gcp: FakeGcp, gke_api: GkeApi, path: str, call: str
+) -> None:
+    def read() -> Any:
+        return gke_api.get_cluster(CLUSTER) if call == "cluster" else gke_api.get_network(NETWORK)
+
+    clean = read()
+    garbled = '{"name": "demo", "stat'  # a JSON string where an object belongs: what a cut-off body parses to
+    gcp.inject(200, method="GET", path_contains=path, times=2, body=garbled)
+    assert read() == clean
+    gcp.inject(200, method="GET", path_contains=path, times=None, body=garbled)
+    with pytest.raises(RetriesExhausted) as caught:
+        read()
+    gcp.clear_faults()
+    assert caught.value.exit_code == EXIT_RETRY_LATER and "could not be read" in caught.value.message

@@ -746,6 +746,10 @@ def is_lock(record: RequestRecord) -> bool:
     return record.path.startswith("/apis/coordination.k8s.io/")
 
 
+# The status of a fault that answers with a cut-off body instead of an error (inject_truncated).
+TRUNCATED = -200
+
+
 class Response(NamedTuple):
     status: int
     body: bytes
@@ -1035,6 +1039,13 @@ class FakeKubeServer(LoopbackServer):
             return None
         return target.rtype.plural if target is not None else None
 
+    def inject_truncated(
+        self, *, method: str | None = None, path_contains: str | None = None, times: int | None = 1
+    ) -> Fault:
+        """Make the next ``times`` matching requests succeed (the write happens) but answer with only the first
+        half of the body, as a connection cut after the headers leaves it."""
+        return self._add_fault(Fault(TRUNCATED, method, path_contains, times))
+
     def inject(
         self,
         status: int,
@@ -1117,6 +1128,10 @@ class FakeKubeServer(LoopbackServer):
             fault = self._take_fault(method, path)
             if fault is not None and fault.reset in ("close", "rst"):
                 return Response(0, b"", {}, fault.reset)
+            if fault is not None and fault.status == TRUNCATED:
+                status, payload = self._route(method, path, query, content_type, body)
+                whole = _encode(payload)
+                return Response(status, whole[: len(whole) // 2], {})  # the real answer, cut off halfway
             if fault is not None and fault.reset is None:
                 raise ApiFailure(
                     fault.status,

@@ -41,6 +41,9 @@ CLUSTER_NAME = "CLUSTER_NAME"
 ROLE_TAG = "kubernetes.io/role/cni"
 ROLE_INCLUDED = "1"
 ROLE_EXCLUDED = "0"
+# The version the aws-node manifests declare in the container env (aws/amazon-vpc-cni-k8s
+# charts/aws-vpc-cni/values.yaml, env.VPC_CNI_VERSION).
+VERSION_ENV = "VPC_CNI_VERSION"
 FIRST = (1, 18, 0)  # ENABLE_SUBNET_DISCOVERY appears in v1.18.0
 VALUES_MATTER = (1, 22, 0)  # from here `0` excludes and an empty value counts as untagged
 CLUSTER_PREFIX_V1220 = "kubernetes.io/cluster/"
@@ -97,11 +100,18 @@ class DiscoveryState:
 
 
 def installed_version(eks: EksSection, kube: KubeSection) -> tuple[Version | None, str]:
-    """The running aws-node image's tag (what ipamd really is), else the managed add-on's version."""
+    """The running aws-node image's tag (what ipamd really is), else the VPC_CNI_VERSION env the upstream
+    manifests and Helm chart set on aws-node (an image pinned by digest or mirrored under another tag still
+    has it; see docs/cloud-facts.md), else the managed add-on's version."""
     if kube.aws_node is not None and kube.aws_node.image:
         v = parse_version(kube.aws_node.image)
         if v is not None:
             return v, f"aws-node image {kube.aws_node.image.rsplit('/', 1)[-1]}"
+    declared = kube.aws_node.get(VERSION_ENV) if kube.aws_node is not None else None
+    if declared:
+        v = parse_version(declared)
+        if v is not None:
+            return v, f"aws-node env {VERSION_ENV}={declared}"
     if eks.vpc_cni_addon is not None and eks.vpc_cni_addon.version:
         v = parse_version(eks.vpc_cni_addon.version)
         if v is not None:
