@@ -6,7 +6,8 @@ VPC CNI settings that Auto Mode nodes ignore (the facts are cidrx.providers.eks.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from cidrx.model.findings import Capacity, Finding, FindingKind, Severity, utilization
 from cidrx.model.kube import KubeSection
@@ -64,8 +65,11 @@ def pod_slots(
     )
 
 
-def provisioner_capacity(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[Capacity]:
-    """One row per self-managed group and per NodePool: its nodes, pod slots, and where nodes launch."""
+def provisioner_capacity(
+    eks: EksSection, kube: KubeSection, cni: CniConfig, fit: Callable[[set[str]], int | None] = lambda _: None
+) -> list[Capacity]:
+    """One row per self-managed group and per NodePool: its nodes, pod slots, and where nodes launch;
+    `fit` says how many more nodes fit in a set of subnets (the group's or the NodeClass's)."""
     p = provisioners(eks)
     types = _types(eks)
     out: list[Capacity] = []
@@ -82,7 +86,8 @@ def provisioner_capacity(eks: EksSection, kube: KubeSection, cni: CniConfig) -> 
         source = "--max-pods in user data" if g.max_pods else f"{', '.join(g.instance_types) or 'type unknown'}"
         note = f"{per_node} pods/node ({source}); {where if lt else 'no launch template'}; "
         note += f"subnets {_label(eks, g.subnet_ids)}"
-        out.append(pod_slots("self-managed-group", g.name, size, used, count, note, g.max_size))
+        row = pod_slots("self-managed-group", g.name, size, used, count, note, g.max_size)
+        out.append(replace(row, nodes_fit=fit(set(g.subnet_ids))))
     classes = {(c.kind, c.name): c for c in p.node_classes}
     nodes_by_pool: dict[str, list[str]] = defaultdict(list)
     for n in kube.nodes:
@@ -115,7 +120,8 @@ def provisioner_capacity(eks: EksSection, kube: KubeSection, cni: CniConfig) -> 
             else:
                 where += f"; RESERVED_ENIS={reserved}"
         kind = "auto-mode-nodepool" if auto else "karpenter-nodepool"
-        out.append(pod_slots(kind, pool.name, size, used, len(nodes_by_pool.get(pool.name, [])), where))
+        row = pod_slots(kind, pool.name, size, used, len(nodes_by_pool.get(pool.name, [])), where)
+        out.append(replace(row, nodes_fit=fit(set(node_class_subnets(eks, c))) if c is not None else None))
     return out
 
 
