@@ -12,6 +12,7 @@ from dataclasses import replace
 from cidrx.model.findings import Capacity, Finding, FindingKind, Severity, utilization
 from cidrx.model.kube import KubeSection
 from cidrx.providers.eks.facts.cni import CniConfig, max_pods
+from cidrx.providers.eks.facts.karpenter import placements
 from cidrx.providers.eks.facts.provisioners import (
     karpenter_max_pods,
     node_class_subnets,
@@ -33,6 +34,13 @@ EKS_AUTO_MODE_CNI_SETTINGS_IGNORED = FindingKind.parse(
     and ENIConfigs; their pods take addresses from the NodeClass's podSubnetSelectorTerms."""
 )
 
+
+EKS_KARPENTER_SUBNET_FULL = FindingKind.parse(
+    """EKS-KARPENTER-SUBNET-FULL (critical or warning): An EC2NodeClass selects a subnet that cannot take one more
+    node while another subnet in the same zone (selected, or one of the cluster's own) has room. Critical when
+    no selected subnet of that zone has room: Karpenter launches into the one with the most free addresses,
+    however few, and the new nodes' pods get no address."""
+)
 
 KINDS = FindingKind.all_in(globals())
 
@@ -125,9 +133,33 @@ def provisioner_capacity(
     return out
 
 
+def placement_findings(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[Finding]:
+    findings: list[Finding] = []
+    for cp in placements(eks, kube, cni):
+        stuck = [z for z in cp.zones if z.stuck]
+        evidence = []
+        for z in cp.zones:
+            full = ", ".join(f"{s.subnet_id} ({s.available_ips} free)" for s in z.full)
+            room = ", ".join(f"{s.subnet_id} ({s.available_ips} free)" for s in (*z.roomy, *z.selectable))
+            evidence.append(f"{z.zone}: a new node needs {z.need} address(es); full: {full}; room: {room}")
+        where = ", ".join(z.zone for z in (stuck or cp.zones))
+        findings.append(
+            EKS_KARPENTER_SUBNET_FULL.finding(
+                Severity.CRITICAL if stuck else Severity.WARNING,
+                f"EC2NodeClass {cp.node_class.name}",
+                f"EC2NodeClass {cp.node_class.name} selects subnets in {where} that cannot take another node "
+                + ("and no selected subnet there has room" if stuck else "(another selected subnet there has room)"),
+                tuple(evidence),
+                "Narrow its subnetSelectorTerms to subnets with room: `{EXPAND} --strategy karpenter-subnets` "
+                f"(Karpenter replaces the {len(cp.nodes_leaving)} node(s) in the subnets left out).",
+            )
+        )
+    return findings
+
+
 def provisioner_findings(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[Finding]:
     p = provisioners(eks)
-    findings: list[Finding] = []
+    findings: list[Finding] = placement_findings(eks, kube, cni)
     ec2_classes = p.classes(EC2_NODE_CLASS)
     unbounded = [c.name for c in ec2_classes if not c.max_pods]
     if cni.custom_networking and unbounded and reserved_enis(p) < 1:
