@@ -79,7 +79,9 @@ def forecast(
     ranges = []
     for key, (labels, samples) in used.items():
         size_samples = sizes.get(key, (labels, []))[1]
-        size = round(size_samples[-1][1]) if size_samples else 0
+        if not size_samples or size_samples[-1][1] <= 0:
+            continue  # no size to run out of (a series scraped half-way, or an empty range)
+        size = round(size_samples[-1][1])
         ident = (
             target,
             labels.get("kind", ""),

@@ -48,7 +48,8 @@ def test_document_shape(doc: dict[str, Any]) -> None:
     assert doc["schema"] == "cidrx.forecast/v1" and doc["target"] == TARGET
     schema = json.loads((Path(__file__).resolve().parents[2] / "docs/schemas/forecast.schema.json").read_text())
     jsonschema.Draft202012Validator(schema).validate(doc)
-    # Four ranges; the renamed subnet is still one range (keyed by its CIDR), under its newest name.
+    # Four ranges (the subnet with no size series is left out); the renamed subnet is still one range
+    # (keyed by its CIDR), under its newest name.
     assert sorted(r["kind"] for r in doc["ranges"]) == ["calico-pool", "nodegroup", "subnet", "whereabouts-pool"]
     assert by_kind(doc, "subnet")["name"] == "subnet-0a (web)"
     for r in doc["ranges"]:

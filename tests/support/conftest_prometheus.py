@@ -48,6 +48,7 @@ def lab_history(now: float) -> list[History]:
       (4096 − 3060) / 40 = 25.9 days left; fitted on the four days after the step.
     - flat: whereabouts-pool 10.2.0.0/24 (254), 120 (±1): no run-out.
     - full: nodegroup `ng` (no CIDR), 58 of 58 pod slots: 0 days left.
+    - orphan: subnet 10.3.0.0/24 with a used series and no size series: left out.
     """
     n = int(DAYS * DAY / EVERY)
     times = [now - (n - i) * EVERY for i in range(n + 1)]
@@ -71,6 +72,9 @@ def lab_history(now: float) -> list[History]:
     add(_labels("calico-pool", "default-ipv4-ippool", "10.1.0.0/20"), 4096, step)
     add(_labels("whereabouts-pool", "kube-system/10.2.0.0-24", "10.2.0.0/24"), 254, flat)
     add(_labels("nodegroup", "ng", ""), 58, [58] * len(times))
+    # Use without a size (a half-written scrape): nothing to run out of, so no forecast for it.
+    orphan = _labels("subnet", "subnet-0b", "10.3.0.0/24", "lab-b")
+    out.append(History("cidrx_capacity_used_addresses", orphan, list(zip(times, steady, strict=True))))
     return sorted(out, key=lambda h: h.metric)
 
 
@@ -83,5 +87,5 @@ def forecast_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     now = float(int(time.time()))
     backfill(promtool, lab_history(now), data)
     with serve(prometheus, data, Path(root / "prometheus.log")) as url:
-        assert series_count(url, f'{{target="{TARGET}"}}') == 10
+        assert series_count(url, f'{{target="{TARGET}"}}') == 11
         yield Lab(url, now)
