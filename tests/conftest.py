@@ -6,4 +6,5 @@ pytest_plugins = [
     "tests.support.conftest_faults",
     "tests.support.conftest_eks",
     "tests.support.conftest_gke",
+    "tests.support.conftest_prometheus",
 ]

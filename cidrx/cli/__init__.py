@@ -18,6 +18,7 @@ from cidrx.cli import boundary
 from cidrx.cli.diagnose import diagnose
 from cidrx.cli.expand import expand
 from cidrx.cli.exporter import exporter
+from cidrx.cli.forecast import forecast
 from cidrx.cli.permissions import permissions
 from cidrx.cli.reclaim import reclaim
 from cidrx.cli.rollback import rollback
@@ -123,6 +124,7 @@ def _examples() -> str:
         (f"cidrx reclaim --k8s --ipam {ipam} --plan", "release stale in-cluster IPs"),
         ("cidrx snapshot --eks ... --out FILE", "everything diagnose reads"),
         ("cidrx exporter --k8s --interval 120", "the same as Prometheus metrics"),
+        ("cidrx forecast --k8s --prometheus URL", "when each range runs out"),
     ]
     width = max(len(command) for command, _ in examples) + 3
     lines = [f"  {command.ljust(width)}{what}" for command, what in examples]
@@ -183,6 +185,7 @@ cli.add_command(reclaim)
 cli.add_command(rollback)
 cli.add_command(permissions)
 cli.add_command(exporter)
+cli.add_command(forecast)
 
 
 # Allocations between young-generation collections, and collections between older ones (CPython's

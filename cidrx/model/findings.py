@@ -120,6 +120,8 @@ class Capacity:
     `size`/`used`/`free` count addresses for address spaces and pod slots for node groups.
     `max_nodes`/`nodes` are set only for node-scoped address spaces: `max_nodes` is how many nodes the
     space has room for, never an autoscaling limit (node groups carry that as extra `autoscaling_max_nodes`).
+    `nodes_fit` is how many more nodes of the space's node shape still fit (from the same per-node needs as
+    the findings: warm pools and ENI primaries, node blocks, IPAM blocks); None where nodes take nothing from it.
     """
 
     kind: str
@@ -131,6 +133,7 @@ class Capacity:
     utilization: float
     max_nodes: int | None = None
     nodes: int | None = None
+    nodes_fit: int | None = None
     zone: str | None = None
     note: str | None = None
     # Per-kind figures beyond size/used/free (an IPAM's `stale` or `blocks_claimed`, ...), exported

@@ -270,7 +270,7 @@ def _map_section(m: NetworkMap) -> str:
 def _capacity_table(d: Diagnosis) -> str:
     head = "".join(
         f'<th class="{"n" if h in ("size", "used", "free", "util") else ""}">{h}</th>'
-        for h in ("kind", "name", "zone", "cidr", "size", "used", "free", "util", "nodes/max", "note")
+        for h in ("kind", "name", "zone", "cidr", "size", "used", "free", "util", "nodes/max", "nodes fit", "note")
     )
     rows = []
     for c in by_urgency(d.capacity):
@@ -279,7 +279,8 @@ def _capacity_table(d: Diagnosis) -> str:
         cells = [c.kind, c.name, c.zone or "", c.cidr or ""]
         numbers = [f"{c.size:,}", f"{c.used:,}", f"{c.free:,}", percent(c.utilization)]
         tds = "".join(f"<td>{escape(v)}</td>" for v in cells) + "".join(f'<td class="n">{v}</td>' for v in numbers)
-        tds += f"<td>{escape(nodes)}</td><td>{escape(c.note or '')}</td>"
+        fit = "" if c.nodes_fit is None else f"{c.nodes_fit:,}"
+        tds += f'<td>{escape(nodes)}</td><td class="n">{fit}</td><td>{escape(c.note or "")}</td>'
         rows.append(f'<tr class="{cls}">{tds}</tr>')
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 

@@ -34,6 +34,7 @@ CAPACITY_FIGURES: tuple[tuple[str, str, str], ...] = (
     ("cidrx_capacity_utilization_ratio", "Used over size, 0 to 1.", "utilization"),
     ("cidrx_capacity_max_nodes", "Nodes the space has room for (node-scoped spaces only).", "max_nodes"),
     ("cidrx_capacity_nodes", "Nodes that hold a share of the space (node-scoped spaces only).", "nodes"),
+    ("cidrx_capacity_nodes_fit", "More nodes of the space's node shape that still fit in it.", "nodes_fit"),
 )
 _RESERVED = frozenset(name for name, _, _ in CAPACITY_FIGURES) | {"cidrx_findings", "cidrx_finding"}
 

@@ -182,8 +182,9 @@ def capacity_table(capacity: Sequence[Capacity], term: Term = PLAIN) -> str:
     has_zone = any(c.zone for c in ordered)
     has_nodes = any(c.nodes is not None or c.max_nodes is not None for c in ordered)
     has_note = any(c.note for c in ordered)
+    has_fit = any(c.nodes_fit is not None for c in ordered)
     headers = ["kind", "name"] + (["zone"] if has_zone else []) + ["cidr", "size", "used", "free", "util%"]
-    headers += (["nodes/max"] if has_nodes else []) + (["note"] if has_note else [])
+    headers += (["nodes/max"] if has_nodes else []) + (["fit"] if has_fit else []) + (["note"] if has_note else [])
     rows: list[list[Any]] = []
     styles: list[list[str | None]] = []
     for c in ordered:
@@ -191,6 +192,8 @@ def capacity_table(capacity: Sequence[Capacity], term: Term = PLAIN) -> str:
         row += [c.cidr or "", c.size, c.used, c.free, percent(c.utilization)]
         if has_nodes:
             row.append(nodes_text(c))
+        if has_fit:
+            row.append("" if c.nodes_fit is None else c.nodes_fit)
         if has_note:
             row.append(c.note or "")
         rows.append(row)

@@ -29,6 +29,7 @@ GENERATORS = {
     "diagnosis": docgen.diagnosis_schema,
     "plan": docgen.plan_schema,
     "snapshot": docgen.snapshot_schema,
+    "forecast": docgen.forecast_schema,
 }
 
 

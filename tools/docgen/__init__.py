@@ -397,6 +397,23 @@ def fleet_schema() -> dict[str, Any]:
     return doc
 
 
+def forecast_schema() -> dict[str, Any]:
+    """The `cidrx forecast -o json` document, from its model (cidrx/render/forecast.py writes it with
+    msgspec), every key required: the renderer writes each one, null when not known."""
+    from cidrx.model.forecast import ForecastDocument
+
+    doc = _document_schema(
+        ForecastDocument,
+        "cidrx.forecast/v1",
+        "cidrx forecast (cidrx.forecast/v1)",
+        "What `cidrx forecast -o json` prints: per address space today's use, the trend per day with its 95 % "
+        "band, the days left (0: full now; null: not within the horizon), the run-out date and the fitted window.",
+    )
+    for name in ("ForecastDocument", "RangeEntry", "Window"):
+        _require_all(doc["$defs"][name])
+    return doc
+
+
 def _json(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
@@ -512,6 +529,7 @@ def generated() -> dict[Path, str]:
         Path("docs/schemas/plan.schema.json"): _json(plan_schema()),
         Path("docs/schemas/snapshot.schema.json"): _json(snapshot_schema()),
         Path("docs/schemas/fleet.schema.json"): _json(fleet_schema()),
+        Path("docs/schemas/forecast.schema.json"): _json(forecast_schema()),
         EXPORTER_CLUSTER_ROLE: render_exporter_cluster_role(),
     }
 

@@ -314,6 +314,8 @@ def _capacity(
             utilization=utilization(u.used, u.size),
             max_nodes=u.total,
             nodes=len(hosts),
+            # A new node claims a block of its own; once none is left it borrows (CALICO-NODE-WITHOUT-BLOCK).
+            nodes_fit=max(0, u.total - u.claimed),
             note=f"blocks /{u.pool.block_size}: {u.claimed} of {u.total} claimed{state}",
             extra=extra,
         ),
@@ -325,6 +327,7 @@ def _capacity(
             used=u.claimed,
             free=max(0, u.total - u.claimed),
             utilization=utilization(u.claimed, u.total),
+            nodes_fit=max(0, u.total - u.claimed),
             note=f"/{u.pool.block_size} blocks held by {len(hosts)} node(s)",
         ),
     ]

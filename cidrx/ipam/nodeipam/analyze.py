@@ -123,6 +123,7 @@ def _capacity(kube: KubeSection, config: NodeIpamConfig) -> list[tuple[ipaddress
             utilization=utilization(inside, max_nodes),
             max_nodes=max_nodes,
             nodes=inside,
+            nodes_fit=max(0, max_nodes - inside),
             note=note,
         )
         rows.append((cidr, cap))

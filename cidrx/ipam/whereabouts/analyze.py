@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cidrx.ipam.addresses import address_int, address_key
 from cidrx.ipam.liveness import FINISHED_PHASES, AddressHolders, canonical_ip
@@ -372,12 +372,24 @@ def analyze_whereabouts(
         stale_of.setdefault(id(s.pool), []).append(s)
     for pool in section.pools:
         c, f = _pool(pool, ranges_of.get(pool.name, []), stale_of.get(id(pool), []), available)
-        capacity.append(c)
+        capacity.append(replace(c, nodes_fit=_nodes_fit(pool, pods, c.free)) if available else c)
         findings += f
     findings += _duplicates(section)
     if available:
         findings += _orphans(section, pods, holders)
     return capacity, findings
+
+
+def _nodes_fit(pool: WhereaboutsPool, pods: Mapping[str, PodState], free: int) -> int | None:
+    """More nodes the range has addresses for, each taking what a node holds from it today on average
+    (Whereabouts hands out one address per attaching pod, wherever it runs); None when no live pod on a
+    known node holds one, so there is no per-node share to go by."""
+    live = [pods[a.podref] for a in pool.allocations if a.ip and a.podref in pods]
+    held = [p.node for p in live if p.node and p.phase not in FINISHED_PHASES]
+    if not held:
+        return None
+    per_node = -(-len(held) // len(set(held)))
+    return free // per_node
 
 
 def _bad_config(nad: str, problem: str) -> Finding:

@@ -99,4 +99,13 @@ STRATEGIES = (
         drift="cidrx.providers.eks.strategies.control_plane_subnets:check_drift",
         options=frozenset(),
     ),
+    Strategy(
+        "karpenter-subnets",
+        "eks",
+        "narrow EC2NodeClasses' subnetSelectorTerms to subnets with room for a node (Karpenter rolls the nodes)",
+        "cidrx.providers.eks.strategies.karpenter_subnets:ACTIONS",
+        plan="cidrx.providers.eks.strategies.karpenter_subnets:make_plan",
+        drift="cidrx.providers.eks.strategies.karpenter_subnets:check_drift",
+        options=frozenset(),
+    ),
 )

@@ -244,7 +244,7 @@ def test_capacity_of_a_16_with_24_blocks_is_256_nodes() -> None:
     assert findings == []
     (cap,) = capacity
     assert (cap.kind, cap.name, cap.cidr) == ("node-ipam", "cluster-cidr", "10.244.0.0/16")
-    assert (cap.max_nodes, cap.nodes) == (256, 3)
+    assert (cap.max_nodes, cap.nodes, cap.nodes_fit) == (256, 3, 253)
     assert (cap.size, cap.used, cap.free) == (65536, 768, 253 * 256)
     assert cap.utilization == round(3 / 256, 4)
     assert "/24 per node" in (cap.note or "")

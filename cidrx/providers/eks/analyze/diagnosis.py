@@ -7,6 +7,7 @@ Finding ids are stable (docs/findings.md lists them).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import replace
 
 from cidrx.errors import InvalidInput
@@ -41,7 +42,9 @@ from cidrx.providers.eks.facts.subnets import (
     free_prefix_blocks,
     largest_type,
     node_subnet_ids,
+    nodes_fit_in,
     subnet_label,
+    subnet_nodes_fit,
     subnet_uses,
     types_by_name,
 )
@@ -499,7 +502,10 @@ def _routes_findings(eks: EksSection) -> list[Finding]:
     ]
 
 
-def nodegroup_capacity(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[Capacity]:
+def nodegroup_capacity(
+    eks: EksSection, kube: KubeSection, cni: CniConfig, fit: Callable[[set[str]], int | None] = lambda _: None
+) -> list[Capacity]:
+    """One row per managed node group; `fit` says how many more nodes fit in a set of subnets."""
     types = types_by_name(eks)
     nodes_by_group: dict[str, list[str]] = defaultdict(list)
     for n in kube.nodes:
@@ -514,11 +520,12 @@ def nodegroup_capacity(eks: EksSection, kube: KubeSection, cni: CniConfig) -> li
         used = sum(kube.pods_per_node.get(n, 0) for n in names)
         size = per_node * nodes
         note = f"{per_node} pods/node ({', '.join(ng.instance_types)})" if t else "instance type unknown"
-        out.append(pod_slots("nodegroup", ng.name, size, used, nodes, note, ng.max_size))
+        row = pod_slots("nodegroup", ng.name, size, used, nodes, note, ng.max_size)
+        out.append(replace(row, nodes_fit=fit(set(ng.subnet_ids))))
     return out
 
 
-def _subnet_capacity(uses: list[SubnetUse]) -> list[Capacity]:
+def _subnet_capacity(uses: list[SubnetUse], prefix_delegation: bool) -> list[Capacity]:
     return [
         Capacity(
             kind="subnet",
@@ -528,11 +535,37 @@ def _subnet_capacity(uses: list[SubnetUse]) -> list[Capacity]:
             used=u.used,
             free=u.subnet.available_ips,
             utilization=utilization(u.used, u.size),
+            nodes_fit=subnet_nodes_fit(u, prefix_delegation),
             zone=u.subnet.az,
             note=f"{', '.join(u.roles)}; free /28: {u.free_28}",
         )
         for u in uses
     ]
+
+
+def _zone_capacity(uses: list[SubnetUse], kube: KubeSection, prefix_delegation: bool) -> list[Capacity]:
+    """One row per Availability Zone the cluster's nodes launch in: the addresses of its node and pod subnets
+    and how many more nodes the zone takes (the scarcer of node and pod subnets, as EKS-AZ-EXHAUSTED reads it)."""
+    out = []
+    for az in sorted({u.subnet.az for u in uses if u.need_node}):
+        mine = [u for u in uses if u.subnet.az == az and u.need > 0]
+        size, used = sum(u.size for u in mine), sum(u.used for u in mine)
+        out.append(
+            Capacity(
+                kind="zone",
+                name=az,
+                cidr=None,
+                size=size,
+                used=used,
+                free=sum(u.subnet.available_ips for u in mine),
+                utilization=utilization(used, size),
+                nodes=sum(1 for n in kube.nodes if n.zone == az) if kube.available else None,
+                nodes_fit=nodes_fit_in(mine, None, prefix_delegation),
+                zone=az,
+                note="subnets " + ", ".join(u.subnet.subnet_id for u in mine),
+            )
+        )
+    return out
 
 
 def _vpc_capacity(eks: EksSection) -> Capacity:
@@ -579,8 +612,13 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     from cidrx.model.netmap import unallocated_capacity
     from cidrx.providers.eks.netmap import address_maps
 
-    capacity = _subnet_capacity(uses) + nodegroup_capacity(eks, kube, cni)
-    capacity += [*provisioner_capacity(eks, kube, cni), _vpc_capacity(eks)]
+    pd = cni.prefix_delegation
+
+    def fit(ids: set[str]) -> int | None:
+        return nodes_fit_in(uses, ids, pd)
+
+    capacity = _subnet_capacity(uses, pd) + _zone_capacity(uses, kube, pd) + nodegroup_capacity(eks, kube, cni, fit)
+    capacity += [*provisioner_capacity(eks, kube, cni, fit), _vpc_capacity(eks)]
     free_28 = {s.subnet_id: free_prefix_blocks(s) for z in zones for s in z.subnets}
     capacity += discovery_capacity(zones, free_28, disc, cni.prefix_delegation)
     capacity += [unallocated_capacity(m) for m in address_maps(snapshot)]

@@ -6,11 +6,13 @@ VPC CNI settings that Auto Mode nodes ignore (the facts are cidrx.providers.eks.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from cidrx.model.findings import Capacity, Finding, FindingKind, Severity, utilization
 from cidrx.model.kube import KubeSection
 from cidrx.providers.eks.facts.cni import CniConfig, max_pods
+from cidrx.providers.eks.facts.karpenter import placements
 from cidrx.providers.eks.facts.provisioners import (
     karpenter_max_pods,
     node_class_subnets,
@@ -32,6 +34,13 @@ EKS_AUTO_MODE_CNI_SETTINGS_IGNORED = FindingKind.parse(
     and ENIConfigs; their pods take addresses from the NodeClass's podSubnetSelectorTerms."""
 )
 
+
+EKS_KARPENTER_SUBNET_FULL = FindingKind.parse(
+    """EKS-KARPENTER-SUBNET-FULL (critical or warning): An EC2NodeClass selects a subnet that cannot take one more
+    node while another subnet in the same zone (selected, or one of the cluster's own) has room. Critical when
+    no selected subnet of that zone has room: Karpenter launches into the one with the most free addresses,
+    however few, and the new nodes' pods get no address."""
+)
 
 KINDS = FindingKind.all_in(globals())
 
@@ -64,8 +73,11 @@ def pod_slots(
     )
 
 
-def provisioner_capacity(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[Capacity]:
-    """One row per self-managed group and per NodePool: its nodes, pod slots, and where nodes launch."""
+def provisioner_capacity(
+    eks: EksSection, kube: KubeSection, cni: CniConfig, fit: Callable[[set[str]], int | None] = lambda _: None
+) -> list[Capacity]:
+    """One row per self-managed group and per NodePool: its nodes, pod slots, and where nodes launch;
+    `fit` says how many more nodes fit in a set of subnets (the group's or the NodeClass's)."""
     p = provisioners(eks)
     types = _types(eks)
     out: list[Capacity] = []
@@ -82,7 +94,8 @@ def provisioner_capacity(eks: EksSection, kube: KubeSection, cni: CniConfig) -> 
         source = "--max-pods in user data" if g.max_pods else f"{', '.join(g.instance_types) or 'type unknown'}"
         note = f"{per_node} pods/node ({source}); {where if lt else 'no launch template'}; "
         note += f"subnets {_label(eks, g.subnet_ids)}"
-        out.append(pod_slots("self-managed-group", g.name, size, used, count, note, g.max_size))
+        row = pod_slots("self-managed-group", g.name, size, used, count, note, g.max_size)
+        out.append(replace(row, nodes_fit=fit(set(g.subnet_ids))))
     classes = {(c.kind, c.name): c for c in p.node_classes}
     nodes_by_pool: dict[str, list[str]] = defaultdict(list)
     for n in kube.nodes:
@@ -115,13 +128,38 @@ def provisioner_capacity(eks: EksSection, kube: KubeSection, cni: CniConfig) -> 
             else:
                 where += f"; RESERVED_ENIS={reserved}"
         kind = "auto-mode-nodepool" if auto else "karpenter-nodepool"
-        out.append(pod_slots(kind, pool.name, size, used, len(nodes_by_pool.get(pool.name, [])), where))
+        row = pod_slots(kind, pool.name, size, used, len(nodes_by_pool.get(pool.name, [])), where)
+        out.append(replace(row, nodes_fit=fit(set(node_class_subnets(eks, c))) if c is not None else None))
     return out
+
+
+def placement_findings(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[Finding]:
+    findings: list[Finding] = []
+    for cp in placements(eks, kube, cni):
+        stuck = [z for z in cp.zones if z.stuck]
+        evidence = []
+        for z in cp.zones:
+            full = ", ".join(f"{s.subnet_id} ({s.available_ips} free)" for s in z.full)
+            room = ", ".join(f"{s.subnet_id} ({s.available_ips} free)" for s in (*z.roomy, *z.selectable))
+            evidence.append(f"{z.zone}: a new node needs {z.need} address(es); full: {full}; room: {room}")
+        where = ", ".join(z.zone for z in (stuck or cp.zones))
+        findings.append(
+            EKS_KARPENTER_SUBNET_FULL.finding(
+                Severity.CRITICAL if stuck else Severity.WARNING,
+                f"EC2NodeClass {cp.node_class.name}",
+                f"EC2NodeClass {cp.node_class.name} selects subnets in {where} that cannot take another node "
+                + ("and no selected subnet there has room" if stuck else "(another selected subnet there has room)"),
+                tuple(evidence),
+                "Narrow its subnetSelectorTerms to subnets with room: `{EXPAND} --strategy karpenter-subnets` "
+                f"(Karpenter replaces the {len(cp.nodes_leaving)} node(s) in the subnets left out).",
+            )
+        )
+    return findings
 
 
 def provisioner_findings(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[Finding]:
     p = provisioners(eks)
-    findings: list[Finding] = []
+    findings: list[Finding] = placement_findings(eks, kube, cni)
     ec2_classes = p.classes(EC2_NODE_CLASS)
     unbounded = [c.name for c in ec2_classes if not c.max_pods]
     if cni.custom_networking and unbounded and reserved_enis(p) < 1:

@@ -113,3 +113,37 @@ def subnet_uses(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[Subn
         need_pods = pod_ips_for_new_node(itype, cni) if (cni.custom_networking and s.subnet_id in pods) else 0
         out.append(SubnetUse(s, tuple(roles), usable_addresses(s.cidr), free_prefix_blocks(s), need_pods, need_node))
     return out
+
+
+def subnet_nodes_fit(u: SubnetUse, prefix_delegation: bool) -> int | None:
+    """How many more nodes this subnet can take, each taking what one more node takes here (`need`: its
+    primary address and, when pods share the subnet, the warm pool); None when new nodes take nothing here.
+    With prefix delegation the pod share comes in aligned /28s, so free /28 blocks bound it too."""
+    if u.need <= 0:
+        return None
+    fit = u.subnet.available_ips // u.need
+    pod_share = u.need_pods if u.need_pods else max(0, u.need_node - 1)
+    if prefix_delegation and pod_share:
+        fit = min(fit, u.free_28 // max(1, -(-pod_share // 16)))
+    return fit
+
+
+def nodes_fit_in(uses: list[SubnetUse], subnet_ids: set[str] | None, prefix_delegation: bool) -> int | None:
+    """More nodes that fit across subnets (all of `uses` when `subnet_ids` is None), zone by zone: a node needs
+    its own address from a node subnet and, with custom networking, pod addresses from its zone's pod subnets,
+    so a zone fits as many nodes as the scarcer side has room for. None when no subnet takes nodes."""
+    by_az: dict[str, list[SubnetUse]] = {}
+    for u in uses:
+        if u.need > 0:
+            by_az.setdefault(u.subnet.az, []).append(u)
+    total: int | None = None
+    for az_uses in by_az.values():
+        nodes = [u for u in az_uses if u.need_node and (subnet_ids is None or u.subnet.subnet_id in subnet_ids)]
+        if not nodes:
+            continue
+        fit = sum(subnet_nodes_fit(u, prefix_delegation) or 0 for u in nodes)
+        pods = [u for u in az_uses if not u.need_node]
+        if pods:
+            fit = min(fit, sum(subnet_nodes_fit(u, prefix_delegation) or 0 for u in pods))
+        total = (total or 0) + fit
+    return total

@@ -139,6 +139,7 @@ def _range_capacity(ranges: list[RangeUse]) -> list[Capacity]:
             utilization=utilization(r.used, r.size),
             max_nodes=r.max_nodes,
             nodes=r.nodes,
+            nodes_fit=r.max_nodes - r.nodes,
             note=_range_note(r),
         )
         for r in ranges
@@ -179,6 +180,8 @@ def _pool_capacity(gke: GkeSection, kube: KubeSection, ranges: list[RangeUse]) -
                 free=max(0, size - used),
                 utilization=utilization(used, size),
                 nodes=nodes,
+                # Free blocks of the pool's own per-node size in its range (other pools may take them too).
+                nodes_fit=r.free_for(pool_node_prefix(p)) if r is not None else None,
                 note=f"{p.max_pods_per_node} max pods/node, /{pool_node_prefix(p)} per node from "
                 f"{r.label if r else p.pod_range}; {p.machine_type}; zones {zones}",
                 # The autoscaler's limit, not room in the pod range (that is the pod-range row's max_nodes).
