@@ -49,21 +49,8 @@ pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one bo
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 PACKAGE = Path(__file__).resolve().parents[2] / "cidrx"
-PLAN_KINDS = {
-    "custom-networking",
-    "prefix-delegation",
-    "subnet-discovery",
-    "control-plane-subnets",
-    "node-pool",
-    "cluster-range",
-    "subnet-expand",
-    "whereabouts-reclaim",
-    "calico-reclaim",
-    "calico-pool",
-    "cilium-pool",
-    "aks-node-pool",
-    "aks-pod-subnet",
-}
+# Every registered strategy: `_plans()` must make a plan of each, so a new strategy cannot go unchecked.
+PLAN_KINDS = {s.name for s in registry.strategies()}
 
 
 def run(*args: str) -> Result:
@@ -159,7 +146,14 @@ def test_steps_table_holds_the_plan_kinds_that_run_on_the_provider() -> None:
     kinds = {p: {s["strategy"] for s in printed(p, "apply")["steps"]} for p in ("eks", "gke", "k8s")}
     ipam = set(registry.ipam_strategies())  # the in-cluster IPAMs' plans run on every provider's clusters
     assert kinds == {
-        "eks": {"custom-networking", "prefix-delegation", "subnet-discovery", "control-plane-subnets", *ipam},
+        "eks": {
+            "custom-networking",
+            "prefix-delegation",
+            "subnet-discovery",
+            "control-plane-subnets",
+            "karpenter-subnets",
+            *ipam,
+        },
         "gke": {"node-pool", "cluster-range", "subnet-expand", *ipam},
         "k8s": ipam,
     }
@@ -284,6 +278,8 @@ def _plans() -> list[Plan]:
         eks_provisioner_cases.self_managed(eks_cases.roomy(), version="4"),
     ):
         plans.append(app_plan.make_plan(roomy, PlanOptions(strategy="prefix-delegation")))
+    karpenter = load_snapshot(EXAMPLES / "eks-karpenter.snapshot.json")
+    plans.append(app_plan.make_plan(karpenter, PlanOptions(strategy="karpenter-subnets")))
     calico = load_snapshot(EXAMPLES / "calico-borrowing.snapshot.json")
     plans.append(app_plan.make_reclaim_plan(load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json"), "whereabouts"))
     plans.append(app_plan.make_reclaim_plan(calico, "calico"))

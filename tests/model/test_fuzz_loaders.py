@@ -456,7 +456,7 @@ def test_every_seed_has_plans_to_fuzz() -> None:
         "cilium-cluster-pool": {"expand cilium-pool"},
         "cilium-multi-pool": {"expand cilium-pool"},
         "eks-demo-ip": {"expand", "expand custom-networking"},
-        "eks-karpenter": {"expand", "expand custom-networking"},
+        "eks-karpenter": {"expand", "expand custom-networking", "expand karpenter-subnets"},
         "eks-roomy": {"expand", "expand custom-networking", "expand prefix-delegation"},
         "eks-subnet-discovery": {
             "expand",
