@@ -69,6 +69,7 @@ STRATEGIES = (
         "cidrx.providers.eks.strategies.custom_networking:ACTIONS",
         plan="cidrx.providers.eks.strategies.custom_networking:make_plan",
         drift="cidrx.providers.eks.strategies.custom_networking:check_drift",
+        basis="cidrx.providers.eks.strategies.basis:custom_networking",
         options=frozenset({"cidr", "add_nodes", "pool_name", "template"}),
         pool_name=NODEGROUP_NAME,
     ),
@@ -79,6 +80,7 @@ STRATEGIES = (
         "cidrx.providers.eks.strategies.prefix_delegation:ACTIONS",
         plan="cidrx.providers.eks.strategies.prefix_delegation:make_plan",
         drift="cidrx.providers.eks.strategies.prefix_delegation:check_drift",
+        basis="cidrx.providers.eks.strategies.basis:prefix_delegation",
         options=frozenset({"template"}),
     ),
     Strategy(
@@ -88,6 +90,7 @@ STRATEGIES = (
         "cidrx.providers.eks.strategies.subnet_discovery:ACTIONS",
         plan="cidrx.providers.eks.strategies.subnet_discovery:make_plan",
         drift="cidrx.providers.eks.strategies.subnet_discovery:check_drift",
+        basis="cidrx.providers.eks.strategies.basis:subnet_discovery",
         options=frozenset({"cidr", "add_nodes"}),
     ),
 )
