@@ -175,7 +175,7 @@ def run_plan(
             found = executor.check(step, params, ctx)
             if found is not None:
                 outputs = dict(found)
-                journal.record(step.id, "skipped", outputs)
+                journal.record(step.id, "skipped", outputs, changed=False)
                 status: StepStatus = "skipped"
             else:
                 if journal.is_done(step.id):
@@ -189,7 +189,7 @@ def run_plan(
                 journal.record(step.id, "acted", outputs)
                 executor.wait(step, params, ctx, outputs)
                 executor.verify(step, params, ctx, outputs)
-                journal.record(step.id, "done", outputs)
+                journal.record(step.id, "done", outputs, changed=True)
                 status = "done"
         except (AccessDenied, StalePlan) as exc:
             _safe_record(journal, step.id, str(exc))

@@ -16,6 +16,7 @@ from cidrx.errors import InvalidInput
 from cidrx.model.plan import DIGEST_TAG, Plan
 from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks.actions.cni_env import UPDATE_ADDON_ENV
+from cidrx.providers.eks.actions.eniconfig import APPLY_ENICONFIG
 from cidrx.providers.eks.actions.launch_template import CREATE_LAUNCH_TEMPLATE_VERSION
 from cidrx.providers.eks.actions.nodegroup import CREATE_NODEGROUP
 from cidrx.providers.eks.actions.subnets import ASSOCIATE_ROUTE_TABLE, CREATE_SUBNET, RESERVE_SUBNET_CIDR
@@ -129,11 +130,17 @@ def _provisioners(plan: Plan, eks: EksSection) -> dict[str, Any]:
 
 
 def _cni_source(plan: Plan, eks: EksSection, snapshot: Snapshot) -> str:
-    """Where the VPC CNI's settings are read. An add-on without configuration values ("default") gains them
-    from this plan's own add-on update: that is still the source the plan was made for."""
+    """Where the VPC CNI's settings are read: aws-node's env when the cluster was read, else the add-on's
+    configuration values ("addon", or "default" without any). A plan made without the cluster (--no-kube) and
+    applied with it (or the other way round) saw the other side: the reading compares only like with like
+    (where the settings are changed, add-on or DaemonSet, is the steps' own drift check). An add-on without
+    configuration values gains them from this plan's own add-on update: still the source it was made for."""
     now = cni_config(eks, snapshot.kube).source
+    was = plan.basis.get("cni_source")
+    if was in ("aws-node", "addon", "default") and (was == "aws-node") != (now == "aws-node"):
+        return str(was)
     ours = any(s.action == UPDATE_ADDON_ENV.name for s in plan.steps)
-    return "default" if now == "addon" and ours and plan.basis.get("cni_source") == "default" else now
+    return "default" if now == "addon" and ours and was == "default" else now
 
 
 def _security_groups(eks: EksSection) -> list[str] | None:
@@ -151,11 +158,14 @@ def custom_networking(plan: Plan, snapshot: Snapshot) -> dict[str, Any]:
     b = plan.basis
     ours = {s.subnet_id for s in eks.subnets if s.tags.get(DIGEST_TAG) == mine}
     planned = set(b.get("eniconfigs") or ())
-    # ENIConfigs that exist now, but not those this plan created (labelled, or on its subnets).
+    written = {str(s.params.get("name")) for s in plan.steps if s.action == APPLY_ENICONFIG.name}
+    # The ENIConfigs the plan saw that still exist, and any that appeared since for a zone the plan writes one
+    # for (not those this plan created: labelled, or on its subnets). One for a zone the plan does not touch
+    # is nothing the plan relies on.
     eniconfigs = sorted(
         e.name
         for e in snapshot.kube.eniconfigs
-        if e.name in planned or (e.labels.get(DIGEST_TAG) != mine and e.subnet not in ours)
+        if e.name in planned or (e.name in written and e.labels.get(DIGEST_TAG) != mine and e.subnet not in ours)
     )
     names = {ng.name: ng for ng in eks.nodegroups}
     template = b.get("template_nodegroup")

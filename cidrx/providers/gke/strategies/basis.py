@@ -5,6 +5,8 @@ Why it exists: a plan promises that apply refuses it if any basis fact changed. 
 discounted: its secondary range on the subnet (and the new subnet fingerprint that write brings), its range in
 the cluster's list, its CIDR in the firewall rules and the ip-masq-agent ConfigMap, its labelled node pool.
 The range the plan adds is read from its own step, so a basis re-signed by hand that disagrees is refused.
+The subnet's fingerprint is not a basis fact: its ranges are, and the subnet step sends the fingerprint it
+reads just before its write (GCE refuses a stale one with 412).
 """
 
 from __future__ import annotations
@@ -44,8 +46,6 @@ def pod_range(plan: Plan, snapshot: Snapshot) -> dict[str, Any]:
         "subnet_region": short_region(subnet.region),
         "subnet": subnet.name,
         "subnet_ranges": {k: v for k, v in now.items() if not (ours and k == range_name)},
-        # Our own range's write moves the fingerprint on; any other change to the subnet is drift.
-        "subnet_fingerprint": b.get("subnet_fingerprint") if ours else subnet.fingerprint,
         "cidr": cidr,
         "range_name": range_name,
         "template_pool": b.get("template_pool") if b.get("template_pool") in {p.name for p in gke.node_pools} else "",
