@@ -99,6 +99,10 @@ class ProviderSpec(_Spec):
     # "module:attr" of its cluster reads (cidrx.kube.collect.ClusterReads): what the cluster collector reads
     # for it besides nodes, pods and events, and the kube section fields made from them.
     kube_collect: str = ""
+    # "module:attr" of `applied_plans(snapshot) -> tuple[cidrx.model.applied.AppliedPlan, ...]`: the plans cidrx
+    # applied in its estate (told by the plan tag/label on what they created) and the room their new space has
+    # left; `expand --plan` refuses another expansion while one has room (unless --force).
+    applied_plans: str = ""
 
     @property
     def flag(self) -> str:

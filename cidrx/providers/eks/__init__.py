@@ -42,6 +42,7 @@ SPEC = ProviderSpec(
     kube_daemonset=("kube-system", "aws-node"),
     kube_fields="cidrx.providers.eks.collect.cluster",
     kube_collect="cidrx.providers.eks.collect.cluster:READS",
+    applied_plans="cidrx.providers.eks.facts.applied:applied_plans",
     # Managed node groups, eksctl's groups, Karpenter's and EKS Auto Mode's nodes.
     node_pool_labels=("eks.amazonaws.com/nodegroup", "alpha.eksctl.io/nodegroup-name", "karpenter.sh/nodepool"),
     # cidrx.providers.eks.collect.provisioners: node classes and NodePools when their groups are served,
