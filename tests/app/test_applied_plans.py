@@ -1,4 +1,5 @@
-"""cidrx recognises its own applied plans: after an EKS expansion, `expand --plan` exits 2 naming the applied
+"""cidrx recognises its own applied plans: after an EKS expansion, diagnose reports the migration pending (and
+the full subnets' fix is the migration, not `expand`), and `expand --plan` exits 2 naming the applied
 plan while its new subnets still have room (the hourly CI recipe used to stack a second expansion every hour);
 `--force` plans anyway and the plan's notes say why. On the incident in moto and the fake API server."""
 
@@ -25,6 +26,14 @@ def test_expand_refuses_while_an_applied_plan_has_room_and_force_records_why(
         plan_id = json.loads(first.read_text())["digest"][:16]
         applied = run("expand", "--apply", str(first), "--yes", *live.access)
         assert applied.exit_code == 0, applied.output
+
+        diagnosed = run("diagnose", *live.target, "-o", "json")
+        assert diagnosed.exit_code == 3, diagnosed.output  # the old subnets are still full
+        findings = json.loads(diagnosed.stdout)["findings"]
+        pending = [f for f in findings if f["id"] == "EKS-PLAN-MIGRATION-PENDING"]
+        assert [f["subject"] for f in pending] == [f"plan {plan_id}"], findings
+        assert "migration pending" in pending[0]["summary"] and "node(s) in full subnets" in pending[0]["summary"]
+        assert all("cidrx expand" not in f["remediation"] for f in findings if f["id"] == "EKS-SUBNET-EXHAUSTED")
 
         again = run("expand", *live.target, "--plan", "--out", str(tmp_path / "second.json"))
         assert again.exit_code == 2, again.output
