@@ -103,6 +103,10 @@ class ProviderSpec(_Spec):
     # "module:attr" of its cluster reads (cidrx.kube.collect.ClusterReads): what the cluster collector reads
     # for it besides nodes, pods and events, and the kube section fields made from them.
     kube_collect: str = ""
+    # "module:attr" of `applied_plans(snapshot) -> tuple[cidrx.model.applied.AppliedPlan, ...]`: the plans cidrx
+    # applied in its estate (told by the plan tag/label on what they created) and the room their new space has
+    # left; `expand --plan` refuses another expansion while one has room (unless --force).
+    applied_plans: str = ""
 
     @property
     def flag(self) -> str:
@@ -155,7 +159,9 @@ class Strategy:
     """A plan kind, one unit: `owner` is the provider or IPAM whose plans they are; `reclaim` plans are made
     by `cidrx reclaim`, the others by `cidrx expand --plan`. Three "module:attr" paths name its code:
     `actions` the tuple of `Action`s its plans use, `plan` its `make_plan(snapshot, opts, created_at) -> Plan`
-    and `drift` its `check_drift(plan, snapshot, begun) -> None` (raises StalePlan)."""
+    and `drift` its `check_drift(plan, snapshot, begun) -> None` (raises StalePlan). `basis` names its
+    `read_basis(plan, snapshot) -> dict`: for every key of its plans' `basis`, what a fresh snapshot shows now
+    (the plan's own work discounted); apply refuses a plan any key of which changed (cidrx.engine.basis)."""
 
     name: str
     owner: str
@@ -163,6 +169,7 @@ class Strategy:
     actions: str
     plan: str = ""
     drift: str = ""
+    basis: str = ""
     reclaim: bool = False
     # The `expand --plan` options it reads (PlanOptions fields; None: all); others given are refused.
     options: frozenset[str] | None = None

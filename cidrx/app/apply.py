@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from cidrx import registry
 from cidrx.app.diagnose import analyze, cluster_diagnosis, collect_cluster, collect_snapshot
 from cidrx.app.owners import cluster_only, require_supported, step_apis
-from cidrx.errors import CidrxError, InvalidInput
+from cidrx.errors import CidrxError, InvalidInput, StalePlan
 
 if TYPE_CHECKING:
     from cidrx.engine.executor import Executor, Progress
@@ -60,7 +60,32 @@ def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> 
     declared = registry.strategy(plan.strategy)
     if declared is None:
         raise InvalidInput(f"plan {plan.plan_id} has strategy {plan.strategy!r}, which this cidrx does not know")
-    registry.load(declared.drift)(plan, snapshot, begun)
+    from cidrx.engine.basis import basis_problems, merged_message, stale_message
+
+    own: CidrxError | None = None
+    try:
+        registry.load(declared.drift)(plan, snapshot, begun)
+    except (StalePlan, InvalidInput) as exc:
+        own = exc
+    if isinstance(own, InvalidInput) and snapshot.target != plan.target:
+        raise own
+    # Every basis fact, re-read (cidrx.engine.basis): the strategy's own check names what it knows best.
+    # A kind without a reader (reclaim plans, whose own checks go through their basis entry by entry) has
+    # only its strategy's check.
+    current = registry.load(declared.basis)(plan, snapshot) if declared.basis else plan.basis
+    problems, unchecked = basis_problems(plan.basis, current)
+    if unchecked:
+        raise InvalidInput(
+            f"plan {plan.plan_id} relies on {', '.join(unchecked)}, which this cidrx cannot re-check before "
+            "applying; nothing was applied",
+            hint="make a new plan with this cidrx",
+        )
+    if isinstance(own, StalePlan):
+        raise StalePlan(merged_message(own.message, problems), hint=own.hint) from None
+    if problems:  # also when the strategy's check could not read an edited basis value
+        raise StalePlan(stale_message(problems)) from None
+    if own is not None:
+        raise own
 
 
 def executors(plan: Plan) -> dict[str, Executor]:

@@ -3,7 +3,8 @@ strategy up in the registry and call its plan function.
 
 Why it exists: a strategy is a unit declared by its owner (`Strategy.plan`); this module finds it, picks the
 default one when `--strategy` is not given (the owner's `default_strategy`, else its first expand strategy),
-and refuses options the strategy would ignore. It names no strategy and no plugin.
+and refuses options the strategy would ignore, and another expansion while one cidrx applied still has room
+(the provider's `applied_plans`; `--force` overrides, and the plan says so). It names no strategy and no plugin.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from cidrx.app.diagnose import utc_now
 from cidrx.app.owners import require_supported
 from cidrx.errors import InvalidInput
 from cidrx.model.options import PlanOptions
+from cidrx.model.plan import seal
 
 if TYPE_CHECKING:
+    from cidrx.model.applied import AppliedPlan
     from cidrx.model.plan import Plan
     from cidrx.model.snapshot import Snapshot
 
@@ -90,7 +93,31 @@ def make_plan(snapshot: Snapshot, opts: PlanOptions) -> Plan:
     if not name:
         what = spec.help.removeprefix("Target a ").removeprefix("Target an ").rstrip(".")
         raise InvalidInput(f"{what}s ({spec.flag}) have no expand strategy of their own", hint=in_cluster_hint(spec))
-    return _run_plan(name, snapshot, opts)
+    roomy = applied_with_room(spec, snapshot)
+    if roomy and not opts.force:
+        a = roomy[0]
+        raise InvalidInput(
+            f"plan {a.plan_id} was applied to {snapshot.target.label()} and its new space still has room ({a.space}: "
+            f"{a.free} of {a.size} addresses free); another expansion would stack on it",
+            hint="move the workloads onto it (nodes in the full subnets/ranges cannot get pod addresses: cordon and "
+            "drain them so they are replaced), or pass --force to plan another expansion anyway (the plan records "
+            "why)",
+        )
+    plan = _run_plan(name, snapshot, opts)
+    if roomy:
+        forced = "; ".join(f"plan {a.plan_id} ({a.space}: {a.free} of {a.size} addresses free)" for a in roomy)
+        note = f"Planned with --force although applied plans still had room: {forced}."
+        plan = seal(replace(plan, notes=(*plan.notes, note), digest=""))
+    return plan
+
+
+def applied_with_room(spec: registry.ProviderSpec, snapshot: Snapshot) -> list[AppliedPlan]:
+    """The plans cidrx applied in the target's estate (by the provider's `applied_plans`) whose new space
+    still has free addresses."""
+    if not spec.applied_plans:
+        return []
+    found: tuple[AppliedPlan, ...] = registry.load(spec.applied_plans)(snapshot)
+    return [a for a in found if a.free > 0]
 
 
 def in_cluster_hint(spec: registry.ProviderSpec) -> str:

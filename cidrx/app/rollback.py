@@ -48,14 +48,15 @@ def rollback(
     waiter: Waiter | None = None,
     wrap: Callable[[Any], Any] | None = None,
     writing: Callable[[], AbstractContextManager[Any]] = nullcontext,
-) -> tuple[list[Any], list[StepOutcome]]:
+) -> tuple[list[Any], list[StepOutcome], list[Any]]:
     """Take back what an apply of `plan` created or changed (cidrx.engine.undo), holding the plan's lock:
     survey what is left (read live, by the plan tag and the apply journal's records), refuse with InUse (exit
     4) before any write when something is still in use, `confirm(items)` (which raises to cancel), then undo
-    newest first with the rollback journal beside the plan. Returns the items surveyed (none: nothing to
-    roll back) and what each undo step did. `writing` marks the stretch where writes happen (the CLI's
-    Ctrl-C there means "stopped partway"); `waiter` (its clock) and `wrap` (around each Undo) are for tests,
-    as the apply engine's are."""
+    newest first with the rollback journal beside the plan. Only the steps an apply changed are undone (per
+    the apply journal; without one, what carries the plan's tag). Returns the items surveyed (none: nothing to
+    roll back), what each undo step did, and the steps left as they are with why (cidrx.engine.undo.Left).
+    `writing` marks the stretch where writes happen (the CLI's Ctrl-C there means "stopped partway");
+    `waiter` (its clock) and `wrap` (around each Undo) are for tests, as the apply engine's are."""
     from cidrx.engine.executor import StepContext
     from cidrx.engine.journal import Journal
     from cidrx.engine.undo import recover_outputs, refuse_in_use, run_rollback, survey
@@ -89,11 +90,12 @@ def rollback(
             journal_outputs={s.id: o for s in plan.steps if (o := apply_journal.outputs_of(s.id)) is not None},
             recorded_before={s.id: b for s in plan.steps if (b := apply_journal.before_of(s.id)) is not None},
         )
-        items = survey(plan, found, ctx, recover_outputs(plan, executors(plan), ctx))
+        changed = {s.id: apply_journal.changed(s.id) for s in plan.steps} if apply_journal.events else None
+        items, left = survey(plan, found, ctx, recover_outputs(plan, executors(plan), ctx), changed)
         if not items:
-            return [], []
+            return [], [], left
         refuse_in_use(plan, items)
         confirm(items)
         with writing():
             result = run_rollback(plan, items, found, ctx, rollback_journal)
-    return items, [StepOutcome(s.step_id, s.action, s.status, s.outputs) for s in result.steps]
+    return items, [StepOutcome(s.step_id, s.action, s.status, s.outputs) for s in result.steps], left

@@ -355,6 +355,11 @@ def apply_and_emit(
 )
 @click.option("--allow-class-e", is_flag=True, help="GKE: allow 240.0.0.0/4 when no private space is free.")
 @click.option(
+    "--force",
+    is_flag=True,
+    help="With --plan: plan another expansion although a plan cidrx applied still has room (the plan records why).",
+)
+@click.option(
     "-o",
     "--output",
     type=OutputFormat(PLAN_FORMATS),
@@ -387,6 +392,7 @@ def expand(
     pool_name: str | None,
     template: str | None,
     allow_class_e: bool,
+    force: bool,
     output: str,
     emit: str | None,
     yes: bool,
@@ -416,6 +422,7 @@ def expand(
         "--pool-name": pool_name,
         "--template-pool": template,
         "--allow-class-e": allow_class_e or None,
+        "--force": force or None,
     }
     if apply_path:
         given = [name for name, value in plan_only.items() if value is not None]
@@ -440,5 +447,6 @@ def expand(
         template=template,
         max_pods_per_node=max_pods_per_node,
         allow_class_e=allow_class_e,
+        force=force,
     )
     return make(target, snapshot_path, out, options, output, emit)

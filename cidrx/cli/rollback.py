@@ -41,6 +41,7 @@ def rollback(target: TargetOptions, plan_path: str, yes: bool, wait_for_lock: fl
     """
     from cidrx.app.owners import require_supported
     from cidrx.app.rollback import rollback as roll_back
+    from cidrx.engine.undo import ALREADY_DONE
     from cidrx.model.plan import load_plan
     from cidrx.render.progress import make_progress
 
@@ -63,12 +64,20 @@ def rollback(target: TargetOptions, plan_path: str, yes: bool, wait_for_lock: fl
         if not click.confirm(f"Undo these {len(items)} step(s)?", default=False, err=True):
             raise InvalidInput("rollback cancelled at the prompt; nothing was changed")
 
-    items, outcomes = roll_back(plan, plan_path, target, progress, confirm, wait_for_lock, writing=boundary.applying)
+    items, outcomes, left = roll_back(
+        plan, plan_path, target, progress, confirm, wait_for_lock, writing=boundary.applying
+    )
+    kept = [x for x in left if x.why == ALREADY_DONE]
     if not items:
         click.echo(f"plan {plan.plan_id}: nothing to roll back (never applied, or already rolled back)")
+        for x in kept:
+            click.echo(f"{x.step.id}  left: {x.why}")
         return 0
     for o in outcomes:
         click.echo(f"{o.step_id}  {'undone' if o.status == 'done' else 'already undone'}")
+    for x in kept:
+        click.echo(f"{x.step.id}  left: {x.why}")
     done = sum(1 for o in outcomes if o.status == "done")
-    click.echo(f"plan {plan.plan_id} rolled back: {done} step(s) undone, {len(outcomes) - done} already undone")
+    tail = f", {len(kept)} left as they were (already done before this apply)" if kept else ""
+    click.echo(f"plan {plan.plan_id} rolled back: {done} step(s) undone, {len(outcomes) - done} already undone{tail}")
     return 0

@@ -14,11 +14,12 @@ unexpected exception is recorded and re-raised for the CLI to report as a bug (1
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
-from cidrx.engine.executor import Executor, Outputs, StepContext, resolve_params
+from cidrx.engine.executor import Executor, Outputs, StepContext, parse_ref, resolve_params
 from cidrx.engine.journal import Journal
 from cidrx.errors import AccessDenied, ApplyInterrupted, CidrxError, InvalidInput, RetriesExhausted, StalePlan
 from cidrx.model.plan import Plan, Step
@@ -85,6 +86,54 @@ def execution_order(plan: Plan) -> list[Step]:
     return order
 
 
+def _cidr_key(key: str) -> bool:
+    return "cidr" in key.lower()
+
+
+def _param_problems(step: Step, key: str, value: Any, reachable: set[str]) -> list[str]:
+    """What is wrong with one parameter (recursively): a reference to a step this one does not come after, or
+    a CIDR (a key naming one) that is not an IP network."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _param_problems(step, f"{key}.{k}", v, reachable)]
+    if isinstance(value, list | tuple):
+        return [p for i, v in enumerate(value) for p in _param_problems(step, f"{key}[{i}]", v, reachable)]
+    if not isinstance(value, str):
+        return []
+    ref = parse_ref(value)
+    if ref is not None:
+        if ref[0] not in reachable:
+            return [f"step {step.id} parameter {key} refers to step {ref[0]}, which it does not come after"]
+        return []
+    if _cidr_key(key.rpartition(".")[2].partition("[")[0]) and value:
+        try:
+            ipaddress.ip_network(value, strict=False)
+        except ValueError:
+            return [f"step {step.id} parameter {key} is {value!r}, not a CIDR"]
+    return []
+
+
+def validate_params(plan: Plan, order: list[Step]) -> None:
+    """Refuse (InvalidInput, exit 2) before the first write a plan whose step parameters cannot be carried out:
+    a plan sealed after a hand edit must not half-apply and then stop on a value no retry can fix."""
+    by_id = {s.id: s for s in plan.steps}
+    problems: list[str] = []
+    for step in order:
+        reachable: set[str] = set()
+        pending = list(step.depends_on)
+        while pending:
+            sid = pending.pop()
+            if sid not in reachable and sid in by_id:
+                reachable.add(sid)
+                pending += by_id[sid].depends_on
+        for key, value in step.params.items():
+            problems += _param_problems(step, key, value, reachable)
+    if problems:
+        raise InvalidInput(
+            f"plan {plan.plan_id} cannot be applied: " + "; ".join(problems[:5]) + "; nothing was applied",
+            hint="make a new plan with --plan",
+        )
+
+
 def _safe_record(journal: Journal, step_id: str, error: str) -> None:
     # The failure record is for humans; if the disk is the problem, the original error matters more.
     with contextlib.suppress(OSError):
@@ -111,6 +160,7 @@ def run_plan(
             f"plan uses action(s) this cidrx cannot apply: {', '.join(unknown)}; "
             "apply it with the cidrx version that made it, or re-plan"
         )
+    validate_params(plan, order)
     if preflight is not None:
         preflight()
 
@@ -125,7 +175,7 @@ def run_plan(
             found = executor.check(step, params, ctx)
             if found is not None:
                 outputs = dict(found)
-                journal.record(step.id, "skipped", outputs)
+                journal.record(step.id, "skipped", outputs, changed=False)
                 status: StepStatus = "skipped"
             else:
                 if journal.is_done(step.id):
@@ -139,7 +189,7 @@ def run_plan(
                 journal.record(step.id, "acted", outputs)
                 executor.wait(step, params, ctx, outputs)
                 executor.verify(step, params, ctx, outputs)
-                journal.record(step.id, "done", outputs)
+                journal.record(step.id, "done", outputs, changed=True)
                 status = "done"
         except (AccessDenied, StalePlan) as exc:
             _safe_record(journal, step.id, str(exc))

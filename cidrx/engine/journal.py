@@ -1,9 +1,11 @@
 """The apply journal: an append-only record, beside the plan file, of what each step did.
 
 `<plan path>.journal.jsonl` gets one JSON line per step event (started, acted, done, skipped, failed) with
-the ids of what was created, written and fsynced before the apply moves on. It makes a partial apply
-reviewable and gives resumed executors hints, but it is not the source of truth: every step checks the
-cloud first and created resources carry the plan tag, so a lost journal costs nothing but hints.
+the ids of what was created, the values a step is about to overwrite (its "started" event) and whether the
+step changed something (`changed` on done and skipped), written and fsynced before the apply moves on. It
+makes a partial apply reviewable, gives resumed executors hints and tells rollback which steps this plan's
+applies changed; it is not the source of truth for what exists: every step checks the cloud first and
+created resources carry the plan tag, so a lost journal costs hints (and rollback falls back to the tags).
 
 A crash can tear the last line mid-write; that line is ignored (and cut off before the next append).
 A journal that carries another plan's digest is refused rather than mixed into this plan's history.
@@ -43,6 +45,9 @@ class JournalEvent:
     event: Event
     outputs: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    # On "done" and "skipped": whether this apply changed something in the step (done) or found it already
+    # done (skipped); rollback undoes only what an apply changed.
+    changed: bool | None = None
 
 
 def _parse(line: bytes) -> dict[str, Any]:
@@ -56,6 +61,7 @@ def _parse(line: bytes) -> dict[str, Any]:
 def _event(data: dict[str, Any], where: str) -> JournalEvent:
     outputs = data.get("outputs") or {}
     error = data.get("error")
+    changed = data.get("changed")
     if (
         not isinstance(data.get("ts"), str)
         or not isinstance(data.get("plan_digest"), str)
@@ -63,6 +69,7 @@ def _event(data: dict[str, Any], where: str) -> JournalEvent:
         or data.get("event") not in EVENTS
         or not isinstance(outputs, dict)
         or not (error is None or isinstance(error, str))
+        or not (changed is None or isinstance(changed, bool))
     ):
         raise InvalidInput(f"{where} is not a cidrx journal entry; move the journal away and run again")
     return JournalEvent(
@@ -72,6 +79,7 @@ def _event(data: dict[str, Any], where: str) -> JournalEvent:
         event=data["event"],
         outputs=outputs,
         error=error,
+        changed=changed,
     )
 
 
@@ -146,6 +154,15 @@ class Journal:
                 return dict(e.outputs)
         return None
 
+    def changed(self, step_id: str) -> bool | None:
+        """Whether an apply of this plan may have changed the step's object: True once a run started its act
+        (a "started" event comes before every act: what it did is found by the plan tag or the recorded
+        before-values), False when runs only found it already done, None when the journal has no event of it."""
+        events = [e for e in self._events if e.step == step_id]
+        if not events:
+            return None
+        return any(e.event in ("started", "acted", "done") for e in events)
+
     def is_done(self, step_id: str) -> bool:
         """True when the step's latest event says it finished (done or skipped)."""
         return next((e.event in _FINISHED for e in self._of(step_id)), False)
@@ -156,6 +173,8 @@ class Journal:
         event: Event,
         outputs: dict[str, Any] | None = None,
         error: str | None = None,
+        *,
+        changed: bool | None = None,
     ) -> JournalEvent:
         """Append one event and make it durable (flush + fsync) before returning."""
         entry = JournalEvent(
@@ -165,17 +184,21 @@ class Journal:
             event=event,
             outputs=dict(outputs or {}),
             error=error,
+            changed=changed,
         )
+        record: dict[str, Any] = {
+            "ts": entry.ts,
+            "plan_digest": entry.plan_digest,
+            "step": entry.step,
+            "event": entry.event,
+            "outputs": entry.outputs,
+            "error": entry.error,
+        }
+        if changed is not None:
+            record["changed"] = changed
         line = (
             json.dumps(
-                {
-                    "ts": entry.ts,
-                    "plan_digest": entry.plan_digest,
-                    "step": entry.step,
-                    "event": entry.event,
-                    "outputs": entry.outputs,
-                    "error": entry.error,
-                },
+                record,
                 separators=(",", ":"),
                 ensure_ascii=False,
             )

@@ -98,29 +98,63 @@ def recover_outputs(plan: Plan, executors: Mapping[str, Executor], ctx: StepCont
     return outputs
 
 
-def survey(plan: Plan, undos: Mapping[str, Undo], ctx: StepContext, outputs: dict[str, Outputs]) -> list[Item]:
-    """Every step with something left to take back, newest first, with why it cannot be now (if so)."""
-    items = []
+@dataclass(frozen=True)
+class Left:
+    """A step of the plan rollback leaves as it is, and why."""
+
+    step: Step
+    why: str
+
+
+ALREADY_DONE = "found already done when it was applied (skipped): this plan did not change it, so it stays"
+NOTHING_LEFT = "nothing of it is left to take back (not applied, or already undone)"
+
+
+def survey(
+    plan: Plan,
+    undos: Mapping[str, Undo],
+    ctx: StepContext,
+    outputs: dict[str, Outputs],
+    changed: Mapping[str, bool | None] | None = None,
+) -> tuple[list[Item], list[Left]]:
+    """Every step with something left to take back, newest first, with why it cannot be now (if so); and the
+    steps left as they are, with why. `changed` (per step, from the apply journal: cidrx.engine.journal
+    `Journal.changed`) marks the steps an apply found already done: they are not this plan's to undo. A step
+    the journal does not know (journal lost) is judged by what its undo finds (the plan tag, recorded values)."""
+    items: list[Item] = []
+    left: list[Left] = []
     for step in reversed(execution_order(plan)):
+        if (changed or {}).get(step.id) is False:
+            left.append(Left(step, ALREADY_DONE))
+            continue
         undo = undos[step.action]
         params = _lenient(step.params, outputs)
         found = undo.find(step, params, ctx)
         if found is None:
+            left.append(Left(step, NOTHING_LEFT))
             continue
         blocker = undo.in_use(step, params, found, ctx)
         items.append(Item(step, params, dict(found), undo.describe(step, params, found), blocker))
-    return items
+    return items, left
 
 
 def refuse_in_use(plan: Plan, items: Sequence[Item]) -> None:
+    """Refuse (exit 4, nothing changed) when a step cannot be taken back now, with a hint that fits each cause:
+    something still uses what would be removed, or the journal lacks the values to put back (an undo's
+    `find` says so with `unknown`)."""
     blocked = [i for i in items if i.blocker]
-    if blocked:
-        lines = "; ".join(f"{i.step.id}: {i.blocker}" for i in blocked)
-        raise InUse(
-            f"cannot roll back plan {plan.plan_id}: {lines}; nothing was changed",
-            hint="free what is named (drain and scale the node group or pool to zero, move the workloads), "
-            "then run the same command again",
+    if not blocked:
+        return
+    lines = "; ".join(f"{i.step.id}: {i.blocker}" for i in blocked)
+    hints = []
+    if any(i.found.get("unknown") for i in blocked):
+        hints.append(
+            "the values to restore are recorded in the apply journal beside the plan (PLAN.json.journal.jsonl): "
+            "put it back if it was moved, or restore those settings by hand"
         )
+    if any(not i.found.get("unknown") for i in blocked):
+        hints.append("free what is named (move the workloads off it), then run the same command again")
+    raise InUse(f"cannot roll back plan {plan.plan_id}: {lines}; nothing was changed", hint="; ".join(hints))
 
 
 class _UndoStep:

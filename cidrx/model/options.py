@@ -23,6 +23,8 @@ class PlanOptions:
     template: str | None = None
     max_pods_per_node: int | None = None
     allow_class_e: bool = False
+    # Plan another expansion although a plan cidrx applied still has room in its new space (the plan says so).
+    force: bool = False
 
 
 @dataclass(frozen=True)

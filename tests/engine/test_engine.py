@@ -10,6 +10,7 @@ real APIs, finding what an earlier run made by the plan tag.
 from __future__ import annotations
 
 import io
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -742,3 +743,31 @@ def test_live_progress_redraws_one_line_and_ends_each_step_with_a_final_line(wor
 
 def test_make_progress_picks_plain_lines_when_not_a_terminal() -> None:
     assert isinstance(make_progress(io.StringIO()), PlainProgress)
+
+
+# --- step parameters are checked before the first write ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("step_id", "params", "fragment"),
+    [
+        ("subnet-ap-southeast-2b", {"cidr": "300.0.0.0/8"}, "parameter cidr is '300.0.0.0/8', not a CIDR"),
+        (
+            "eniconfig-ap-southeast-2a",
+            {"spec": {"subnet": "${subnet-ap-southeast-2b.subnet_id}"}},
+            "parameter spec.subnet refers to step subnet-ap-southeast-2b, which it does not come after",
+        ),
+    ],
+)
+def test_a_step_parameter_no_retry_can_fix_is_refused_before_the_first_write(
+    world: World, step_id: str, params: dict[str, Any], fragment: str
+) -> None:
+    steps = tuple(
+        Step(s.id, s.action, {**s.params, **params}, s.description, s.depends_on) if s.id == step_id else s
+        for s in eks_steps()
+    )
+    world.use_plan(make_plan(steps))
+    with pytest.raises(InvalidInput, match=re.escape(fragment)):
+        world.apply()
+    assert world.cloud.contents() == Cloud(world.clock).contents()
+    assert not journal_path(world.plan_path).exists()

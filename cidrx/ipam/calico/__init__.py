@@ -52,6 +52,7 @@ STRATEGIES = (
         "cidrx.ipam.calico.strategies.pool:ACTIONS",
         plan="cidrx.ipam.calico.strategies.pool:make_plan",
         drift="cidrx.ipam.calico.strategies.pool:check_drift",
+        basis="cidrx.ipam.calico.strategies.pool:read_basis",
         options=frozenset({"cidr", "add_nodes", "pool_name"}),
         pool_name=IPPOOL_NAME,
     ),

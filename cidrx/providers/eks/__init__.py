@@ -42,6 +42,7 @@ SPEC = ProviderSpec(
     kube_daemonset=("kube-system", "aws-node"),
     kube_fields="cidrx.providers.eks.collect.cluster",
     kube_collect="cidrx.providers.eks.collect.cluster:READS",
+    applied_plans="cidrx.providers.eks.facts.applied:applied_plans",
     # Managed node groups, eksctl's groups, Karpenter's and EKS Auto Mode's nodes.
     node_pool_labels=("eks.amazonaws.com/nodegroup", "alpha.eksctl.io/nodegroup-name", "karpenter.sh/nodepool"),
     # cidrx.providers.eks.collect.provisioners: node classes and NodePools when their groups are served,
@@ -69,6 +70,7 @@ STRATEGIES = (
         "cidrx.providers.eks.strategies.custom_networking:ACTIONS",
         plan="cidrx.providers.eks.strategies.custom_networking:make_plan",
         drift="cidrx.providers.eks.strategies.custom_networking:check_drift",
+        basis="cidrx.providers.eks.strategies.basis:custom_networking",
         options=frozenset({"cidr", "add_nodes", "pool_name", "template"}),
         pool_name=NODEGROUP_NAME,
     ),
@@ -79,6 +81,7 @@ STRATEGIES = (
         "cidrx.providers.eks.strategies.prefix_delegation:ACTIONS",
         plan="cidrx.providers.eks.strategies.prefix_delegation:make_plan",
         drift="cidrx.providers.eks.strategies.prefix_delegation:check_drift",
+        basis="cidrx.providers.eks.strategies.basis:prefix_delegation",
         options=frozenset({"template"}),
     ),
     Strategy(
@@ -88,6 +91,7 @@ STRATEGIES = (
         "cidrx.providers.eks.strategies.subnet_discovery:ACTIONS",
         plan="cidrx.providers.eks.strategies.subnet_discovery:make_plan",
         drift="cidrx.providers.eks.strategies.subnet_discovery:check_drift",
+        basis="cidrx.providers.eks.strategies.basis:subnet_discovery",
         options=frozenset({"cidr", "add_nodes"}),
     ),
     Strategy(

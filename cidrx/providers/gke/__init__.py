@@ -48,6 +48,7 @@ STRATEGIES = (
         "cidrx.providers.gke.strategies.node_pool:ACTIONS",
         plan="cidrx.providers.gke.strategies.node_pool:make_plan",
         drift="cidrx.providers.gke.strategies.node_pool:check_drift",
+        basis="cidrx.providers.gke.strategies.basis:pod_range",
         options=None,
         pool_name=NODE_POOL_NAME,
     ),
@@ -58,6 +59,7 @@ STRATEGIES = (
         "cidrx.providers.gke.strategies.cluster_range:ACTIONS",
         plan="cidrx.providers.gke.strategies.cluster_range:make_plan",
         drift="cidrx.providers.gke.strategies.cluster_range:check_drift",
+        basis="cidrx.providers.gke.strategies.basis:pod_range",
         options=frozenset({"cidr", "add_nodes", "template", "max_pods_per_node", "allow_class_e"}),
     ),
     Strategy(

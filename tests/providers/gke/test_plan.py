@@ -109,7 +109,6 @@ def test_incident_basis(incident_plan: Plan) -> None:
         "subnet_region": LOCATION,
         "subnet": SUBNET,
         "subnet_ranges": {"pods": POD_CIDR, "services": SERVICES_CIDR},
-        "subnet_fingerprint": "fp-1",
         "cidr": INCIDENT_PLAN_CIDR,
         "range_name": "pods-2",
         "node_pool_name": "default-pool-pods2",

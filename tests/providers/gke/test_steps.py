@@ -120,7 +120,6 @@ def make_plan(strategy: str, *, cidr: str = NEW_CIDR) -> Plan:
         "subnet_region": LOC,
         "subnet": SUBNET,
         "subnet_ranges": dict(OLD_RANGES),
-        "subnet_fingerprint": "seen-at-plan-time",
         "cidr": cidr,
         "range_name": NEW_RANGE,
         "template_pool": "default-pool",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection
 from ipaddress import IPv4Network
+from typing import Any
 
 from cidrx import netmath
 from cidrx.errors import InvalidInput, StalePlan
@@ -158,7 +159,6 @@ def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
         "pool_name": name,
         "cidr": str(net),
         "pools": {p.name: p.cidr for p in calico.pools},
-        "nodes": nodes,
     }
     summary = {"cidr": str(net), "block_size": block_size, "blocks": blocks, "nodes": nodes, "name": name}
     return seal_plan(snapshot, created_at, STRATEGY, basis, [step], notes, summary)
@@ -172,6 +172,21 @@ def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> 
     if problems:
         done = "Nothing more was applied" if begun else "Nothing was applied"
         raise StalePlan(f"the plan is stale: {'; '.join(problems)}. {done}; make a new plan")
+
+
+def read_basis(plan: Plan, snapshot: Snapshot) -> dict[str, Any]:
+    """The basis as the cluster shows it now (cidrx.engine.basis compares it key by key): the pool the step
+    creates while its name is free (or the pool is this plan's own), and every other IPPool with its CIDR.
+    The node count the blocks were sized for is in the summary, not the basis: nodes come and go."""
+    calico = current_section(plan, snapshot)
+    step = next((s for s in plan.steps if s.action == CREATE_IPPOOL.name), None)
+    name = str(step.params.get("name", "")) if step else ""
+    other = next((p for p in calico.pools if p.name == name and p.plan_label != plan.plan_id), None)
+    return {
+        "pool_name": name if other is None else f"{name} (taken)",
+        "cidr": str(step.params.get("cidr", "")) if step else "",
+        "pools": {p.name: p.cidr for p in calico.pools if p.plan_label != plan.plan_id or p.name != name},
+    }
 
 
 def _pool_drift(plan: Plan, snapshot: Snapshot, calico: CalicoSection) -> list[str]:

@@ -81,12 +81,16 @@ class UndoEniConfig:
         obj = kube_api(ctx, step).get_custom(*ENICONFIG[:3], params["name"])
         if obj is None or (obj.get("metadata", {}).get("labels") or {}).get(DIGEST_TAG) != ctx.plan_id:
             return None
-        recorded = ctx.recorded_before.get(step.id) or {}
-        before = recorded.get("before") if "before" in recorded else None
-        existed = params["name"] in ctx.plan.basis.get("eniconfigs", [])
-        if existed and not isinstance(before, dict):
+        recorded = ctx.recorded_before.get(step.id)
+        if recorded is not None and "before" in recorded:
+            # The journal's record is the truth: None means this apply created it (delete), a spec that it
+            # repointed one that existed (point it back).
+            before = recorded["before"]
+            return {"name": params["name"], "before": dict(before) if isinstance(before, dict) else None}
+        # No record (journal lost): one the plan's basis lists existed before, and its spec is unknown.
+        if params["name"] in ctx.plan.basis.get("eniconfigs", []):
             return {"unknown": True}
-        return {"name": params["name"], "before": before if existed else None}
+        return {"name": params["name"], "before": None}
 
     def in_use(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> str | None:
         if found.get("unknown"):

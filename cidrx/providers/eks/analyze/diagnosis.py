@@ -55,6 +55,12 @@ EKS_SUBNET_EXHAUSTED = FindingKind.parse(
     for one more node's ENIs): new pods stay in ContainerCreating and new nodes cannot launch there."""
 )
 
+EKS_PLAN_MIGRATION_PENDING = FindingKind.parse(
+    """EKS-PLAN-MIGRATION-PENDING (warning): A plan cidrx applied (its pod subnets carry the plan tag) still has
+    room, while nodes in the full subnets keep running their pods: the fix is moving the workloads (cordon and
+    drain those nodes so new ones join with the new space), not another expansion."""
+)
+
 EKS_SUBNET_NEARLY_EXHAUSTED = FindingKind.parse(
     """EKS-SUBNET-NEARLY-EXHAUSTED (warning): A subnet the cluster uses is close to full; the next few nodes or
     pods will exhaust it."""
@@ -212,6 +218,37 @@ def _subnet_findings(uses: list[SubnetUse], cni: CniConfig) -> list[Finding]:
                 )
             )
     return findings
+
+
+def _migration_findings(snapshot: Snapshot, uses: list[SubnetUse], findings: list[Finding]) -> list[Finding]:
+    """One finding per plan cidrx applied whose new subnets have room while nodes in full subnets still run
+    pods: N nodes, M pods."""
+    from ipaddress import ip_address, ip_network
+
+    from cidrx.providers.eks.facts.applied import applied_plans
+
+    roomy = [a for a in applied_plans(snapshot) if a.free > 0]
+    full = {f.subject for f in findings if f.id in (EKS_SUBNET_EXHAUSTED.id, EKS_SUBNET_NEARLY_EXHAUSTED.id)}
+    nets = [ip_network(u.subnet.cidr) for u in uses if subnet_label(u.subnet) in full and "nodes" in u.roles]
+    kube = snapshot.kube
+    stuck = [n for n in kube.nodes if n.internal_ip and any(ip_address(n.internal_ip) in net for net in nets)]
+    pods = sum(kube.pods_per_node.get(n.name, 0) for n in stuck)
+    if not roomy or not stuck:
+        return []
+    names = ", ".join(n.name for n in stuck[:5]) + (" …" if len(stuck) > 5 else "")
+    return [
+        EKS_PLAN_MIGRATION_PENDING.finding(
+            Severity.WARNING,
+            f"plan {a.plan_id}",
+            f"plan {a.plan_id} applied, migration pending: {len(stuck)} node(s) in full subnets still run "
+            f"{pods} pod(s)",
+            (f"{a.space}: {a.free} of {a.size} addresses free", f"nodes in full subnets: {names}"),
+            "Move the workloads: cordon and drain the nodes in the full subnets (`kubectl drain --ignore-daemonsets`"
+            " node by node, honouring PodDisruptionBudgets) so replacements join with the new space, then scale the"
+            " old group down. Do not expand again: `expand --plan` refuses while this plan's space has room.",
+        )
+        for a in roomy
+    ]
 
 
 def _need_text(u: SubnetUse, cni: CniConfig) -> str:
@@ -622,6 +659,12 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     free_28 = {s.subnet_id: free_prefix_blocks(s) for z in zones for s in z.subnets}
     capacity += discovery_capacity(zones, free_28, disc, cni.prefix_delegation)
     capacity += [unallocated_capacity(m) for m in address_maps(snapshot)]
+    pending = _migration_findings(snapshot, uses, findings)
+    if pending:
+        # The space is there already: the exhausted subnets' fix is the migration, not another expansion.
+        migrate = "Move the workloads onto the new space (finding " + EKS_PLAN_MIGRATION_PENDING.id + ")."
+        findings = [replace(f, remediation=f.remediation.replace(f"`{EXPAND}`", migrate)) for f in findings]
+        findings = [*pending, *findings]
     findings = [replace(f, remediation=f.remediation.replace(EXPAND, expand)) for f in findings]
     return make_diagnosis(snapshot.target, snapshot.fingerprint, capacity, findings)
 

@@ -291,7 +291,6 @@ def draft(snapshot: Snapshot, found: Start, size: Sizing, add_nodes: int, opts: 
         "subnet_region": region,
         "subnet": subnet.name,
         "subnet_ranges": {r.range_name: r.ip_cidr_range for r in subnet.secondary_ranges},
-        "subnet_fingerprint": subnet.fingerprint,
         "cidr": str(cidr),
         "range_name": range_name,
         "template_pool": template.name if template else "",

@@ -1,0 +1,28 @@
+"""The plans cidrx applied to an EKS cluster's VPC, told by the plan tag on the pod subnets they created
+(custom networking and subnet discovery create them), with the addresses those subnets still have free."""
+
+from __future__ import annotations
+
+from cidrx.model.applied import AppliedPlan
+from cidrx.model.plan import DIGEST_TAG
+from cidrx.model.snapshot import Snapshot
+from cidrx.providers.eks.facts.subnets import usable_addresses
+from cidrx.providers.eks.model import eks_section
+
+
+def applied_plans(snapshot: Snapshot) -> tuple[AppliedPlan, ...]:
+    eks = eks_section(snapshot)
+    by_plan: dict[str, list[tuple[str, int, int]]] = {}
+    for s in eks.subnets:
+        plan_id = s.tags.get(DIGEST_TAG)
+        if plan_id:
+            by_plan.setdefault(plan_id, []).append((s.subnet_id, usable_addresses(s.cidr), s.available_ips))
+    return tuple(
+        AppliedPlan(
+            plan_id,
+            "subnets " + ", ".join(sid for sid, _, _ in sorted(subnets)),
+            sum(size for _, size, _ in subnets),
+            sum(free for _, _, free in subnets),
+        )
+        for plan_id, subnets in sorted(by_plan.items())
+    )

@@ -1,0 +1,48 @@
+"""cidrx recognises its own applied plans: after an EKS expansion, diagnose reports the migration pending (and
+the full subnets' fix is the migration, not `expand`), and `expand --plan` exits 2 naming the applied
+plan while its new subnets still have room (the hourly CI recipe used to stack a second expansion every hour);
+`--force` plans anyway and the plan's notes say why. On the incident in moto and the fake API server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.cases import case_for
+from tests.support.cli import run
+
+pytestmark = pytest.mark.usefixtures("shared_botocore")
+
+
+def test_expand_refuses_while_an_applied_plan_has_room_and_force_records_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with case_for("custom-networking").estate(tmp_path, monkeypatch) as live:
+        first = tmp_path / "first.json"
+        made = run("expand", *live.target, "--strategy", "custom-networking", "--plan", "--out", str(first))
+        assert made.exit_code == 0, made.output
+        plan_id = json.loads(first.read_text())["digest"][:16]
+        applied = run("expand", "--apply", str(first), "--yes", *live.access)
+        assert applied.exit_code == 0, applied.output
+
+        diagnosed = run("diagnose", *live.target, "-o", "json")
+        assert diagnosed.exit_code == 3, diagnosed.output  # the old subnets are still full
+        findings = json.loads(diagnosed.stdout)["findings"]
+        pending = [f for f in findings if f["id"] == "EKS-PLAN-MIGRATION-PENDING"]
+        assert [f["subject"] for f in pending] == [f"plan {plan_id}"], findings
+        assert "migration pending" in pending[0]["summary"] and "node(s) in full subnets" in pending[0]["summary"]
+        assert all("cidrx expand" not in f["remediation"] for f in findings if f["id"] == "EKS-SUBNET-EXHAUSTED")
+
+        again = run("expand", *live.target, "--plan", "--out", str(tmp_path / "second.json"))
+        assert again.exit_code == 2, again.output
+        assert f"plan {plan_id} was applied to" in again.output and "addresses free" in again.output
+        assert "--force" in again.output and "Traceback" not in again.output
+        assert not (tmp_path / "second.json").exists()
+
+        forced = tmp_path / "forced.json"
+        made = run("expand", *live.target, "--strategy", "custom-networking", "--plan", "--force", "--out", str(forced))
+        assert made.exit_code == 0, made.output
+        notes = json.loads(forced.read_text())["notes"]
+        assert any(n.startswith("Planned with --force") and plan_id in n for n in notes), notes
