@@ -514,8 +514,8 @@ def event_from(obj: EventRecord | JSON) -> KubeEvent:
     last_seen = event.lastTimestamp or series.lastObservedTime or event.eventTime or ""
     source = (event.source.component if event.source is not None else None) or event.reportingComponent
     return KubeEvent(
-        namespace=namespace or "",
-        kind=kind,
+        namespace=intern(namespace or ""),
+        kind=intern(kind),
         name=involved.name,
         reason=intern(event.reason or ""),
         type=intern(event.type or ""),
