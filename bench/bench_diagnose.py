@@ -1,6 +1,6 @@
 """Diagnose of a large estate against the plain-HTTP floor (docs/performance.md), in one run.
 
-    python -m bench.bench_diagnose [--scale 1] [--repeat 3] [--profile FILE]
+    python -m bench.bench_diagnose [--scale 1] [--repeat 3] [--growth] [--profile FILE]
 
 Builds the estate of bench/estate.py in the loopback fakes, then, alternating, N times each in a fresh
 process: the floor (every list page cidrx reads, fetched with http.client on one keep-alive connection
@@ -8,7 +8,9 @@ and json.loads'ed) and cidrx (collect + analyze + JSON output). Prints wall time
 ratio, peak RSS of each process (getrusage ru_maxrss), and the API requests by kind, and checks that
 requests are O(pages): every list uses limit=500, no list takes more than ceil(objects/500)+1 pages, and
 no node/pod/event/IPAM object is read one by one. Exit 1 when a check fails (timing budgets are reported,
-never asserted: CI runs this in a reduced size as a smoke test).
+never asserted: CI runs this in a reduced size as a smoke test). With --growth, the Kubernetes estate is
+also measured at 0.5x and 2x the scale, each size against its own floor, and the growth of time and peak RSS
+per 10,000 pods between sizes is printed, so a reader sees whether it is linear.
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ from bench.estate import (
 )
 
 PAGE = 500
-RSS_BUDGET_MB = 400.0
-RATIO_BUDGET = 1.5
+RSS_BUDGET_MB = 150.0
+RATIO_BUDGET = 1.3
+GROWTH_FACTORS = (0.5, 1.0, 2.0)
 # Kinds that must only ever be listed (a GET per object would be O(objects)).
 WB, NAD, CAL = ".whereabouts.cni.cncf.io", ".k8s.cni.cncf.io", ".crd.projectcalico.org"
 PLURAL_KIND = {
@@ -193,6 +196,43 @@ def bench_aws(sizes: Sizes, repeat: int) -> tuple[list[list[Any]], list[list[Any
     return rows, [[k, n] for k, n in sorted(kinds_c.items())], problems, {"findings": warm["findings"]}
 
 
+def growth_rows(scale: float, repeat: int) -> tuple[list[list[Any]], list[str]]:
+    """The large Kubernetes diagnose at 0.5x, 1x and 2x `scale`, each against the floor of its own run:
+    time, CPU and peak RSS per size, and the growth per 10,000 pods from the size before."""
+    rows: list[list[Any]] = []
+    problems: list[str] = []
+    before: tuple[int, float, float] | None = None
+    for factor in GROWTH_FACTORS:
+        sizes = Sizes.at(scale * factor)
+        with tempfile.TemporaryDirectory() as tmp:
+            k_rows, _kinds, k_problems, _info = bench_kube(sizes, repeat, Path(tmp))
+        problems += k_problems
+        floor_row, cidrx_row = k_rows
+        wall, floor, rss = float(cidrx_row[1]), float(floor_row[1]), float(cidrx_row[4])
+        cpu_note = str(cidrx_row[6]).rpartition("client CPU ")[2]
+        if before is None:
+            per_10k = ""
+        else:
+            pods = (sizes.pods - before[0]) / 10_000
+            per_10k = f"{(wall - before[1]) / pods:+.2f} s, {(rss - before[2]) / pods:+.1f} MB"
+        rows.append(
+            [f"{factor:g}x", sizes.pods, floor, wall, ratio(wall, floor), cpu_note, float(floor_row[4]), rss, per_10k]
+        )
+        before = (sizes.pods, wall, rss)
+    return rows, problems
+
+
+GROWTH_HEADERS = [
+    "size",
+    "pods",
+    "floor s",
+    "cidrx s",
+    "ratio",
+    "client CPU vs floor",
+    "floor RSS MB",
+    "cidrx RSS MB",
+    "per 10,000 pods",
+]
 HEADERS = ["measurement", "wall s (median)", "baseline s", "ratio", "peak RSS MB", "requests", "notes"]
 
 
@@ -203,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-gcp", action="store_true", help="leave out the GKE estate (fake GCP)")
     parser.add_argument("--skip-aws", action="store_true", help="leave out the EKS estate (moto)")
     parser.add_argument("--skip-kube", action="store_true", help="leave out the large Kubernetes estate")
+    parser.add_argument(
+        "--growth", action="store_true", help="also the Kubernetes estate at 0.5x and 2x the scale (time, RSS)"
+    )
     opts = parser.parse_args(argv)
     sizes = Sizes.at(opts.scale)
     print(f"estate: {sizes}", file=sys.stderr)
@@ -223,8 +266,17 @@ def main(argv: list[str] | None = None) -> int:
         rows += a_rows
         problems += a_problems
         print(f"eks findings: {a_info['findings']}")
+    growth: list[list[Any]] = []
+    if opts.growth:
+        growth, g_problems = growth_rows(opts.scale, opts.repeat)
+        problems += g_problems
     print()
     print(table(rows, HEADERS))
+    if growth:
+        print(
+            "\nThe large Kubernetes diagnose at three sizes (each against its own floor; growth from the size before):"
+        )
+        print(table(growth, GROWTH_HEADERS))
     if not opts.skip_kube:
         print("\nKubernetes API requests of one cidrx diagnose, by kind:")
         print(table(kinds, ["request", "count"]))

@@ -20,6 +20,7 @@ import socket
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from itertools import chain
+from sys import intern
 from typing import Any, Protocol, TypeVar
 
 import msgspec
@@ -487,11 +488,12 @@ def pod_state_from(pod: PodRecord | JSON) -> PodState:
         if annotations is not None
         else ([], False)
     )
+    # Namespaces, phases and node names repeat across 60,000 pods: one shared string each (docs/performance.md).
     return PodState(
-        namespace=meta.namespace or "",
+        namespace=intern(meta.namespace or ""),
         name=meta.name,
-        phase=status.phase or "",
-        node=(record.spec.nodeName if record.spec is not None else None) or "",
+        phase=intern(status.phase or ""),
+        node=intern((record.spec.nodeName if record.spec is not None else None) or ""),
         ips=tuple(dict.fromkeys([*ips, *extra])),
         has_network_status=has_status,
         uid=meta.uid or "",
@@ -512,15 +514,15 @@ def event_from(obj: EventRecord | JSON) -> KubeEvent:
     last_seen = event.lastTimestamp or series.lastObservedTime or event.eventTime or ""
     source = (event.source.component if event.source is not None else None) or event.reportingComponent
     return KubeEvent(
-        namespace=namespace or "",
-        kind=kind,
+        namespace=intern(namespace or ""),
+        kind=intern(kind),
         name=involved.name,
-        reason=event.reason or "",
-        type=event.type or "",
+        reason=intern(event.reason or ""),
+        type=intern(event.type or ""),
         message=event.message or "",
         count=count,
         last_seen=last_seen,
-        source=source or "",
+        source=intern(source or ""),
     )
 
 

@@ -6,8 +6,11 @@ fails with one clear message instead of a traceback deep in analysis code.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -44,8 +47,62 @@ def canonical_json(obj: Any) -> str:
     return canonical_bytes(obj).decode()
 
 
+# A tuple/list field at least this long is written element by element (see `write_canonical`).
+_STREAMED = 256
+
+
+def _holds_long(value: Any) -> bool:
+    """Whether `value` is a dataclass with a long tuple/list field, directly or in a dataclass field."""
+    if not dataclasses.is_dataclass(value) or isinstance(value, type):
+        return False
+    for f in dataclasses.fields(value):
+        v = getattr(value, f.name)
+        if (isinstance(v, tuple | list) and len(v) >= _STREAMED) or _holds_long(v):
+            return True
+    return False
+
+
+def write_canonical(obj: Any, write: Callable[[bytes], object]) -> None:
+    """Hand `canonical_bytes(obj)` to `write` in pieces, without holding all of it nor all of its builtins
+    at once: in a dataclass holding long sequences (60,000 pods), each long field is swapped for a marker
+    string in a shallow copy, the copy is encoded as usual (so which fields `msgspec.to_builtins` keeps and
+    how the rest is pruned stay exactly as in `canonical_bytes`), and each marker's place is filled by its
+    sequence, one element at a time. `to_builtins` keeps tuples as tuples, which `_pruned` neither drops
+    nor enters, so a tuple's items are encoded unpruned and a list's pruned, as in one piece."""
+    if not _holds_long(obj):
+        write(canonical_bytes(obj))
+        return
+    shallow = copy.copy(obj)
+    held: dict[bytes, Any] = {}
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if (isinstance(value, tuple | list) and len(value) >= _STREAMED) or _holds_long(value):
+            placeholder = f"\x00cidrx-streamed:{f.name}"
+            object.__setattr__(shallow, f.name, placeholder)  # a copy made here: frozen only against callers
+            held[msgspec.json.encode(placeholder)] = value
+    text = canonical_bytes(shallow)
+    places = sorted((text.index(marker), marker) for marker in held)
+    done = 0
+    for at, marker in places:
+        write(text[done:at])
+        value = held[marker]
+        if isinstance(value, tuple | list):
+            write(b"[")
+            for i, item in enumerate(value):
+                plain = to_builtins(item)
+                encoded = msgspec.json.encode(_pruned(plain) if isinstance(value, list) else plain, order="sorted")
+                write(b"," + encoded if i else encoded)
+            write(b"]")
+        else:
+            write_canonical(value, write)
+        done = at + len(marker)
+    write(text[done:])
+
+
 def sha256_of(obj: Any) -> str:
-    return hashlib.sha256(canonical_bytes(obj)).hexdigest()
+    digest = hashlib.sha256()
+    write_canonical(obj, digest.update)
+    return digest.hexdigest()
 
 
 def read_document(path: Path, what: str) -> bytes:

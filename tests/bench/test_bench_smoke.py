@@ -37,6 +37,13 @@ def test_diagnose_bench_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     assert "eks: cidrx collect" in out and "ec2:DescribeSubnets" in out and "eks:DescribeCluster" in out
 
 
+def test_diagnose_growth_smoke() -> None:
+    rows, problems = bench_diagnose.growth_rows(0.01, 1)
+    assert problems == []
+    assert [r[0] for r in rows] == ["0.5x", "1x", "2x"] and [r[1] for r in rows] == [300, 600, 1200]
+    assert rows[0][-1] == "" and all(" s, " in r[-1] and r[-1].endswith(" MB") for r in rows[1:])
+
+
 def test_netmath_bench_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench_netmath.main(["--scale", "0.01", "--repeat", "1"]) == 0
     assert "first free /22 among 200 ranges" in capsys.readouterr().out

@@ -13,6 +13,7 @@ import ipaddress
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from sys import intern
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -165,7 +166,7 @@ def pool_from(obj: Listed | JSON) -> WhereaboutsPool:
                     offset=str(key),
                     ip=_offset_text(start, last, str(key)) if network is not None else "",
                     podref=str(entry.get("podref") or ""),
-                    ifname=str(entry.get("ifname") or ""),
+                    ifname=intern(str(entry.get("ifname") or "")),  # a few interface names, 24,000 entries
                     id=str(entry.get("id") or ""),
                 )
             )
@@ -196,10 +197,10 @@ def reservation_from(obj: Listed | JSON) -> OverlappingReservation:
     meta, spec = parts(obj, ReservationRecord, _ReservationSpec)
     return OverlappingReservation(
         name=str(meta.name or ""),
-        namespace=str(meta.namespace or ""),
+        namespace=intern(str(meta.namespace or "")),
         podref=str(spec.podref or ""),
         resource_version=str(meta.resourceVersion or ""),
-        ifname=str(spec.ifname or ""),
+        ifname=intern(str(spec.ifname or "")),
     )
 
 
