@@ -131,6 +131,7 @@ class Capacity:
     utilization: float
     max_nodes: int | None = None
     nodes: int | None = None
+    nodes_fit: int | None = None
     zone: str | None = None
     note: str | None = None
     # Per-kind figures beyond size/used/free (an IPAM's `stale` or `blocks_claimed`, ...), exported
