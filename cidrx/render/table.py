@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from cidrx.engine.verify import Verification
-from cidrx.model.findings import Capacity, Diagnosis, Finding, Severity, worst
+from cidrx.model.findings import KUBE_UNREACHABLE, Capacity, Diagnosis, Finding, Severity, worst
 from cidrx.model.plan import Plan
 from cidrx.render.age import taken_note
 from cidrx.render.fixes import continued, split_fix
@@ -357,8 +357,13 @@ def verdict(d: Diagnosis, width: int = 10**6, counts: bool = True) -> tuple[Seve
 def render_diagnosis(d: Diagnosis, term: Term = PLAIN) -> str:
     """Verdict, findings worst first (each with one fix), capacity as a table, counts: the answer first,
     so it is on screen at the top during an incident."""
-    sev, line = verdict(d, 10**6 if term.wide else term.width)
+    w = 10**6 if term.wide else term.width
+    sev, line = verdict(d, w)
     out = [paint(line, _SEVERITY_STYLE[sev], term) if sev is not None else paint(line, "green", term)]
+    for f in d.findings:  # an info finding, but it changes what the verdict covers: say so at the top
+        if f.id == KUBE_UNREACHABLE.id:
+            why = f": {f.evidence[0]}" if f.evidence else ""
+            out += wrap(f"note: in-cluster checks did not run{why}", w, "  ", first="")
     snapshot = f"snapshot {d.snapshot_fingerprint[:12] or 'unsealed'}{taken_note(d.taken_at)}"
     out += wrap(f"cidrx diagnosis of {d.target.label()} ({snapshot})", 10**6 if term.wide else term.width, "  ", "")
     out.append("")
