@@ -148,6 +148,9 @@ class Capacity:
     # Per-kind figures beyond size/used/free (an IPAM's `stale` or `blocks_claimed`, ...), exported
     # as cidrx_capacity_<figure> metrics (docs/metrics.md).
     extra: dict[str, float] = field(default_factory=dict)
+    # What size/used/free count: "addresses" (pod slots for node groups), or another unit for rows that count
+    # something else (a VPC's CIDR blocks): metrics then say so in their name (cidrx_capacity_size_<unit>).
+    unit: str = "addresses"
 
 
 @dataclass(frozen=True)

@@ -318,6 +318,7 @@ def _capacity(
         ),
         Capacity(
             kind="calico-blocks",
+            unit="blocks",  # size/used/free count the pool's blocks, not addresses
             name=u.pool.name,
             cidr=u.pool.cidr,
             size=u.total,
