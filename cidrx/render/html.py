@@ -46,7 +46,8 @@ COLOURS = {
 
 CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #222; margin: 24px;
-       max-width: 1040px; overflow-wrap: anywhere; }
+       max-width: 1040px; overflow-wrap: break-word; }
+th, td.n { white-space: nowrap; }
 svg.map { width: 100%; height: auto; max-width: 960px; display: block; }
 .wide { overflow-x: auto; max-width: 100%; }
 pre { background: #f3f3f3; padding: 6px 8px; margin: 4px 0; white-space: pre-wrap; overflow-wrap: anywhere; }
