@@ -9,6 +9,7 @@ a fresh snapshot), and without an explicit yes (a prompt on a terminal, `--yes` 
 from __future__ import annotations
 
 import ipaddress
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -62,10 +63,11 @@ def _check_cidr(cidr: str) -> None:
         raise InvalidInput(
             "--cidr is empty: give a range such as 100.64.0.0/20, or leave --cidr out and cidrx chooses one"
         )
-    if "/" not in cidr and ":" not in cidr:
-        from cidrx import netmath
-
-        netmath.parse_cidr(cidr)  # says that a prefix length is needed
+    if re.fullmatch(r"\d{1,3}(?:\.\d{1,3}){3}", cidr.strip()):
+        raise InvalidInput(
+            f"--cidr {cidr} is an address, not a range: a CIDR needs a prefix length (/N) saying how big it is",
+            hint="write it as NETWORK/N, e.g. 100.64.0.0/20 (4,096 addresses)",
+        )
     try:
         ipaddress.IPv4Network(cidr, strict=True)
     except ValueError as exc:

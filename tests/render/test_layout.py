@@ -108,3 +108,19 @@ def test_plan_steps_never_break_a_token(width: int, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     words = result.stdout.split()
     assert any("AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG=true" in w for w in words)
+
+
+def test_skipped_in_cluster_checks_are_said_at_the_top_not_only_in_an_info_finding() -> None:
+    import dataclasses
+
+    from cidrx.model.findings import kube_unreachable, make_diagnosis
+    from cidrx.render.table import render_diagnosis
+    from cidrx.render.term import Term
+
+    d = analyze(load_snapshot(ROOT / "examples/eks-demo-ip.snapshot.json"))
+    reason = "connection refused (tried $KUBECONFIG=/home/me/.kube/prod, context prod)"
+    skipped = kube_unreachable("in-cluster checks were skipped", "Pass --kubeconfig/--context.", reason=reason)
+    d = dataclasses.replace(make_diagnosis(d.target, "", list(d.capacity), [*d.findings, skipped]))
+    lines = render_diagnosis(d, Term(width=120)).splitlines()
+    assert lines[1] == f"note: in-cluster checks did not run: {reason}"
+    assert "KUBECONFIG is set and was used" in "\n".join(lines) and "Pass --kubeconfig" not in "\n".join(lines)
