@@ -305,7 +305,9 @@ def test_plan_apply_and_apply_again_leave_exactly_the_fix(make_live: Callable[..
     plan = load_plan(live.tmp / "plan.json")
     assert made.stdout.startswith(f"cidrx plan {plan.plan_id} for eks:ap-southeast-2/demo")
     for i, step in enumerate(plan.steps, start=1):
-        assert any(line.split()[:3] == [str(i), step.id, step.action] for line in made.stdout.splitlines()), step.id
+        assert any(line.split()[:3] == [str(i), step.id, f"({step.action})"] for line in made.stdout.splitlines()), (
+            step.id
+        )
     assert "written to plan.json; review it, then: cidrx expand --apply plan.json" in made.stderr
 
     applied = live.apply()
