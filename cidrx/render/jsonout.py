@@ -25,9 +25,11 @@ def capacity_doc(c: Capacity) -> dict[str, Any]:
         "utilization": c.utilization,
         "max_nodes": c.max_nodes,
         "nodes": c.nodes,
+        "nodes_fit": c.nodes_fit,
         "zone": c.zone,
         "note": c.note,
         "extra": dict(c.extra),
+        "unit": c.unit,
     }
 
 
