@@ -61,7 +61,8 @@ def parse_cidr(text: str) -> IPv4Network:
         raise InvalidInput(f"IPv6 is not supported: '{raw}'", hint="give an IPv4 CIDR such as 100.64.0.0/16")
     if "/" not in raw and _is_ipv4(raw):
         raise InvalidInput(
-            f"'{raw}' is not a CIDR: it has no prefix length", hint=f"add one, e.g. {raw}/32 for a single address"
+            f"'{raw}' is an address, not a range: a CIDR needs a prefix length (/N) saying how big the range is",
+            hint="write it as NETWORK/N, e.g. 100.64.0.0/20 (4,096 addresses)",
         )
     try:
         loose = IPv4Network(raw, strict=False)

@@ -70,7 +70,6 @@ class ProviderSpec(_Spec):
     requires: tuple[str, ...]
     refuses: tuple[str, ...]
     refuse_reason: str
-    env_hint: str
     context_hint: str
     provider: str  # "module:attr" of the object implementing `cidrx.providers.base.Provider`
     # The cloud IAM its permissions are written for ("aws": IAM actions and a policy document; "gcp": IAM
@@ -78,6 +77,9 @@ class ProviderSpec(_Spec):
     iam: str = ""
     # Why an `expand --plan` option its targets' plans do not read is refused (PlanOptions field, reason).
     why_not: tuple[tuple[str, str], ...] = ()
+    # No longer read: the "needs --cluster (or CIDRX_CLUSTER)" message is derived from `requires` and
+    # `env_defaults` (cidrx.cli.options.env_hint). Kept so that plugins declaring it still load; drop it there.
+    env_hint: str = ""
     # TARGET options taken from other variables when not given (e.g. the AWS region variables).
     env_defaults: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # A DaemonSet (namespace, name) the cluster collector reads for it (the VPC CNI's aws-node on EKS).

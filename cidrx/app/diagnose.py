@@ -64,9 +64,15 @@ def collect_target(target: Target, access: Access) -> Snapshot:
     spec = require_supported(target)
     snap = collect_snapshot(target, access)
     if spec.in_cluster and not snap.kube.available:
+        from cidrx.model.findings import KUBECONFIG_FROM_ENV
+
+        reason = snap.kube.reason or "the Kubernetes API is unreachable"
         raise AccessDenied(
-            f"cannot read {target.label()}: {snap.kube.reason or 'the Kubernetes API is unreachable'}",
-            hint="check --kubeconfig / --context and network access to the API server",
+            f"cannot read {target.label()}: {reason}",
+            hint="KUBECONFIG is set and was used: check that its context (or --context) names this cluster and "
+            "that the API server is reachable from here"
+            if KUBECONFIG_FROM_ENV in reason
+            else "check --kubeconfig / --context and network access to the API server",
         )
     return snap
 

@@ -48,6 +48,9 @@ UP = "cidrx_up"
 TARGET_UP = "cidrx_target_up"
 LAST_SUCCESS = "cidrx_last_success_timestamp_seconds"
 DURATION = "cidrx_collection_duration_seconds"
+COLLECTIONS_TOTAL = "cidrx_collections_total"
+FAILURES_TOTAL = "cidrx_collection_failures_total"
+# Deprecated gauge names of the two counters above, served beside them for one release (docs/metrics.md).
 COLLECTIONS = "cidrx_collections"
 FAILURES = "cidrx_collection_failures"
 STATUS_HELP = {
@@ -55,8 +58,10 @@ STATUS_HELP = {
     TARGET_UP: "1 if the cluster was read by the last collection; its figures are the last good ones otherwise.",
     LAST_SUCCESS: "Unix time at which the last successful collection finished.",
     DURATION: "Seconds the last collection took, successful or not.",
-    COLLECTIONS: "Collections finished since the exporter started.",
-    FAILURES: "Collections that failed since the exporter started.",
+    COLLECTIONS_TOTAL: "Collections finished since the exporter started.",
+    FAILURES_TOTAL: "Collections that failed since the exporter started.",
+    COLLECTIONS: "Deprecated (removed in the next release): use cidrx_collections_total.",
+    FAILURES: "Deprecated (removed in the next release): use cidrx_collection_failures_total.",
 }
 
 
@@ -179,10 +184,12 @@ def status_families(
         MetricFamily(TARGET_UP, STATUS_HELP[TARGET_UP], tuple(((("target", t),), float(ok)) for t, ok in targets_up)),
         MetricFamily(LAST_SUCCESS, STATUS_HELP[LAST_SUCCESS], (((), last_success),) if last_success else ()),
         MetricFamily(DURATION, STATUS_HELP[DURATION], (((), duration),) if duration is not None else ()),
+        MetricFamily(COLLECTIONS_TOTAL, STATUS_HELP[COLLECTIONS_TOTAL], (((), float(collections)),), "counter"),
+        MetricFamily(FAILURES_TOTAL, STATUS_HELP[FAILURES_TOTAL], (((), float(failures)),), "counter"),
         MetricFamily(COLLECTIONS, STATUS_HELP[COLLECTIONS], (((), float(collections)),)),
         MetricFamily(FAILURES, STATUS_HELP[FAILURES], (((), float(failures)),)),
     ]
-    return [f for f in out if f.samples or f.name in (UP, COLLECTIONS, FAILURES)]
+    return [f for f in out if f.samples or f.name in (UP, COLLECTIONS_TOTAL, FAILURES_TOTAL, COLLECTIONS, FAILURES)]
 
 
 class State:
@@ -254,14 +261,18 @@ class StateCollector:
         self.state = state
 
     def collect(self) -> Iterator[Any]:
-        from prometheus_client.core import GaugeMetricFamily
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         for family in self.state.families():
             names = [k for k, _ in family.samples[0][0]] if family.samples else []
-            gauge = GaugeMetricFamily(family.name, family.help, labels=names)
+            metric: Any = (
+                CounterMetricFamily(family.name.removesuffix("_total"), family.help, labels=names)
+                if family.type == "counter"
+                else GaugeMetricFamily(family.name, family.help, labels=names)
+            )
             for labels, value in family.samples:
-                gauge.add_metric([v for _, v in labels], value)
-            yield gauge
+                metric.add_metric([v for _, v in labels], value)
+            yield metric
 
 
 def make_registry(state: State) -> CollectorRegistry:
@@ -335,7 +346,11 @@ def make_app(registry: CollectorRegistry, healthy: Callable[[], bool]) -> Callab
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         if path == "/metrics":
-            result: Iterable[bytes] = metrics(environ, start_response)
+            # The text format only: while the deprecated gauges cidrx_collections and
+            # cidrx_collection_failures are served, OpenMetrics would see two families named
+            # cidrx_collections (its counter family drops the _total suffix). Prometheus reads both formats.
+            plain = {k: v for k, v in environ.items() if k != "HTTP_ACCEPT"}
+            result: Iterable[bytes] = metrics(plain, start_response)
             return result
         if path == "/healthz":
             alive = healthy()

@@ -327,12 +327,24 @@ def rbac_rules(grants: Iterable[KubeGrant]) -> list[dict[str, Any]]:
     return rules
 
 
+def role_name(n: Needs) -> str:
+    """The ClusterRole's name: one per provider and purpose (`cidrx-eks-diagnose`), so the roles of several
+    targets and purposes can live side by side in one cluster without overwriting each other."""
+    return f"cidrx-{n.provider}-{n.purpose}"
+
+
+def gcp_role_id(n: Needs) -> str:
+    """The custom role's id for `gcloud iam roles create` (letters, digits, `_` and `.` only): one per purpose,
+    `cidrx_gke_diagnose`, so a project can hold the diagnose and apply roles at once."""
+    return f"cidrx_{n.provider}_{n.purpose}"
+
+
 def cluster_role(n: Needs) -> dict[str, Any]:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
         "metadata": {
-            "name": f"cidrx-{n.purpose}",
+            "name": role_name(n),
             "labels": {"app.kubernetes.io/name": "cidrx"},
         },
         "rules": rbac_rules(n.kube),

@@ -2,9 +2,10 @@
 strategy up in the registry and call its plan function.
 
 Why it exists: a strategy is a unit declared by its owner (`Strategy.plan`); this module finds it, picks the
-default one when `--strategy` is not given (the owner's `default_strategy`, else its first expand strategy),
-and refuses options the strategy would ignore, and another expansion while one cidrx applied still has room
-(the provider's `applied_plans`; `--force` overrides, and the plan says so). It names no strategy and no plugin.
+default one when `--strategy` is not given (the owner's `default_strategy`, else its first expand strategy,
+else the `default_strategy` of the in-cluster IPAM the cluster runs), and refuses options the strategy would
+ignore, and another expansion while one cidrx applied still has room (the provider's `applied_plans`; `--force`
+overrides, and the plan says so). It names no strategy and no plugin.
 """
 
 from __future__ import annotations
@@ -91,6 +92,11 @@ def make_plan(snapshot: Snapshot, opts: PlanOptions) -> Plan:
     if not name and own:
         name = own[0]
     if not name:
+        name = ipam_default(snapshot, opts)
+        if name:
+            check_plan_options(snapshot.target.provider, name, opts)
+            return _cluster_plan(snapshot, name, opts)
+    if not name:
         what = spec.help.removeprefix("Target a ").removeprefix("Target an ").rstrip(".")
         raise InvalidInput(f"{what}s ({spec.flag}) have no expand strategy of their own", hint=in_cluster_hint(spec))
     roomy = applied_with_room(spec, snapshot)
@@ -118,6 +124,20 @@ def applied_with_room(spec: registry.ProviderSpec, snapshot: Snapshot) -> list[A
         return []
     found: tuple[AppliedPlan, ...] = registry.load(spec.applied_plans)(snapshot)
     return [a for a in found if a.free > 0]
+
+
+def ipam_default(snapshot: Snapshot, opts: PlanOptions) -> str:
+    """The expand strategy the cluster's in-cluster IPAM declares as its default (`default_strategy`), when
+    exactly one such IPAM holds pools in the snapshot; "" when none does."""
+    found = []
+    for spec in registry.ipams():
+        section = getattr(snapshot.kube, spec.field, None) if snapshot.kube.available else None
+        if spec.default_strategy and section is not None and section.pools:
+            found.append(spec)
+    if len(found) > 1:
+        choices = ", ".join(f"--strategy {registry.load(s.default_strategy)(snapshot, opts)}" for s in found)
+        raise InvalidInput(f"the cluster runs {' and '.join(s.title for s in found)}: choose {choices}")
+    return registry.load(found[0].default_strategy)(snapshot, opts) if found else ""
 
 
 def in_cluster_hint(spec: registry.ProviderSpec) -> str:

@@ -59,7 +59,7 @@ SDK_LOGGERS = (
 )
 
 
-GLOBAL_FLAGS = frozenset({"-v", "--verbose", "-q", "--quiet", "--no-color"})
+GLOBAL_FLAGS = frozenset({"-v", "--verbose", "-q", "--quiet", "--no-color", "--wide"})
 
 
 def _is_global_flag(arg: str) -> bool:
@@ -67,7 +67,7 @@ def _is_global_flag(arg: str) -> bool:
 
 
 def hoist_global_options(argv: list[str], commands: Mapping[str, object]) -> list[str]:
-    """`argv` with the global flags (-v, -q, --no-color) given after the subcommand moved before it, so
+    """`argv` with the global flags (-v, -q, --no-color, --wide) given after the subcommand moved before it, so
     `cidrx diagnose ... -v` works like `cidrx -v diagnose ...` (no subcommand has options of these names)."""
     command_at = next((i for i, arg in enumerate(argv) if arg in commands), None)
     if command_at is None:
@@ -143,17 +143,23 @@ def _examples() -> str:
     "--verbose",
     count=True,
     help="More detail on stderr (each retry, with its wait); -v also shows tracebacks of bugs. "
-    "Like -q and --no-color, it may also come after the subcommand.",
+    "Like -q, --no-color and --wide, it may also come after the subcommand.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Quieter stderr: log messages below errors are dropped.")
 @click.option("--no-color", is_flag=True, help="No colour in terminal output (as NO_COLOR=1 does).")
-def cli(verbose: int, quiet: bool, no_color: bool) -> None:
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Table output with every column and every line of evidence, however wide the lines get.",
+)
+def cli(verbose: int, quiet: bool, no_color: bool, wide: bool) -> None:
     import logging
     import os
 
     from cidrx.render import term
 
     term.set_no_color(no_color)
+    term.set_wide(wide)
     if no_color:
         os.environ["NO_COLOR"] = "1"  # the convention every renderer follows (https://no-color.org)
     if quiet and verbose:

@@ -75,6 +75,17 @@ def offline_fixes(d: Diagnosis, path: str) -> Diagnosis:
     return dataclasses.replace(d, findings=findings)
 
 
+def warn_skipped_checks(d: Diagnosis) -> None:
+    """One line on stderr when the in-cluster checks did not run: the diagnosis on stdout covers less than
+    asked, and a finding of severity info is easy to miss (or not shown at all in JSON read by a script)."""
+    from cidrx.model.findings import KUBE_UNREACHABLE
+
+    for f in d.findings:
+        if f.id == KUBE_UNREACHABLE.id:
+            why = f": {f.evidence[0]}" if f.evidence else ""
+            click.echo(f"cidrx: warning: in-cluster checks did not run{why}", err=True)
+
+
 def read_snapshot(path: str, opts: TargetOptions) -> Snapshot:
     """A snapshot file (`-` for stdin); target flags given alongside must name the same cluster."""
     from cidrx.model.snapshot import load_snapshot, parse_snapshot
@@ -310,6 +321,7 @@ def diagnose(
         d = dataclasses.replace(d, taken_at=snap.taken_at)  # a saved snapshot: say how old it is
     if snapshot_path and snapshot_path != "-":
         d = offline_fixes(d, snapshot_path)
+    warn_skipped_checks(d)
     if output == "html":
         from cidrx.render.html import render_html
 

@@ -9,9 +9,11 @@ a fresh snapshot), and without an explicit yes (a prompt on a terminal, `--yes` 
 from __future__ import annotations
 
 import ipaddress
+import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -58,6 +60,15 @@ def stdin_is_terminal() -> bool:
 
 
 def _check_cidr(cidr: str) -> None:
+    if not cidr.strip():  # an unset variable in a script (`--cidr "$CIDR"`) must not mean "choose one for me"
+        raise InvalidInput(
+            "--cidr is empty: give a range such as 100.64.0.0/20, or leave --cidr out and cidrx chooses one"
+        )
+    if re.fullmatch(r"\d{1,3}(?:\.\d{1,3}){3}", cidr.strip()):
+        raise InvalidInput(
+            f"--cidr {cidr} is an address, not a range: a CIDR needs a prefix length (/N) saying how big it is",
+            hint="write it as NETWORK/N, e.g. 100.64.0.0/20 (4,096 addresses)",
+        )
     try:
         ipaddress.IPv4Network(cidr, strict=True)
     except ValueError as exc:
@@ -115,7 +126,7 @@ def make(
 ) -> int:
     from cidrx.app.plan import make_plan
 
-    if options.cidr:
+    if options.cidr is not None:
         _check_cidr(options.cidr)
     if out and not files.is_stdout(out) and out.endswith(".tf"):
         stem = out[: -len(".tf")]
@@ -239,13 +250,19 @@ def load_for_apply(target: TargetOptions, plan_path: str, command: str) -> Plan:
 
 APPLY_FORMATS = ("table", "json")
 
-WAIT_FOR_LOCK = click.option(
-    "--wait-for-lock",
-    type=click.FloatRange(min=0),
-    metavar="SECONDS",
-    help="With --apply: when another run holds this plan's lock, wait up to SECONDS for it instead of "
-    "refusing at once (exit 8).",
-)
+
+def wait_for_lock_option(when: str = "With --apply: w") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--wait-for-lock, its help led by when it applies (`expand`/`reclaim`: with --apply; `rollback`: always)."""
+    return click.option(
+        "--wait-for-lock",
+        type=click.FloatRange(min=0),
+        metavar="SECONDS",
+        help=f"{when}hen another run holds this plan's lock, wait up to SECONDS for it instead of "
+        "refusing at once (exit 8).",
+    )
+
+
+WAIT_FOR_LOCK = wait_for_lock_option()
 
 
 def apply(

@@ -182,6 +182,14 @@ def _refused(spec: registry.ProviderSpec) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*spec.refuses, *others)))
 
 
+def env_hint(spec: registry.ProviderSpec, missing: list[str]) -> str:
+    """The variables that could have given the missing options, and only those: "(or CIDRX_CLUSTER)" for a
+    missing --cluster, "(or CIDRX_REGION / AWS_REGION / AWS_DEFAULT_REGION)" for a missing --region."""
+    defaults = dict(spec.env_defaults)
+    names = [v for m in missing for v in (f"CIDRX_{m.lstrip('-').upper()}", *defaults.get(m.lstrip("-"), ()))]
+    return f"(or {' / '.join(names)})" if names else ""
+
+
 def resolve_target(opts: TargetOptions) -> Target:
     """The validated Target the flags name; InvalidInput (exit 2) with one line saying what to pass."""
     if len(opts.contexts) > 1:
@@ -197,7 +205,7 @@ def resolve_target(opts: TargetOptions) -> Target:
     if not spec.in_cluster:
         missing = _missing(opts, spec.requires)
         if missing:
-            raise InvalidInput(f"{spec.flag} needs {' and '.join(missing)} {spec.env_hint}".rstrip())
+            raise InvalidInput(f"{spec.flag} needs {' and '.join(missing)} {env_hint(spec, missing)}".rstrip())
         _refuse(opts, spec.name, _refused(spec), spec.refuse_reason)
         # The kube context is how we reach the cluster, not which cluster it is: keep it out of the
         # Target so a plan made through one kubeconfig applies through another.

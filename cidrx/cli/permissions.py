@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from cidrx import registry
+from cidrx.cli.options import OutputFormat
 
 
 def iam_policy_json(doc: dict[str, Any]) -> str:
@@ -50,6 +51,7 @@ def render_text(doc: dict[str, Any]) -> str:
     """A YAML stream: the cloud document (IAM policy as JSON, which YAML reads too; or the GCP role), then
     the ClusterRole. Comments say what each is for."""
     purpose = doc["for"]
+    role = doc["cluster_role"]["metadata"]["name"]
     parts: list[str] = []
     if "iam_policy" in doc:
         parts.append(
@@ -59,7 +61,7 @@ def render_text(doc: dict[str, Any]) -> str:
     elif "gcp_role" in doc:
         parts.append(
             f"# Google Cloud custom role for `cidrx` ({purpose}) on GKE:\n"
-            "#   gcloud iam roles create cidrx --project PROJECT --file THIS_PART.yaml\n"
+            f"#   gcloud iam roles create cidrx_{doc['provider']}_{purpose} --project PROJECT --file THIS_PART.yaml\n"
             + gcp_role_yaml(doc)
             + gcp_projects_comment(doc)
         )
@@ -72,7 +74,7 @@ def render_text(doc: dict[str, Any]) -> str:
         )
     parts.append(
         f"# Kubernetes RBAC for `cidrx` ({purpose}): bind it to the identity cidrx uses in the cluster\n"
-        "# (kubectl create clusterrolebinding cidrx --clusterrole cidrx-... --user/--group/--serviceaccount ...).\n"
+        f"# (kubectl create clusterrolebinding {role} --clusterrole {role} --user/--group/--serviceaccount ...).\n"
         + cluster_role_yaml(doc)
     )
     return "---\n".join(parts)
@@ -102,7 +104,14 @@ def _provider_flags(f: Callable[..., Any]) -> Callable[..., Any]:
     help="diagnose: read-only (diagnose, snapshot, --plan). apply: also every write the apply steps make. "
     "rollback: what `cidrx rollback` needs to undo them. all: apply and rollback.",
 )
-@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "-o",
+    "--output",
+    type=OutputFormat(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="Output format (text: table).",
+)
 def permissions(chosen: list[str], purpose: str, output: str) -> int:
     """Print what cidrx needs: an AWS IAM policy (--eks), Google Cloud permissions and a custom role
     (--gke) or an Azure custom role definition (--aks), and always a Kubernetes ClusterRole.
@@ -125,6 +134,7 @@ def permissions(chosen: list[str], purpose: str, output: str) -> int:
     doc = document(needs(provider, purpose))
     if output == "json":
         click.echo(json.dumps(doc, indent=2))
+    # table (or its other name, text): the documents as a YAML stream, each with a comment saying what it is
     else:
         click.echo(render_text(doc), nl=False)
     return 0

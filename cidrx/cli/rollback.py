@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from cidrx.cli import boundary
-from cidrx.cli.expand import WAIT_FOR_LOCK, stdin_is_terminal
+from cidrx.cli.expand import stdin_is_terminal, wait_for_lock_option
 from cidrx.cli.options import TargetOptions, check_matches, target_options
 from cidrx.errors import InvalidInput
 
@@ -24,7 +24,7 @@ from cidrx.errors import InvalidInput
 @click.argument("plan_path", metavar="PLAN.json")
 @target_options
 @click.option("--yes", is_flag=True, help="Do not ask (required when stdin is not a terminal).")
-@WAIT_FOR_LOCK
+@wait_for_lock_option("W")
 def rollback(target: TargetOptions, plan_path: str, yes: bool, wait_for_lock: float | None) -> int:
     """Undo, newest step first, what `expand --apply PLAN.json` created or changed.
 

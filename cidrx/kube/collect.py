@@ -119,12 +119,17 @@ def collect_kube(kubeconfig: str | None, context: str | None, *, provider: str) 
 
     Raises AccessDenied when the context does not exist or a needed list is forbidden.
     """
+    from cidrx.kube.kubeconfig import tried
+
     try:
         api = KubeApi.connect(kubeconfig, context)
     except KubeUnavailable as exc:
-        return KubeSection(available=False, reason=str(exc), context=context or "")
+        return KubeSection(available=False, reason=f"{exc} ({tried(kubeconfig, context)})", context=context or "")
     with api:
-        return collect_with(api, provider=provider)
+        section = collect_with(api, provider=provider)
+    if not section.available and section.reason:  # say what was tried, so the hint fits (KUBECONFIG or not)
+        return replace(section, reason=f"{section.reason} ({tried(kubeconfig, context)})")
+    return section
 
 
 def collect_with(api: KubeApi, *, provider: str) -> KubeSection:

@@ -14,6 +14,7 @@ from typing import Any
 
 from cidrx.errors import CidrxError
 from cidrx.kube.errors import KubeUnavailable, one_line
+from cidrx.model.findings import KUBECONFIG_FROM_ENV
 
 JSON = dict[str, Any]
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -79,6 +80,21 @@ def kubeconfig_paths(kubeconfig: str | None) -> tuple[list[Path], str] | None:
     if default.is_file():
         return [default], str(default)
     return None
+
+
+def tried(kubeconfig: str | None, context: str | None) -> str:
+    """What standard resolution used, in words for a message: "tried $KUBECONFIG=/a:/b, context prod"."""
+    env = os.environ.get("KUBECONFIG", "")
+    if kubeconfig:
+        where = f"--kubeconfig {kubeconfig}"
+    elif env:
+        where = f"{KUBECONFIG_FROM_ENV}{env}"
+    elif Path("~/.kube/config").expanduser().is_file():
+        where = "~/.kube/config"
+    else:
+        where = "the in-cluster service account" if in_cluster() else "no kubeconfig"
+    name = context or current_context(kubeconfig)
+    return f"tried {where}" + (f", context {name}" if name else "")
 
 
 def in_cluster() -> bool:

@@ -103,13 +103,24 @@ KUBE_UNREACHABLE = FindingKind.parse(
 KINDS: tuple[FindingKind, ...] = (KUBE_UNREACHABLE,)
 
 
+# How a reason names a kubeconfig taken from the KUBECONFIG variable (cidrx.kube.kubeconfig.tried writes it).
+KUBECONFIG_FROM_ENV = "$KUBECONFIG="
+ENV_KUBECONFIG_FIX = (
+    "KUBECONFIG is set and was used (see above): check that its context (or --context) names this cluster "
+    "and that its API server is reachable from here, then run again; --no-kube skips these checks."
+)
+
+
 def kube_unreachable(
     summary: str, remediation: str, *, reason: str | None = None, subject: str = "kubernetes"
 ) -> Finding:
     """The finding every target raises when its in-cluster checks could not run (always info: the cloud side
     is still diagnosed). Each provider words what was skipped and how to get it; `reason`, why the API could
-    not be read, is the evidence when given."""
+    not be read (and what was tried), is the evidence when given. When the kubeconfig came from KUBECONFIG,
+    advice to pass --kubeconfig would send the user wrong, so the fix says what to check instead."""
     evidence = (reason,) if reason is not None else ()
+    if reason is not None and KUBECONFIG_FROM_ENV in reason:
+        remediation = ENV_KUBECONFIG_FIX
     return KUBE_UNREACHABLE.finding(Severity.INFO, subject, summary, evidence, remediation)
 
 
@@ -139,6 +150,9 @@ class Capacity:
     # Per-kind figures beyond size/used/free (an IPAM's `stale` or `blocks_claimed`, ...), exported
     # as cidrx_capacity_<figure> metrics (docs/metrics.md).
     extra: dict[str, float] = field(default_factory=dict)
+    # What size/used/free count: "addresses" (pod slots for node groups), or another unit for rows that count
+    # something else (a VPC's CIDR blocks): metrics then say so in their name (cidrx_capacity_size_<unit>).
+    unit: str = "addresses"
 
 
 @dataclass(frozen=True)

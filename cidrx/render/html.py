@@ -14,6 +14,7 @@ used and free addresses are drawn to scale. A plan's new range is drawn in, dash
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from html import escape
 from ipaddress import IPv4Address, IPv4Network
@@ -23,6 +24,7 @@ from cidrx.model.findings import Diagnosis, Severity
 from cidrx.model.netmap import Area, NetworkMap, covered, free_blocks
 from cidrx.model.plan import Plan
 from cidrx.render.age import taken_note
+from cidrx.render.fixes import split_fix
 from cidrx.render.table import by_urgency, counts_line, nodes_text, percent, value_text
 
 WIDTH = 960  # of each map's drawing, in CSS pixels
@@ -44,7 +46,12 @@ COLOURS = {
 
 CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #222; margin: 24px;
-       max-width: 1040px; }
+       max-width: 1040px; overflow-wrap: break-word; }
+th, td.n { white-space: nowrap; }
+svg.map { width: 100%; height: auto; max-width: 960px; display: block; }
+.wide { overflow-x: auto; max-width: 100%; }
+pre { background: #f3f3f3; padding: 6px 8px; margin: 4px 0; white-space: pre-wrap; overflow-wrap: anywhere; }
+pre code { font-size: 12px; }
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid #ddd; }
 h3 { font-size: 15px; margin: 18px 0 4px; }
 .meta, .sum { color: #555; margin: 0 0 6px; }
@@ -134,7 +141,8 @@ def _items(m: NetworkMap) -> list[tuple[str, Any]]:
 
 
 def _fit(text: str, width: float) -> str:
-    chars = max(3, int((width - 8) / 6.2))
+    # 7 px per character of 11 px system-ui (its widest digits and capitals), so a label stays in its box.
+    chars = max(3, int((width - 8) / 7.0))
     return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
@@ -153,7 +161,7 @@ def _area_title(a: Area) -> str:
     return "; ".join(parts)
 
 
-def _area_svg(a: Area, x: float, y: float, w: float) -> str:
+def _area_svg(a: Area, x: float, y: float, w: float, full: bool = False) -> str:
     classes = ["range", a.role] + (["exhausted"] if a.exhausted else []) + (["planned"] if a.planned else [])
     out = [f'<g class="{" ".join(classes)}" data-cidr="{escape(a.cidr)}"><title>{escape(_area_title(a))}</title>']
     if a.planned:
@@ -172,7 +180,9 @@ def _area_svg(a: Area, x: float, y: float, w: float) -> str:
                 f'<rect x="{x:.1f}" y="{y}" width="{reserved_w:.1f}" height="{BOX}" fill="{COLOURS["reserved"]}"/>'
             )
         if used_w:
-            fill = COLOURS["full"] if a.exhausted else COLOURS["used"]
+            # Red for what is used in an exhausted range or pool (the legend's "used, range exhausted"),
+            # also for the single addresses of a pool that has nothing left.
+            fill = COLOURS["full"] if a.exhausted or full else COLOURS["used"]
             out.append(f'<rect x="{x + reserved_w:.1f}" y="{y}" width="{used_w:.1f}" height="{BOX}" fill="{fill}"/>')
     out.append(f'<rect class="frame" x="{x:.1f}" y="{y}" width="{w:.1f}" height="{BOX}"/>')
     top = a.cidr.removesuffix("/32") + (" FULL" if a.exhausted else "")
@@ -221,7 +231,7 @@ def map_svg(m: NetworkMap) -> str:
     body = []
     for (kind, value), (bx, by, bw) in zip(items, placed, strict=True):
         if kind == "area":
-            body.append(_area_svg(value, bx, by, bw))
+            body.append(_area_svg(value, bx, by, bw, m.exhausted))
         else:
             first, last, count = value
             body.append(_gap_svg(first, last, count, bx, by, bw))
@@ -282,7 +292,16 @@ def _capacity_table(d: Diagnosis) -> str:
         fit = "" if c.nodes_fit is None else f"{c.nodes_fit:,}"
         tds += f'<td>{escape(nodes)}</td><td class="n">{fit}</td><td>{escape(c.note or "")}</td>'
         rows.append(f'<tr class="{cls}">{tds}</tr>')
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    return f"<div class='wide'><table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+
+
+def _fix_html(remediation: str) -> str:
+    """The fix's prose (its `code` spans as <code>), then each command in a <pre><code> of its own."""
+    fix = split_fix(remediation)
+    parts = re.split(r"`([^`]+)`", fix.prose)
+    prose = "".join(f"<code>{escape(p)}</code>" if i % 2 else escape(p) for i, p in enumerate(parts))
+    commands = "".join(f"<pre><code>{escape(c)}</code></pre>" for c in fix.commands)
+    return f"<p><b>Fix:</b> {prose}</p>{commands}"
 
 
 def _findings(d: Diagnosis) -> str:
@@ -291,7 +310,7 @@ def _findings(d: Diagnosis) -> str:
     out = []
     for f in d.findings:
         evidence = "".join(f"<li>{escape(e)}</li>" for e in f.evidence)
-        fix = f"<p><b>Fix:</b> {escape(f.remediation)}</p>" if f.remediation else ""
+        fix = _fix_html(f.remediation) if f.remediation else ""
         out.append(
             f'<div class="finding {f.severity.value}"><p><span class="sev">{f.severity.value}</span> '
             f"<code>{escape(f.id)}</code> {escape(f.subject)}</p><p>{escape(f.summary)}</p>"

@@ -29,6 +29,7 @@ def capacity_doc(c: Capacity) -> dict[str, Any]:
         "zone": c.zone,
         "note": c.note,
         "extra": dict(c.extra),
+        "unit": c.unit,
     }
 
 

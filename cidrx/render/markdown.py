@@ -7,13 +7,15 @@ renderer never swallows it as HTML.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cidrx.model.findings import Diagnosis, Severity
 from cidrx.model.plan import Plan, content_digest
 from cidrx.render.age import taken_note
-from cidrx.render.table import by_urgency, counts_line, nodes_text, percent, value_text
+from cidrx.render.fixes import split_fix
+from cidrx.render.table import by_urgency, counts_line, nodes_text, percent, value_text, verdict
 
 _SEVERITIES = (Severity.CRITICAL, Severity.WARNING, Severity.INFO)
 
@@ -36,6 +38,21 @@ def code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def prose(text: str) -> str:
+    """Fix prose: `code` spans kept as code (their text shown as is), everything else escaped."""
+    parts = re.split(r"(`[^`]+`)", text)
+    return "".join(p if p.startswith("`") and p.endswith("`") and len(p) > 1 else escape(p) for p in parts)
+
+
+def fix_lines(remediation: str, indent: str = "  ") -> list[str]:
+    """A finding's fix: its prose, then its commands in one fenced block, one command per line."""
+    fix = split_fix(remediation)
+    out = ["", f"{indent}*Fix:* {prose(fix.prose)}" if fix.prose else f"{indent}*Fix:*", ""]
+    if fix.commands:
+        out += [f"{indent}```sh", *[f"{indent}{c}" for c in fix.commands], f"{indent}```", ""]
+    return out
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence[str] = ()) -> list[str]:
     lines = ["| " + " | ".join(cell(h) for h in headers) + " |"]
     lines.append("|" + "|".join("---:" if h in right else "---" for h in headers) + "|")
@@ -45,9 +62,19 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence
 
 def render_diagnosis(d: Diagnosis) -> str:
     out = [f"### cidrx diagnosis: {code(d.target.label())}", ""]
+    out += [f"**{escape(verdict(d, counts=False)[1])}**", ""]
     out.append(
         f"**{counts_line(d)}** (snapshot {code(d.snapshot_fingerprint[:12] or 'unsealed')}{taken_note(d.taken_at)})"
     )
+    out += ["", "#### Findings", ""]
+    if not d.findings:
+        out.append("No findings.")
+    for sev in _SEVERITIES:
+        for f in (f for f in d.findings if f.severity is sev):
+            out.append(f"- **{sev.value.upper()}** {code(f.id)} on {escape(f.subject)}: {escape(f.summary)}")
+            out += [f"  - {escape(e)}" for e in f.evidence]
+            if f.remediation:
+                out += fix_lines(f.remediation)
     out += ["", "#### Capacity", ""]
     if d.capacity:
         rows = []
@@ -68,19 +95,13 @@ def render_diagnosis(d: Diagnosis) -> str:
                 ]
             )
         headers = ["kind", "name", "zone", "CIDR", "size", "used", "free", "util", "nodes/max", "note"]
-        out += table(headers, rows, right=("size", "used", "free", "util", "nodes/max"))
+        if any(c.nodes_fit is not None for c in d.capacity):  # how many more nodes fit, where known
+            headers.insert(9, "fit")
+            for row, c in zip(rows, by_urgency(d.capacity), strict=True):
+                row.insert(9, "" if c.nodes_fit is None else c.nodes_fit)
+        out += table(headers, rows, right=("size", "used", "free", "util", "nodes/max", "fit"))
     else:
         out.append("No address spaces found.")
-    out += ["", "#### Findings", ""]
-    if not d.findings:
-        out.append("No findings.")
-    for sev in _SEVERITIES:
-        for f in (f for f in d.findings if f.severity is sev):
-            out.append(f"- **{sev.value.upper()}** {code(f.id)} on {escape(f.subject)}: {escape(f.summary)}")
-            out += [f"  - {escape(e)}" for e in f.evidence]
-            if f.remediation:
-                # Remediation text uses backticks for commands on purpose: keep them as code.
-                out += ["", f"  *Fix:* {f.remediation.replace('<', '&lt;').replace('>', '&gt;')}", ""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 

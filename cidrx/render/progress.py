@@ -27,12 +27,25 @@ __all__ = ["LiveProgress", "NullProgress", "PlainProgress", "Progress", "make_pr
 _OUTPUTS_WIDTH = 100
 
 
+def human_value(value: Any) -> str:
+    """A step output as a person reads it, not as JSON: lists as `a, b`, mappings as `k=v k2=v2`, a setting
+    that was absent (None) as `unset`."""
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return str(value)
+    if isinstance(value, dict):
+        return " ".join(f"{k}={human_value(v)}" for k, v in value.items()) or "none"
+    if isinstance(value, list | tuple | set | frozenset):
+        return ", ".join(human_value(v) for v in value) or "none"
+    return json.dumps(value, separators=(",", ":"), default=str)
+
+
 def format_outputs(outputs: dict[str, Any], width: int = _OUTPUTS_WIDTH) -> str:
-    """`key=value, …` of what a step created, cut to `width` characters."""
-    parts = []
-    for key, value in outputs.items():
-        text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), default=str)
-        parts.append(f"{key}={text}")
+    """`key=value, …` of what a step created or restored, cut to `width` characters."""
+    parts = [f"{key}={human_value(value)}" for key, value in outputs.items()]
     joined = ", ".join(parts)
     return joined if len(joined) <= width else joined[: width - 1] + "…"
 

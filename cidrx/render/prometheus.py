@@ -36,7 +36,11 @@ CAPACITY_FIGURES: tuple[tuple[str, str, str], ...] = (
     ("cidrx_capacity_nodes", "Nodes that hold a share of the space (node-scoped spaces only).", "nodes"),
     ("cidrx_capacity_nodes_fit", "More nodes of the space's node shape that still fit in it.", "nodes_fit"),
 )
-_RESERVED = frozenset(name for name, _, _ in CAPACITY_FIGURES) | {"cidrx_findings", "cidrx_finding"}
+_RESERVED = frozenset(name for name, _, _ in CAPACITY_FIGURES) | {
+    "cidrx_findings",
+    "cidrx_finding",
+    "cidrx_capacity_info",
+}
 
 # Help for per-kind figures known today; others get a generic line.
 EXTRA_HELP: Mapping[str, str] = {
@@ -99,21 +103,48 @@ def _extra_figures(c: Capacity) -> Mapping[str, float]:
     return {str(k): float(v) for k, v in c.extra.items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
+_DISPLAY = re.compile(r"^(?P<id>\S+) \((?P<display>[^()]*)\)$")
+INFO = "cidrx_capacity_info"
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """(id, display name) of a capacity row's name: "subnet-0abc (PublicSubnet01)" -> ("subnet-0abc",
+    "PublicSubnet01"). The `name` label holds only the id: a display name (an AWS Name tag) can be renamed
+    at any time, which would start a new series and break alerts and graphs."""
+    m = _DISPLAY.match(name)
+    return (m["id"], m["display"]) if m else (name, "")
+
+
+def _unit_name(name: str, unit: str) -> str:
+    """`cidrx_capacity_size_addresses` for a row counting addresses, `..._size_blocks` for one counting blocks."""
+    return name if unit == "addresses" or not name.endswith("_addresses") else f"{name.removesuffix('addresses')}{unit}"
+
+
 def _capacity_families(target: str, capacity: Iterable[Capacity]) -> list[_Family]:
     families = {name: _Family(name, help_text) for name, help_text, _ in CAPACITY_FIGURES}
+    info = _Family(INFO, "1 per capacity row that has a display name (display_name: e.g. the AWS Name tag).")
     extras: dict[str, _Family] = {}
     for c in capacity:
+        ident, display = split_name(c.name)
         labels = (
             ("target", target),
             ("kind", c.kind),
-            ("name", c.name),
+            ("name", ident),
             ("cidr", c.cidr or ""),
             ("zone", c.zone or ""),
         )
-        for name, _, attr in CAPACITY_FIGURES:
+        if display:
+            info.add((*labels, ("display_name", display)), 1.0)
+        for name, help_text, attr in CAPACITY_FIGURES:
             value = getattr(c, attr, None)
-            if value is not None:
-                families[name].add(labels, float(value))
+            if value is None:
+                continue
+            unit_name = _unit_name(name, c.unit)
+            if unit_name not in families:
+                families[unit_name] = _Family(
+                    unit_name, help_text.replace("Addresses (or pod slots)", c.unit.capitalize())
+                )
+            families[unit_name].add(labels, float(value))
         for figure, value in sorted(_extra_figures(c).items()):
             name = metric_name(figure)
             if name in _RESERVED:
@@ -123,7 +154,8 @@ def _capacity_families(target: str, capacity: Iterable[Capacity]) -> list[_Famil
                 extras[name] = _Family(name, help_text)
             extras[name].add(labels, value)
     ordered = [families[name] for name, _, _ in CAPACITY_FIGURES]
-    return [f for f in ordered + [extras[k] for k in sorted(extras)] if f.samples]
+    other_units = [families[k] for k in sorted(families) if k not in _RESERVED]
+    return [f for f in ordered + other_units + [info] + [extras[k] for k in sorted(extras)] if f.samples]
 
 
 def _finding_families(target: str, d: Diagnosis) -> list[_Family]:
@@ -151,11 +183,13 @@ Labels = tuple[tuple[str, str], ...]
 
 @dataclass(frozen=True)
 class MetricFamily:
-    """One gauge family: its name, HELP text and samples (label pairs in order, value)."""
+    """One family: its name, HELP text, samples (label pairs in order, value) and type (gauge or counter;
+    a counter's name ends in `_total`)."""
 
     name: str
     help: str
     samples: tuple[tuple[Labels, float], ...]
+    type: str = "gauge"
 
 
 def metric_families(diagnoses: Sequence[Diagnosis]) -> list[MetricFamily]:
@@ -173,7 +207,7 @@ def metric_families(diagnoses: Sequence[Diagnosis]) -> list[MetricFamily]:
 
 def family_lines(family: MetricFamily) -> list[str]:
     """A family in the text exposition format: HELP, TYPE, one line per sample."""
-    out = [f"# HELP {family.name} {escape_help(family.help)}", f"# TYPE {family.name} gauge"]
+    out = [f"# HELP {family.name} {escape_help(family.help)}", f"# TYPE {family.name} {family.type}"]
     for labels, value in family.samples:
         body = ",".join(f'{k}="{escape_label(v)}"' for k, v in labels)
         out.append(f"{family.name}{{{body}}} {format_value(value)}")

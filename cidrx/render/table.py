@@ -11,22 +11,27 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from cidrx.engine.verify import Verification
-from cidrx.model.findings import Capacity, Diagnosis, Finding, Severity
+from cidrx.model.findings import KUBE_UNREACHABLE, Capacity, Diagnosis, Finding, Severity, worst
 from cidrx.model.plan import Plan, content_digest
 from cidrx.render.age import taken_note
+from cidrx.render.fixes import continued, split_fix
 from cidrx.render.term import PLAIN, Term
 
 _SEVERITIES = (Severity.CRITICAL, Severity.WARNING, Severity.INFO)
 _SEVERITY_STYLE = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
-NUMERIC = frozenset({"size", "used", "free", "util%", "nodes/max", "#", "critical", "warning", "info"})
+NUMERIC = frozenset(
+    {"size", "used", "free", "util%", "util", "nodes/max", "nodes", "fit", "#", "critical", "warning", "info"}
+)
 # Columns whose cells are one token (never wrapped while the table can be made to fit otherwise).
 _ONE_TOKEN = frozenset(
-    {"kind", "zone", "cidr", "size", "used", "free", "util%", "nodes/max", "#", "step", "action", "status"}
+    {"kind", "zone", "cidr", "size", "used", "free", "util%", "util", "nodes/max", "nodes", "fit", "#", "step"}
+    | {"action", "status"}
 )
 
 
@@ -65,13 +70,12 @@ def wrap(text: str, width: int, indent: str, first: str | None = None) -> list[s
 
 
 _GAP = 2  # spaces between columns
-_MIN_TEXT = 12  # a text column narrower than this (or than its longest word, up to _LONG_WORD) is unreadable
-_LONG_WORD = 24
+_MIN_TEXT = 12  # a text column narrower than this (or than its longest word) is unreadable
 
 
 def _min_widths(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
     """The narrowest each column may be: one-token columns whole, text columns as wide as their longest
-    word (capped at _LONG_WORD, at least _MIN_TEXT), so nothing wraps a letter at a time."""
+    word (at least _MIN_TEXT), so no token (an id, an env variable, a CIDR) is ever broken across lines."""
     out = []
     for c, h in enumerate(headers):
         cells = [len(h)] + [len(r[c]) for r in rows]
@@ -79,7 +83,7 @@ def _min_widths(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[i
             out.append(max(cells))
         else:
             longest_word = max([len(w) for r in rows for w in r[c].split()] or [0])
-            out.append(min(max(cells), max(len(h), min(_LONG_WORD, max(_MIN_TEXT, longest_word)))))
+            out.append(min(max(cells), max(len(h), _MIN_TEXT, longest_word)))
     return out
 
 
@@ -125,13 +129,16 @@ def grid(
     *,
     styles: Sequence[Sequence[str | None]] | None = None,
     lead: int = 2,
+    stack: bool = True,
 ) -> str:
     """A table of `rows` under `headers` that fits `term.width`: columns separated by spaces, the header
     underlined with ASCII dashes, long cells wrapped (words longer than their column folded). When even
-    that cannot fit, each row becomes a short block instead (see `_stacked`), never a line too long."""
+    that cannot fit, each row becomes a short block instead (see `_stacked`), never a line too long; with
+    `stack=False` the table stays a table and its cells wrap instead."""
     text_rows = [[str(v) for v in row] for row in rows]
     minimum = _min_widths(headers, text_rows)
-    if sum(minimum) + _GAP * (len(headers) - 1) > term.width:
+    too_wide = sum(minimum) + _GAP * (len(headers) - 1) > term.width
+    if too_wide and stack:
         return _stacked(headers, text_rows, term, lead)
     from rich.box import Box
     from rich.console import Console
@@ -142,7 +149,8 @@ def grid(
     table = Table(box=dashes, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0), header_style="", highlight=False)
     for h, least in zip(headers, minimum, strict=True):
         justify: Literal["left", "right"] = "right" if h in NUMERIC else "left"
-        table.add_column(h, justify=justify, no_wrap=h in _ONE_TOKEN, overflow="fold", min_width=least)
+        one_line = h in _ONE_TOKEN and not too_wide
+        table.add_column(h, justify=justify, no_wrap=one_line, overflow="fold", min_width=None if too_wide else least)
     for r, row in enumerate(text_rows):
         cells = []
         for c, value in enumerate(row):
@@ -172,47 +180,136 @@ def by_urgency(capacity: Sequence[Capacity]) -> list[Capacity]:
 
 
 def _util_style(c: Capacity) -> str | None:
-    if c.utilization >= 1.0 or (c.free == 0 and c.size > 0):
+    if is_out(c):
         return "bold red"
     return "yellow" if c.utilization >= 0.8 else None
 
 
+def is_out(c: Capacity) -> bool:
+    """An address space (or node group) with nothing left."""
+    return c.size > 0 and (c.free <= 0 or c.utilization >= 1.0)
+
+
+def short_name(name: str) -> str:
+    """A capacity row's name without the display name in parentheses ("subnet-0abc (PublicSubnet01)" ->
+    "subnet-0abc"): the id alone identifies the row and can be pasted into a cloud CLI."""
+    return _DISPLAY.sub("", name)
+
+
+_DISPLAY = re.compile(r" \([^()]*\)$")
+
+
+def util_text(utilization: float) -> str:
+    """Utilisation in at most 4 characters for the compact table: "100%", "83%", "3.7%"."""
+    pct = utilization * 100
+    return f"{pct:.0f}%" if pct >= 10 or pct == 0 else f"{pct:.1f}%"
+
+
+# The order the compact capacity table gives columns up in when it would not fit: the note, the decimal of
+# util%, the display names, the figures `free`/`util` summarise, the zone, the node figures. kind, name,
+# cidr, free and util always stay.
+_DROP_ORDER = ("note", "precision", "display", "size", "used", "zone", "fit", "nodes")
+
+
+def _capacity_columns(ordered: Sequence[Capacity]) -> list[str]:
+    cols = ["kind", "name"]
+    cols += ["zone"] if any(c.zone for c in ordered) else []
+    cols += ["cidr", "size", "used", "free", "util"]
+    cols += ["nodes"] if any(c.nodes is not None or c.max_nodes is not None for c in ordered) else []
+    cols += ["fit"] if any(c.nodes_fit is not None for c in ordered) else []
+    cols += ["note"] if any(c.note for c in ordered) else []
+    return cols
+
+
+def _capacity_cell(c: Capacity, col: str, display: bool, precise: bool) -> str:
+    if col == "name":
+        return c.name if display else short_name(c.name)
+    if col == "util":
+        return percent(c.utilization) if precise else util_text(c.utilization)
+    if col == "nodes":
+        return nodes_text(c)
+    if col == "fit":
+        return "" if c.nodes_fit is None else str(c.nodes_fit)
+    if col == "zone":
+        return c.zone or ""
+    if col == "cidr":
+        return c.cidr or ""
+    if col == "note":
+        return c.note or ""
+    return str(getattr(c, col))
+
+
+# The full headers of --wide; the compact table says "util" and "nodes" to save columns.
+_CAPACITY_HEADERS = {"util": "util%", "nodes": "nodes/max"}
+
+
 def capacity_table(capacity: Sequence[Capacity], term: Term = PLAIN) -> str:
+    """Capacity rows, closest to full first, as one real table: one line per row. When every column does
+    not fit the width, columns are given up in `_DROP_ORDER` (and names lose their display part) until
+    the rest fits; `Term.wide` keeps every column at its full width however wide that makes the lines."""
     ordered = by_urgency(capacity)
-    has_zone = any(c.zone for c in ordered)
-    has_nodes = any(c.nodes is not None or c.max_nodes is not None for c in ordered)
-    has_note = any(c.note for c in ordered)
-    has_fit = any(c.nodes_fit is not None for c in ordered)
-    headers = ["kind", "name"] + (["zone"] if has_zone else []) + ["cidr", "size", "used", "free", "util%"]
-    headers += (["nodes/max"] if has_nodes else []) + (["fit"] if has_fit else []) + (["note"] if has_note else [])
-    rows: list[list[Any]] = []
-    styles: list[list[str | None]] = []
-    for c in ordered:
-        row: list[Any] = [c.kind, c.name] + ([c.zone or ""] if has_zone else [])
-        row += [c.cidr or "", c.size, c.used, c.free, percent(c.utilization)]
-        if has_nodes:
-            row.append(nodes_text(c))
-        if has_fit:
-            row.append("" if c.nodes_fit is None else c.nodes_fit)
-        if has_note:
-            row.append(c.note or "")
-        rows.append(row)
-        style = _util_style(c)
-        styles.append([style if h in ("free", "util%") else None for h in headers])
-    return grid(headers, rows, term, styles=styles)
+    cols = _capacity_columns(ordered)
+    dropped: set[str] = set()
+
+    def layout() -> tuple[list[str], list[list[str]]]:
+        shown = [c for c in cols if c not in dropped]
+        precise = "precision" not in dropped
+        rows = [[_capacity_cell(c, col, "display" not in dropped, precise) for col in shown] for c in ordered]
+        return shown, rows
+
+    shown, rows = layout()
+    if not term.wide:
+        for victim in _DROP_ORDER:
+            if _natural_width(shown, rows) <= term.width:
+                break
+            dropped.add(victim)
+            shown, rows = layout()
+    styles = [[_util_style(c) if col in ("free", "util") else None for col in shown] for c in ordered]
+    full = "precision" not in dropped
+    headers = [_CAPACITY_HEADERS.get(col, col) if full else col for col in shown]
+    width = max(term.width, _natural_width(shown, rows)) if term.wide else term.width
+    return grid(headers, rows, Term(width=width, color=term.color), styles=styles, stack=False)
 
 
-def finding_block(f: Finding, term: Term = PLAIN) -> list[str]:
-    w = term.width
-    lines = [f"  {paint(f.id, _SEVERITY_STYLE[f.severity], term)}  {f.subject}"]
-    if len(f"  {f.id}  {f.subject}") > w:
-        lines = wrap(f"{f.id}  {f.subject}", w, "    ", first="  ")
-        lines[0] = lines[0].replace(f.id, paint(f.id, _SEVERITY_STYLE[f.severity], term), 1)
-    lines += wrap(f.summary, w, "    ")
-    for e in f.evidence:
-        lines += wrap(e, w, "        ", first="      - ")
-    if f.remediation:
-        lines += wrap(f.remediation, w, "         ", first="    fix: ")
+def _natural_width(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> int:
+    """The width of a table whose every cell is on one line (its header's dashes run one past the last
+    column)."""
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    return sum(widths) + _GAP * (len(headers) - 1) + 1
+
+
+def _fix_lines(f: Finding, term: Term, seen: dict[str, str]) -> list[str]:
+    """`fix:` and the prose, then each command on its own lines (`\\`-continued to fit the width), so the
+    command runs when pasted as printed. A fix already printed for an earlier finding is referred to."""
+    if not f.remediation:
+        return []
+    if f.remediation in seen and not term.wide:
+        return [f"    fix: as for {seen[f.remediation]} above"]
+    seen.setdefault(f.remediation, f.id)
+    fix = split_fix(f.remediation)
+    lines = wrap(fix.prose, term.width, "         ", first="    fix: ") if fix.prose else ["    fix:"]
+    width = 10**6 if term.wide else term.width
+    for command in fix.commands:
+        lines += continued(command, width, "      ")
+    return lines
+
+
+# Evidence lines shown per finding without --wide; the rest is summed up in one line.
+_EVIDENCE = 2
+
+
+def finding_block(f: Finding, term: Term = PLAIN, seen: dict[str, str] | None = None) -> list[str]:
+    w = 10**6 if term.wide else term.width
+    tag = paint(f.severity.value.upper(), _SEVERITY_STYLE[f.severity], term)
+    lines = wrap(f"{f.severity.value.upper()} {f.id}  {f.subject}", w, "    ", first="")
+    lines[0] = lines[0].replace(f.severity.value.upper(), tag, 1)
+    lines += wrap(f.summary, w, "    ", first="  ")
+    shown = f.evidence if term.wide else f.evidence[:_EVIDENCE]
+    for e in shown:
+        lines += wrap(e, w, "      ", first="    - ")
+    if len(f.evidence) > len(shown):
+        lines.append(f"    - ... {len(f.evidence) - len(shown)} more (--wide shows all)")
+    lines += _fix_lines(f, Term(width=w, color=term.color, wide=term.wide), {} if seen is None else seen)
     return lines
 
 
@@ -220,24 +317,66 @@ def heading(text: str, term: Term) -> str:
     return paint(text, "bold", term)
 
 
+def _plural(kind: str, n: int) -> str:
+    return kind if n == 1 or kind.endswith("s") else f"{kind}s"
+
+
+def verdict(d: Diagnosis, width: int = 10**6, counts: bool = True) -> tuple[Severity | None, str]:
+    """The one line a person reads first: the worst severity, what is full and where (else
+    the worst finding's summary). Made shorter, detail by detail, until it fits `width`."""
+    sev = worst(d.findings)
+    if sev is None:
+        return None, "OK: no problems found"
+    out = [c for c in by_urgency(d.capacity) if is_out(c)]
+    head = f"{sev.value.upper()}: "
+    tail = f" ({counts_line(d)})" if counts else ""
+    candidates: list[str] = []
+    if out:
+        kinds: dict[str, list[Capacity]] = {}
+        for c in out:
+            kinds.setdefault(c.kind, []).append(c)
+        zones = list(dict.fromkeys(c.zone for c in out if c.zone))
+        where = f" in {', '.join(zones)}" if zones else ""
+        named = ", ".join(
+            f"{k} {short_name(g[0].name)}" if len(g) == 1 else f"{len(g)} {_plural(k, 2)}" for k, g in kinds.items()
+        )
+        counted = ", ".join(f"{len(g)} {_plural(k, len(g))}" for k, g in kinds.items())
+        for what in (named, counted):
+            candidates += [f"{what} full{where}", f"{what} full"]
+        candidates = [head + c for c in candidates]
+    else:
+        first = next(f for f in d.findings if f.severity is sev)
+        candidates = [f"{head}{first.summary}"]
+    for text in candidates:
+        for end in (tail, ""):
+            if len(text + end) <= width:
+                return sev, text + end
+    return sev, candidates[-1]
+
+
 def render_diagnosis(d: Diagnosis, term: Term = PLAIN) -> str:
+    """Verdict, findings worst first (each with one fix), capacity as a table, counts: the answer first,
+    so it is on screen at the top during an incident."""
+    w = 10**6 if term.wide else term.width
+    sev, line = verdict(d, w)
+    out = [paint(line, _SEVERITY_STYLE[sev], term) if sev is not None else paint(line, "green", term)]
+    for f in d.findings:  # an info finding, but it changes what the verdict covers: say so at the top
+        if f.id == KUBE_UNREACHABLE.id:
+            why = f": {f.evidence[0]}" if f.evidence else ""
+            out += wrap(f"note: in-cluster checks did not run{why}", w, "  ", first="")
     snapshot = f"snapshot {d.snapshot_fingerprint[:12] or 'unsealed'}{taken_note(d.taken_at)}"
-    title = f"cidrx diagnosis of {d.target.label()} ({snapshot})"
-    out = [*wrap(title, term.width, "  ", first=""), ""]
-    out.append(heading("Capacity", term))
-    out.append(capacity_table(d.capacity, term) if d.capacity else "  (no address spaces found)")
+    out += wrap(f"cidrx diagnosis of {d.target.label()} ({snapshot})", 10**6 if term.wide else term.width, "  ", "")
     out.append("")
     out.append(heading("Findings", term))
     if not d.findings:
         out.append("  none")
-    for sev in _SEVERITIES:
-        group = [f for f in d.findings if f.severity is sev]
-        if not group:
-            continue
-        out.append("")
-        out.append(paint(f"{sev.value.upper()} ({len(group)})", _SEVERITY_STYLE[sev], term))
-        for f in group:
-            out += finding_block(f, term)
+    seen: dict[str, str] = {}
+    for sev_ in _SEVERITIES:
+        for f in (f for f in d.findings if f.severity is sev_):
+            out += finding_block(f, term, seen)
+    out.append("")
+    out.append(heading("Capacity", term))
+    out.append(capacity_table(d.capacity, term) if d.capacity else "  (no address spaces found)")
     out.append("")
     out.append(counts_line(d))
     return "\n".join(out) + "\n"
@@ -262,10 +401,17 @@ def mapping_lines(data: Mapping[str, Any], term: Term = PLAIN, indent: str = "  
 
 
 def steps_table(plan: Plan, term: Term = PLAIN) -> str:
-    rows = [
-        [i, s.id, s.action, s.description, ", ".join(s.depends_on) or "-"] for i, s in enumerate(plan.steps, start=1)
-    ]
-    return grid(["#", "step", "action", "description", "depends on"], rows, term, lead=3)
+    """Every plan's steps in one layout, whatever the strategy and width: `N  step-id  (action)`, then the
+    description and what the step waits for, wrapped under it (words never broken)."""
+    out: list[str] = []
+    pad = len(str(len(plan.steps)))
+    indent = " " * (pad + 2)
+    for i, s in enumerate(plan.steps, start=1):
+        out += wrap(f"{str(i).rjust(pad)}  {s.id}  ({s.action})", term.width, indent + "  ", first="")
+        out += wrap(s.description, term.width, indent + "  ", first=indent)
+        if s.depends_on:
+            out += wrap(f"after: {', '.join(s.depends_on)}", term.width, indent + "  ", first=indent)
+    return "\n".join(out)
 
 
 def render_plan(plan: Plan, term: Term = PLAIN) -> str:
@@ -317,10 +463,22 @@ def render_results(
     return "\n".join(out) + "\n"
 
 
-def _figures(c: Capacity | None) -> str:
-    if c is None:
-        return "none"
+def _figures(c: Capacity) -> str:
+    if c.size == 0:
+        return "no nodes yet" if not c.nodes else "no room counted"
     return f"{c.used}/{c.size} used, {c.free} free ({percent(c.utilization)})"
+
+
+def change_text(before: Capacity | None, after: Capacity | None) -> str:
+    """One range before -> after an apply, in words where a figure would mislead ("none -> 0/0 used")."""
+    if before is None and after is None:
+        return "unchanged"
+    if before is None:
+        assert after is not None
+        return f"new: {_figures(after)}"
+    if after is None:
+        return f"{_figures(before)} -> gone"
+    return f"{_figures(before)} -> {_figures(after)}"
 
 
 def verification_lines(v: Verification, term: Term = PLAIN) -> list[str]:
@@ -331,7 +489,7 @@ def verification_lines(v: Verification, term: Term = PLAIN) -> list[str]:
     out.append("  Capacity of the ranges the plan touched, before -> after:")
     for c in v.changes:
         where = f"{c.kind} {c.name}" + (f" {c.cidr}" if c.cidr else "")
-        out += wrap(f"{where}: {_figures(c.before)} -> {_figures(c.after)}", w, "        ", first="    - ")
+        out += wrap(f"{where}: {change_text(c.before, c.after)}", w, "        ", first="    - ")
     if not v.changes:
         out.append("    (no capacity changed)")
     groups = (("Findings resolved", v.resolved, "green"), ("Still open", v.still_open, "yellow"), ("New", v.new, "red"))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 DEFAULT_WIDTH = 80
+WIDE_WIDTH = 1000  # the width `--wide` lays text out to: wide enough that nothing wraps
 MIN_WIDTH = 40  # narrower than this and no table is readable; lines may then exceed the width
 
 
@@ -21,12 +22,20 @@ MIN_WIDTH = 40  # narrower than this and no table is readable; lines may then ex
 class Term:
     width: int = DEFAULT_WIDTH
     color: bool = False
+    # `--wide`: every column and every line of evidence, lines as long as they need (like `kubectl -o wide`).
+    wide: bool = False
 
 
 PLAIN = Term()
 
-# Set by the CLI's global `--no-color`; read by `detect`.
+# Set by the CLI's global `--no-color` and `--wide`; read by `detect`.
 _no_color_flag = False
+_wide_flag = False
+
+
+def set_wide(value: bool) -> None:
+    global _wide_flag
+    _wide_flag = value
 
 
 def set_no_color(value: bool) -> None:
@@ -60,7 +69,9 @@ def detect(stream: TextIO | None, *, no_color: bool = False, environ: Mapping[st
     env = os.environ if environ is None else environ
     off = no_color or _no_color_flag or bool(env.get("NO_COLOR")) or env.get("TERM") == "dumb"
     color = is_terminal(stream) and not off
-    return Term(width=width_of(stream, env), color=color)
+    # --wide: lines as long as their content (a table row, a finding) instead of wrapped to the terminal.
+    width = max(width_of(stream, env), WIDE_WIDTH) if _wide_flag else width_of(stream, env)
+    return Term(width=width, color=color, wide=_wide_flag)
 
 
 def stdout_term() -> Term:

@@ -51,7 +51,7 @@ def test_calico_world_scraped_kept_through_an_outage_and_recovered(
 
     first = e.wait("a successful collection", lambda s: s.samples.get(("cidrx_up", frozenset())) == 1)
     second = e.wait("a second collection", lambda s: e.collections(s) >= e.collections(first) + 1)
-    assert up(second) == 1 and second.value("cidrx_collection_failures") == 0
+    assert up(second) == 1 and second.value("cidrx_collection_failures_total") == 0
     assert second.value("cidrx_target_up") == 1
     # The incident: 3 of node-1's addresses are used by node-3's pods, 2 are held for pods that are gone.
     assert second.value("cidrx_capacity_borrowed", **POOL) == 3
@@ -67,7 +67,7 @@ def test_calico_world_scraped_kept_through_an_outage_and_recovered(
     down = e.wait("cidrx_up 0 after the API went away", lambda s: up(s) == 0)
     assert down.data() == second.data(), "the last good figures are kept"
     assert down.value("cidrx_target_up") == 0
-    assert down.value("cidrx_collection_failures") >= 1
+    assert down.value("cidrx_collection_failures_total") >= 1
     assert down.value("cidrx_last_success_timestamp_seconds") == second.value("cidrx_last_success_timestamp_seconds")
     status, body = e.get("/healthz")
     assert (status, body) == (200, "ok\n"), "the process is healthy; only the target is not"
@@ -282,4 +282,12 @@ def test_state_keeps_last_good_per_cluster_and_drops_clusters_no_longer_listed()
     assert status["cidrx_up"] == (((), 0.0),)
     assert status["cidrx_last_success_timestamp_seconds"] == (((), 30.0),)
     assert status["cidrx_collection_duration_seconds"] == (((), 2.0),)
+    assert (status["cidrx_collections_total"], status["cidrx_collection_failures_total"]) == (
+        (((), 4.0),),
+        (((), 2.0),),
+    )
+    types = {f.name: f.type for f in state.families()}
+    assert types["cidrx_collections_total"] == types["cidrx_collection_failures_total"] == "counter"
+    # the old gauge names stay for one release (docs/metrics.md marks them deprecated)
     assert (status["cidrx_collections"], status["cidrx_collection_failures"]) == ((((), 4.0),), (((), 2.0),))
+    assert types["cidrx_collections"] == "gauge"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -519,3 +520,32 @@ def test_diagnose_under_a_narrower_policy_fails_cleanly_naming_the_permission(
     assert f"permission denied for {missing}" in result.output
     assert f"grant IAM permission {missing}" in result.output
     assert "Traceback" not in result.output
+
+
+def test_every_role_has_its_own_name_per_provider_and_purpose() -> None:
+    """Roles of different providers or purposes never share a name (applying one would overwrite another)."""
+    from cidrx import registry
+    from cidrx.app.permissions import PURPOSES, document, gcp_role_id, needs
+
+    names = {}
+    for p in registry.providers():
+        for purpose in PURPOSES:
+            n = needs(p.name, purpose)
+            names[(p.name, purpose)] = document(n)["cluster_role"]["metadata"]["name"]
+            assert names[(p.name, purpose)] == f"cidrx-{p.name}-{purpose}"
+            assert re.fullmatch(r"[a-zA-Z0-9_.]{3,64}", gcp_role_id(n))  # gcloud's role id rule
+    assert len(set(names.values())) == len(names)
+
+
+def test_permissions_output_is_table_or_json_and_text_still_works() -> None:
+    from click.testing import CliRunner
+
+    from cidrx.cli import cli
+
+    table = CliRunner().invoke(cli, ["permissions", "--gke", "--for", "apply"])
+    text = CliRunner().invoke(cli, ["permissions", "--gke", "--for", "apply", "-o", "text"])
+    assert table.exit_code == text.exit_code == 0 and table.stdout == text.stdout
+    assert "gcloud iam roles create cidrx_gke_apply " in table.stdout
+    assert "name: cidrx-gke-apply" in table.stdout
+    helped = CliRunner().invoke(cli, ["permissions", "--help"]).stdout
+    assert "[table|json]" in helped and "text|" not in helped

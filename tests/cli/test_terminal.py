@@ -72,7 +72,7 @@ def test_findings_wrap_to_the_width_not_to_a_fixed_100() -> None:
     summary = (
         "pod range pods (10.4.0.0/22) is full: 4 of 4 node(s); no new node of default-pool can get a /24 pod block"
     )
-    assert f"    {summary}" in wide.splitlines()
+    assert f"  {summary}" in wide.splitlines()
 
 
 def test_apply_results_fit_the_width() -> None:

@@ -636,7 +636,7 @@ def test_no_advice_to_free_empty_blocks_of_a_node_that_has_none() -> None:
     assert "(0 empty)" in hoarding["node node-1"].summary
     assert "empty block" not in hoarding["node node-1"].remediation
     assert "(1 empty)" in hoarding["node node-2"].summary
-    assert "free its 1 empty block(s)" in hoarding["node node-2"].remediation
+    assert "Free its 1 empty block(s)" in hoarding["node node-2"].remediation
 
 
 def test_the_snapshot_age_is_in_the_header() -> None:
@@ -645,10 +645,10 @@ def test_the_snapshot_age_is_in_the_header() -> None:
     from cidrx.render.age import age_text
 
     table = run("diagnose", "--snapshot", EKS_EX, "--fail-on", "never", env={"COLUMNS": "200"})
-    assert table.stdout.splitlines()[0].startswith(
+    assert table.stdout.splitlines()[1].startswith(
         "cidrx diagnosis of eks:ap-southeast-2/demo-ip (snapshot a352e0c701ac taken 2023-11-04T01:12:00Z, "
     )
-    assert "years ago)" in table.stdout.splitlines()[0]
+    assert "years ago)" in table.stdout.splitlines()[1]
     markdown = run("diagnose", "--snapshot", WB_EX, "-o", "markdown", "--fail-on", "never")
     assert "taken 2024-12-09T03:41:00Z, " in markdown.stdout
     assert json.loads(run("diagnose", "--snapshot", EKS_EX, "-o", "json").stdout)["taken_at"] == "2023-11-04T01:12:00Z"

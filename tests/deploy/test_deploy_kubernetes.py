@@ -138,7 +138,7 @@ def test_service_monitor_shape() -> None:
 def test_cluster_role_is_what_cidrx_permissions_prints() -> None:
     printed = CliRunner().invoke(cli, ["permissions", "--k8s", "--for", "diagnose", "-o", "json"])
     assert printed.exit_code == 0, printed.output
-    assert load("clusterrole.yaml") == json.loads(printed.output)["cluster_role"]
+    assert load("clusterrole.yaml") == json.loads(printed.stdout)["cluster_role"]
     # Read-only: the exporter never writes.
     verbs = {v for rule in load("clusterrole.yaml")["rules"] for v in rule["verbs"]}
     assert verbs <= {"get", "list", "watch"}

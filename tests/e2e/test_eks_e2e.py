@@ -305,7 +305,9 @@ def test_plan_apply_and_apply_again_leave_exactly_the_fix(make_live: Callable[..
     plan = load_plan(live.tmp / "plan.json")
     assert made.stdout.startswith(f"cidrx plan {plan.plan_id} for eks:ap-southeast-2/demo")
     for i, step in enumerate(plan.steps, start=1):
-        assert any(line.split()[:3] == [str(i), step.id, step.action] for line in made.stdout.splitlines()), step.id
+        assert any(line.split()[:3] == [str(i), step.id, f"({step.action})"] for line in made.stdout.splitlines()), (
+            step.id
+        )
     assert "written to plan.json; review it, then: cidrx expand --apply plan.json" in made.stderr
 
     applied = live.apply()
@@ -346,9 +348,9 @@ def test_plan_apply_and_apply_again_leave_exactly_the_fix(make_live: Callable[..
     assert "After the apply" in said
     assert f"vpc-cidr-blocks {w.vpc_id} 10.0.0.0/16: 1/5 used, 4 free (20.0%) -> 2/5 used, 3 free (40.0%)" in said
     for s in new:
-        row = rf"subnet {s['SubnetId']} \([^)]*\) {s['CidrBlock']}: none -> 0/2043 used, 2043 free \(0\.0%\)"
+        row = rf"subnet {s['SubnetId']} \([^)]*\) {s['CidrBlock']}: new: 0/2043 used, 2043 free \(0\.0%\)"
         assert re.search(row, said), row
-    assert f"vpc-cidr {w.vpc_id} {cidr}: none -> 4096/4096 used, 0 free (100.0%)" in said
+    assert f"vpc-cidr {w.vpc_id} {cidr}: new: 4096/4096 used, 0 free (100.0%)" in said
     resolved = said.split("Findings resolved (")[1].split("Still open (")[0]
     assert "EKS-AZ-EXHAUSTED (critical) ap-southeast-2a" in resolved and "EKS-SUBNET-EXHAUSTED" not in resolved
     still = said.split("Still open (")[1].split("New (")[0]

@@ -39,7 +39,7 @@ def calico(kube_server: FakeKubeServer, kubeconfig_path: Path) -> list[str]:
 def test_diagnose_k8s_finds_the_full_whereabouts_pool(whereabouts: list[str]) -> None:
     result = run("diagnose", *whereabouts, "-o", "json")
     assert result.exit_code == 3, result.output
-    d = json.loads(result.output)
+    d = json.loads(result.stdout)
     ids = {f["id"] for f in d["findings"]}
     assert {"WHEREABOUTS-POOL-FULL", "WHEREABOUTS-STALE-ALLOCATION"} <= ids
     pool = next(c for c in d["capacity"] if c["kind"] == "whereabouts-pool")
@@ -64,7 +64,7 @@ def test_reclaim_plan_apply_then_nothing_left(
     resolved = said.split("Findings resolved (2)")[1].split("Still open (0)")[0]
     assert "WHEREABOUTS-POOL-FULL (critical)" in resolved and "WHEREABOUTS-STALE-ALLOCATION (warning)" in resolved
     assert "New (0)" in said
-    after = json.loads(run("diagnose", *whereabouts, "-o", "json").output)
+    after = json.loads(run("diagnose", *whereabouts, "-o", "json").stdout)
     pool = next(c for c in after["capacity"] if c["kind"] == "whereabouts-pool")
     assert (pool["used"], pool["free"], pool["extra"]["stale"]) == (8, 6, 0)
     kube_server.reset_log()
@@ -105,14 +105,14 @@ def test_an_expand_apply_of_a_reclaim_plan_is_refused(whereabouts: list[str], tm
 
 
 def test_reclaim_calico_releases_leaks_and_keeps_borrowing_visible(calico: list[str], tmp_path: Path) -> None:
-    before = json.loads(run("diagnose", *calico, "-o", "json").output)
+    before = json.loads(run("diagnose", *calico, "-o", "json").stdout)
     ids = {f["id"] for f in before["findings"]}
     assert {"CALICO-BORROWED-IPS", "CALICO-LEAKED-IP"} <= ids
     plan_path = tmp_path / "c.json"
     assert run("reclaim", *calico, "--ipam", "calico", "--plan", "--out", str(plan_path)).exit_code == 0
     applied = run("reclaim", "--apply", str(plan_path), "--yes", "--kubeconfig", calico[2])
     assert applied.exit_code == 0, applied.output
-    after = json.loads(run("diagnose", *calico, "-o", "json").output)
+    after = json.loads(run("diagnose", *calico, "-o", "json").stdout)
     assert "CALICO-LEAKED-IP" not in {f["id"] for f in after["findings"]}
 
 

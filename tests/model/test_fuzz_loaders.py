@@ -451,8 +451,8 @@ def test_every_seed_has_plans_to_fuzz() -> None:
         "aks-cni-node-subnet": {"expand", "expand aks-node-pool"},
         "aks-dynamic-pod-subnet": {"expand", "expand aks-pod-subnet"},
         "aks-overlay-pod-cidr": set(),  # an Overlay pod CIDR cannot be expanded: every plan is refused
-        "calico-borrowing": {"expand calico-pool", "reclaim calico"},
-        "calico-kubevirt": {"expand calico-pool", "reclaim calico"},
+        "calico-borrowing": {"expand", "expand calico-pool", "reclaim calico"},
+        "calico-kubevirt": {"expand", "expand calico-pool", "reclaim calico"},
         "cilium-cluster-pool": {"expand cilium-pool"},
         "cilium-multi-pool": {"expand cilium-pool"},
         "eks-demo-ip": {"expand", "expand custom-networking"},

@@ -59,8 +59,9 @@ def test_parse_cidr_rejects_ipv6() -> None:
 def test_parse_cidr_requires_prefix_length() -> None:
     with pytest.raises(InvalidInput) as err:
         nm.parse_cidr("10.0.0.5")
-    assert err.value.message == "'10.0.0.5' is not a CIDR: it has no prefix length"
-    assert err.value.hint == "add one, e.g. 10.0.0.5/32 for a single address"
+    assert "a CIDR needs a prefix length" in err.value.message and "'10.0.0.5'" in err.value.message
+    assert err.value.hint == "write it as NETWORK/N, e.g. 100.64.0.0/20 (4,096 addresses)"
+    assert "/32" not in err.value.hint and "single address" not in err.value.hint
 
 
 def test_parse_ip() -> None:

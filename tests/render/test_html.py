@@ -226,3 +226,57 @@ def test_a_pool_with_nothing_left_is_marked_exhausted(index: int, exhausted: boo
     page, maps = make_page(*PAGES[index], tmp_path)
     assert ('<span class="badge">EXHAUSTED</span>' in page.read_text()) is exhausted
     assert any(m.exhausted for m in maps) is exhausted
+
+
+# Every label of the maps against its own box and its neighbours, measured in the browser (SVG user units).
+_GEOMETRY = """() => {
+  const doc = document.documentElement;
+  const problems = [];
+  for (const svg of document.querySelectorAll('svg.map')) {
+    const boxes = [];
+    for (const g of svg.querySelectorAll('g.range, g.gap')) {
+      const r = g.querySelector('rect').getBBox();
+      boxes.push(r);
+      for (const t of g.querySelectorAll('text')) {
+        const b = t.getBBox();
+        if (b.x < r.x - 0.5 || b.x + b.width > r.x + r.width + 0.5) {
+          problems.push(`label "${t.textContent}" runs out of its box ${g.dataset.cidr || g.dataset.first}`);
+        }
+      }
+    }
+    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+      const a = boxes[i], b = boxes[j];
+      if (a.y === b.y && a.x < b.x + b.width - 0.5 && b.x < a.x + a.width - 0.5) problems.push('boxes overlap');
+    }
+  }
+  return {scroll: doc.scrollWidth, client: doc.clientWidth, problems};
+}"""
+
+
+@pytest.mark.parametrize("width", [760, 1100, 1600])
+@pytest.mark.parametrize("name", ["eks-diagnosis", "whereabouts-diagnosis", "calico-diagnosis", "gke-plan"])
+def test_no_horizontal_overflow_and_no_label_out_of_its_box(
+    name: str, width: int, tmp_path: Path, browser: Any, shots: Path
+) -> None:
+    args = dict(PAGES)[name]
+    page_file, _maps = make_page(name, args, tmp_path)
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        page.goto(page_file.as_uri())
+        page.wait_for_load_state("load")
+        found = page.evaluate(_GEOMETRY)
+        assert found["scroll"] <= found["client"], f"horizontal overflow at {width} px: {found}"
+        assert found["problems"] == [], found["problems"][:5]
+        page.screenshot(path=str(shots / f"{name}-{width}px.png"), full_page=True)
+    finally:
+        page.close()
+
+
+def test_fixes_are_code_blocks_and_exhausted_pools_use_the_legends_red() -> None:
+    snap = load_snapshot(EXAMPLES / "whereabouts-stale.snapshot.json")
+    d = app_diagnose.analyze(snap)
+    page = render_html(d, app_diagnose.address_maps(snap))
+    assert re.search(r"<pre><code>cidrx reclaim [^<]*--ipam whereabouts --plan --out reclaim.json</code></pre>", page)
+    assert "<pre><code>cidrx reclaim --apply reclaim.json</code></pre>" in page
+    assert "`" not in page
+    assert "#e8833a" not in page.split("<h2>Address maps</h2>", 1)[1].split("<h2>", 1)[0].split("</p>", 1)[1]

@@ -184,7 +184,15 @@ def test_cli_diagnose_example_gives_metrics_for_the_four_subnets() -> None:
         assert p.value("cidrx_capacity_used_addresses", kind="subnet", cidr=cidr) == used
         assert p.value("cidrx_capacity_free_addresses", kind="subnet", cidr=cidr) == free
         assert p.value("cidrx_capacity_utilization_ratio", kind="subnet", cidr=cidr) == ratio
-    assert p.value("cidrx_finding", id="EKS-SUBNET-EXHAUSTED", subject=subnets["10.0.208.0/27"]["name"]) == 1
+    full = subnets["10.0.208.0/27"]["name"]
+    assert full == "subnet-0cd55c38980375d58"  # the id only: a renamed Name tag keeps the series
+    info = next(dict(ls) for ls in p.samples["cidrx_capacity_info"] if dict(ls)["name"] == full)
+    assert info["display_name"] == "eks-demo-ip-vpc-stack-PublicSubnet01"
+    subject = f"{full} ({info['display_name']})"
+    assert p.value("cidrx_finding", id="EKS-SUBNET-EXHAUSTED", subject=subject) == 1
+    # the VPC's CIDR blocks are counted as blocks, not addresses
+    assert p.value("cidrx_capacity_size_blocks", kind="vpc-cidr-blocks") == 5
+    assert not any(dict(ls)["kind"] == "vpc-cidr-blocks" for ls in p.samples["cidrx_capacity_size_addresses"])
     assert p.value("cidrx_findings", severity="critical") >= 2
     never = CliRunner().invoke(cli, ["diagnose", "--snapshot", str(EXAMPLE), "-o", "prometheus", "--fail-on", "never"])
     assert never.exit_code == 0 and never.stdout == result.stdout

@@ -103,15 +103,21 @@ def test_table_shows_the_full_subnets_in_the_capacity_table() -> None:
     assert any("managed-ng" in line and "2/4" in line for line in lines)
 
 
-def test_table_groups_findings_worst_first_and_ends_with_counts() -> None:
+def test_table_puts_the_verdict_first_then_findings_worst_first_and_ends_with_counts() -> None:
     text = render_diagnosis(DIAGNOSIS, "table")
-    assert text.index("CRITICAL (2)") < text.index("WARNING (1)") < text.index("INFO (1)")
-    assert text.rstrip().splitlines()[-1] == "2 critical, 1 warning, 1 info"
-    # evidence is indented under its finding, remediation follows it
+    lines = text.splitlines()
+    assert lines[0] == "CRITICAL: 2 subnets full in ap-southeast-2a, ap-southeast-2b"
+    assert lines[1] == "note: in-cluster checks did not run: --no-kube"  # its KUBE-UNREACHABLE, said at the top
+    assert "eks:ap-southeast-2/demo-ip" in lines[2]
+    starts = [i for i, line in enumerate(lines) if line.split(" ")[0] in ("CRITICAL", "WARNING", "INFO")]
+    assert [lines[i].split(" ")[0] for i in starts] == ["CRITICAL", "CRITICAL", "WARNING", "INFO"]
+    assert text.index("Findings") < text.index("Capacity")
+    assert lines[-1] == "2 critical, 1 warning, 1 info"
+    # evidence is indented under its finding, the fix follows it with its command on a line of its own
     block = text[text.index("EKS-SUBNET-EXHAUSTED") :]
-    assert "      - 10.0.208.0/27: 0 of 27 usable addresses free" in block
-    assert "    fix: Add pod address space" in block
-    assert "eks:ap-southeast-2/demo-ip" in text.splitlines()[0]
+    assert "    - 10.0.208.0/27: 0 of 27 usable addresses free" in block
+    assert "    fix: Add pod address space:" in block
+    assert "      cidrx expand --eks ... --plan" in block.splitlines()
 
 
 def test_table_never_breaks_a_cidr_or_id_across_lines() -> None:
@@ -165,7 +171,8 @@ def test_markdown_is_a_ci_summary() -> None:
     assert "- **WARNING** `EKS-WARM-POOL-WASTE`" in text
     # the event's placeholder would vanish as an HTML tag if not escaped
     assert "sandbox &lt;id&gt;" in text and "<id>" not in text
-    assert "`cidrx expand --eks ... --plan`" in text  # commands in remediation stay code
+    # a fix's commands are a fenced block, one per line: copied as they are, never literal backticks
+    assert "  ```sh\n  cidrx expand --eks ... --plan\n  ```" in text
     assert "**2 critical, 1 warning, 1 info**" in text
 
 
@@ -176,9 +183,10 @@ def test_plan_table_numbers_steps_and_shows_basis_and_notes() -> None:
     plan = make_plan()
     text = render_plan(plan, "table", Term(width=200))
     assert plan.plan_id in text.splitlines()[0]
-    step_lines = [line for line in text.splitlines() if "eks.create-subnet" in line]
-    assert step_lines and step_lines[0].lstrip().startswith("2")
-    assert "associate-vpc-cidr" in step_lines[0]  # depends on
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if "(eks.create-subnet)" in line)
+    assert lines[at].startswith("2  create-subnet-ap-southeast-2a")
+    assert lines[at + 2] == "   after: associate-vpc-cidr"  # what it depends on, under its description
     assert "vpc_id: vpc-0f3a9ca141c0acd04" in text
     assert 'vpc_cidrs: ["10.0.0.0/16"]' in text
     assert "Drain the old nodes" in text

@@ -109,7 +109,7 @@ class Exporter:
         raise AssertionError(f"timed out waiting for {what}; stderr: {self.log.read_text()}")
 
     def collections(self, s: Scrape) -> float:
-        return s.value("cidrx_collections")
+        return s.value("cidrx_collections_total")
 
     def terminate(self) -> int:
         """SIGTERM; the exit code (the process is killed if it does not stop in time)."""

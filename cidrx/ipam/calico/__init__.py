@@ -33,6 +33,8 @@ SPEC = IpamSpec(
         "kubernetes: ipamconfigs.crd.projectcalico.org list",
     ),
     maps="cidrx.ipam.calico.netmap:address_maps",
+    # `expand --plan` without --strategy on a cluster that runs Calico: a new IPPool.
+    default_strategy="cidrx.ipam.calico.strategies.pool:default_strategy",
 )
 
 STRATEGIES = (

@@ -64,12 +64,11 @@ KINDS = FindingKind.all_in(globals())
 NEARLY_FULL = 0.85  # share of a pool's addresses in use that earns a warning
 MAX_EVIDENCE = 20  # lines of per-address evidence before "... and N more"
 
-RECLAIM = "cidrx reclaim --k8s --ipam calico --plan --out reclaim.json; cidrx reclaim --apply reclaim.json"
-NEW_POOL = "cidrx expand --k8s --strategy calico-pool --plan --out pool.json; cidrx expand --apply pool.json"
-STRICT = (
-    "set strictAffinity: true in IPAMConfig `default` (calicoctl ipam configure --strictaffinity=true) so a "
-    "node without a block fails the pod instead of borrowing"
-)
+# Fix commands in backticks, one command each (renderers print them one per line, runnable as printed).
+RECLAIM = "`cidrx reclaim --k8s --ipam calico --plan --out reclaim.json` `cidrx reclaim --apply reclaim.json`"
+NEW_POOL = "`cidrx expand --k8s --strategy calico-pool --plan --out pool.json` `cidrx expand --apply pool.json`"
+STRICT = "set strictAffinity: true in IPAMConfig `default` so a node without a block fails the pod instead of borrowing"
+STRICT_CMD = "`calicoctl ipam configure --strictaffinity=true`"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -321,6 +320,7 @@ def _capacity(
         ),
         Capacity(
             kind="calico-blocks",
+            unit="blocks",  # size/used/free count the pool's blocks, not addresses
             name=u.pool.name,
             cidr=u.pool.cidr,
             size=u.total,
@@ -366,7 +366,10 @@ def _pool_findings(u: _PoolUse, without: list[str], section: CalicoSection) -> l
                     _per_node_line(u.blocks),
                     _config_line(section),
                 ),
-                remediation=(f"add address space: {NEW_POOL}; free blocks that hold nothing: {RECLAIM}; and {STRICT}"),
+                remediation=(
+                    "Add a pool (plan, then apply), free the blocks that hold nothing (plan, then apply) and "
+                    f"{STRICT}: {NEW_POOL} {RECLAIM} {STRICT_CMD}"
+                ),
             )
         )
     share = u.used / u.size if u.size else 1.0
@@ -378,7 +381,7 @@ def _pool_findings(u: _PoolUse, without: list[str], section: CalicoSection) -> l
                 subject=subject,
                 summary=f"{u.used} of {u.size} addresses allocated ({share:.0%})",
                 evidence=(f"{u.claimed} of {u.total} blocks claimed",),
-                remediation=f"release leaked addresses: {RECLAIM}; add a pool: {NEW_POOL}",
+                remediation=f"Release leaked addresses, then add a pool (plan, then apply each): {RECLAIM} {NEW_POOL}",
             )
         )
     return out
@@ -405,7 +408,7 @@ def _without_block(without: list[str], borrowers: set[str], no_room: bool, secti
             summary=f"{len(flagged)} node(s) hold no Calico block"
             + (f"; {len(borrowing)} of them borrow addresses from other nodes' blocks" if borrowing else ""),
             evidence=tuple(evidence),
-            remediation=f"give them blocks: {NEW_POOL}, or free empty blocks: {RECLAIM}",
+            remediation=f"Give them blocks with a new pool, or free empty blocks (the last two): {NEW_POOL} {RECLAIM}",
         )
     ]
 
@@ -450,9 +453,9 @@ def _borrowed_findings(
                 ),
                 evidence=_more(lines),
                 remediation=(
-                    f"{STRICT}; give every node its own blocks: {NEW_POOL} (or smaller blocks), free empty "
-                    f"blocks: {RECLAIM}; then restart the borrowing pods so they get addresses from their "
-                    "own node's block"
+                    f"S{STRICT[1:]}; give every node its own blocks with a new pool (or smaller blocks) and free "
+                    "empty blocks; then restart the borrowing pods so they get addresses from their own node's "
+                    f"block: {STRICT_CMD} {NEW_POOL} {RECLAIM}"
                 ),
             )
         )
@@ -482,10 +485,11 @@ def _hoarding(
                 evidence=tuple(lines),
                 remediation=(
                     # Only empty blocks can be released; with none, reclaim has nothing to free on this node.
-                    (f"free its {idle} empty block(s): {RECLAIM}; " if idle else "")
-                    + "cap blocks per node with IPAMConfig maxBlocksPerHost"
+                    (f"Free its {idle} empty block(s) (the first two), " if idle else "")
+                    + ("c" if idle else "C")
+                    + "ap blocks per node with IPAMConfig maxBlocksPerHost"
                     + (f" (now {limit})" if limit else "")
-                    + f"; or add space: {NEW_POOL}"
+                    + f", or add space with a new pool: {RECLAIM + ' ' if idle else ''}{NEW_POOL}"
                 ),
             )
         )
@@ -511,7 +515,7 @@ def _empty_blocks(
                     f"{block.host} holds {others} other block(s)",
                     "releasable: the node keeps another block" if releasable else "kept: it is the node's only block",
                 ),
-                remediation=f"release it: {RECLAIM}" if releasable else "nothing to do: it is the node's only block",
+                remediation=f"Release it: {RECLAIM}" if releasable else "Nothing to do: it is the node's only block.",
             )
         )
     return out
@@ -530,7 +534,7 @@ def _leak_findings(leaks: list[LeakedIp]) -> list[Finding]:
                 subject=f"block {cidr}",
                 summary=f"{len(entries)} address(es) of block {cidr} are held for pods that no longer use them",
                 evidence=_more([f"{e.ip} ({e.handle_id}): {e.why}" for e in entries]),
-                remediation=f"release them: {RECLAIM}",
+                remediation=f"Release them: {RECLAIM}",
             )
         )
     return out

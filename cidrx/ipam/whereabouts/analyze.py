@@ -83,10 +83,9 @@ MIN_FREE = 3
 MAX_EVIDENCE = 20
 CAPACITY_KIND = "whereabouts-pool"
 
-RECLAIM = (
-    "cidrx reclaim --k8s --ipam whereabouts --plan --out reclaim.json, review it, then "
-    "cidrx reclaim --apply reclaim.json (no workload has to be scaled down)"
-)
+# Fix commands in backticks, one command each (renderers print them one per line, runnable as printed).
+RECLAIM = "`cidrx reclaim --k8s --ipam whereabouts --plan --out reclaim.json` `cidrx reclaim --apply reclaim.json`"
+REVIEW = "plan the release, review the plan, then apply it (no workload has to be scaled down)"
 
 Interval = tuple[int, int]  # inclusive first and last address as ints
 
@@ -398,7 +397,7 @@ def _bad_config(nad: str, problem: str) -> Finding:
         subject=f"NetworkAttachmentDefinition {nad}",
         summary=f"the Whereabouts IPAM config of {nad} cannot be read, so its pool's capacity is unknown",
         evidence=(problem,),
-        remediation="fix spec.config (kubectl edit network-attachment-definitions); pods attaching it fail too",
+        remediation="fix spec.config (`kubectl edit network-attachment-definitions`); pods attaching it fail too",
     )
 
 
@@ -428,7 +427,11 @@ def _pool(
     )
     findings: list[Finding] = []
     stale_note = f"; {len(stale)} of them stale" if stale else ""
-    fix = f"run {RECLAIM}" if stale else "widen the range (a larger range or another ipRanges entry) in the NAD"
+    fix = (
+        f"{REVIEW.capitalize()}: {RECLAIM}"
+        if stale
+        else "widen the range (a larger range or another ipRanges entry) in the NAD"
+    )
     if size > 0 and (free == 0 or utilization(used, size) >= NEARLY_FULL or free < MIN_FREE):
         full = free == 0
         kind, severity = (
@@ -448,7 +451,9 @@ def _pool(
                 subject=subject,
                 summary=f"{len(stale)} reservation(s) belong to pods that are gone or run with another address",
                 evidence=_more([f"{_entry(s.allocation)}: {s.why}" for s in stale]),
-                remediation=f"run {RECLAIM}; Pending pods and pods without network-status are never touched",
+                remediation=(
+                    f"{REVIEW.capitalize()}; Pending pods and pods without network-status are never touched: {RECLAIM}"
+                ),
             )
         )
     if corrupt:
@@ -462,7 +467,7 @@ def _pool(
                 ),
                 remediation=(
                     "Whereabouts cannot place these; check who wrote them, then remove them by hand "
-                    f"(kubectl edit ippools.whereabouts.cni.cncf.io -n {pool.namespace} {pool.name})"
+                    f"(`kubectl edit ippools.whereabouts.cni.cncf.io -n {pool.namespace} {pool.name}`)"
                 ),
             )
         )
@@ -500,8 +505,8 @@ def _host_bits(pool: WhereaboutsPool, subject: str) -> Finding:
         remediation=(
             "Whereabouts itself always writes the network address (its config loader masks host bits), so "
             "something else wrote this pool: find out what, compare each allocation with its pod's "
-            f"network-status, and fix it by hand (kubectl edit ippools.whereabouts.cni.cncf.io -n {pool.namespace} "
-            f"{pool.name})"
+            f"network-status, and fix it by hand (`kubectl edit ippools.whereabouts.cni.cncf.io -n {pool.namespace} "
+            f"{pool.name}`)"
         ),
     )
 
@@ -534,7 +539,7 @@ def _duplicates(section: WhereaboutsSection) -> list[Finding]:
                 remediation=(
                     "find which pod really uses the address (its network-status), delete the other pod so it "
                     "gets a new one, and make sure the overlapping ranges have enable_overlapping_ranges on; "
-                    f"stale holders are removed by {RECLAIM}"
+                    f"remove stale holders (plan, review, apply): {RECLAIM}"
                 ),
             )
         )
@@ -565,6 +570,8 @@ def _orphans(section: WhereaboutsSection, pods: Mapping[str, PodState], holders:
             subject="OverlappingRangeIPReservations",
             summary=f"{len(lines)} reservation(s) with no matching allocation keep their address from every pool",
             evidence=_more(lines),
-            remediation=f"run {RECLAIM}; reservations of pods that are gone are deleted, live ones are kept",
+            remediation=(
+                f"{REVIEW.capitalize()}; reservations of pods that are gone are deleted, live ones are kept: {RECLAIM}"
+            ),
         )
     ]

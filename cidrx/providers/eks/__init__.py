@@ -20,7 +20,6 @@ SPEC = ProviderSpec(
     requires=("region", "cluster"),
     refuses=("project", "location"),
     refuse_reason="EKS clusters are named by --region and --cluster",
-    env_hint="(or CIDRX_REGION / AWS_REGION, CIDRX_CLUSTER)",
     finding_prefix="EKS-",
     context_hint="aws eks update-kubeconfig --name {cluster}",
     provider="cidrx.providers.eks.provider:PROVIDER",

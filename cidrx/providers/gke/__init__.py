@@ -19,7 +19,6 @@ SPEC = ProviderSpec(
     requires=("project", "location", "cluster"),
     refuses=("region", "profile"),
     refuse_reason="GKE clusters are named by --project, --location and --cluster",
-    env_hint="(or CIDRX_PROJECT / CIDRX_LOCATION / CIDRX_CLUSTER)",
     finding_prefix="GKE-",
     context_hint="gcloud container clusters get-credentials {cluster} --location {location}",
     provider="cidrx.providers.gke.provider:PROVIDER",

@@ -6,7 +6,8 @@ the real clients, must not pay for the google-cloud imports at import time (`cid
 compute_v1 alone costs ~1.3 s), and every Google failure must reach the user as one actionable line with
 the right exit code. So:
 
-- google.* is imported only inside functions; a missing SDK is a one-line "pip install 'cidrx[gke]'".
+- google.* is imported only inside functions (`cidrx --help` stays fast); a missing SDK (a broken install:
+  cidrx depends on it) is one line saying so.
 - Every method returns plain REST JSON dicts (camelCase keys, enum names, int64 fields as strings as in
   the REST API), so no caller touches SDK types.
 - Every call goes through `_call`, the one place that sets retry/timeout and hands SDK exceptions to
@@ -85,7 +86,9 @@ FLEET_PERMISSIONS = ("container.clusters.list",)
 # The location wildcard of container v1 lists: every region and zone of the project.
 ALL_LOCATIONS = "-"
 
-_INSTALL_HINT = "pip install 'cidrx[gke]'"
+# cidrx depends on the Google Cloud libraries, so a missing one means a broken environment; the hint names no
+# package to install (a name on a package index is not proof of what it installs).
+_INSTALL_HINT = "the Python environment cidrx runs in is incomplete: reinstall cidrx the way it was installed"
 _CREDENTIALS_HINT = "run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS"
 
 

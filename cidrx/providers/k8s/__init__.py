@@ -12,7 +12,6 @@ SPEC = ProviderSpec(
     requires=(),
     refuses=("region", "profile", "project", "location"),
     refuse_reason="--k8s reads the cluster through kubeconfig",
-    env_hint="",
     finding_prefix="NODEIPAM-",
     context_hint="",
     provider="cidrx.providers.k8s.provider:PROVIDER",

@@ -47,10 +47,10 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     if not kube.available:
         findings.append(
             kube_unreachable(
-                "in-cluster checks did not run: the Kubernetes API could not be read"
-                + (f" ({kube.reason})" if kube.reason else ""),
+                "in-cluster checks did not run: the Kubernetes API could not be read",
                 "check the kubeconfig and context (--kubeconfig, --context) and network access to the API server, "
                 "then run again",
+                reason=kube.reason or None,
                 subject=kube.context or snapshot.target.cluster,
             )
         )

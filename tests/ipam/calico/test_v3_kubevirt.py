@@ -69,7 +69,7 @@ def test_v3_only_cluster_diagnose_plan_apply(
     k8s = ["--k8s", "--kubeconfig", str(kubeconfig_path)]
     diag = run("diagnose", *k8s, "-o", "json")
     assert diag.exit_code == 3, diag.output
-    ids = {f["id"] for f in json.loads(diag.output)["findings"]}
+    ids = {f["id"] for f in json.loads(diag.stdout)["findings"]}
     assert {"CALICO-POOL-BLOCKS-EXHAUSTED", "CALICO-NODE-WITHOUT-BLOCK", "CALICO-LEAKED-IP"} <= ids
 
     plan_path = tmp_path / "r.json"
@@ -114,7 +114,7 @@ def test_bundled_kubevirt_example(tmp_path: Path) -> None:
     assert snap.kube.calico is not None
     diag = run("diagnose", "--snapshot", str(EXAMPLE), "-o", "json")
     assert diag.exit_code == 3, diag.output
-    ids = {f["id"] for f in json.loads(diag.output)["findings"]}
+    ids = {f["id"] for f in json.loads(diag.stdout)["findings"]}
     assert "CALICO-NODE-WITHOUT-BLOCK" in ids  # the LoadBalancer pool's free blocks do not hide node-3
     out = tmp_path / "r.json"
     made = run("reclaim", "--snapshot", str(EXAMPLE), "--ipam", "calico", "--plan", "--out", str(out))

@@ -135,7 +135,7 @@ def test_upstream_reconciler_case(
     k8s = ["--k8s", "--kubeconfig", str(kubeconfig_path)]
     diagnosed = run("diagnose", *k8s, "-o", "json")
     assert diagnosed.exit_code in (0, 1, 3), diagnosed.output
-    assert case.findings <= {f["id"] for f in json.loads(diagnosed.output)["findings"]}
+    assert case.findings <= {f["id"] for f in json.loads(diagnosed.stdout)["findings"]}
     before_keys, before_names = _state(kube_server)
     plan_path = tmp_path / "r.json"
     made = run("reclaim", *k8s, "--ipam", "whereabouts", "--plan", "--out", str(plan_path))
@@ -190,7 +190,7 @@ def test_named_network_diagnose_plan_and_apply(
     k8s = ["--k8s", "--kubeconfig", str(kubeconfig_path)]
     diagnosed = run("diagnose", *k8s, "-o", "json")
     assert diagnosed.exit_code in (0, 1), diagnosed.output
-    ids = {f["id"] for f in json.loads(diagnosed.output)["findings"]}
+    ids = {f["id"] for f in json.loads(diagnosed.stdout)["findings"]}
     assert "WHEREABOUTS-STALE-ALLOCATION" in ids and "WHEREABOUTS-POOL-RANGE-HOST-BITS" not in ids
     plan_path = tmp_path / "r.json"
     made = run("reclaim", *k8s, "--ipam", "whereabouts", "--plan", "--out", str(plan_path))

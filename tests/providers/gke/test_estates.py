@@ -70,7 +70,7 @@ def test_collect_reads_the_network_from_the_host_project(estate: FakeGcp) -> Non
 def test_shared_vpc_incident_diagnose_plan_apply_and_reapply(estate: FakeGcp, tmp_path: Path) -> None:
     diagnosed = run("diagnose", *TARGET, "-o", "json")
     assert diagnosed.exit_code == 3, diagnosed.output
-    assert "GKE-POD-RANGE-EXHAUSTED" in {f["id"] for f in json.loads(diagnosed.output)["findings"]}
+    assert "GKE-POD-RANGE-EXHAUSTED" in {f["id"] for f in json.loads(diagnosed.stdout)["findings"]}
 
     plan_path = tmp_path / "plan.json"
     made = run("expand", *TARGET, "--plan", "--out", str(plan_path), "--emit", "terraform")
@@ -144,7 +144,7 @@ def test_the_fake_refuses_a_range_containing_a_route_but_not_one_inside(estate: 
 def test_a_routes_based_cluster_reports_capacity_and_expand_refuses(estate: FakeGcp, tmp_path: Path) -> None:
     diagnosed = run("diagnose", *LEGACY_TARGET, "-o", "json")
     assert diagnosed.exit_code in (0, 3), diagnosed.output
-    d = json.loads(diagnosed.output)
+    d = json.loads(diagnosed.stdout)
     row = next(c for c in d["capacity"] if c["kind"] == "pod-range" and c["cidr"] == se.LEGACY_CIDR)
     # A /14 of /24 node blocks less the services /20 GKE takes from its end: gcloud's "at most 1008 node(s)".
     assert (row["max_nodes"], row["nodes"]) == (1008, 3)  # nodes counted from the GKE node routes

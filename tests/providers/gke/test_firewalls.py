@@ -192,7 +192,7 @@ def test_the_vms_rule_of_the_node_range_is_left_alone(gcp: FakeGcp, tmp_path: Pa
 def test_permissions_name_the_firewall_update_and_network_policy() -> None:
     result = run("permissions", "--gke", "-o", "json")
     assert result.exit_code == 0, result.output
-    text = json.dumps(json.loads(result.output))
+    text = json.dumps(json.loads(result.stdout))
     for permission in ("compute.firewalls.list", "compute.firewalls.update", "compute.networks.updatePolicy"):
         assert permission in text
 

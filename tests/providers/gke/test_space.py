@@ -65,3 +65,16 @@ def test_parse4_is_ipaddress(text: str) -> None:
         assert got is None
     else:
         assert got == (int(net.network_address), net.prefixlen)
+
+
+def test_a_space_holding_only_routes_to_outside_networks_is_context_not_capacity() -> None:
+    """The shared-VPC example's VPN route to 192.168.0.0/16 fills that space, but nothing of the cluster is
+    in it: the diagnosis does not rank it as a full range (it stays on the address map)."""
+    from cidrx.app.diagnose import analyze
+    from cidrx.providers.gke.facts.space import route_only_spaces
+
+    snap = load_snapshot(EXAMPLES / "gke-shared-vpc.snapshot.json")
+    assert route_only_spaces(snap) == {"192.168.0.0/16"}
+    assert any(r.cidr == "192.168.0.0/16" for r in network_space_capacity(snap))  # still mapped
+    d = analyze(snap)
+    assert [c.cidr for c in d.capacity if c.kind == "network-space"] == ["10.0.0.0/8"]

@@ -34,6 +34,11 @@ NODE_NETWORK_PREFIX = 16  # node InternalIPs come without their mask: keep clear
 SPACES: tuple[IPv4Network, ...] = (*netmath.RFC1918, netmath.CGNAT)
 
 
+def default_strategy(snapshot: Snapshot, opts: PlanOptions) -> str:
+    """What `expand --plan` without --strategy plans on a cluster whose IPAM is Calico: a new pool."""
+    return STRATEGY
+
+
 def _ipv4_pools(calico: CalicoSection) -> list[IPPool]:
     return [p for p in calico.pools if ":" not in p.cidr]
 

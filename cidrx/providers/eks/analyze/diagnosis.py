@@ -609,6 +609,7 @@ def _vpc_capacity(eks: EksSection) -> Capacity:
     active = [c for c in eks.vpc.cidrs if c.state in ("associated", "associating")]
     return Capacity(
         kind="vpc-cidr-blocks",
+        unit="blocks",  # CIDR blocks of the VPC (its quota), not addresses
         name=eks.vpc.vpc_id,
         cidr=eks.vpc.primary_cidr,
         size=eks.vpc_cidr_quota,

@@ -26,7 +26,7 @@ from cidrx.providers.gke.facts.pod_ranges import (
     pool_node_prefix,
     pool_range_key,
 )
-from cidrx.providers.gke.facts.space import network_space_capacity
+from cidrx.providers.gke.facts.space import network_space_capacity, route_only_spaces
 from cidrx.providers.gke.model import GkeSection
 
 GKE_POD_RANGE_EXHAUSTED = FindingKind.parse(
@@ -515,5 +515,6 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     if subnet_use is not None:
         capacity.append(_node_subnet_capacity(subnet_use, gke.shared_vpc))
     # The address maps' unallocated rows, from integer intervals: the maps themselves are for HTML only.
-    capacity += network_space_capacity(snapshot)
+    context = route_only_spaces(snapshot)  # routes to outside networks: not capacity the cluster used up
+    capacity += [row for row in network_space_capacity(snapshot) if row.cidr not in context]
     return make_diagnosis(snapshot.target, snapshot.fingerprint, capacity, findings)

@@ -17,7 +17,7 @@ from ipaddress import IPv4Network
 from cidrx import netmath
 from cidrx.model.findings import Capacity, utilization
 from cidrx.model.snapshot import Snapshot
-from cidrx.providers.gke.facts.occupied import occupied_entries
+from cidrx.providers.gke.facts.occupied import ROUTE_WHERE, occupied_entries
 
 KIND = "network-space"  # the kind of these rows and of the address maps they summarise
 Interval = tuple[int, int]  # [start, end) of an IPv4 network
@@ -126,3 +126,25 @@ def network_space_capacity(snapshot: Snapshot) -> list[Capacity]:
         _row(gke.cluster.network, space, by_space[space], len(by_space[space]))
         for space in sorted(by_space, key=lambda s: s[0])
     ]
+
+
+def route_only_spaces(snapshot: Snapshot) -> set[str]:
+    """The CIDRs of the network-space rows whose every occupant is a route to somewhere outside the cluster
+    (a VPN or interconnect route, a route imported over peering): context for where a new range may go, not
+    address space the cluster has used up, so the diagnosis leaves them out of its capacity rows."""
+    gke = snapshot.gke
+    if gke is None:
+        return set()
+    spaces = _spaces()
+    routes_only: dict[tuple[int, int], bool] = {}
+    for text, where in occupied_entries(gke):
+        parsed = parse4(text)
+        if parsed is None or parsed[1] == 0:
+            continue
+        start, prefix = parsed
+        space = _space_of(start, start + (1 << (32 - prefix)), prefix, spaces)
+        is_route = where.startswith(ROUTE_WHERE) or (where.startswith("route ") and " over peering " in where)
+        routes_only[space] = routes_only.get(space, True) and is_route
+    return {
+        f"{s >> 24}.{(s >> 16) & 255}.{(s >> 8) & 255}.{s & 255}/{p}" for (s, p), only in routes_only.items() if only
+    }
