@@ -101,6 +101,7 @@ STRATEGIES = (
         "cidrx.providers.eks.strategies.control_plane_subnets:ACTIONS",
         plan="cidrx.providers.eks.strategies.control_plane_subnets:make_plan",
         drift="cidrx.providers.eks.strategies.control_plane_subnets:check_drift",
+        basis="cidrx.providers.eks.strategies.control_plane_subnets:read_basis",
         options=frozenset(),
     ),
     Strategy(
@@ -110,6 +111,7 @@ STRATEGIES = (
         "cidrx.providers.eks.strategies.karpenter_subnets:ACTIONS",
         plan="cidrx.providers.eks.strategies.karpenter_subnets:make_plan",
         drift="cidrx.providers.eks.strategies.karpenter_subnets:check_drift",
+        basis="cidrx.providers.eks.strategies.karpenter_subnets:read_basis",
         options=frozenset(),
     ),
 )

@@ -69,6 +69,7 @@ STRATEGIES = (
         "cidrx.providers.gke.strategies.subnet_expand:ACTIONS",
         plan="cidrx.providers.gke.strategies.subnet_expand:make_plan",
         drift="cidrx.providers.gke.strategies.subnet_expand:check_drift",
+        basis="cidrx.providers.gke.strategies.subnet_expand:read_basis",
         options=frozenset({"add_nodes"}),
     ),
 )
