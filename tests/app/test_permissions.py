@@ -519,3 +519,18 @@ def test_diagnose_under_a_narrower_policy_fails_cleanly_naming_the_permission(
     assert f"permission denied for {missing}" in result.output
     assert f"grant IAM permission {missing}" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_subresource_grant_reads_as_its_own_rbac_resource() -> None:
+    """A migration evicts pods through their eviction subresource: `kubernetes: pods/eviction create` is RBAC's
+    resource `pods/eviction` in the core group, allowed apart from `pods`."""
+    from cidrx.app.permissions import allows, parse_kube, rbac_rules
+
+    grant = parse_kube("kubernetes: pods/eviction create")
+    assert (grant.group, grant.resource, grant.verbs) == ("", "pods/eviction", ("create",))
+    assert grant.notation() == "kubernetes: pods/eviction create"
+    scaled = parse_kube("kubernetes: deployments/scale.apps get,update")
+    assert (scaled.group, scaled.resource) == ("apps", "deployments/scale")
+    rules = rbac_rules([grant, parse_kube("kubernetes: poddisruptionbudgets.policy list")])
+    assert allows(rules, "create", "", "pods/eviction") and not allows(rules, "delete", "", "pods")
+    assert allows(rules, "list", "policy", "poddisruptionbudgets")
