@@ -16,6 +16,7 @@ import pytest
 
 from cidrx.model import codec
 from cidrx.model.plan import Plan, save_plan, seal
+from tests.support.cases import case_for
 from tests.support.cases.eks_migrate import after_expansion
 from tests.support.cases.live import EksLive
 from tests.support.cli import run
@@ -123,3 +124,21 @@ def test_a_budget_that_never_allows_stops_the_apply_and_rollback_takes_the_migra
         undone = run("rollback", str(path), "--yes", *live.access)
         assert undone.exit_code == 0, undone.output
         assert not any(cordoned(live).values()) and scaling(live) == was
+
+
+def test_subnet_discovery_needs_no_migration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With subnet discovery the nodes in the full subnets take pod addresses from the new tagged subnets of their
+    zone: nothing is pending after the expansion, the apply names no follow-up, and the migration has nothing to
+    plan (exit 2, one line)."""
+    with case_for("subnet-discovery").estate(tmp_path, monkeypatch) as live:
+        assert isinstance(live, EksLive)
+        path = tmp_path / "expansion.json"
+        made = run("expand", *live.target, "--strategy", "subnet-discovery", "--plan", "--out", str(path))
+        assert made.exit_code == 0, made.output
+        applied = run("expand", "--apply", str(path), "--yes", *live.access)
+        assert applied.exit_code == 0 and "eks-migrate" not in applied.output, applied.output
+        _, after = findings(live)
+        assert PENDING not in [f["id"] for f in after] and "EKS-SUBNET-EXHAUSTED" not in [f["id"] for f in after]
+        refused = run("expand", *live.target, "--strategy", "eks-migrate", "--plan", "--out", str(tmp_path / "m.json"))
+        assert refused.exit_code == 2 and "nothing to migrate" in refused.output, refused.output
+        assert "Traceback" not in refused.output and not (tmp_path / "m.json").exists()

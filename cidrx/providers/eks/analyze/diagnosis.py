@@ -165,6 +165,13 @@ def _relieved(
     return out
 
 
+def uses_now(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[SubnetUse]:
+    """The cluster's subnets as diagnose weighs them: with subnet discovery, a node subnet whose zone has tagged
+    subnets with room needs only the node's own address (what the migration planner reads too)."""
+    disc = discovery.discovery_state(eks, kube, cni)
+    return _relieved(subnet_uses(eks, kube, cni), discovery.by_zone(eks, kube, disc, node_subnet_ids(eks)), disc)
+
+
 def _subnet_findings(uses: list[SubnetUse], cni: CniConfig) -> list[Finding]:
     findings: list[Finding] = []
     by_az: dict[str, list[SubnetUse]] = defaultdict(list)

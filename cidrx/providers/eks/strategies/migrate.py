@@ -20,7 +20,7 @@ from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks.actions.migrate import CORDON_NODE, EVICT_NODE_PODS, SCALE_NODEGROUP
 from cidrx.providers.eks.facts.applied import applied_plans
 from cidrx.providers.eks.facts.cni import cni_config
-from cidrx.providers.eks.facts.subnets import subnet_label, subnet_uses
+from cidrx.providers.eks.facts.subnets import subnet_label
 from cidrx.providers.eks.model import EksSection, eks_section
 
 NAME = "eks-migrate"
@@ -31,7 +31,9 @@ NEARLY_FULL = 0.8
 def _full_node_subnets(eks: EksSection, snapshot: Snapshot) -> list[Any]:
     """Node subnets no plan of cidrx created that cannot take (or can barely take) another node."""
     out = []
-    for u in subnet_uses(eks, snapshot.kube, cni_config(eks, snapshot.kube)):
+    from cidrx.providers.eks.analyze.diagnosis import uses_now
+
+    for u in uses_now(eks, snapshot.kube, cni_config(eks, snapshot.kube)):
         if "nodes" not in u.roles or u.need == 0 or u.subnet.tags.get(DIGEST_TAG):
             continue
         free = u.subnet.available_ips
