@@ -36,6 +36,7 @@ SPEC = ProviderSpec(
     node_pool_labels=("cloud.google.com/gke-nodepool",),
     pod_pool_labels=("cloud.google.com/gke-nodepool",),
     kube_collect="cidrx.providers.gke.collect.cluster:READS",
+    applied_plans="cidrx.providers.gke.facts.applied:applied_plans",
     # collect.cluster: Dataplane V2's EgressNATPolicies, when their group is served.
     kube_reads=("kubernetes: egressnatpolicies.networking.gke.io list",),
 )
