@@ -177,6 +177,8 @@ class Strategy:
     options: frozenset[str] | None = None
     # (pattern, max length, words) a --pool-name must match: the name rule of what the plan creates.
     pool_name: tuple[str, int, str] | None = None
+    # A migration onto space an applied plan added: planned while that space has room (the expansions are not).
+    migration: bool = False
 
 
 # The plugin packages, in the order their flags, findings and docs appear. Each `__init__.py` declares

@@ -51,6 +51,27 @@ class Applied:
     outcomes: list[StepOutcome]
     verification: Verification | None
     unverified: str | None
+    follow_up: str | None = None  # the command that plans what is left (a migration onto the new space)
+
+
+def follow_up_of(plan: Plan, after: Snapshot | None) -> str | None:
+    """After an expansion, the migration its provider declares, when planning it on the snapshot taken after
+    the apply finds work (nodes left in full space): the command that makes that plan, else None."""
+    from cidrx.app.diagnose import utc_now
+    from cidrx.model.options import PlanOptions
+
+    declared = registry.strategy(plan.strategy)
+    if after is None or declared is None or declared.migration:
+        return None
+    for s in registry.strategies():
+        if not s.migration or s.owner != plan.target.provider:
+            continue
+        try:
+            registry.load(s.plan)(after, PlanOptions(strategy=s.name), utc_now())
+        except CidrxError:
+            continue  # nothing to migrate
+        return f"cidrx expand {plan.target.flags()} --strategy {s.name} --plan --out migrate.json"
+    return None
 
 
 def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> None:
@@ -152,6 +173,7 @@ class ApplySession:
         self.progress = progress
         self.kube: KubeApi | None = None
         self._unavailable: KubeUnavailable | None = None
+        self.after: Snapshot | None = None  # the snapshot verify took after the steps
 
     def __enter__(self) -> ApplySession:
         from cidrx.kube.api import KubeApi
@@ -260,6 +282,7 @@ class ApplySession:
         from cidrx.engine.verify import compare, verification_doc
 
         after = self.fresh_snapshot()
+        self.after = after
         result = compare(self.plan, plan_diagnosis(self.plan, before), plan_diagnosis(self.plan, after))
         Journal.open(self.plan_path, self.plan).record(VERIFY_STEP, "verified", verification_doc(result))
         return result
@@ -293,4 +316,5 @@ class ApplySession:
                     verification = self.verify(snapshot)
             except CidrxError as exc:  # the apply itself is done; say why its result could not be checked
                 unverified = exc.message
-        return Applied(outcomes, verification, unverified)
+        follow_up = follow_up_of(self.plan, self.after) if verification is not None else None
+        return Applied(outcomes, verification, unverified, follow_up)

@@ -51,7 +51,7 @@ _GCP_PERMISSION = re.compile(r"^[a-z]+(\.[A-Za-z]+){2,}$")
 _AZURE_ACTION = re.compile(r"^Microsoft\.[A-Za-z]+(/[A-Za-z]+)+/(read|write|delete|action)$")
 _NOTATIONS = {"aws": _AWS_ACTION, "gcp": _GCP_PERMISSION, "azure": _AZURE_ACTION}
 _KUBE = re.compile(
-    r"^kubernetes:\s*(?P<res>[a-z0-9.-]+)\s+(?P<verbs>[a-z]+(,[a-z]+)*)(\s+in\s+(?P<ns>[a-z0-9-]+))?"
+    r"^kubernetes:\s*(?P<res>[a-z0-9-]+(/[a-z]+)?(\.[a-z0-9.-]+)?)\s+(?P<verbs>[a-z]+(,[a-z]+)*)(\s+in\s+(?P<ns>[a-z0-9-]+))?"
     r"(\s+named\s+(?P<names>[a-z0-9.-]+(,[a-z0-9.-]+)*))?$"
 )
 
@@ -102,10 +102,12 @@ def parse_kube(text: str) -> KubeGrant:
     if m is None:
         raise PermissionNotation(f"cannot read Kubernetes permission {text!r}")
     res = m["res"]
+    # A subresource is named after its resource (`pods/eviction`): RBAC grants it as one resource name.
+    base = res.split(".", 1)[0].split("/", 1)[0]
     if "." in res:
         plural, group = res.split(".", 1)
-    elif res in UNGROUPED:
-        plural, group = res, UNGROUPED[res]
+    elif base in UNGROUPED:
+        plural, group = res, UNGROUPED[base]
     else:
         raise PermissionNotation(f"Kubernetes permission {text!r}: name the API group of {res!r}")
     names = tuple(m["names"].split(",")) if m["names"] else ()

@@ -99,6 +99,9 @@ def make_plan(snapshot: Snapshot, opts: PlanOptions) -> Plan:
     if not name:
         what = spec.help.removeprefix("Target a ").removeprefix("Target an ").rstrip(".")
         raise InvalidInput(f"{what}s ({spec.flag}) have no expand strategy of their own", hint=in_cluster_hint(spec))
+    declared = registry.strategy(name)
+    if declared is not None and declared.migration:
+        return _run_plan(name, snapshot, opts)  # it moves workloads onto the applied plans' space
     roomy = applied_with_room(spec, snapshot)
     if roomy and not opts.force:
         a = roomy[0]

@@ -310,6 +310,8 @@ def apply(
         click.echo(codec.dumps(apply_doc(plan, rows, doc, unverified)), nl=False)
         return 0
     click.echo(render_results(rows, plan.notes, stdout_term(), verification, unverified), nl=False)
+    if applied.follow_up:
+        click.echo(f"cidrx: nodes are left in full space; plan their migration next: {applied.follow_up}", err=True)
     return 0
 
 

@@ -581,6 +581,40 @@ class KubeApi:
         except NotFound:
             return False
 
+    def cordon(self, node: str, unschedulable: bool = True) -> JSON:
+        """Mark a node unschedulable (or schedulable again) as `kubectl cordon`/`uncordon` do: spec.unschedulable."""
+        return self.json_patch(
+            "", "v1", "nodes", node, [{"op": "add", "path": "/spec/unschedulable", "value": unschedulable}]
+        )
+
+    def pods_on(self, node: str) -> list[JSON]:
+        """The pods bound to `node` (every phase)."""
+        return list(self.iter_pods(f"spec.nodeName={node}"))
+
+    def evict(self, namespace: str, name: str) -> str | None:
+        """Ask the API server to evict one pod: a policy/v1 Eviction POSTed to the pod's eviction subresource,
+        admitted only if the pod's PodDisruptionBudget allows (never a plain delete). None: the pod is going or
+        already gone. Otherwise the server's reason it refused now (429: the budget allows no disruption, or
+        the server is throttling): the caller tries again later, within its own deadline. Not retried here."""
+        from lightkube import ApiError
+        from lightkube.models.meta_v1 import ObjectMeta
+        from lightkube.resources.core_v1 import Pod
+
+        body = Pod.Eviction(metadata=ObjectMeta(name=name, namespace=namespace))
+        try:
+            with self._guard(_Call("create", "", "pods/eviction", namespace, name)):
+                try:
+                    self._client.create(body, name=name, namespace=namespace)
+                except ApiError as exc:
+                    if exc.response.status_code != 429:
+                        raise
+                    causes = (exc.status.details.causes or []) if exc.status.details else []
+                    said = "; ".join(c.message for c in causes if c.message) or exc.status.message or "HTTP 429"
+                    return one_line(said)
+        except NotFound:
+            return None
+        return None
+
     def pods_in(self, cidr: str) -> list[str]:
         """namespace/name of the pods (not host-network, not finished) whose address lies in `cidr`: what makes
         a range or pool "in use" for `cidrx rollback`."""

@@ -46,3 +46,24 @@ def test_expand_refuses_while_an_applied_plan_has_room_and_force_records_why(
         assert made.exit_code == 0, made.output
         notes = json.loads(forced.read_text())["notes"]
         assert any(n.startswith("Planned with --force") and plan_id in n for n in notes), notes
+
+
+def test_gke_node_pool_plan_is_recognised_by_its_pool_label(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GKE: the node pool a node-pool plan created carries its plan label; while that pool's pod range has room,
+    `expand --plan` exits 2 naming the plan (ProviderSpec.applied_plans), and --force plans anyway."""
+    with case_for("node-pool").estate(tmp_path, monkeypatch) as live:
+        first = tmp_path / "first.json"
+        made = run("expand", *live.target, "--strategy", "node-pool", "--plan", "--out", str(first))
+        assert made.exit_code == 0, made.output
+        plan_id = json.loads(first.read_text())["digest"][:16]
+        applied = run("expand", "--apply", str(first), "--yes", *live.access)
+        assert applied.exit_code == 0, applied.output
+        live.settle()
+        again = run("expand", *live.target, "--plan", "--out", str(tmp_path / "second.json"))
+        assert again.exit_code == 2, again.output
+        assert f"plan {plan_id} was applied to" in again.output and "node pool" in again.output, again.output
+        assert not (tmp_path / "second.json").exists()
+        forced = run(
+            "expand", *live.target, "--strategy", "node-pool", "--plan", "--force", "--out", str(tmp_path / "f.json")
+        )
+        assert forced.exit_code == 0, forced.output

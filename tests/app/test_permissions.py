@@ -34,7 +34,7 @@ from cidrx.cli import cli
 from cidrx.kube.api import KubeApi
 from cidrx.kube.collect import collect_with
 from cidrx.model.plan import Plan
-from cidrx.model.snapshot import load_snapshot
+from cidrx.model.snapshot import Snapshot, load_snapshot
 from cidrx.providers.gke.api import SUBNET_ADDRESS_READS
 from tests.support.cases import aks as aks_cases
 from tests.support.cases import eks as eks_cases
@@ -153,6 +153,7 @@ def test_steps_table_holds_the_plan_kinds_that_run_on_the_provider() -> None:
             "subnet-discovery",
             "control-plane-subnets",
             "karpenter-subnets",
+            "eks-migrate",
             *ipam,
         },
         "gke": {"node-pool", "cluster-range", "subnet-expand", *ipam},
@@ -244,6 +245,21 @@ def test_regenerating_the_page_rewrites_only_the_blocks() -> None:
 # -- coverage: every step of every plan kind -------------------------------------------------------------
 
 
+def _expanded(snapshot: Snapshot) -> Snapshot:
+    """`snapshot` after an expansion was applied: a pod subnet with room carrying a plan's tag."""
+    from dataclasses import replace
+
+    from cidrx.model.plan import DIGEST_TAG
+    from cidrx.providers.eks.model import Subnet
+
+    eks = snapshot.eks
+    new = Subnet(
+        "subnet-0feedfacecafe0001", eks.vpc.vpc_id, "100.64.0.0/21", "ap-southeast-2a", "apse2-az1", 2043, None
+    )
+    tagged = replace(new, tags={DIGEST_TAG: "0123456789abcdef"})
+    return replace(snapshot, eks=replace(eks, subnets=(*eks.subnets, tagged)))
+
+
 def _plans() -> list[Plan]:
     """Every plan kind, made by the real planners from the tests' own estates (not the examples the
     command reads), so a step the command's variants miss fails here."""
@@ -264,6 +280,7 @@ def _plans() -> list[Plan]:
     pooled = eks_cases.ipam_pool(eks_cases.subnet_discovery(enis=1, free=3, tagged=False))
     plans.append(app_plan.make_plan(pooled, PlanOptions(strategy="subnet-discovery", add_nodes=2000)))
     plans.append(app_plan.make_plan(eks_cases.discovery_example(), PlanOptions(strategy="control-plane-subnets")))
+    plans.append(app_plan.make_plan(_expanded(eks_cases.example()), PlanOptions(strategy="eks-migrate")))
     gke = gke_cases.with_ip_masq(gke_cases.with_firewalls(gke_cases.incident()))
     plans += [app_plan.make_plan(gke, PlanOptions(strategy=s)) for s in ("node-pool", "cluster-range")]
     aks = [aks_cases.node_subnet(), aks_cases.pod_subnet(), aks_cases.full_vnet()]
@@ -549,3 +566,18 @@ def test_permissions_output_is_table_or_json_and_text_still_works() -> None:
     assert "name: cidrx-gke-apply" in table.stdout
     helped = CliRunner().invoke(cli, ["permissions", "--help"]).stdout
     assert "[table|json]" in helped and "text|" not in helped
+
+
+def test_a_subresource_grant_reads_as_its_own_rbac_resource() -> None:
+    """A migration evicts pods through their eviction subresource: `kubernetes: pods/eviction create` is RBAC's
+    resource `pods/eviction` in the core group, allowed apart from `pods`."""
+    from cidrx.app.permissions import allows, parse_kube, rbac_rules
+
+    grant = parse_kube("kubernetes: pods/eviction create")
+    assert (grant.group, grant.resource, grant.verbs) == ("", "pods/eviction", ("create",))
+    assert grant.notation() == "kubernetes: pods/eviction create"
+    scaled = parse_kube("kubernetes: deployments/scale.apps get,update")
+    assert (scaled.group, scaled.resource) == ("apps", "deployments/scale")
+    rules = rbac_rules([grant, parse_kube("kubernetes: poddisruptionbudgets.policy list")])
+    assert allows(rules, "create", "", "pods/eviction") and not allows(rules, "delete", "", "pods")
+    assert allows(rules, "list", "policy", "poddisruptionbudgets")

@@ -118,6 +118,8 @@ def test_diagnose_json_is_diagnosis_v1() -> None:
         "project": None,
         "location": None,
         "context": None,
+        "subscription": None,
+        "resource_group": None,
     }
     assert doc["snapshot_fingerprint"] == example().fingerprint
     full = {c["cidr"] for c in doc["capacity"] if c["kind"] == "subnet" and c["free"] == 0}

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cidrx import registry
@@ -115,7 +115,7 @@ JSON = st.recursive(
 )
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])  # a shared, busy machine
 @given(st.dictionaries(st.text(min_size=1, max_size=6), JSON, min_size=1, max_size=5), st.data())
 def test_the_comparison_finds_every_perturbation(basis: dict[str, Any], data: st.DataObject) -> None:
     assert basis_problems(basis, dict(basis)) == ([], [])

@@ -258,19 +258,20 @@ def test_rollback(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 # --- permissions ----------------------------------------------------------------------------------------------
 
 KUBE = re.compile(
-    r"^kubernetes:\s*(?P<res>[a-z0-9.-]+)\s+(?P<verbs>[a-z]+(,[a-z]+)*)(\s+in\s+(?P<ns>[a-z0-9-]+))?"
-    r"(\s+named\s+[a-z0-9.-]+(,[a-z0-9.-]+)*)?$"
+    r"^kubernetes:\s*(?P<res>[a-z0-9-]+(/[a-z]+)?(\.[a-z0-9.-]+)?)\s+(?P<verbs>[a-z]+(,[a-z]+)*)"
+    r"(\s+in\s+(?P<ns>[a-z0-9-]+))?(\s+named\s+[a-z0-9.-]+(,[a-z0-9.-]+)*)?$"
 )
 # Plurals the step notation writes without their API group (the core and apps groups).
 UNGROUPED = {"pods": "", "nodes": "", "events": "", "configmaps": "", "namespaces": "", "daemonsets": "apps"}
 
 
 def kube_grant(permission: str) -> tuple[str, str, list[str]]:
-    """(API group, resource, verbs) of "kubernetes: <plural>[.<group>] <verbs> [in <namespace>] [named <names>]"."""
+    """(API group, resource, verbs) of "kubernetes: <plural>[/<subresource>][.<group>] <verbs> [in <namespace>]
+    [named <names>]"."""
     m = KUBE.match(permission.strip())
     assert m is not None, f"cannot read {permission!r}"
     plural, _, group = m["res"].partition(".")
-    return (group or UNGROUPED[plural]), plural, m["verbs"].split(",")
+    return (group or UNGROUPED[plural.split("/")[0]]), plural, m["verbs"].split(",")
 
 
 def role_allows(rules: list[dict[str, Any]], verb: str, group: str, resource: str) -> bool:

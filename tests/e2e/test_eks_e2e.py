@@ -167,14 +167,13 @@ def assert_diagnosis_v1(doc: Mapping[str, Any]) -> None:
         "project": None,
         "location": None,
         "context": None,
+        "subscription": None,
+        "resource_group": None,
     }
     assert isinstance(doc["snapshot_fingerprint"], str) and len(doc["snapshot_fingerprint"]) == 64
     for c in doc["capacity"]:
-        assert set(c) == {"kind", "name", "cidr", "size", "used", "free", "utilization", "max_nodes", "nodes"} | {
-            "zone",
-            "note",
-            "extra",
-        }
+        figures = {"kind", "name", "cidr", "size", "used", "free", "utilization", "max_nodes", "nodes", "nodes_fit"}
+        assert set(c) == figures | {"zone", "note", "extra", "unit"}
         assert all(isinstance(c[k], int) and c[k] >= 0 for k in ("size", "used", "free"))
         assert 0.0 <= c["utilization"] <= 1.0
         if c["kind"] == "subnet":

@@ -46,6 +46,7 @@ STRATEGIES = (
         "cidrx.ipam.cilium.strategies.pool:ACTIONS",
         plan="cidrx.ipam.cilium.strategies.pool:make_plan",
         drift="cidrx.ipam.cilium.strategies.pool:check_drift",
+        basis="cidrx.ipam.cilium.strategies.pool:read_basis",
         options=frozenset({"cidr", "add_nodes", "pool_name"}),
         pool_name=POOL_NAME,
     ),

@@ -100,6 +100,7 @@ STRATEGIES = (
         "cidrx.providers.eks.strategies.control_plane_subnets:ACTIONS",
         plan="cidrx.providers.eks.strategies.control_plane_subnets:make_plan",
         drift="cidrx.providers.eks.strategies.control_plane_subnets:check_drift",
+        basis="cidrx.providers.eks.strategies.control_plane_subnets:read_basis",
         options=frozenset(),
     ),
     Strategy(
@@ -109,6 +110,19 @@ STRATEGIES = (
         "cidrx.providers.eks.strategies.karpenter_subnets:ACTIONS",
         plan="cidrx.providers.eks.strategies.karpenter_subnets:make_plan",
         drift="cidrx.providers.eks.strategies.karpenter_subnets:check_drift",
+        basis="cidrx.providers.eks.strategies.karpenter_subnets:read_basis",
         options=frozenset(),
+    ),
+    Strategy(
+        "eks-migrate",
+        "eks",
+        "after an applied expansion: cordon the nodes in full subnets, evict their pods (Eviction API, "
+        "PodDisruptionBudgets honoured), scale their old managed node groups to 0",
+        "cidrx.providers.eks.strategies.migrate:ACTIONS",
+        plan="cidrx.providers.eks.strategies.migrate:make_plan",
+        drift="cidrx.providers.eks.strategies.migrate:check_drift",
+        basis="cidrx.providers.eks.strategies.migrate:read_basis",
+        options=frozenset(),
+        migration=True,
     ),
 )

@@ -776,6 +776,17 @@ class EksApi:
         with _aws("eks:CreateNodegroup", subject):
             return dict(self._call(self._eks.create_nodegroup, write=True, **kwargs)["nodegroup"])
 
+    def update_nodegroup_scaling(self, cluster: str, name: str, scaling: Json) -> None:
+        """UpdateNodegroupConfig with a new scalingConfig (minSize, maxSize, desiredSize)."""
+        with _aws("eks:UpdateNodegroupConfig", f"node group {name!r} of {self._cluster_subject(cluster)}"):
+            self._call(
+                self._eks.update_nodegroup_config,
+                write=True,
+                clusterName=cluster,
+                nodegroupName=name,
+                scalingConfig=dict(scaling),
+            )
+
     # -- writes of `cidrx rollback` (cidrx.providers.eks.actions) ----------------------------------------------
 
     def delete_nodegroup(self, cluster: str, name: str) -> None:

@@ -35,6 +35,7 @@ SPEC = ProviderSpec(
     node_pool_labels=("cloud.google.com/gke-nodepool",),
     pod_pool_labels=("cloud.google.com/gke-nodepool",),
     kube_collect="cidrx.providers.gke.collect.cluster:READS",
+    applied_plans="cidrx.providers.gke.facts.applied:applied_plans",
     # collect.cluster: Dataplane V2's EgressNATPolicies, when their group is served.
     kube_reads=("kubernetes: egressnatpolicies.networking.gke.io list",),
 )
@@ -68,6 +69,7 @@ STRATEGIES = (
         "cidrx.providers.gke.strategies.subnet_expand:ACTIONS",
         plan="cidrx.providers.gke.strategies.subnet_expand:make_plan",
         drift="cidrx.providers.gke.strategies.subnet_expand:check_drift",
+        basis="cidrx.providers.gke.strategies.subnet_expand:read_basis",
         options=frozenset({"add_nodes"}),
     ),
 )

@@ -50,7 +50,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
-from tests.support.fakes import crd_schemas
+from tests.support.fakes import crd_schemas, disruption
 from tests.support.fakes.crd_schemas import structural
 from tests.support.fakes.crd_schemas.structural import Schema
 from tests.support.fakes.loopback import Fault, LoopbackServer
@@ -188,6 +188,16 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, short_names=("sa",)),
     ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, short_names=("ds",), status_subresource=True),
     ResourceType("apps", "v1", "deployments", "Deployment", True, short_names=("deploy",), status_subresource=True),
+    # Budgets a migration's evictions honour; their status is computed on read (tests/support/fakes/disruption.py).
+    ResourceType(
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+        "PodDisruptionBudget",
+        True,
+        short_names=("pdb",),
+        status_subresource=True,
+    ),
     # The lock `expand --apply`, `reclaim --apply` and `rollback` hold while they run (cidrx.engine.lock).
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
     ResourceType(
@@ -787,6 +797,7 @@ class FakeKubeServer(LoopbackServer):
         self.request_log: Records = []
         self.on_request: Callable[[RequestRecord], None] | None = None
         self.errors: list[Exception] = []  # unexpected exceptions while serving (fake or hook bugs)
+        self.evicted: list[ObjKey] = []  # (namespace, name) of each pod the eviction subresource deleted
         # Schemas every write of a custom resource is checked against (see tests/support/fakes/crd_schemas).
         self.write_schemas: dict[TypeKey, Schema] = dict(crd_schemas.SCHEMAS)
         for rtype in BUILTIN_TYPES:
@@ -1161,6 +1172,14 @@ class FakeKubeServer(LoopbackServer):
         if query.get("watch") in ("true", "1"):
             raise ApiFailure(405, "watch is not supported by the fake Kubernetes API server")
         dry_run = bool(query.get("dryRun"))
+        if target.subresource == "eviction":
+            if method != "POST":
+                raise ApiFailure(405, f"{method} is not allowed on the eviction subresource")
+            return 201, self._evict(target, _parse_body(body), dry_run)
+        if method == "GET" and target.rtype.plural == "poddisruptionbudgets" and target.rtype.group == "policy":
+            return 200, self._with_budget_status(
+                self._get(target) if target.name else self._list_response(target, query)
+            )
         if target.name is None:
             if method == "GET":
                 return 200, self._list_response(target, query)
@@ -1203,7 +1222,9 @@ class FakeKubeServer(LoopbackServer):
             raise ApiFailure(404, "the server could not find the requested resource")
         name = rest[1] if len(rest) >= 2 else None
         sub = rest[2] if len(rest) == 3 else None
-        if sub is not None and (sub != "status" or not rtype.status_subresource):
+        if sub == "eviction" and rtype.key == ("", "v1", "pods") and name is not None:
+            pass
+        elif sub is not None and (sub != "status" or not rtype.status_subresource):
             raise ApiFailure(404, f"the fake does not serve the {sub!r} subresource")
         if name is not None and rtype.namespaced != (namespace is not None):
             raise ApiFailure(404, "the server could not find the requested resource")
@@ -1351,6 +1372,66 @@ class FakeKubeServer(LoopbackServer):
             if not dry_run:
                 self._save(rtype, key, new)
         return new
+
+    def _pods_and_budgets(self, namespace: str) -> tuple[list[JSON], list[JSON]]:
+        pods = [o for (ns, _), o in self._store[("", "v1", "pods")].items() if ns == namespace]
+        pdbs = [
+            o for (ns, _), o in self._store.get(("policy", "v1", "poddisruptionbudgets"), {}).items() if ns == namespace
+        ]
+        return pods, pdbs
+
+    def _with_budget_status(self, payload: JSON) -> JSON:
+        """A budget (or list of them) with the status the disruption controller would give it now."""
+        with self._lock:
+            items = payload.get("items", [payload])
+            out = []
+            for pdb in items:
+                pods, _ = self._pods_and_budgets(pdb["metadata"].get("namespace", ""))
+                out.append({**pdb, "status": disruption.budget_status(pdb, pods)})
+        return {**payload, "items": out} if "items" in payload else out[0]
+
+    def _evict(self, target: Target, body: JSON, dry_run: bool) -> JSON:
+        """POST pods/{name}/eviction (policy/v1 Eviction): tests/support/fakes/disruption.py says how."""
+        name, namespace = target.name, target.namespace or ""
+        assert name is not None
+        if body.get("kind") != "Eviction" or body.get("apiVersion") not in ("policy/v1", "policy/v1beta1"):
+            raise ApiFailure(400, "the body of an eviction must be a policy/v1 Eviction")
+        if (body.get("metadata") or {}).get("name") not in (None, name):
+            raise ApiFailure(400, "the name in the Eviction does not match the pod's")
+        key = (namespace, name)
+        with self._lock:
+            pod = self._store[target.rtype.key].get(key)
+            if pod is None:
+                raise not_found(target.rtype, name)
+            pods, pdbs = self._pods_and_budgets(namespace)
+            if (pod.get("status") or {}).get("phase") not in disruption.FINISHED:
+                budgets = disruption.budgets_of(pod, pdbs)
+                if len(budgets) > 1:
+                    raise ApiFailure(
+                        500, f"pod {name} is selected by more than one PodDisruptionBudget; eviction is refused"
+                    )
+                if budgets:
+                    status = disruption.budget_status(budgets[0], pods)
+                    if status["disruptionsAllowed"] < 1:
+                        budget = budgets[0]["metadata"]["name"]
+                        raise ApiFailure(
+                            429,
+                            f"evicting pod {name} would violate PodDisruptionBudget {budget}",
+                            reason="TooManyRequests",
+                            details={
+                                "causes": [
+                                    {
+                                        "reason": "DisruptionBudget",
+                                        "message": f"budget {budget} wants {status['desiredHealthy']} healthy pod(s), "
+                                        f"{status['currentHealthy']} are",
+                                    }
+                                ]
+                            },
+                        )
+            if not dry_run:
+                self.evicted.append(key)
+                self._remove(target.rtype, key)
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
     def _delete(self, target: Target, options: JSON, dry_run: bool) -> JSON:
         rtype, name = target.rtype, target.name

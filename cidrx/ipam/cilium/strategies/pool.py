@@ -16,6 +16,7 @@ import json
 import math
 from collections.abc import Collection
 from ipaddress import IPv4Network
+from typing import Any
 
 from cidrx import netmath
 from cidrx.errors import InvalidInput, StalePlan
@@ -236,3 +237,28 @@ def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> 
     if problems:
         done = "Nothing more was applied" if begun else "Nothing was applied"
         raise StalePlan(f"the plan is stale: {'; '.join(problems)}. {done}; make a new plan")
+
+
+def read_basis(plan: Plan, snapshot: Snapshot) -> dict[str, Any]:
+    """The basis as the cluster shows it now (cidrx.engine.basis compares it key by key). The range is read
+    from the plan's step; the range already in the list (or pool) as its last entry is this plan's own
+    progress."""
+    section = current_section(plan, snapshot)
+    step = next((s for s in plan.steps if s.action in (APPEND_CLUSTER_POOL_CIDR.name, ADD_POOL_CIDR.name)), None)
+    cidr = str(step.params.get("cidr", "")) if step else ""
+
+    def without_ours(cidrs: list[str]) -> list[str]:
+        return cidrs[:-1] if cidrs and cidrs[-1] == cidr else cidrs
+
+    current: dict[str, Any] = {"mode": section.config.mode, "cidr": cidr}
+    if step is not None and step.action == APPEND_CLUSTER_POOL_CIDR.name:
+        current["cluster_pool"] = without_ours(list(section.config.cluster_pool))
+        current["mask_size"] = section.config.mask_size
+        current["operator"] = section.operator
+    elif step is not None:
+        name = str(step.params.get("pool", ""))
+        pool = section.pool(name)
+        current["pool"] = name if pool is not None else None
+        current["pool_cidrs"] = without_ours(list(pool.cidrs)) if pool is not None else None
+        current["mask_size"] = pool.mask_size if pool is not None else None
+    return current

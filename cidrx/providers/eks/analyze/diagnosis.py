@@ -165,6 +165,13 @@ def _relieved(
     return out
 
 
+def uses_now(eks: EksSection, kube: KubeSection, cni: CniConfig) -> list[SubnetUse]:
+    """The cluster's subnets as diagnose weighs them: with subnet discovery, a node subnet whose zone has tagged
+    subnets with room needs only the node's own address (what the migration planner reads too)."""
+    disc = discovery.discovery_state(eks, kube, cni)
+    return _relieved(subnet_uses(eks, kube, cni), discovery.by_zone(eks, kube, disc, node_subnet_ids(eks)), disc)
+
+
 def _subnet_findings(uses: list[SubnetUse], cni: CniConfig) -> list[Finding]:
     findings: list[Finding] = []
     by_az: dict[str, list[SubnetUse]] = defaultdict(list)
@@ -233,8 +240,8 @@ def _migration_findings(snapshot: Snapshot, uses: list[SubnetUse], findings: lis
     kube = snapshot.kube
     stuck = [n for n in kube.nodes if n.internal_ip and any(ip_address(n.internal_ip) in net for net in nets)]
     pods = sum(kube.pods_per_node.get(n.name, 0) for n in stuck)
-    if not roomy or not stuck:
-        return []
+    if not roomy or not stuck or pods == 0:
+        return []  # nothing left to move: empty nodes wait only for their group's scale-down
     names = ", ".join(n.name for n in stuck[:5]) + (" …" if len(stuck) > 5 else "")
     return [
         EKS_PLAN_MIGRATION_PENDING.finding(
@@ -249,6 +256,38 @@ def _migration_findings(snapshot: Snapshot, uses: list[SubnetUse], findings: lis
         )
         for a in roomy
     ]
+
+
+def _left_behind(snapshot: Snapshot, uses: list[SubnetUse], cni: CniConfig, findings: list[Finding]) -> list[Finding]:
+    """Once an applied plan's space takes the new nodes, a full subnet that holds none of the cluster's nodes is
+    no incident of the cluster's (info): nothing of it is left there to grow. A subnet pods of other nodes use
+    (an ENIConfig's, with custom networking) keeps its severity: its pods' addresses are not in the snapshot."""
+    from ipaddress import ip_address, ip_network
+
+    from cidrx.providers.eks.facts.applied import applied_plans
+
+    roomy = [a for a in applied_plans(snapshot) if a.free > 0]
+    if not roomy or not snapshot.kube.available:
+        return findings
+    a = roomy[0]
+    nets = {
+        subnet_label(u.subnet): ip_network(u.subnet.cidr)
+        for u in uses
+        if "pods" not in u.roles or not cni.custom_networking
+    }
+    ips = [ip_address(n.internal_ip) for n in snapshot.kube.nodes if n.internal_ip]
+    out = []
+    for f in findings:
+        net = nets.get(f.subject)
+        if f.id in (EKS_SUBNET_EXHAUSTED.id, EKS_SUBNET_NEARLY_EXHAUSTED.id) and net and not any(i in net for i in ips):
+            f = replace(
+                f,
+                severity=Severity.INFO,
+                summary=f"{f.summary}; none of the cluster's nodes are left in it",
+                remediation=f"Nothing to move: new nodes take addresses from plan {a.plan_id}'s {a.space}.",
+            )
+        out.append(f)
+    return out
 
 
 def _need_text(u: SubnetUse, cni: CniConfig) -> str:
@@ -661,6 +700,7 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     capacity += discovery_capacity(zones, free_28, disc, cni.prefix_delegation)
     capacity += [unallocated_capacity(m) for m in address_maps(snapshot)]
     pending = _migration_findings(snapshot, uses, findings)
+    findings = _left_behind(snapshot, uses, cni, findings)
     if pending:
         # The space is there already: the exhausted subnets' fix is the migration, not another expansion.
         migrate = "Move the workloads onto the new space (finding " + EKS_PLAN_MIGRATION_PENDING.id + ")."

@@ -118,4 +118,27 @@ def _drift(plan: Plan, eks: EksSection, snapshot: Snapshot) -> list[str]:
     return problems
 
 
+def read_basis(plan: Plan, snapshot: Snapshot) -> dict[str, Any]:
+    """The basis as the estate shows it now (cidrx.engine.basis compares it key by key). The subnets to add
+    and the list they join are read from the plan's step; the cluster's list already being the planned one
+    is this plan's own progress."""
+    eks = eks_section(snapshot)
+    step = next((s for s in plan.steps if s.id == STEP_ID), None)
+    before = [str(x) for x in (step.params.get("previous") or ())] if step else []
+    planned = [str(x) for x in (step.params.get("subnet_ids") or ())] if step else []
+    now = list(eks.cluster.subnet_ids)
+    subnets = {s.subnet_id: s for s in eks.subnets}
+    added: dict[str, Any] = {}
+    for sid in planned:
+        if sid in before:
+            continue
+        s = subnets.get(sid)
+        added[sid] = {"az": s.az, "cidr": s.cidr} if s is not None else None
+    return {
+        "vpc_id": eks.vpc.vpc_id,
+        "cluster_subnets": before if set(now) == set(planned) else now,
+        "added": added,
+    }
+
+
 ACTIONS = (UPDATE_CLUSTER_SUBNETS,)

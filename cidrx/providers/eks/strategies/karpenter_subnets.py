@@ -122,4 +122,37 @@ def _drift(plan: Plan, eks: EksSection, snapshot: Snapshot) -> list[str]:
     return problems
 
 
+def read_basis(plan: Plan, snapshot: Snapshot) -> dict[str, Any]:
+    """The basis as the estate shows it now (cidrx.engine.basis compares it key by key): each node class the
+    plan names (in its steps or its basis) with its terms and resolved subnets, and each subnet it keeps or
+    leaves out with its CIDR and zone. A node class that already carries the plan's terms is this plan's own
+    progress: its earlier terms can no longer be read and stand as the plan recorded them."""
+    eks = eks_section(snapshot)
+    have = {c.name: c for c in provisioners(eks).classes(EC2_NODE_CLASS)}
+    planned = {
+        str(s.params["name"]): list(s.params["subnet_ids"])
+        for s in plan.steps
+        if s.action == UPDATE_EC2_NODE_CLASS.name
+    }
+    was = plan.basis.get("ec2nodeclasses") or {}
+    classes: dict[str, Any] = {}
+    for name in [*planned, *(n for n in was if n not in planned)]:
+        c = have.get(name)
+        if c is None:
+            classes[name] = None
+            continue
+        terms = _terms(c.subnet_terms)
+        if name in planned and name in was and terms == [{"id": i} for i in planned[name]]:
+            classes[name] = was[name]
+        else:
+            classes[name] = {"subnet_terms": terms, "subnets": list(c.subnets)}
+    by_id = {s.subnet_id: s for s in eks.subnets}
+    wanted = [*(sid for keep in planned.values() for sid in keep), *(plan.basis.get("subnets") or {})]
+    subnets: dict[str, Any] = {}
+    for sid in wanted:
+        s = by_id.get(sid)
+        subnets[sid] = {"cidr": s.cidr, "az": s.az} if s is not None else None
+    return {"vpc_id": eks.vpc.vpc_id, "ec2nodeclasses": classes, "subnets": subnets}
+
+
 ACTIONS = (UPDATE_EC2_NODE_CLASS,)

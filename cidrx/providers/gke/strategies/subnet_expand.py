@@ -200,3 +200,33 @@ def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> 
             problems.append(f"{planned} now overlaps {net} ({where})")
     problems += firewall_drift(b.get("firewalls") or {}, gke, str(planned))
     refuse_stale(problems)
+
+
+def read_basis(plan: Plan, snapshot: Snapshot) -> dict[str, Any]:
+    """The basis as the estate shows it now (cidrx.engine.basis compares it key by key). The planned range
+    is read from the plan's step; the primary range already being it is this plan's own progress, as is the
+    planned range in the firewall rules the plan widens."""
+    gke = gke_section(snapshot)
+    step = next((s for s in plan.steps if s.action == EXPAND_SUBNET_RANGE.name), None)
+    cidr = str(step.params.get("cidr", "")) if step else ""
+    was = str(step.params.get("from_cidr", "")) if step else ""
+    subnet = gke.subnet
+    current: dict[str, Any] = {
+        "network": gke.cluster.network,
+        "subnet_region": short_region(subnet.region),
+        "subnet": subnet.name,
+        "ip_cidr_range": was if subnet.ip_cidr_range == cidr and cidr else subnet.ip_cidr_range,
+        "cidr": cidr,
+    }
+    if gke.shared_vpc:
+        current["network_project"] = gke.host_project
+    widened = [str(s.params.get("firewall")) for s in plan.steps if s.action == ADD_FIREWALL_RANGE.name]
+    if widened:
+        rules = {r.name: r for r in gke.firewalls or ()}
+        # Unread firewalls (None) cannot show the rules the plan widens: that is drift, not a pass.
+        current["firewalls"] = (
+            None
+            if gke.firewalls is None
+            else {name: [r for r in rules[name].ranges if r != cidr] for name in widened if name in rules}
+        )
+    return current

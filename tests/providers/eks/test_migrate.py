@@ -1,0 +1,144 @@
+"""The life of an EKS incident through the migration, on the incident in moto and the fake API server: a
+custom-networking expansion applied leaves the old group's nodes in the full subnets (diagnose: migration
+pending); `expand --plan --strategy eks-migrate` is planned although the applied plan's space has room, and
+its apply cordons those nodes, evicts their pods through the Eviction API and scales the old node group to 0.
+A PodDisruptionBudget that never allows stops the apply naming it, with nothing deleted; rollback uncordons
+the nodes and scales the group back to the size the journal recorded."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cidrx.model import codec
+from cidrx.model.plan import Plan, save_plan, seal
+from tests.support.cases import case_for
+from tests.support.cases.eks_migrate import after_expansion
+from tests.support.cases.live import EksLive
+from tests.support.cli import run
+
+pytestmark = pytest.mark.usefixtures("shared_botocore")
+
+PENDING = "EKS-PLAN-MIGRATION-PENDING"
+NODEGROUP = "managed-ng"
+
+
+def findings(live: EksLive) -> tuple[int, list[dict[str, Any]]]:
+    result = run("diagnose", *live.target, "-o", "json")
+    return result.exit_code, json.loads(result.stdout)["findings"]
+
+
+def scaling(live: EksLive) -> dict[str, int]:
+    assert live.estate is not None
+    ng = live.estate.eks.describe_nodegroup(clusterName="demo", nodegroupName=NODEGROUP)["nodegroup"]
+    return {k: int(v) for k, v in ng["scalingConfig"].items()}
+
+
+def cordoned(live: EksLive) -> dict[str, bool]:
+    assert live.kube is not None
+    return {
+        n["metadata"]["name"]: bool(n.get("spec", {}).get("unschedulable")) for n in live.kube.list("", "v1", "nodes")
+    }
+
+
+def migrate_plan(live: EksLive, path: Path) -> dict[str, Any]:
+    made = run("expand", *live.target, "--strategy", "eks-migrate", "--plan", "--out", str(path))
+    assert made.exit_code == 0, made.output
+    doc: dict[str, Any] = json.loads(path.read_text())
+    return doc
+
+
+def test_expansion_then_migration_leaves_no_migration_pending(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with after_expansion(tmp_path, monkeypatch) as live:
+        assert isinstance(live, EksLive) and live.kube is not None
+        code, before = findings(live)
+        assert code == 3 and [f["id"] for f in before].count(PENDING) == 1
+        was = scaling(live)
+        plan = migrate_plan(live, tmp_path / "migrate.json")
+        actions = [s["action"] for s in plan["steps"]]
+        assert actions.count("eks.cordon-node") == 2 and actions.count("eks.scale-nodegroup") == 1
+        assert plan["basis"]["nodegroups"] == {NODEGROUP: was}
+        applied = run("expand", "--apply", str(tmp_path / "migrate.json"), "--yes", *live.access)
+        assert applied.exit_code == 0, applied.output
+        assert all(cordoned(live).values())
+        assert scaling(live)["desiredSize"] == 0 and scaling(live)["minSize"] == 0
+        assert live.kube.evicted and live.kube.count("DELETE", "pods") == 0  # evicted, never deleted
+        code, emptied = findings(live)
+        assert code == 3 and PENDING not in [f["id"] for f in emptied], emptied  # nothing left to move
+        # The scale-down terminates the old nodes (moto runs no instances for node groups: the Node objects go
+        # as the kubelets deregister).
+        for name in cordoned(live):
+            live.kube.delete("", "v1", "nodes", name)
+        code, after = findings(live)
+        assert PENDING not in [f["id"] for f in after], after
+        full = [f for f in after if f["id"] == "EKS-SUBNET-EXHAUSTED"]
+        assert full and all(f["severity"] == "info" for f in full), full
+        # Still critical, and not the migration's to fix: the control plane's own subnets are the full ones
+        # (`--strategy control-plane-subnets`), and the VPC CNI's old failure events.
+        assert {f["id"] for f in after if f["severity"] == "critical"} <= {
+            "EKS-CONTROL-PLANE-SUBNET-LOW",
+            "EKS-POD-IP-ASSIGN-FAILED",
+        }, after
+
+
+def test_a_budget_that_never_allows_stops_the_apply_and_rollback_takes_the_migration_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with after_expansion(tmp_path, monkeypatch) as live:
+        assert isinstance(live, EksLive) and live.kube is not None
+        was = scaling(live)
+        pods = [p for p in live.kube.list("", "v1", "pods") if p["metadata"]["namespace"] == "default"]
+        labels = pods[0]["metadata"].get("labels") or {"app": "held"}
+        for p in pods:
+            p["metadata"]["labels"] = labels
+            p.setdefault("status", {})["conditions"] = [{"type": "Ready", "status": "True"}]
+            live.kube.put(p)
+        live.kube.put(
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "keep-all", "namespace": "default"},
+                "spec": {"selector": {"matchLabels": labels}, "minAvailable": "100%"},
+            }
+        )
+        path = tmp_path / "migrate.json"
+        migrate_plan(live, path)
+        # A per-node deadline of 0 s: one round of evictions, then the verdict (no test waits for real).
+        plan = codec.loads(path.read_text(), Plan, what="plan")
+        steps = tuple(
+            replace(s, params={**s.params, "timeout_seconds": 0.001}) if s.action == "eks.evict-node-pods" else s
+            for s in plan.steps
+        )
+        save_plan(seal(replace(plan, steps=steps, digest="")), path)
+        stopped = run("expand", "--apply", str(path), "--yes", *live.access)
+        assert stopped.exit_code != 0 and "Traceback" not in stopped.output
+        assert "could not be evicted" in stopped.output and "budgets: default/keep-all" in stopped.output, (
+            stopped.output
+        )
+        assert live.kube.evicted == [] and live.kube.count("DELETE", "pods") == 0
+        assert scaling(live) == was  # the group is not scaled while its nodes still run pods
+        undone = run("rollback", str(path), "--yes", *live.access)
+        assert undone.exit_code == 0, undone.output
+        assert not any(cordoned(live).values()) and scaling(live) == was
+
+
+def test_subnet_discovery_needs_no_migration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With subnet discovery the nodes in the full subnets take pod addresses from the new tagged subnets of their
+    zone: nothing is pending after the expansion, the apply names no follow-up, and the migration has nothing to
+    plan (exit 2, one line)."""
+    with case_for("subnet-discovery").estate(tmp_path, monkeypatch) as live:
+        assert isinstance(live, EksLive)
+        path = tmp_path / "expansion.json"
+        made = run("expand", *live.target, "--strategy", "subnet-discovery", "--plan", "--out", str(path))
+        assert made.exit_code == 0, made.output
+        applied = run("expand", "--apply", str(path), "--yes", *live.access)
+        assert applied.exit_code == 0 and "eks-migrate" not in applied.output, applied.output
+        _, after = findings(live)
+        assert PENDING not in [f["id"] for f in after] and "EKS-SUBNET-EXHAUSTED" not in [f["id"] for f in after]
+        refused = run("expand", *live.target, "--strategy", "eks-migrate", "--plan", "--out", str(tmp_path / "m.json"))
+        assert refused.exit_code == 2 and "nothing to migrate" in refused.output, refused.output
+        assert "Traceback" not in refused.output and not (tmp_path / "m.json").exists()
