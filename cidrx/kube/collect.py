@@ -17,7 +17,7 @@ import importlib
 import ipaddress
 import json
 import socket
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from itertools import chain
 from sys import intern
@@ -106,6 +106,33 @@ class ClusterReads(Protocol):
     ) -> dict[str, Any]:
         """Its kube section fields, from `raw` and the kept labels / annotations per node name."""
         ...
+
+
+@dataclasses.dataclass(frozen=True)
+class CustomResourceReads:
+    """The `ClusterReads` of a provider whose only read of its own is one custom resource, kept as one kube
+    section field: a tuple of records sorted by `key`, or None while the cluster does not serve the group."""
+
+    group: str
+    version: str
+    plural: str
+    field: str
+    record: Callable[[Mapping[str, Any]], Any]
+    key: Callable[[Any], Any]
+
+    def read(self, api: KubeApi, groups: set[str]) -> Iterable[Mapping[str, Any]] | None:
+        return api.iter_custom(self.group, self.version, self.plural) if self.group in groups else None
+
+    def node_keys(self, raw: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        return (), ()
+
+    def fields(
+        self,
+        raw: Iterable[Mapping[str, Any]] | None,
+        labels: dict[str, dict[str, str]],
+        annotations: dict[str, dict[str, str]],
+    ) -> dict[str, Any]:
+        return {} if raw is None else {self.field: tuple(sorted((self.record(o) for o in raw), key=self.key))}
 
 
 # What a record's absent part reads as (all fields at their defaults).

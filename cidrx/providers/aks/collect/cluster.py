@@ -8,12 +8,11 @@ nodes, pods and events the same way for every provider and asks this module for 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from cidrx.kube.api import KubeApi
+from cidrx.kube.collect import CustomResourceReads
 
 GROUP, VERSION, PLURAL = "acn.azure.com", "v1alpha1", "clustersubnetstates"
 
@@ -41,27 +40,6 @@ def state_from(obj: Mapping[str, Any]) -> ClusterSubnetState:
     )
 
 
-class AksClusterReads:
-    """The `cidrx.kube.collect.ClusterReads` of AKS targets."""
-
-    def read(self, api: KubeApi, groups: set[str]) -> Iterable[Mapping[str, Any]] | None:
-        if GROUP not in groups:
-            return None
-        return api.iter_custom(GROUP, VERSION, PLURAL)
-
-    def node_keys(self, raw: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        return (), ()
-
-    def fields(
-        self,
-        raw: Iterable[Mapping[str, Any]] | None,
-        labels: dict[str, dict[str, str]],
-        annotations: dict[str, dict[str, str]],
-    ) -> dict[str, Any]:
-        if raw is None:
-            return {}
-        states = sorted((state_from(o) for o in raw), key=lambda s: (s.namespace, s.name))
-        return {"cluster_subnet_states": tuple(states)}
-
-
-READS = AksClusterReads()
+READS = CustomResourceReads(
+    GROUP, VERSION, PLURAL, "cluster_subnet_states", state_from, key=lambda s: (s.namespace, s.name)
+)

@@ -6,12 +6,11 @@ asks this module (the provider's `kube_collect` and `kube_fields`) for the rest.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from cidrx.kube.api import KubeApi
+from cidrx.kube.collect import CustomResourceReads
 
 # GKE Dataplane V2's egress NAT policy (cluster-scoped; GKE creates one named `default`).
 EGRESS_NAT_GROUP, EGRESS_NAT_VERSION, EGRESS_NAT_PLURAL = "networking.gke.io", "v1", "egressnatpolicies"
@@ -45,26 +44,11 @@ def egress_nat_from(obj: Mapping[str, Any]) -> EgressNatPolicy:
     )
 
 
-class GkeClusterReads:
-    """The `cidrx.kube.collect.ClusterReads` of GKE targets."""
-
-    def read(self, api: KubeApi, groups: set[str]) -> Iterable[Mapping[str, Any]] | None:
-        if EGRESS_NAT_GROUP not in groups:
-            return None
-        return api.iter_custom(EGRESS_NAT_GROUP, EGRESS_NAT_VERSION, EGRESS_NAT_PLURAL)
-
-    def node_keys(self, raw: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        return (), ()
-
-    def fields(
-        self,
-        raw: Iterable[Mapping[str, Any]] | None,
-        labels: dict[str, dict[str, str]],
-        annotations: dict[str, dict[str, str]],
-    ) -> dict[str, Any]:
-        if raw is None:
-            return {}
-        return {"egress_nat_policies": tuple(sorted((egress_nat_from(p) for p in raw), key=lambda p: p.name))}
-
-
-READS = GkeClusterReads()
+READS = CustomResourceReads(
+    EGRESS_NAT_GROUP,
+    EGRESS_NAT_VERSION,
+    EGRESS_NAT_PLURAL,
+    "egress_nat_policies",
+    egress_nat_from,
+    key=lambda p: p.name,
+)
