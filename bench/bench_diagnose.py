@@ -157,12 +157,17 @@ def bench_gcp(sizes: Sizes, repeat: int) -> tuple[list[list[Any]], list[list[Any
             floors.append(run_worker("gcp-floor", {"url": fake.url, "calls": calls}))
             runs.append(run_worker("gcp-cidrx", args, env))
         fake.check()
+    cpu, floor_cpu = median_of(runs, "cpu"), median_of(floors, "cpu")
     rows = pair_rows(
         ("gcp floor: pages + json.loads", "gke: cidrx collect+analyze+json"),
         floors,
         runs,
         len(records),
-        (f"{floors[0]['bytes'] / 1e6:.1f} MB", f"; {warm['subnets']} subnets, {warm['routes']} routes kept"),
+        (
+            f"{floors[0]['bytes'] / 1e6:.1f} MB",
+            f"; {warm['subnets']} subnets, {warm['routes']} routes kept; client CPU {cpu:.2f} s vs floor "
+            f"{floor_cpu:.2f} s ({ratio(cpu, floor_cpu):.2f}×)",
+        ),
     )
     kinds = [[k, n] for k, n in sorted(kinds_c.items())]
     return rows, kinds, problems, {"findings": warm["findings"]}

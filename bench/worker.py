@@ -56,7 +56,8 @@ GCP_MODULES = (
     "cidrx.providers.gke.analyze.analyze",
     "cidrx.providers.gke.provider",
     "cidrx.render.jsonout",
-    "google.cloud.compute_v1",
+    "google.api_core.exceptions",
+    "google.auth.transport.requests",
     "google.cloud.container_v1",
 )
 
@@ -147,12 +148,14 @@ def _gcp_cidrx(project: str, location: str, cluster: str) -> dict[str, Any]:
 
     _preload(GCP_MODULES)
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     section = collect_gke(GkeApi(project, location), cluster)
     collected = time.perf_counter()
     target = Target("gke", cluster, project=project, location=location)
     snap = Snapshot(target=target, taken_at=TAKEN_AT, kube=KubeSection(available=False), gke=section)
-    return {**_diagnosed(snap, start, collected), "subnets": len(section.subnets), "routes": len(section.routes or ())}
+    result = _diagnosed(snap, start, collected)
+    cpu = time.process_time() - cpu
+    return {**result, "cpu": cpu, "subnets": len(section.subnets), "routes": len(section.routes or ())}
 
 
 def _aws_floor(url: str, requests: list[dict[str, Any]]) -> dict[str, Any]:

@@ -143,7 +143,17 @@ def merge_intervals(ranges: Iterable[IPv4Network | Interval]) -> list[Interval]:
             start = int(item.network_address)
             end = start + (1 << (32 - item.prefixlen))
         if start < end:
-            packed.append(start << 33 | end)
+            packed.append(pack_interval(start, end))
+    return merge_packed(packed)
+
+
+def pack_interval(start: int, end: int) -> int:
+    """[start, end) as one int (start above end): sorts as the pair does, in a fraction of its memory."""
+    return start << 33 | end
+
+
+def merge_packed(packed: list[int]) -> list[Interval]:
+    """`merge_intervals` of intervals packed by `pack_interval` (non-empty ones); sorts `packed` in place."""
     packed.sort()
     merged: list[Interval] = []
     low = high = -1

@@ -35,8 +35,12 @@ def snapshot(target: TargetOptions, out: str) -> int:
     files.check_writable(out)
     with reading_status(f"reading {t.label()}"):
         snap = collect_live(target)
-    text = codec.dumps(snap)
-    write_atomically(out, text)
+    # Written as it is encoded: the whole text of a large estate's snapshot would be hundreds of MB.
+    if files.is_stdout(out):
+        for piece in files.buffered(codec.dump_chunks(snap)):
+            click.echo(piece, nl=False)
+    else:
+        files.write_file(out, codec.dump_chunks(snap))
     if not files.is_stdout(out):
         click.echo(f"cidrx: snapshot of {t.label()} written to {out} (fingerprint {snap.fingerprint[:12]})", err=True)
     return 0

@@ -47,23 +47,36 @@ def _key(pod: PodState) -> str:
 
 @dataclass(frozen=True)
 class AddressHolders:
-    """Which unfinished pods report each address (canonical spelling -> pods, sorted by namespace/name)."""
+    """Which unfinished pods report each address (canonical spelling -> its one pod, or its pods sorted by
+    namespace/name: an address almost always has one, and 60,000 one-pod tuples would cost 3 MB)."""
 
-    by_ip: Mapping[str, tuple[PodState, ...]] = field(default_factory=dict)
+    by_ip: Mapping[str, PodState | tuple[PodState, ...]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, pods: Iterable[PodState]) -> AddressHolders:
-        found: dict[str, list[PodState]] = {}
+        found: dict[str, PodState | tuple[PodState, ...]] = {}
+        shared: list[str] = []
         for pod in pods:
             if not is_unfinished(pod):
                 continue
             for ip in pod.ips:
-                found.setdefault(canonical_ip(ip), []).append(pod)
-        return cls({ip: (ps[0],) if len(ps) == 1 else tuple(sorted(ps, key=_key)) for ip, ps in found.items()})
+                key = canonical_ip(ip)
+                held = found.get(key)
+                if held is None:
+                    found[key] = pod
+                    continue
+                if not isinstance(held, tuple):
+                    shared.append(key)
+                    held = (held,)
+                found[key] = (*held, pod)
+        for key in shared:
+            found[key] = tuple(sorted(found[key], key=_key))  # type: ignore[arg-type]
+        return cls(found)
 
     def holders(self, ip: str) -> tuple[PodState, ...]:
         """The unfinished pods that report `ip` (any spelling), possibly none."""
-        return self.by_ip.get(canonical_ip(ip), ())
+        held = self.by_ip.get(canonical_ip(ip), ())
+        return held if isinstance(held, tuple) else (held,)
 
     def is_live(self, ip: str) -> bool:
         return bool(self.holders(ip))

@@ -10,7 +10,7 @@ import copy
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -51,12 +51,18 @@ def canonical_json(obj: Any) -> str:
 _STREAMED = 256
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def _holds_long(value: Any) -> bool:
     """Whether `value` is a dataclass with a long tuple/list field, directly or in a dataclass field."""
-    if not dataclasses.is_dataclass(value) or isinstance(value, type):
-        return False
-    for f in dataclasses.fields(value):
-        v = getattr(value, f.name)
+    kind = type(value)
+    names = _FIELD_NAMES.get(kind)
+    if names is None:  # the field names of a dataclass type; () for any other type (a class object's is `type`)
+        plain = not dataclasses.is_dataclass(value) or isinstance(value, type)
+        names = _FIELD_NAMES[kind] = () if plain else tuple(f.name for f in dataclasses.fields(value))
+    for name in names:
+        v = getattr(value, name)
         if (isinstance(v, tuple | list) and len(v) >= _STREAMED) or _holds_long(v):
             return True
     return False
@@ -116,6 +122,34 @@ def read_document(path: Path, what: str) -> bytes:
 def dumps(obj: Any) -> str:
     """Human-readable JSON for files a person may review (plans in pull requests, snapshots)."""
     return json.dumps(to_builtins(obj), indent=2, sort_keys=False) + "\n"
+
+
+def _shallow_builtins(obj: Any) -> Any:
+    """`to_builtins(obj)`, except that a dataclass's long sequences (as in `write_canonical`) are left as the
+    model objects they are, for the encoder of `dump_chunks` to turn into builtins one element at a time."""
+    if not _holds_long(obj):
+        return to_builtins(obj)
+    shallow = copy.copy(obj)
+    held: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if (isinstance(value, tuple | list) and len(value) >= _STREAMED) or _holds_long(value):
+            placeholder = f"\x00cidrx-streamed:{f.name}"
+            object.__setattr__(shallow, f.name, placeholder)  # a copy made here: frozen only against callers
+            held[placeholder] = value if isinstance(value, tuple | list) else _shallow_builtins(value)
+    plain = to_builtins(shallow)
+    return {k: held[v] if isinstance(v, str) and v in held else v for k, v in plain.items()}
+
+
+def dump_chunks(obj: Any) -> Iterator[str]:
+    """The text of `dumps(obj)` in pieces, without holding all of it nor all of its builtins at once (a
+    snapshot of 60,000 pods): the same encoder (with an indent, `json` encodes in Python, piece by piece,
+    whether asked for the whole text or not) is handed the long sequences' model objects, and turns each
+    into builtins only when it reaches it; msgspec's `to_builtins` of a tuple or list is the list of its
+    elements' builtins, so the text is the same."""
+    encoder = json.JSONEncoder(indent=2, sort_keys=False, default=to_builtins)
+    yield from encoder.iterencode(_shallow_builtins(obj))
+    yield "\n"
 
 
 def loads(data: str | bytes, kind: type[T], *, what: str) -> T:

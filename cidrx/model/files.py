@@ -23,6 +23,7 @@ import errno
 import os
 import stat
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from cidrx.errors import InvalidInput
@@ -118,20 +119,42 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def write_file(path: str | Path, data: str | bytes) -> None:
-    """Replace the file at `path` with `data` as the module doc says (never `-`: the CLI prints that)."""
+def _write_all(fd: int, payload: bytes) -> None:
+    view = memoryview(payload)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def buffered(chunks: Iterable[str], size: int = 1 << 20) -> Iterator[str]:
+    """`chunks` joined into pieces of about `size` characters (an encoder's pieces are a few bytes each)."""
+    held: list[str] = []
+    count = 0
+    for chunk in chunks:
+        held.append(chunk)
+        count += len(chunk)
+        if count >= size:
+            yield "".join(held)
+            held, count = [], 0
+    if held:
+        yield "".join(held)
+
+
+def write_file(path: str | Path, data: str | bytes | Iterable[str]) -> None:
+    """Replace the file at `path` with `data` as the module doc says (never `-`: the CLI prints that); `data`
+    may come in pieces (a large snapshot is written as it is encoded)."""
     if is_stdout(path):
         raise ValueError("write_file does not write standard output; the CLI prints it")
     real, st = resolve_target(path)
-    payload = data.encode() if isinstance(data, str) else data
     directory = real.parent
     tmp: str | None = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=directory)
         try:
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(fd, view) :]
+            if isinstance(data, str | bytes):
+                _write_all(fd, data.encode() if isinstance(data, str) else data)
+            else:
+                for piece in buffered(data):
+                    _write_all(fd, piece.encode())
             os.fsync(fd)
             os.fchmod(fd, stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask())
             if st is not None and os.geteuid() == 0:

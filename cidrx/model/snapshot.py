@@ -103,4 +103,4 @@ def parse_snapshot(data: bytes, what: str) -> Snapshot:
 
 
 def save_snapshot(snap: Snapshot, path: str | Path) -> None:
-    files.write_file(path, codec.dumps(snap))
+    files.write_file(path, codec.dump_chunks(snap))

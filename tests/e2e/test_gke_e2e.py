@@ -174,7 +174,9 @@ def test_a_refused_apply_keeps_its_exit_code_when_the_tf_cannot_be_written(gcp: 
     applied = run("expand", "--apply", str(plan_path), "--yes", "--no-kube", "--emit", "terraform")
     assert applied.exit_code == 4, applied.output
     lines = applied.stderr.rstrip().splitlines()
-    assert lines[-2].startswith(f"cidrx: warning: no Terraform written: cannot write {tmp_path / 'plan.tf'}")
+    assert lines[-2].startswith(
+        f"cidrx: warning: no Terraform written: refusing to write {tmp_path / 'plan.tf'}: it is a directory"
+    )
     assert lines[-1].startswith("cidrx: error: the plan is stale:")
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from cidrx.model import codec
-from cidrx.model.snapshot import load_snapshot, snapshot_type
+from cidrx.model import codec, files
+from cidrx.model.snapshot import load_snapshot, save_snapshot, snapshot_type
 
 EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.snapshot.json"))
 
@@ -48,3 +48,26 @@ def test_tuples_are_not_pruned_and_lists_are(monkeypatch: pytest.MonkeyPatch) ->
     assert len(pieces) > 3
     assert b"".join(pieces) == codec.canonical_bytes(holder)
     assert b'"empty":{}' in b"".join(pieces)  # inside a tuple: kept, as to_builtins keeps tuples
+
+
+@pytest.mark.parametrize("threshold", [1, 256])
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_document_in_pieces_is_the_one_piece_text(
+    path: Path, threshold: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(codec, "_STREAMED", threshold)
+    snap = load_snapshot(path)
+    pieces = list(codec.dump_chunks(snap))
+    assert "".join(pieces) == codec.dumps(snap)
+    save_snapshot(snap, tmp_path / "again.json")
+    assert (tmp_path / "again.json").read_text() == codec.dumps(snap)
+    if threshold == 1:
+        assert len(pieces) > 10
+
+
+def test_document_pieces_keep_tuples_and_lists_as_dumps_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(codec, "_STREAMED", 2)
+    items = tuple(_Item(f"i{n}") for n in range(3))
+    holder = _Holder(items, list(items), kept=(1, 2, 3))
+    assert "".join(codec.dump_chunks(holder)) == codec.dumps(holder)
+    assert "".join(files.buffered(codec.dump_chunks(holder), size=7)) == codec.dumps(holder)

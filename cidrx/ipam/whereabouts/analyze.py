@@ -520,15 +520,23 @@ def _address_order(ip: str) -> tuple[int, int]:
 def _duplicates(section: WhereaboutsSection) -> list[Finding]:
     """Addresses held by more than one allocation on the same network (pools of different network_name
     are separate networks and may reuse addresses)."""
-    holders: dict[tuple[str, str], list[tuple[WhereaboutsPool, Allocation]]] = {}
+    # Counted first, per network, so that only addresses held twice get a list (tens of thousands of
+    # allocations each with its own key and list would be a transient index of about 10 MB).
+    counts: dict[str, dict[str, int]] = {}
     for pool in section.pools:
+        seen = counts.setdefault(pool.network_name, {})
         for a in pool.allocations:
             if a.ip:
+                seen[a.ip] = seen.get(a.ip, 0) + 1
+    holders: dict[tuple[str, str], list[tuple[WhereaboutsPool, Allocation]]] = {}
+    for pool in section.pools:
+        seen = counts[pool.network_name]
+        for a in pool.allocations:
+            if a.ip and seen[a.ip] > 1:
                 holders.setdefault((pool.network_name, a.ip), []).append((pool, a))
+    del counts
     findings: list[Finding] = []
     for (network, ip), held in sorted(holders.items(), key=lambda kv: (kv[0][0], _address_order(kv[0][1]))):
-        if len(held) < 2:
-            continue
         pods = sorted({a.podref or "no pod" for _, a in held})
         findings.append(
             WHEREABOUTS_DUPLICATE_IP.finding(

@@ -195,20 +195,18 @@ def translate(exc: BaseException, action: str, subject: str | None = None) -> Ci
     return CidrxError(f"internal error during {action}: {type(exc).__name__}: {_one_line(exc)}")
 
 
-def _import_sdk() -> tuple[Any, Any]:
-    """(container_v1, compute_v1), or InvalidInput telling how to install them."""
+def _import_sdk(name: str) -> Any:
+    """The client module `name` (google.cloud.container_v1 or compute_v1; each is imported only when used:
+    compute_v1 alone holds about 110 MB), or InvalidInput telling how to install it."""
     import importlib
 
-    modules = []
-    for name in ("google.cloud.container_v1", "google.cloud.compute_v1"):
-        try:
-            modules.append(importlib.import_module(name))
-        except ImportError:
-            raise InvalidInput(
-                f"the GKE target needs the Google Cloud client libraries ({name} cannot be imported)",
-                hint=_INSTALL_HINT,
-            ) from None
-    return modules[0], modules[1]
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise InvalidInput(
+            f"the GKE target needs the Google Cloud client libraries ({name} cannot be imported)",
+            hint=_INSTALL_HINT,
+        ) from None
 
 
 def to_json(message: Any) -> Json:
@@ -273,10 +271,10 @@ class GkeApi:
         if client is not None:
             return client
         check_proxy_environment()
-        container_v1, compute_v1 = _import_sdk()
         from google.api_core.client_options import ClientOptions
 
         if kind == "container":
+            container_v1 = _import_sdk("google.cloud.container_v1")
             endpoint = os.environ.get(CONTAINER_ENDPOINT_ENV) or None
             opts = ClientOptions(api_endpoint=endpoint.rstrip("/")) if endpoint else None
             creds = self._creds("container", endpoint)
@@ -284,6 +282,7 @@ class GkeApi:
         else:
             endpoint = os.environ.get(COMPUTE_ENDPOINT_ENV) or None
             opts = ClientOptions(api_endpoint=endpoint.rstrip("/")) if endpoint else None
+            compute_v1 = _import_sdk("google.cloud.compute_v1")
             creds = self._creds("compute", endpoint)
             client = getattr(compute_v1, kind)(credentials=creds, client_options=opts)
             if endpoint:
@@ -341,44 +340,67 @@ class GkeApi:
                 err = with_gave_up_note(err, exc)
             raise err from exc
 
-    def _pages(self, action: str, subject: str | None, method: Callable[..., Any], request: Json) -> Iterator[Any]:
-        """The pages of a list call, each its own retried request resuming at its page token (a pager
-        would fetch later pages outside the retry policy)."""
-        token = ""
-        while True:
-            pager = self._call(action, subject, method, request={**request, **({"page_token": token} if token else {})})
-            page = next(iter(pager.pages))  # the response the call fetched; no further request
-            yield page
-            token = str(page.next_page_token or "")
-            if not token:
-                return
+    def _compute_session(self) -> tuple[Any, str]:
+        """An authorized HTTP session for the compute REST API and its base URL, created once.
 
-    def _json_pages(self, action: str, subject: str, kind: str, uri: str, params: Json) -> Iterator[Json]:
-        """The pages of a compute list as REST JSON, fetched through the client's own authorized session
-        and endpoint, each page its own retried request resuming at its page token.
+        Reads go through it rather than through compute_v1's clients: importing compute_v1 loads its
+        one types module of several thousand proto-plus message classes, about 110 MB of resident memory
+        before the first request (bench/bench_diagnose.py measured a GKE diagnose at 184 MB, 147 MB of it
+        imports), and its list methods parse every page into protobuf messages that `to_json` turns back
+        into the REST JSON the API sent. The writes still use the clients (their ExtendedOperation)."""
+        cached = self._clients.get("compute-session")
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
+        check_proxy_environment()
+        try:
+            from google.auth.transport.requests import AuthorizedSession
+        except ImportError:
+            raise InvalidInput(
+                "the GKE target needs the Google Cloud client libraries (google.auth cannot be imported)",
+                hint=_INSTALL_HINT,
+            ) from None
+        endpoint = (os.environ.get(COMPUTE_ENDPOINT_ENV) or "").rstrip("/")
+        creds = self._creds("compute", endpoint or None)
+        # As the compute REST transport does: an endpoint without a scheme is https.
+        host = (
+            (endpoint if "://" in endpoint else f"https://{endpoint}") if endpoint else "https://compute.googleapis.com"
+        )
+        session = AuthorizedSession(creds, default_host="compute.googleapis.com")  # type: ignore[no-untyped-call]
+        self._clients["compute-session"] = (session, host)
+        return session, host
 
-        Why not the client method: it parses every page into protobuf messages (json_format.Parse) and
-        `to_json` turns them back into dicts; for a network with tens of thousands of routes and subnets
-        that round trip cost more than fetching the pages (bench/bench_diagnose.py). Errors are raised as
-        the client raises them (google.api_core.exceptions.from_http_response), so `translate` applies."""
+    def _json_get(self, action: str, subject: str, uri: str, params: Json, want: str | None = None) -> Json:
+        """One compute GET as REST JSON, retried under cidrx's policy; errors are raised as the client
+        raises them (google.api_core.exceptions.from_http_response), so `translate` applies. `want`: as
+        for `_call`."""
         from google.api_core import exceptions as gx
 
-        transport = self._client(kind)._transport
-        session, host = transport._session, transport._host
+        session, host = self._compute_session()
+
+        def fetch(retry: object = None, timeout: float = CALL_TIMEOUT) -> Json:
+            response = session.get(
+                f"{host}{uri}", params=params, timeout=timeout, headers={"Content-Type": "application/json"}
+            )
+            if response.status_code >= 400:
+                raise gx.from_http_response(response)  # type: ignore[no-untyped-call]
+            try:
+                page = response.json()
+            except ValueError as exc:
+                raise GarbledAnswer(f"the answer is not JSON ({exc})") from exc
+            if not isinstance(page, dict):
+                raise GarbledAnswer("the answer is not a JSON object: it was cut off or garbled on the way")
+            if want is not None and not page.get(want):
+                raise GarbledAnswer(f"the answer has no {want!r}: it was cut off or garbled on the way")
+            return page
+
+        return self._call(action, subject, fetch)
+
+    def _json_pages(self, action: str, subject: str, uri: str, params: Json) -> Iterator[Json]:
+        """The pages of a compute list as REST JSON (`_json_get`), each page its own retried request
+        resuming at its page token."""
         token = ""
         while True:
-            query = {**params, **({"pageToken": token} if token else {})}
-
-            def fetch(retry: object = None, timeout: float = CALL_TIMEOUT, q: Json = query) -> Json:
-                response = session.get(
-                    f"{host}{uri}", params=q, timeout=timeout, headers={"Content-Type": "application/json"}
-                )
-                if response.status_code >= 400:
-                    raise gx.from_http_response(response)  # type: ignore[no-untyped-call]
-                page: Json = response.json()
-                return page
-
-            page = self._call(action, subject, fetch)
+            page = self._json_get(action, subject, uri, {**params, **({"pageToken": token} if token else {})})
             yield page
             token = str(page.get("nextPageToken") or "")
             if not token:
@@ -436,10 +458,9 @@ class GkeApi:
 
     def get_network(self, network: str, project: str | None = None) -> Json:
         project = project or self.project
-        client = self._client("NetworksClient")
         subject = f"VPC network {network!r} in project {project}"
-        msg = self._call("compute.networks.get", subject, client.get, want="name", project=project, network=network)
-        return to_json(msg)
+        uri = f"/compute/v1/projects/{project}/global/networks/{network}"
+        return self._json_get("compute.networks.get", subject, uri, {}, want="name")
 
     def get_subnetwork(self, region: str, subnet: str, project: str | None = None) -> Json:
         project = project or self.project
@@ -456,7 +477,7 @@ class GkeApi:
         subject = f"routes of {short_name(network_url)!r} in project {project}"
         uri = f"/compute/v1/projects/{project}/global/routes"
         params: Json = {"filter": f'network="{network_url}"', "maxResults": self.page_size}
-        for page in self._json_pages("compute.routes.list", subject, "RoutesClient", uri, params):
+        for page in self._json_pages("compute.routes.list", subject, uri, params):
             yield from page.get("items") or ()
 
     def iter_subnetworks(self, project: str | None = None) -> Iterator[Json]:
@@ -466,7 +487,7 @@ class GkeApi:
         subject = f"project {project}"
         uri = f"/compute/v1/projects/{project}/aggregated/subnetworks"
         params: Json = {"maxResults": self.page_size}
-        for page in self._json_pages("compute.subnetworks.list", subject, "SubnetworksClient", uri, params):
+        for page in self._json_pages("compute.subnetworks.list", subject, uri, params):
             for scoped in (page.get("items") or {}).values():
                 yield from scoped.get("subnetworks") or ()
 
@@ -477,7 +498,7 @@ class GkeApi:
         uri = f"/compute/v1/projects/{project}/aggregated/instances"
         params: Json = {"maxResults": self.page_size}
         subject = f"VM instances of project {project}"
-        for page in self._json_pages("compute.instances.list", subject, "InstancesClient", uri, params):
+        for page in self._json_pages("compute.instances.list", subject, uri, params):
             for scoped in (page.get("items") or {}).values():
                 yield from scoped.get("instances") or ()
 
@@ -485,72 +506,53 @@ class GkeApi:
         """The regional addresses of `region` (addresses.list, paged), INTERNAL ones only (filtered by the
         server, re-checked here)."""
         project = project or self.project
-        client = self._client("AddressesClient")
         subject = f"addresses of project {project} in {region}"
-        request = {
-            "project": project,
-            "region": region,
-            "filter": 'addressType="INTERNAL"',
-            "max_results": self.page_size,
-        }
-        for page in self._pages("compute.addresses.list", subject, client.list, request):
-            for address in page.items:
-                data = to_json(address)
-                if data.get("addressType") == "INTERNAL":
-                    yield data
+        uri = f"/compute/v1/projects/{project}/regions/{region}/addresses"
+        params: Json = {"filter": 'addressType="INTERNAL"', "maxResults": self.page_size}
+        for page in self._json_pages("compute.addresses.list", subject, uri, params):
+            yield from (a for a in page.get("items") or () if a.get("addressType") == "INTERNAL")
 
     def iter_forwarding_rules(self, region: str, project: str | None = None) -> Iterator[Json]:
         """The regional forwarding rules of `region` (forwardingRules.list, paged), as REST JSON."""
         project = project or self.project
-        client = self._client("ForwardingRulesClient")
         subject = f"forwarding rules of project {project} in {region}"
-        request = {"project": project, "region": region, "max_results": self.page_size}
-        for page in self._pages("compute.forwardingRules.list", subject, client.list, request):
-            for rule in page.items:
-                yield to_json(rule)
+        uri = f"/compute/v1/projects/{project}/regions/{region}/forwardingRules"
+        for page in self._json_pages("compute.forwardingRules.list", subject, uri, {"maxResults": self.page_size}):
+            yield from page.get("items") or ()
 
     def iter_peering_routes(
         self, network: str, peering: str, region: str, project: str | None = None
     ) -> Iterator[Json]:
         """Routes imported over `peering` into `network` (networks.listPeeringRoutes, direction INCOMING)."""
-        client = self._client("NetworksClient")
         subject = f"peering {peering!r} of VPC network {network!r}"
-        request = {
-            "project": project or self.project,
-            "network": network,
-            "peering_name": peering,
+        uri = f"/compute/v1/projects/{project or self.project}/global/networks/{network}/listPeeringRoutes"
+        params: Json = {
+            "peeringName": peering,
             "direction": "INCOMING",
             "region": region,
-            "max_results": self.page_size,
+            "maxResults": self.page_size,
         }
-
-        for page in self._pages("compute.networks.listPeeringRoutes", subject, client.list_peering_routes, request):
-            for route in page.items:
-                yield to_json(route)
+        for page in self._json_pages("compute.networks.listPeeringRoutes", subject, uri, params):
+            yield from page.get("items") or ()
 
     def iter_global_addresses(self, project: str | None = None) -> Iterator[Json]:
         """Global addresses with purpose VPC_PEERING (private services access allocations)."""
         project = project or self.project
-        client = self._client("GlobalAddressesClient")
-        subject = f"project {project}"
-        request = {"project": project, "filter": 'purpose="VPC_PEERING"', "max_results": self.page_size}
-
-        for page in self._pages("compute.globalAddresses.list", subject, client.list, request):
-            for address in page.items:
-                data = to_json(address)
-                if data.get("purpose") == "VPC_PEERING":  # the filter is server-side; re-checked for safety
-                    yield data
+        uri = f"/compute/v1/projects/{project}/global/addresses"
+        params: Json = {"filter": 'purpose="VPC_PEERING"', "maxResults": self.page_size}
+        for page in self._json_pages("compute.globalAddresses.list", f"project {project}", uri, params):
+            # the filter is server-side; re-checked for safety
+            yield from (a for a in page.get("items") or () if a.get("purpose") == "VPC_PEERING")
 
     def iter_firewalls(self, network: str, project: str | None = None) -> Iterator[Json]:
         """The VPC firewall rules of `network` (a name) in `project` (the network's own project: the host
         project for Shared VPC; default this adapter's), firewalls.list filtered by network, paged."""
         owner = project or self.project
-        client = self._client("FirewallsClient")
         url = f"https://www.googleapis.com/compute/v1/projects/{owner}/global/networks/{network}"
-        request = {"project": owner, "filter": f'network="{url}"', "max_results": self.page_size}
-        for page in self._pages("compute.firewalls.list", f"firewall rules of project {owner}", client.list, request):
-            for rule in page.items:
-                yield to_json(rule)
+        uri = f"/compute/v1/projects/{owner}/global/firewalls"
+        params: Json = {"filter": f'network="{url}"', "maxResults": self.page_size}
+        for page in self._json_pages("compute.firewalls.list", f"firewall rules of project {owner}", uri, params):
+            yield from page.get("items") or ()
 
     def get_firewall(self, name: str, project: str | None = None) -> Json:
         owner = project or self.project
@@ -564,7 +566,7 @@ class GkeApi:
         """Set the rule's `field` ("sourceRanges" or "destinationRanges") to `ranges`, the FULL list (a JSON
         merge patch replaces lists). compute v1 Firewall has no fingerprint, so there is no stale-write guard
         on the server: callers re-read the rule right before and check the result after."""
-        _, compute_v1 = _import_sdk()
+        compute_v1 = _import_sdk("google.cloud.compute_v1")
         owner = project or self.project
         client = self._client("FirewallsClient")
         attr = {"sourceRanges": "source_ranges", "destinationRanges": "destination_ranges"}[field]
@@ -587,7 +589,7 @@ class GkeApi:
         {"rangeName", "ipCidrRange"}). Raises StaleFingerprint when GCE answers 412. `project` is the
         subnet's (the Shared VPC host project's) when it is not this adapter's."""
         project = project or self.project
-        _, compute_v1 = _import_sdk()
+        compute_v1 = _import_sdk("google.cloud.compute_v1")
         client = self._client("SubnetworksClient")
         body = compute_v1.Subnetwork(
             fingerprint=fingerprint,
@@ -615,7 +617,7 @@ class GkeApi:
         range that does not contain the current one or overlaps another range of the network. It cannot be
         undone. `project` is the subnet's (the Shared VPC host project's) when it is not this adapter's."""
         project = project or self.project
-        _, compute_v1 = _import_sdk()
+        compute_v1 = _import_sdk("google.cloud.compute_v1")
         client = self._client("SubnetworksClient")
         op = self._call(
             "compute.subnetworks.expandIpCidrRange",
@@ -634,7 +636,7 @@ class GkeApi:
 
     def create_node_pool(self, cluster: str, node_pool: Json) -> Json:
         """Create a node pool from its REST JSON (name, config, initialNodeCount, networkConfig, ...)."""
-        container_v1, _ = _import_sdk()
+        container_v1 = _import_sdk("google.cloud.container_v1")
         gke = self._client("container")
         name = node_pool.get("name", "")
         try:
@@ -653,7 +655,7 @@ class GkeApi:
 
     def add_cluster_pod_ranges(self, cluster: str, range_names: list[str]) -> Json:
         """UpdateCluster with update.additionalPodRangesConfig.podRangeNames = `range_names`."""
-        container_v1, _ = _import_sdk()
+        container_v1 = _import_sdk("google.cloud.container_v1")
         update = container_v1.ClusterUpdate(
             additional_pod_ranges_config=container_v1.AdditionalPodRangesConfig(pod_range_names=list(range_names))
         )
@@ -685,7 +687,7 @@ class GkeApi:
 
     def remove_cluster_pod_ranges(self, cluster: str, range_names: list[str]) -> Json:
         """UpdateCluster with update.removedAdditionalPodRangesConfig.podRangeNames = `range_names`."""
-        container_v1, _ = _import_sdk()
+        container_v1 = _import_sdk("google.cloud.container_v1")
         update = container_v1.ClusterUpdate(
             removed_additional_pod_ranges_config=container_v1.AdditionalPodRangesConfig(
                 pod_range_names=list(range_names)

@@ -125,7 +125,7 @@ def test_missing_sdk_says_how_to_install(tmp_path: Path) -> None:
         "sys.meta_path.insert(0, Block())\n"
         "from cidrx.providers.gke.api import GkeApi\n"
         "try:\n"
-        "    GkeApi('p1', 'l').get_network('n')\n"
+        "    GkeApi('p1', 'l').get_firewall('n')\n"
         "except Exception as exc:\n"
         "    print(type(exc).__name__, exc.exit_code, exc)\n"
     )
@@ -134,6 +134,23 @@ def test_missing_sdk_says_how_to_install(tmp_path: Path) -> None:
     assert out.stdout.startswith(f"InvalidInput {EXIT_USAGE} ")
     assert "reinstall cidrx" in out.stdout and "pip install" not in out.stdout and "[gke]" not in out.stdout
     assert "google.cloud.compute_v1" in out.stdout
+
+
+def test_reads_do_not_import_compute_v1() -> None:
+    """compute reads go over REST JSON: importing compute_v1 alone costs about 110 MB (docs/performance.md)."""
+    code = (
+        "import sys\n"
+        "from cidrx.providers.gke.api import GkeApi\n"
+        "try:\n"
+        "    GkeApi('p1', 'l').get_network('n')\n"
+        "except Exception as exc:\n"
+        "    print(type(exc).__name__)\n"
+        "print('google.cloud.compute_v1' in sys.modules)\n"
+    )
+    env = {**os.environ, CONTAINER_ENDPOINT_ENV: "http://127.0.0.1:9", COMPUTE_ENDPOINT_ENV: "http://127.0.0.1:9"}
+    env[ANONYMOUS_ENV] = "1"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.splitlines()[-1] == "False", out.stdout + out.stderr
 
 
 def test_unreachable_endpoint_is_access_denied(monkeypatch: pytest.MonkeyPatch) -> None:

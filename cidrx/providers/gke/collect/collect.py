@@ -330,6 +330,8 @@ _NEXT_HOPS = (
     "nextHopGateway",
     "nextHopNetwork",
 )
+# Their kinds as Route.next_hop says them, one string each for tens of thousands of routes.
+_HOP_KINDS = {k: k[len("nextHop") :].lower() for k in _NEXT_HOPS}
 
 
 def route_from(d: Json) -> Route | None:
@@ -343,7 +345,7 @@ def route_from(d: Json) -> Route | None:
     hop = next((k for k in _NEXT_HOPS if d.get(k)), "")
     if hop == "nextHopNetwork":
         return None
-    return Route(dest_range=dest, name=str(d.get("name", "")), next_hop=hop[len("nextHop") :].lower() if hop else "")
+    return Route(dest_range=dest, name=str(d.get("name", "")), next_hop=_HOP_KINDS[hop] if hop else "")
 
 
 def routes_cluster_from(d: Json, project: str) -> RoutesCluster:
