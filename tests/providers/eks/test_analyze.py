@@ -174,6 +174,14 @@ def test_nearly_exhausted_is_silent_with_room() -> None:
     assert not found(d, "EKS-AZ-EXHAUSTED")
 
 
+def test_pod_ip_assign_failure_of_a_pod_no_longer_waiting_is_history() -> None:
+    """The API server keeps events for --event-ttl (1h by default): once the pod started or is gone (a
+    migration evicted it), its old FailedCreatePodSandBox event no longer makes the finding."""
+    snap = cases.example()
+    started = dataclasses.replace(snap, kube=dataclasses.replace(snap.kube, waiting_pods=()))
+    assert not found(analyze(started), "EKS-POD-IP-ASSIGN-FAILED")
+
+
 def test_nodegroup_no_addresses_from_health_issue() -> None:
     d = analyze(cases.starved_nodegroup())
     f = only(d, "EKS-NODEGROUP-NO-ADDRESSES")

@@ -13,7 +13,7 @@ import pytest
 from cidrx.errors import InvalidInput
 from cidrx.model import codec
 from cidrx.model.findings import Capacity, Diagnosis, Finding, Severity
-from cidrx.model.snapshot import snapshot_type
+from cidrx.model.snapshot import Snapshot, snapshot_type
 from cidrx.providers.gke.analyze.analyze import analyze, suggested_max_pods
 from tests.support.cases import gke as cases
 from tests.support.cases.gke import FLAGS, POD_CIDR, POOL, SCALE_UP_MESSAGE
@@ -397,3 +397,35 @@ def test_node_subnet_smaller_than_the_autoscaler_max_warns() -> None:
 
 def test_old_snapshots_have_no_node_subnet_row(incident: Diagnosis) -> None:
     assert not capacity(incident, "node-subnet")
+
+
+def _applied_batch_pool() -> Snapshot:
+    """own_pod_range with its batch pool created by a cidrx node-pool plan (the pool carries the plan label)."""
+    snap = cases.own_pod_range()
+    pools = tuple(
+        dataclasses.replace(p, resource_labels={"cidrx-plan": "0123456789abcdef"}) if p.name == "batch-pool" else p
+        for p in cases.gke_of(snap).node_pools
+    )
+    return cases.with_pools(snap, *pools)
+
+
+def test_an_applied_pool_with_room_and_old_nodes_with_pods_is_a_pending_migration() -> None:
+    d = analyze(_applied_batch_pool())
+    (f,) = [f for f in d.findings if f.id == "GKE-PLAN-MIGRATION-PENDING"]
+    assert f.severity is Severity.WARNING and f.subject == "plan 0123456789abcdef"
+    assert "4 node(s) of pools with a full pod range still run 400 pod(s)" in f.summary
+    assert f"pools with a full pod range: {POOL}" in f.evidence
+    # The full range's fix is the migration now, not another expansion.
+    (full,) = [f for f in d.findings if f.id == "GKE-POD-RANGE-EXHAUSTED"]
+    assert full.remediation.startswith("Move the workloads onto the new pool (finding GKE-PLAN-MIGRATION-PENDING)")
+
+
+def test_no_migration_is_pending_once_the_old_nodes_run_no_pods() -> None:
+    snap = _applied_batch_pool()
+    empty = {n.name: 0 for n in snap.kube.nodes if n.pool == POOL}
+    d = analyze(cases.with_kube(snap, pods_per_node={**snap.kube.pods_per_node, **empty}))
+    assert "GKE-PLAN-MIGRATION-PENDING" not in [f.id for f in d.findings]
+
+
+def test_no_migration_is_pending_without_an_applied_plan() -> None:
+    assert "GKE-PLAN-MIGRATION-PENDING" not in [f.id for f in analyze(cases.own_pod_range()).findings]

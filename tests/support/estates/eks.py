@@ -190,8 +190,22 @@ def world_of(
     )
 
 
-def build_incident(ec2: Any, eks: Any, *, region: str = "ap-southeast-2", cluster: str = "demo") -> World:
-    """Create the incident in moto through `ec2`/`eks` clients of `region`; return the ids."""
+# Roomy control-plane subnets for tests that follow the incident past its node-subnet fix: the incident's own
+# control plane sits in the nearly full private subnets (a true EKS-CONTROL-PLANE-SUBNET-LOW), which only
+# `--strategy control-plane-subnets` fixes.
+ROOMY_CONTROL_PLANE = {"ControlPlaneSubnet01": ("10.0.0.0/24", "a"), "ControlPlaneSubnet02": ("10.0.1.0/24", "b")}
+
+
+def build_incident(
+    ec2: Any,
+    eks: Any,
+    *,
+    region: str = "ap-southeast-2",
+    cluster: str = "demo",
+    control_plane: dict[str, tuple[str, str]] | None = None,
+) -> World:
+    """Create the incident in moto through `ec2`/`eks` clients of `region`; return the ids. `control_plane`
+    (name -> (cidr, zone)) gives the cluster its own subnets for the control plane instead of all four."""
     vpc_id = ec2.create_vpc(CidrBlock=VPC_CIDR, TagSpecifications=_tags("vpc", {"Name": VPC_NAME}))["Vpc"]["VpcId"]
     main_rt = ec2.describe_route_tables(
         Filters=[{"Name": "vpc-id", "Values": [vpc_id]}, {"Name": "association.main", "Values": ["true"]}]
@@ -250,11 +264,23 @@ def build_incident(ec2: Any, eks: Any, *, region: str = "ap-southeast-2", cluste
         ),
     )["GroupId"]
 
+    cp_subnets = {
+        name: ec2.create_subnet(
+            VpcId=vpc_id,
+            CidrBlock=cidr,
+            AvailabilityZone=f"{region}{az}",
+            TagSpecifications=_tags("subnet", {"Name": f"eks-demo-ip-vpc-stack-{name}"}),
+        )["Subnet"]["SubnetId"]
+        for name, (cidr, az) in (control_plane or {}).items()
+    }
     arn = eks.create_cluster(
         name=cluster,
         version="1.27",
         roleArn=f"arn:aws:iam::{ACCOUNT}:role/eks-demo-ip-cluster-role",
-        resourcesVpcConfig={"subnetIds": list(subnet.values()), "securityGroupIds": [control_plane_sg]},
+        resourcesVpcConfig={
+            "subnetIds": list(cp_subnets.values()) or list(subnet.values()),
+            "securityGroupIds": [control_plane_sg],
+        },
     )["cluster"]["arn"]
     eks.create_nodegroup(
         clusterName=cluster,
@@ -273,7 +299,7 @@ def build_incident(ec2: Any, eks: Any, *, region: str = "ap-southeast-2", cluste
     node_ids = []
     for name in ("PublicSubnet01", "PublicSubnet02"):
         node_ids.append(_fill_node(ec2, subnet[name], SUBNETS[name][0], NODE_IPS[name], NODE_AMI, cluster_sg, cluster))
-    for name, ip in CONTROL_PLANE_ENI_IPS.items():
+    for name, ip in CONTROL_PLANE_ENI_IPS.items() if not cp_subnets else ():
         ec2.create_network_interface(
             SubnetId=subnet[name],
             Description=f"Amazon EKS {cluster}",

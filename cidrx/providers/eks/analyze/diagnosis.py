@@ -73,7 +73,8 @@ EKS_AZ_EXHAUSTED = FindingKind.parse(
 
 EKS_POD_IP_ASSIGN_FAILED = FindingKind.parse(
     """EKS-POD-IP-ASSIGN-FAILED (critical): Pod events show the VPC CNI's `failed to assign an IP address to
-    container`: pods are already stuck because the node's ENIs cannot get more addresses."""
+    container` for pods that are still waiting: they are stuck because the node's ENIs cannot get more
+    addresses (events of pods since started or gone are history and do not count)."""
 )
 
 EKS_NODEGROUP_NO_ADDRESSES = FindingKind.parse(
@@ -304,7 +305,17 @@ def _need_text(u: SubnetUse, cni: CniConfig) -> str:
 
 def _event_findings(eks: EksSection, kube: KubeSection) -> list[Finding]:
     findings: list[Finding] = []
-    failed = [e for e in kube.events if e.reason == "FailedCreatePodSandBox" and IP_ASSIGN_TEXT in e.message.lower()]
+    # Only failures of pods that are still waiting count: the API server keeps events for an hour by default
+    # (kube-apiserver --event-ttl), so after a fix (or a migration that evicted the pod) the old event outlives
+    # the problem it reported.
+    waiting = {(p.namespace, p.name) for p in kube.waiting_pods}
+    failed = [
+        e
+        for e in kube.events
+        if e.reason == "FailedCreatePodSandBox"
+        and IP_ASSIGN_TEXT in e.message.lower()
+        and (e.kind != "Pod" or (e.namespace, e.name) in waiting)
+    ]
     if failed:
         total = sum(max(1, e.count) for e in failed)
         creating = [p for p in kube.waiting_pods if p.reason == "ContainerCreating"]

@@ -10,6 +10,7 @@ from its node pool's pod range, so a range's capacity is counted in node blocks,
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 
 from cidrx import netmath
 from cidrx.errors import InvalidInput
@@ -17,6 +18,7 @@ from cidrx.model.findings import Capacity, Diagnosis, Finding, FindingKind, Seve
 from cidrx.model.kube import KubeSection
 from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
+from cidrx.providers.gke.facts.applied import applied_plans
 from cidrx.providers.gke.facts.node_subnet import NodeSubnetUse, node_subnet_use
 from cidrx.providers.gke.facts.pod_ranges import (
     ROUTES_ROLE,
@@ -26,12 +28,20 @@ from cidrx.providers.gke.facts.pod_ranges import (
     pool_node_prefix,
     pool_range_key,
 )
+from cidrx.providers.gke.facts.pool_copy import PLAN_LABEL, labels
 from cidrx.providers.gke.facts.space import network_space_capacity, route_only_spaces
 from cidrx.providers.gke.model import GkeSection
 
 GKE_POD_RANGE_EXHAUSTED = FindingKind.parse(
     """GKE-POD-RANGE-EXHAUSTED (critical): Every per-node block of a pod secondary range is taken: no new node
     using that range can be created, and cluster-autoscaler reports IP space exhausted."""
+)
+
+GKE_PLAN_MIGRATION_PENDING = FindingKind.parse(
+    """GKE-PLAN-MIGRATION-PENDING (warning): A node-pool plan cidrx applied (the pool carries its `cidrx-plan`
+    label) has room in its pod range, while nodes of pools whose pod range is full still run pods: the fix is
+    moving those workloads onto the new pool (cordon and drain the old nodes, then size the old pool down), not
+    another expansion."""
 )
 
 GKE_POD_RANGE_NEARLY_EXHAUSTED = FindingKind.parse(
@@ -458,6 +468,38 @@ def _max_pods_findings(gke: GkeSection, kube: KubeSection, tight: set[str]) -> l
     return findings
 
 
+def _migration_findings(snapshot: Snapshot, gke: GkeSection, ranges: list[RangeUse]) -> list[Finding]:
+    """One finding per applied node-pool plan whose pool's range has room while nodes of pools in full pod
+    ranges still run pods: N nodes, M pods."""
+    roomy = [a for a in applied_plans(snapshot) if a.free > 0]
+    planned = {p.name for p in gke.node_pools if labels(p).get(PLAN_LABEL)}
+    old = {p for r in _full_pod_ranges(ranges) for p in r.pools} - planned
+    kube = snapshot.kube
+    stuck = [n for n in kube.nodes if n.pool in old]
+    pods = sum(kube.pods_per_node.get(n.name, 0) for n in stuck)
+    if not roomy or pods == 0:
+        return []  # nothing left to move: empty nodes wait only for their pool's resize
+    names = ", ".join(n.name for n in stuck[:5]) + (" …" if len(stuck) > 5 else "")
+    return [
+        GKE_PLAN_MIGRATION_PENDING.finding(
+            Severity.WARNING,
+            f"plan {a.plan_id}",
+            f"plan {a.plan_id} applied, migration pending: {len(stuck)} node(s) of pools with a full pod range "
+            f"still run {pods} pod(s)",
+            (
+                f"{a.space}: {a.free} of {a.size} addresses free",
+                f"pools with a full pod range: {', '.join(sorted(old))}",
+                f"nodes: {names}",
+            ),
+            "Move the workloads: cordon and drain the old pools' nodes (`kubectl drain --ignore-daemonsets` node "
+            "by node, honouring PodDisruptionBudgets) so their pods land on the new pool, then size the old pools "
+            "down (turn their autoscaling off first). Do not expand again: `expand --plan` refuses while this "
+            "plan's range has room.",
+        )
+        for a in roomy
+    ]
+
+
 def analyze(snapshot: Snapshot) -> Diagnosis:
     gke = snapshot.gke
     if gke is None:
@@ -473,6 +515,12 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
         findings += _node_subnet_findings(subnet_use, flags)
     findings += _scale_up_findings(gke, kube, flags, ranges, subnet_use)
     findings += _max_pods_findings(gke, kube, tight)
+    pending = _migration_findings(snapshot, gke, ranges)
+    if pending:
+        # The space is there already: a full range's fix is the migration, not another expansion.
+        moved = f"Move the workloads onto the new pool (finding {GKE_PLAN_MIGRATION_PENDING.id})."
+        findings = [replace(f, remediation=moved) if f.id == GKE_POD_RANGE_EXHAUSTED.id else f for f in findings]
+    findings = pending + findings
     c = gke.cluster
     own_ranges = {pool_range_key(gke, p) for p in gke.node_pools} - {c.pod_range_name or c.pod_cidr}
     if tight and not c.additional_pod_ranges and not own_ranges and not c.use_routes:
