@@ -345,13 +345,22 @@ def _rows(parts: list[tuple[int, int, _Node | None]], gaps: bool) -> list[list[t
     rows: list[list[tuple[int, int, _Node | None]]] = [[]]
     used = 0.0
     for part in parts:
-        need = (_min_width(part[2]) if part[2] is not None else MIN_W if gaps else 0.0) + GAP_X
+        need = _need(part, gaps)
         if rows[-1] and used + need > WIDTH:
             rows.append([])
             used = 0.0
         rows[-1].append(part)
         used += need
+    # The same number of boxes per row where they fit, so a short last row is not stretched across the map.
+    per = -(-len(parts) // len(rows))
+    even = [parts[i : i + per] for i in range(0, len(parts), per)]
+    if all(sum(_need(p, gaps) for p in row) <= WIDTH for row in even):
+        return even
     return rows
+
+
+def _need(part: tuple[int, int, _Node | None], gaps: bool) -> float:
+    return (_min_width(part[2]) if part[2] is not None else MIN_W if gaps else 0.0) + GAP_X
 
 
 def map_svg(m: NetworkMap) -> str:
