@@ -5,20 +5,23 @@ document out. Nothing is loaded from anywhere (inline CSS and SVG, no script, no
 the file can be attached to a ticket or opened from a CI artefact offline.
 
 Each map draws one extent (an address block of a cloud network, a private address space, an IPAM pool) as a row of
-boxes in address order: every range in it and every unallocated gap between them. Address spaces differ
-by many orders of magnitude (a /27 subnet in a /16 block is 1/2048 of it), so a box's width grows with
-the logarithm of its size, not linearly, and each box says its exact size; inside a range box, reserved,
-used and free addresses are drawn to scale. A plan's new range is drawn in, dashed.
+boxes in address order: every range in it and every unallocated gap between them. Boxes are drawn to scale: a
+box is as wide as its share of its parent's addresses, and a range that holds other ranges (a subnet in a routed
+block, a leaked or borrowed address in its IPAM block) draws them inside itself, to scale within it. Address
+spaces differ by many orders of magnitude (a /28 next to a /16 is 1/4096 of it), so no box is narrower than a
+minimum that keeps its address legible (MIN_W; MIN_ONE for a single address): a box at its minimum is wider than
+its share and the boxes beside it give up that width in proportion to their sizes, so widths still rank by size
+and every box says its exact size. Inside a range box, reserved, used and free addresses are drawn to scale. A
+plan's new range is drawn in, dashed.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from html import escape
 from ipaddress import IPv4Address, IPv4Network
-from typing import Any
 
 from cidrx.model.findings import Diagnosis, Severity
 from cidrx.model.netmap import Area, NetworkMap, covered, free_blocks
@@ -42,6 +45,8 @@ COLOURS = {
     "planned": "#dceafb",
     "planned-line": "#2f6fc4",
     "stale": "#9b59b6",
+    "borrowed": "#f2c12e",
+    "route": "#ffffff",
 }
 
 CSS = """
@@ -71,6 +76,7 @@ svg text { font: 11px system-ui, sans-serif; fill: #222; }
 svg .gap rect { stroke: #bbb; stroke-dasharray: 2 2; }
 svg .range > rect.frame { fill: none; stroke: #555; }
 svg .range.exhausted > rect.frame { stroke: #b3261e; stroke-width: 3; }
+svg .range.route > rect.frame { stroke: #777; stroke-dasharray: 4 3; }
 svg .range.planned > rect.frame { stroke: #2f6fc4; stroke-width: 2; stroke-dasharray: 6 3; }
 """
 
@@ -115,34 +121,101 @@ def with_plan(maps: Sequence[NetworkMap], plan: Plan | None) -> list[NetworkMap]
 # --- drawing ----------------------------------------------------------------------------------------------
 
 
-def _box_width(size: int) -> float:
-    return 92 + 12 * math.log2(max(1, size))
+MIN_W = 96.0  # a box's minimum width: "10.0.208.0/27" still reads in it
+MIN_ONE = 64.0  # a single address's (a leaked or borrowed IP inside its block)
+HEAD = 38  # the band of a box that holds ranges: its own two labels and usage
+PAD = 4  # between a box's frame and the ranges drawn inside it
+LABEL = 16  # the name line under a box
 
 
-def _items(m: NetworkMap) -> list[tuple[str, Any]]:
-    """("area", Area) and ("gap", (first, last, count)) in address order."""
-    items: list[tuple[int, str, Any]] = []
-    for a in m.areas:
-        n = _net(a.cidr)
-        if n is not None:
-            items.append((int(n.network_address), "area", a))
-    gaps = free_blocks(m, include_planned=True) if not m.planned else []
-    # Adjacent free blocks are one gap to a reader.
-    merged: list[list[int]] = []
-    for g in gaps:
-        lo, hi = int(g.network_address), int(g.broadcast_address)
-        if merged and merged[-1][1] + 1 == lo:
-            merged[-1][1] = hi
+@dataclass
+class _Node:
+    """A range with the ranges it holds (a subnet in a routed block, a leaked IP in its IPAM block)."""
+
+    area: Area
+    net: IPv4Network
+    parent: str = ""
+    children: list[_Node] = field(default_factory=list)
+
+
+def _tree(m: NetworkMap) -> list[_Node]:
+    """The map's areas as a forest: an area holds every later area inside it (address order, larger first)."""
+    nodes = [_Node(a, n) for a in m.areas if (n := _net(a.cidr)) is not None]
+    nodes.sort(key=lambda t: (int(t.net.network_address), t.net.prefixlen))
+    roots: list[_Node] = []
+    stack: list[_Node] = []
+    for node in nodes:
+        while stack and not node.net.subnet_of(stack[-1].net):
+            stack.pop()
+        if stack:
+            node.parent = stack[-1].area.cidr
+            stack[-1].children.append(node)
         else:
-            merged.append([lo, hi])
-    items += [(lo, "gap", (lo, hi, hi - lo + 1)) for lo, hi in merged]
-    items.sort(key=lambda t: (t[0], t[1] == "area"))
-    return [(kind, value) for _, kind, value in items]
+            roots.append(node)
+        stack.append(node)
+    return roots
+
+
+def _span(lo: int, hi: int, taken: Sequence[_Node]) -> list[tuple[int, int, _Node | None]]:
+    """[lo, hi] cut into the nodes (address order) and the unclaimed intervals between them."""
+    out: list[tuple[int, int, _Node | None]] = []
+    at = lo
+    for n in taken:
+        first, last = int(n.net.network_address), int(n.net.broadcast_address)
+        if first > at:
+            out.append((at, first - 1, None))
+        out.append((first, last, n))
+        at = max(at, last + 1)
+    if at <= hi:
+        out.append((at, hi, None))
+    return out
+
+
+def _min_width(n: _Node) -> float:
+    own = MIN_ONE if n.area.size == 1 else MIN_W
+    if not n.children:
+        return own
+    inner = sum(_min_width(c) for c in n.children) + GAP_X * (len(n.children) - 1) + 2 * PAD
+    return max(own, inner)
+
+
+def _widths(sizes: Sequence[int], mins: Sequence[float], width: float) -> list[float]:
+    """Widths proportional to `sizes` within `width`, none below its minimum: an item whose share is below
+    its minimum gets the minimum and the others share what is left, in proportion (repeated until stable).
+    When the minimums take most of `width` they are scaled down together (labels then shorten) so
+    a fifth of it is still shared in proportion."""
+    # A box's minimum is raised to the largest minimum of any smaller sibling (a small range holding ranges
+    # needs room for them), so a larger range is never drawn narrower than a smaller one; empty space inside a
+    # range (minimum 0) keeps no minimum.
+    mins = [
+        max(m for m, z in zip(mins, sizes, strict=True) if z <= size) if own else 0.0
+        for own, size in zip(mins, sizes, strict=True)
+    ]
+    if sum(mins) >= width * 0.8:  # too many boxes: smaller minimums, so the largest still stand out
+        k = width * 0.8 / max(1.0, sum(mins))
+        mins = [w * k for w in mins]
+    fixed: set[int] = set()
+    while True:
+        left = width - sum(mins[i] for i in fixed)
+        share = sum(sizes[i] for i in range(len(sizes)) if i not in fixed)
+        grow = {i for i in range(len(sizes)) if i not in fixed and (share <= 0 or left * sizes[i] / share < mins[i])}
+        if not grow:
+            return [mins[i] if i in fixed else left * sizes[i] / share for i in range(len(sizes))]
+        fixed |= grow
+
+
+def _height(n: _Node) -> float:
+    if not n.children:
+        return BOX
+    return HEAD + max(_height(c) + LABEL for c in n.children) + PAD
 
 
 def _fit(text: str, width: float) -> str:
     # 7 px per character of 11 px system-ui (its widest digits and capitals), so a label stays in its box.
-    chars = max(3, int((width - 8) / 7.0))
+    # A box too narrow for two characters (one of many ranges inside a small one) shows none: its title has it.
+    chars = int((width - 8) / 7.0)
+    if chars < 2:
+        return ""
     return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
@@ -150,6 +223,8 @@ def _area_title(a: Area) -> str:
     parts = [f"{a.name} — {a.cidr}", f"{a.size:,} addresses"]
     if a.planned:
         parts.append("planned: not created yet")
+    elif a.role == "route":
+        parts.append("routed to a network outside the cluster: context, not used-up capacity")
     elif a.used is None:
         parts.append("taken (usage not known to cidrx)")
     else:
@@ -161,37 +236,56 @@ def _area_title(a: Area) -> str:
     return "; ".join(parts)
 
 
-def _area_svg(a: Area, x: float, y: float, w: float, full: bool = False) -> str:
+def _area_svg(a: Area, x: float, y: float, w: float, full: bool = False, h: float = BOX, parent: str = "") -> str:
     classes = ["range", a.role] + (["exhausted"] if a.exhausted else []) + (["planned"] if a.planned else [])
-    out = [f'<g class="{" ".join(classes)}" data-cidr="{escape(a.cidr)}"><title>{escape(_area_title(a))}</title>']
+    inside = f' data-in="{escape(parent)}"' if parent else ""
+    out = [
+        f'<g class="{" ".join(classes)}" data-cidr="{escape(a.cidr)}" data-size="{a.size}"{inside}>'
+        f"<title>{escape(_area_title(a))}</title>"
+    ]
+    band = BOX if h == BOX else HEAD - PAD  # usage is drawn in the band above the ranges a box holds
+    if band != h:
+        out.append(f'<rect class="bg" x="{x:.1f}" y="{y}" width="{w:.1f}" height="{h:.1f}" fill="#fff"/>')
     if a.planned:
-        out.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{BOX}" fill="{COLOURS["planned"]}"/>')
+        out.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{band}" fill="{COLOURS["planned"]}"/>')
+    elif a.role == "route":
+        out.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{band}" fill="{COLOURS["route"]}"/>')
     elif a.used is None:
-        out.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{BOX}" fill="{COLOURS["taken"]}"/>')
-    elif a.role == "stale":
-        out.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{BOX}" fill="{COLOURS["stale"]}"/>')
+        out.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{band}" fill="{COLOURS["taken"]}"/>')
+    elif a.role in ("stale", "borrowed"):
+        out.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{band}" fill="{COLOURS[a.role]}"/>')
     else:
         total = max(1, a.size)
         reserved_w = w * a.reserved / total
         used_w = w * min(a.used, total - a.reserved) / total
-        out.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{BOX}" fill="{COLOURS["free"]}"/>')
+        out.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{band}" fill="{COLOURS["free"]}"/>')
         if reserved_w:
             out.append(
-                f'<rect x="{x:.1f}" y="{y}" width="{reserved_w:.1f}" height="{BOX}" fill="{COLOURS["reserved"]}"/>'
+                f'<rect x="{x:.1f}" y="{y}" width="{reserved_w:.1f}" height="{band}" fill="{COLOURS["reserved"]}"/>'
             )
         if used_w:
             # Red for what is used in an exhausted range or pool (the legend's "used, range exhausted"),
             # also for the single addresses of a pool that has nothing left.
             fill = COLOURS["full"] if a.exhausted or full else COLOURS["used"]
-            out.append(f'<rect x="{x + reserved_w:.1f}" y="{y}" width="{used_w:.1f}" height="{BOX}" fill="{fill}"/>')
-    out.append(f'<rect class="frame" x="{x:.1f}" y="{y}" width="{w:.1f}" height="{BOX}"/>')
-    top = a.cidr.removesuffix("/32") + (" FULL" if a.exhausted else "")
+            out.append(f'<rect x="{x + reserved_w:.1f}" y="{y}" width="{used_w:.1f}" height="{band}" fill="{fill}"/>')
+    out.append(f'<rect class="frame" x="{x:.1f}" y="{y}" width="{w:.1f}" height="{h:.1f}"/>')
+    top = (a.cidr.removesuffix("/32") if a.size > 1 else "." + a.cidr.removesuffix("/32").rsplit(".", 1)[-1]) + (
+        " FULL" if a.exhausted else ""
+    )
     out.append(f'<text x="{x + 4:.1f}" y="{y + 15}">{escape(_fit(top, w))}</text>')
-    share = "planned" if a.planned else "in use" if a.used is None else f"{percent(_util(a))} used"
+    share = (
+        "planned"
+        if a.planned
+        else "routed elsewhere"
+        if a.role == "route"
+        else "in use"
+        if a.used is None
+        else f"{percent(_util(a))} used"
+    )
     if a.size == 1:
-        share = {"stale": "stale", "reserved": "reserved"}.get(a.role, "in use")
+        share = {"stale": "stale", "reserved": "reserved", "borrowed": "borrowed"}.get(a.role, "in use")
     out.append(f'<text x="{x + 4:.1f}" y="{y + 31}">{escape(_fit(share, w))}</text>')
-    out.append(f'<text x="{x + 2:.1f}" y="{y + BOX + 13}">{escape(_fit(a.name, w))}</text>')
+    out.append(f'<text x="{x + 2:.1f}" y="{y + h + 13:.1f}">{escape(_fit(a.name, w))}</text>')
     out.append("</g>")
     return "".join(out)
 
@@ -207,7 +301,7 @@ def _gap_svg(first: int, last: int, count: int, x: float, y: float, w: float) ->
     span = f"{IPv4Address(first)} – {IPv4Address(last)}"
     title = f"unallocated: {span}; {count:,} addresses no range takes"
     return (
-        f'<g class="gap" data-first="{IPv4Address(first)}"><title>{escape(title)}</title>'
+        f'<g class="gap" data-first="{IPv4Address(first)}" data-size="{count}"><title>{escape(title)}</title>'
         f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{BOX}" fill="{COLOURS["unallocated"]}"/>'
         f'<text x="{x + 4:.1f}" y="{y + 15}">{escape(_fit("unallocated", w))}</text>'
         f'<text x="{x + 4:.1f}" y="{y + 31}">{escape(_fit(f"{count:,} addr", w))}</text>'
@@ -215,26 +309,77 @@ def _gap_svg(first: int, last: int, count: int, x: float, y: float, w: float) ->
     )
 
 
+def _place(n: _Node, x: float, y: float, w: float, full: bool, body: list[str]) -> None:
+    h = _height(n)
+    body.append(_area_svg(n.area, x, y, w, full, h, n.parent))
+    if n.children:
+        _row(
+            _span(int(n.net.network_address), int(n.net.broadcast_address), n.children),
+            x + PAD,
+            y + HEAD,
+            w - 2 * PAD,
+            full,
+            body,
+            gaps=False,
+        )
+
+
+def _row(
+    parts: list[tuple[int, int, _Node | None]], x: float, y: float, w: float, full: bool, body: list[str], *, gaps: bool
+) -> None:
+    """Lay `parts` side by side in `w`, each as wide as its share of the addresses (minimums kept). Unclaimed
+    intervals are drawn as unallocated boxes at the top level (`gaps`), as empty space inside a range."""
+    mins = [_min_width(n) if n is not None else (MIN_W if gaps else 0.0) for _, _, n in parts]
+    widths = _widths([hi - lo + 1 for lo, hi, _ in parts], mins, w - GAP_X * (len(parts) - 1))
+    for (lo, hi, n), bw in zip(parts, widths, strict=True):
+        if n is not None:
+            _place(n, x, y, bw, full, body)
+        elif gaps:
+            body.append(_gap_svg(lo, hi, hi - lo + 1, x, y, bw))
+        x += bw + GAP_X
+
+
+def _rows(parts: list[tuple[int, int, _Node | None]], gaps: bool) -> list[list[tuple[int, int, _Node | None]]]:
+    """`parts` in address order, cut into rows whose boxes fit WIDTH at their minimum widths (a 10.0.0.0/8
+    network space holds a dozen ranges and the gaps between them): to scale within a row."""
+    rows: list[list[tuple[int, int, _Node | None]]] = [[]]
+    used = 0.0
+    for part in parts:
+        need = _need(part, gaps)
+        if rows[-1] and used + need > WIDTH:
+            rows.append([])
+            used = 0.0
+        rows[-1].append(part)
+        used += need
+    # The same number of boxes per row where they fit, so a short last row is not stretched across the map.
+    per = -(-len(parts) // len(rows))
+    even = [parts[i : i + per] for i in range(0, len(parts), per)]
+    if all(sum(_need(p, gaps) for p in row) <= WIDTH for row in even):
+        return even
+    return rows
+
+
+def _need(part: tuple[int, int, _Node | None], gaps: bool) -> float:
+    return (_min_width(part[2]) if part[2] is not None else MIN_W if gaps else 0.0) + GAP_X
+
+
 def map_svg(m: NetworkMap) -> str:
-    """The extent as rows of boxes (ranges and unallocated gaps, address order), wrapped at WIDTH."""
-    items = _items(m)
-    widths = [_box_width(v.size if k == "area" else v[2]) for k, v in items]
-    placed: list[tuple[float, float, float]] = []
-    x, y = 0.0, 4.0
-    for w in widths:
-        w = min(w, WIDTH)
-        if x > 0 and x + w > WIDTH:
-            x, y = 0.0, y + ROW
-        placed.append((x, y, w))
-        x += w + GAP_X
-    height = int(y + ROW)
-    body = []
-    for (kind, value), (bx, by, bw) in zip(items, placed, strict=True):
-        if kind == "area":
-            body.append(_area_svg(value, bx, by, bw, m.exhausted))
-        else:
-            first, last, count = value
-            body.append(_gap_svg(first, last, count, bx, by, bw))
+    """The extent as rows of boxes to scale (ranges and unallocated gaps, address order), each range's
+    own ranges drawn inside it, to scale within it."""
+    roots = _tree(m)
+    extent = _net(m.cidr)
+    body: list[str] = []
+    if extent is not None and all(r.net.subnet_of(extent) for r in roots):
+        parts = _span(int(extent.network_address), int(extent.broadcast_address), roots)
+        if m.planned:
+            parts = [p for p in parts if p[2] is not None]
+    else:
+        parts = [(int(r.net.network_address), int(r.net.broadcast_address), r) for r in roots]
+    y = 4.0
+    for row in _rows(parts, not m.planned):
+        _row(row, 0.0, y, WIDTH, m.exhausted, body, gaps=not m.planned)
+        y += max((_height(n) if n else BOX for _, _, n in row), default=BOX) + LABEL + 8
+    height = int(y)
     label = escape(f"address map of {m.title or m.cidr}")
     return (
         f'<svg class="map" role="img" aria-label="{label}" width="{WIDTH}" height="{height}" '
@@ -248,8 +393,10 @@ def _legend() -> str:
         ("full", "used, range exhausted"),
         ("free", "free"),
         ("stale", "stale (pod gone, reclaimable)"),
+        ("borrowed", "borrowed (pod on another node than its block's)"),
         ("reserved", "reserved (provider, network, broadcast)"),
         ("taken", "taken (usage unknown)"),
+        ("route", "route to another network (context, not capacity)"),
         ("unallocated", "unallocated"),
         ("planned", "planned by this plan"),
     ]
@@ -271,7 +418,9 @@ def _map_section(m: NetworkMap) -> str:
             f" (largest free block /{largest})" if largest is not None else ""
         )
         full = [a for a in m.areas if a.exhausted]
-        if full:
+        if ranges and all(a.role == "route" for a in ranges):
+            summary = f"{m.cidr}: routes to other networks only: context for where a new range may go, not capacity"
+        elif full:
             summary += f"; exhausted: {', '.join(a.cidr for a in full)}"
     badge = ' <span class="badge">EXHAUSTED</span>' if m.exhausted else ""
     return f"<h3>{escape(m.title or m.cidr)}{badge}</h3><p class='sum'>{escape(summary)}</p>{map_svg(m)}"

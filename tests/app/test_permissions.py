@@ -400,7 +400,7 @@ def _name(resource: str) -> str | None:
 # -- coverage: every Kubernetes call the collector makes -------------------------------------------------
 
 
-@pytest.mark.parametrize("provider", ["eks", "gke", "k8s"])
+@pytest.mark.parametrize("provider", [*(p.name for p in registry.providers()), "k8s"])
 def test_cluster_role_allows_every_call_of_a_collect_run(
     provider: str, kube_server: FakeKubeServer, kubeconfig_path: Path
 ) -> None:
@@ -427,6 +427,36 @@ def test_cluster_role_allows_every_call_of_a_collect_run(
     # and nothing the collector never does is granted for diagnose
     granted = {(g.resource, v) for g in collect_kube_grants(provider) for v in g.verbs}
     assert {(r, v) for v, r in seen if not r.startswith("/")} <= granted
+
+
+def _declared_groups(declared: Any) -> set[str]:
+    """The API groups a plugin's declarations name: its Kubernetes reads and, for a provider, the
+    Kubernetes permissions of the steps (and undos) of the plan kinds it owns."""
+    from cidrx.app.permissions import parse_kube
+
+    texts = list(declared.kube_reads)
+    for s in registry.strategies():
+        if s.owner == declared.name:
+            for a in registry.strategy_actions(s):
+                texts += [t for t in (*a.permissions, *a.undo_permissions) if t.startswith("kubernetes:")]
+    return {parse_kube(t).group for t in texts}
+
+
+@pytest.mark.parametrize("purpose", ["diagnose", "all"])
+def test_no_provider_role_holds_another_providers_groups(purpose: str) -> None:
+    """The IPAMs' rules are in every provider's role (the collector reads every IPAM on every target); what
+    only another provider declares (GKE EgressNATPolicies, AKS ClusterSubnetStates, EKS ENIConfigs) is not."""
+    providers = registry.providers()
+    for p in providers:
+        shared = set().union(
+            *(_declared_groups(i) for i in registry.ipams() if not i.providers or p.name in i.providers)
+        )
+        groups = {g for r in printed(p.name, purpose)["cluster_role"]["rules"] for g in r.get("apiGroups", [])}
+        mine = _declared_groups(p) | shared
+        for q in providers:
+            foreign = _declared_groups(q) - mine
+            assert not groups & foreign, (p.name, q.name, sorted(groups & foreign))
+        assert shared <= groups | {""}, (p.name, sorted(shared - groups))
 
 
 # -- moto IAM enforcement --------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ PAGES: list[tuple[str, list[str]]] = [
         "calico-plan",
         ["expand", "--snapshot", f"{EXAMPLES}/calico-borrowing.snapshot.json", "--plan", "--strategy", "calico-pool"],
     ),
+    ("gke-shared-vpc-diagnosis", ["diagnose", "--snapshot", f"{EXAMPLES}/gke-shared-vpc.snapshot.json"]),
 ]
 
 
@@ -228,25 +229,46 @@ def test_a_pool_with_nothing_left_is_marked_exhausted(index: int, exhausted: boo
     assert any(m.exhausted for m in maps) is exhausted
 
 
-# Every label of the maps against its own box and its neighbours, measured in the browser (SVG user units).
+# Every label of the maps against its own box and every other label, every range inside the range that
+# holds it, sibling boxes of one row as wide as their sizes rank (SVG user units, measured in the browser).
 _GEOMETRY = """() => {
   const doc = document.documentElement;
   const problems = [];
+  const inside = (r, p) => r.x >= p.x - 0.5 && r.y >= p.y - 0.5 && r.x + r.width <= p.x + p.width + 0.5
+    && r.y + r.height <= p.y + p.height + 0.5;
+  const meet = (a, b) => a.x < b.x + b.width - 0.5 && b.x < a.x + a.width - 0.5
+    && a.y < b.y + b.height - 0.5 && b.y < a.y + a.height - 0.5;
   for (const svg of document.querySelectorAll('svg.map')) {
     const boxes = [];
+    const labels = [];
+    const frames = {};
     for (const g of svg.querySelectorAll('g.range, g.gap')) {
       const r = g.querySelector('rect').getBBox();
-      boxes.push(r);
+      const id = g.dataset.cidr || g.dataset.first;
+      boxes.push({r, id, parent: g.dataset.in || '', size: Number(g.dataset.size)});
+      frames[id] = r;
       for (const t of g.querySelectorAll('text')) {
         const b = t.getBBox();
+        labels.push({b, text: t.textContent});
         if (b.x < r.x - 0.5 || b.x + b.width > r.x + r.width + 0.5) {
-          problems.push(`label "${t.textContent}" runs out of its box ${g.dataset.cidr || g.dataset.first}`);
+          problems.push(`label "${t.textContent}" runs out of its box ${id}`);
         }
       }
     }
+    for (const b of boxes) {
+      if (b.parent && !inside(b.r, frames[b.parent])) problems.push(`${b.id} is not drawn inside ${b.parent}`);
+    }
     for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
       const a = boxes[i], b = boxes[j];
-      if (a.y === b.y && a.x < b.x + b.width - 0.5 && b.x < a.x + a.width - 0.5) problems.push('boxes overlap');
+      if (a.parent !== b.parent || a.r.y !== b.r.y) continue;
+      if (meet(a.r, b.r)) problems.push(`boxes ${a.id} and ${b.id} overlap`);
+      const [big, small] = a.size >= b.size ? [a, b] : [b, a];
+      if (big.size > small.size && big.r.width < small.r.width - 0.5) {
+        problems.push(`${big.id} (${big.size}) drawn narrower than ${small.id} (${small.size})`);
+      }
+    }
+    for (let i = 0; i < labels.length; i++) for (let j = i + 1; j < labels.length; j++) {
+      if (meet(labels[i].b, labels[j].b)) problems.push(`labels "${labels[i].text}" and "${labels[j].text}" overlap`);
     }
   }
   return {scroll: doc.scrollWidth, client: doc.clientWidth, problems};
@@ -254,7 +276,10 @@ _GEOMETRY = """() => {
 
 
 @pytest.mark.parametrize("width", [760, 1100, 1600])
-@pytest.mark.parametrize("name", ["eks-diagnosis", "whereabouts-diagnosis", "calico-diagnosis", "gke-plan"])
+@pytest.mark.parametrize(
+    "name",
+    ["eks-diagnosis", "whereabouts-diagnosis", "calico-diagnosis", "gke-plan", "eks-plan", "gke-shared-vpc-diagnosis"],
+)
 def test_no_horizontal_overflow_and_no_label_out_of_its_box(
     name: str, width: int, tmp_path: Path, browser: Any, shots: Path
 ) -> None:
@@ -280,3 +305,51 @@ def test_fixes_are_code_blocks_and_exhausted_pools_use_the_legends_red() -> None
     assert "<pre><code>cidrx reclaim --apply reclaim.json</code></pre>" in page
     assert "`" not in page
     assert "#e8833a" not in page.split("<h2>Address maps</h2>", 1)[1].split("<h2>", 1)[0].split("</p>", 1)[1]
+
+
+def test_boxes_are_drawn_to_scale_with_a_minimum_width() -> None:
+    from cidrx.model.netmap import Area
+    from cidrx.render.html import MIN_W, map_svg
+
+    # A /28 beside a /16 in a /8: the /16 takes what is left after the /28's and the gaps' minimums.
+    m = NetworkMap(
+        "x",
+        "x",
+        "10.0.0.0/8",
+        (
+            Area("10.0.0.0/16", "big", "subnet", 65536, used=0),
+            Area("10.1.0.0/28", "small", "subnet", 16, used=0),
+        ),
+    )
+    svg = map_svg(m)
+    widths = {c: float(w) for c, w in re.findall(r'data-cidr="([^"]+)".*?<rect[^>]* width="([0-9.]+)"', svg)}
+    assert widths["10.1.0.0/28"] == MIN_W
+    assert widths["10.0.0.0/16"] == MIN_W  # its share of a /8 (1/256) is below the minimum too
+    gaps = [float(w) for w in re.findall(r'<g class="gap"[^>]*>.*?<rect[^>]* width="([0-9.]+)"', svg)]
+    assert max(gaps) > 600  # the rest of the /8 is one wide unallocated box
+
+
+def test_calico_leaked_and_borrowed_addresses_are_drawn_inside_their_block() -> None:
+    snap = load_snapshot(EXAMPLES / "calico-borrowing.snapshot.json")
+    (pool,) = [m for m in app_diagnose.address_maps(snap) if m.kind == "calico-pool"]
+    singles = {a.cidr: a.role for a in pool.areas if a.size == 1}
+    assert singles == {
+        "10.0.0.41/32": "borrowed",
+        "10.0.0.42/32": "borrowed",
+        "10.0.0.43/32": "borrowed",
+        "10.0.0.44/32": "stale",
+    }
+    page = render_html(app_diagnose.analyze(snap), [pool])
+    assert page.count('data-in="10.0.0.0/26"') == 4
+    assert "borrowed (pod on another node than its block&#x27;s)" in page
+
+
+def test_a_space_holding_only_routes_elsewhere_is_context_not_red() -> None:
+    snap = load_snapshot(EXAMPLES / "gke-shared-vpc.snapshot.json")
+    (space,) = [m for m in app_diagnose.address_maps(snap) if m.cidr == "192.168.0.0/16"]
+    assert [a.role for a in space.areas] == ["route"] and not space.exhausted
+    page = render_html(app_diagnose.analyze(snap), [space])
+    maps = page.split("<h2>Address maps</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "routes to other networks only" in maps and "EXHAUSTED" not in maps
+    drawn = maps.split("<svg", 1)[1]
+    assert "#d64541" not in drawn and "#e8833a" not in drawn and 'class="range route"' in drawn

@@ -262,7 +262,7 @@ def analyze_calico(
     enabled = [u for u in uses if u.pool.is_workload_capacity]
     no_room = bool(enabled) and all(u.exhausted for u in enabled)
     without = [n for n in node_names if n not in workload]
-    borrowed = _borrowed(section)
+    borrowed = borrowed_ips(section)
     borrowers = {attr.node for _, _, attr in borrowed}
     leaks = leaked_ips(section, pods) if available else None
 
@@ -413,7 +413,8 @@ def _without_block(without: list[str], borrowers: set[str], no_room: bool, secti
     ]
 
 
-def _borrowed(section: CalicoSection) -> list[tuple[IPAMBlock, int, AllocationAttribute]]:
+def borrowed_ips(section: CalicoSection) -> list[tuple[IPAMBlock, int, AllocationAttribute]]:
+    """Every allocation of a block used by a pod on another node than the block's (block, ordinal, attribute)."""
     out: list[tuple[IPAMBlock, int, AllocationAttribute]] = []
     for block in section.blocks:
         host = block.host

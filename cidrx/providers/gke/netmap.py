@@ -13,7 +13,7 @@ from ipaddress import IPv4Network
 from cidrx import netmath
 from cidrx.model.netmap import Area, NetworkMap
 from cidrx.model.snapshot import Snapshot
-from cidrx.providers.gke.facts.occupied import occupied_space
+from cidrx.providers.gke.facts.occupied import is_outside_route, occupied_space
 from cidrx.providers.gke.facts.pod_ranges import pod_ranges
 from cidrx.providers.gke.facts.space import KIND
 
@@ -69,6 +69,8 @@ def address_maps(snapshot: Snapshot) -> tuple[NetworkMap, ...]:
             area = Area(cidr, f"services: {where}", "services", net.num_addresses, detail="cluster services")
         elif c.master_ipv4_cidr_block and cidr == str(IPv4Network(c.master_ipv4_cidr_block, strict=False)):
             area = Area(cidr, where, "control-plane", net.num_addresses)
+        elif is_outside_route(where):
+            area = Area(cidr, where, "route", net.num_addresses, detail="a route to a network outside the cluster")
         else:
             role = "peering" if where.startswith("route ") else "reserved" if "private services" in where else "other"
             area = Area(cidr, where, role, net.num_addresses)

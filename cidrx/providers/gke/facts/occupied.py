@@ -45,6 +45,12 @@ def all_subnets(gke: GkeSection) -> list[Subnetwork]:
 ROUTE_WHERE = "network route "  # how occupied_space names a route of the network (see route_where)
 
 
+def is_outside_route(where: str) -> bool:
+    """Whether an occupied entry is a route to a network outside the cluster (a VPN or interconnect route, a
+    route imported over peering): context for where a new range may go, not space the cluster used up."""
+    return where.startswith(ROUTE_WHERE) or (where.startswith("route ") and " over peering " in where)
+
+
 def route_where(name: str, dest: str, hop: str) -> str:
     return f"{ROUTE_WHERE}{name} to {dest}" + (f" (next hop: {hop})" if hop else "")
 

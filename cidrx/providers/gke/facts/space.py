@@ -16,7 +16,7 @@ from ipaddress import IPv4Network
 from cidrx import netmath
 from cidrx.model.findings import Capacity, utilization
 from cidrx.model.snapshot import Snapshot
-from cidrx.providers.gke.facts.occupied import ROUTE_WHERE, occupied_entries
+from cidrx.providers.gke.facts.occupied import is_outside_route, occupied_entries
 
 KIND = "network-space"  # the kind of these rows and of the address maps they summarise
 Interval = tuple[int, int]  # [start, end) of an IPv4 network
@@ -147,8 +147,7 @@ def route_only_spaces(snapshot: Snapshot) -> set[str]:
             continue
         start, prefix = parsed
         space = _space_of(start, start + (1 << (32 - prefix)), prefix, spaces)
-        is_route = where.startswith(ROUTE_WHERE) or (where.startswith("route ") and " over peering " in where)
-        routes_only[space] = routes_only.get(space, True) and is_route
+        routes_only[space] = routes_only.get(space, True) and is_outside_route(where)
     return {
         f"{s >> 24}.{(s >> 16) & 255}.{(s >> 8) & 255}.{s & 255}/{p}" for (s, p), only in routes_only.items() if only
     }
