@@ -30,6 +30,9 @@ class _Spec:
     # "module:attr" of `default_strategy(snapshot, opts) -> str`: the strategy `expand --plan` uses without
     # --strategy (empty: its first expand strategy).
     default_strategy: str = ""
+    # The command-line tools its findings' fixes name (e.g. a cloud's CLI): a backticked span of a fix that starts
+    # with one of them is printed as a command of its own (cidrx.render.fixes).
+    fix_tools: tuple[str, ...] = ()
     # The Kubernetes reads of its collectors, in the "kubernetes: <plural>[.<group>] <verbs> [in <ns>]" notation
     # of step permissions (e.g. EKS's ENIConfigs and Karpenter node classes, Calico's IPAM resources): the
     # ClusterRole `cidrx permissions` writes is derived from them.

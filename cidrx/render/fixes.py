@@ -10,12 +10,24 @@ a fenced block, HTML in `<pre><code>`), so each can be pasted into a shell as pr
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from dataclasses import dataclass
 
-# The tools whose command lines fixes name; a backticked span starting with one of them is a command.
-TOOLS = frozenset({"cidrx", "kubectl", "calicoctl", "aws", "gcloud", "az", "eksctl", "terraform", "helm"})
+from cidrx import registry
+
+# The tools any fix may name; each provider and IPAM adds its own (`fix_tools`).
+_COMMON_TOOLS = ("cidrx", "kubectl", "terraform", "helm")
+
+
+@functools.cache
+def tools() -> frozenset[str]:
+    """The tools whose command lines fixes name: a backticked span starting with one of them is a command."""
+    declared = (t for spec in (*registry.providers(), *registry.ipams()) for t in spec.fix_tools)
+    return frozenset((*_COMMON_TOOLS, *declared))
+
+
 _SPAN = re.compile(r"``? ?([^`]+?) ?``?")
 
 
@@ -27,7 +39,7 @@ class Fix:
 
 def is_command(text: str) -> bool:
     words = text.split()
-    return bool(words) and words[0] in TOOLS
+    return bool(words) and words[0] in tools()
 
 
 def split_fix(remediation: str) -> Fix:

@@ -69,7 +69,7 @@ def test_verdict_first_findings_before_capacity_and_one_line_per_row(example: st
 
 def test_the_80_column_verdict_names_what_is_full_and_where() -> None:
     first = _diagnose("eks-demo-ip", 80).splitlines()[0]
-    assert first == "CRITICAL: 2 subnets full in ap-southeast-2a, ap-southeast-2b"
+    assert first == "CRITICAL: 2 subnets, 2 zones full in ap-southeast-2a, ap-southeast-2b"
 
 
 def test_every_fix_command_is_on_lines_of_its_own_and_runs_as_printed() -> None:
@@ -96,7 +96,7 @@ def test_every_fix_command_is_on_lines_of_its_own_and_runs_as_printed() -> None:
 
 def test_wide_shows_every_column_and_all_evidence() -> None:
     text = _diagnose("eks-demo-ip", 80, "--wide")
-    assert "nodes/max  note" in text
+    assert "nodes/max  fit  note" in text
     assert "subnet-0cd55c38980375d58 (eks-demo-ip-vpc-stack-PublicSubnet01)   ap-southeast-2a" in text
     assert "--wide shows all" not in text
 

@@ -35,6 +35,7 @@ SPEC = IpamSpec(
     maps="cidrx.ipam.calico.netmap:address_maps",
     # `expand --plan` without --strategy on a cluster that runs Calico: a new IPPool.
     default_strategy="cidrx.ipam.calico.strategies.pool:default_strategy",
+    fix_tools=("calicoctl",),
 )
 
 STRATEGIES = (

@@ -31,6 +31,7 @@ SPEC = ProviderSpec(
     section="cidrx.providers.aks.model:AksSection",
     terraform="cidrx.providers.aks.terraform:emit",
     default_strategy="cidrx.providers.aks.provider:default_strategy",
+    fix_tools=("az",),
     kube_fields="cidrx.providers.aks.collect.cluster",
     kube_collect="cidrx.providers.aks.collect.cluster:READS",
     # The label AKS puts on every node of an agent pool (and the older short one).

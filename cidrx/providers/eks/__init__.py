@@ -59,6 +59,7 @@ SPEC = ProviderSpec(
     list_clusters="cidrx.providers.eks.fleet:list_clusters",
     kube_context="cidrx.providers.eks.fleet:kube_context",
     default_strategy="cidrx.providers.eks.strategies.default:default_strategy",
+    fix_tools=("aws", "eksctl"),
 )
 
 STRATEGIES = (

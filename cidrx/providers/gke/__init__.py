@@ -30,6 +30,7 @@ SPEC = ProviderSpec(
     list_clusters="cidrx.providers.gke.fleet:list_clusters",
     kube_context="cidrx.providers.gke.fleet:kube_context",
     default_strategy="cidrx.providers.gke.provider:default_strategy",
+    fix_tools=("gcloud",),
     kube_configmaps=(("kube-system", "ip-masq-agent"),),
     kube_fields="cidrx.providers.gke.collect.cluster",
     node_pool_labels=("cloud.google.com/gke-nodepool",),
