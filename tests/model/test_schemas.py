@@ -16,10 +16,13 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
+from cidrx import registry
 from cidrx.cli import cli
 from cidrx.cli.expand import RECLAIM_STRATEGIES, STRATEGIES
 from cidrx.model.snapshot import save_snapshot
 from tests.support.cases import eks as eks_cases
+from tests.support.cases.eks_migrate import after_expansion
+from tests.support.cli import run
 from tools import docgen
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,7 +124,26 @@ def test_plans_for_every_strategy_validate(plan_inputs: list[Path]) -> None:
             validate("plan", doc)
             _keys_match_schema(doc, schema("plan"), schema("plan")["$defs"], f"plan {doc['strategy']}")
             made[doc["strategy"]] = made.get(doc["strategy"], 0) + 1
-    assert set(made) == {*STRATEGIES, *RECLAIM_STRATEGIES}, f"strategies without a validated plan: {made}"
+    # Migrations need an applied expansion in a live estate: test_a_migration_plan_validates covers them.
+    expected = {*STRATEGIES, *RECLAIM_STRATEGIES} - MIGRATIONS
+    assert set(made) == expected, f"strategies without a validated plan: {made}"
+
+
+MIGRATIONS = {s.name for s in registry.strategies() if s.migration}
+
+
+def test_a_migration_plan_validates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every migration strategy's plan, made on the live estate after an applied expansion (moto and the fake
+    API server), validates against the plan schema."""
+    assert {"eks-migrate"} == MIGRATIONS, "a new migration strategy needs its live estate here"
+    with after_expansion(tmp_path, monkeypatch) as live:
+        path = tmp_path / "migrate.json"
+        made = run("expand", *live.target, "--strategy", "eks-migrate", "--plan", "--out", str(path))
+        assert made.exit_code == 0, made.output
+        doc = json.loads(path.read_text())
+    validate("plan", doc)
+    _keys_match_schema(doc, schema("plan"), schema("plan")["$defs"], "plan eks-migrate")
+    assert doc["strategy"] == "eks-migrate" and doc["steps"]
 
 
 def test_the_schemas_reject_what_cidrx_would_refuse() -> None:
