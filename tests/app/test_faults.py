@@ -509,71 +509,6 @@ def fresh_gcp() -> Iterator[FakeGcp]:
         yield fake
 
 
-def gke_kube_objects() -> list[JSON]:
-    """The cluster side of the GKE incident (gke_world.incident_kube()) as API objects: its 4 nodes with
-    their /24s, a few pods on each (one hostNetwork), the Pending pods and the events about them."""
-    section = gke_world.incident_kube()
-    objs: list[JSON] = []
-    for node in section.nodes:
-        labels = {
-            "topology.kubernetes.io/zone": node.zone,
-            "node.kubernetes.io/instance-type": node.instance_type,
-            "cloud.google.com/gke-nodepool": node.pool,
-        }
-        objs.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": node.name, "labels": labels, "creationTimestamp": node.created},
-                "spec": {"podCIDR": node.pod_cidrs[0], "podCIDRs": list(node.pod_cidrs)},
-                "status": {
-                    "addresses": [{"type": "InternalIP", "address": node.internal_ip}],
-                    "allocatable": {"pods": str(node.allocatable_pods)},
-                    "conditions": [{"type": "Ready", "status": "True"}],
-                },
-            }
-        )
-        for i in range(4):
-            objs.append(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "metadata": {"name": f"web-{node.name[-4:]}-{i}", "namespace": "test"},
-                    "spec": {"nodeName": node.name, "hostNetwork": i == 0, "containers": [{"name": "c"}]},
-                    "status": {"phase": "Running"},
-                }
-            )
-    for pod in section.waiting_pods:
-        objs.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": pod.name, "namespace": pod.namespace, "creationTimestamp": pod.created},
-                "spec": {"containers": [{"name": "c"}]},
-                "status": {
-                    "phase": "Pending",
-                    "conditions": [{"type": "PodScheduled", "status": "False", "reason": pod.reason}],
-                },
-            }
-        )
-    for i, event in enumerate(section.events):
-        objs.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Event",
-                "metadata": {"name": f"{event.name}.{i:04x}", "namespace": event.namespace},
-                "involvedObject": {"kind": event.kind, "name": event.name, "namespace": event.namespace},
-                "reason": event.reason,
-                "type": event.type,
-                "message": event.message,
-                "count": event.count,
-                "lastTimestamp": event.last_seen,
-                "source": {"component": event.source},
-            }
-        )
-    return objs
-
-
 @pytest.mark.parametrize("seed", SEEDS)
 def test_gke_diagnose_is_the_same_under_faults(gcp: FakeGcp, runs: Runs, seed: int) -> None:
     clean = run("diagnose", *GKE_NO_KUBE, "-o", "json")
@@ -591,7 +526,7 @@ def test_gke_diagnose_with_the_cluster_side_is_the_same_under_faults(
 ) -> None:
     monkeypatch.delenv("KUBECONFIG", raising=False)
     with FakeKubeServer() as kube:
-        kube.put_many(gke_kube_objects())
+        kube.put_many(gke_world.incident_kube_objects())
         target = [*GKE_TARGET, "--kubeconfig", str(kube.kubeconfig(tmp_path / "kubeconfig")), "-o", "json"]
         clean = run("diagnose", *target)
         assert clean.exit_code == 3, clean.output

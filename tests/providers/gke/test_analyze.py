@@ -409,23 +409,72 @@ def _applied_batch_pool() -> Snapshot:
     return cases.with_pools(snap, *pools)
 
 
-def test_an_applied_pool_with_room_and_old_nodes_with_pods_is_a_pending_migration() -> None:
-    d = analyze(_applied_batch_pool())
-    (f,) = [f for f in d.findings if f.id == "GKE-PLAN-MIGRATION-PENDING"]
-    assert f.severity is Severity.WARNING and f.subject == "plan 0123456789abcdef"
-    assert "4 node(s) of pools with a full pod range still run 400 pod(s)" in f.summary
-    assert f"pools with a full pod range: {POOL}" in f.evidence
-    # The full range's fix is the migration now, not another expansion.
-    (full,) = [f for f in d.findings if f.id == "GKE-POD-RANGE-EXHAUSTED"]
-    assert full.remediation.startswith("Move the workloads onto the new pool (finding GKE-PLAN-MIGRATION-PENDING)")
+def _joined_later(snap: Snapshot, when: str = "2023-11-03T08:00:00Z") -> Snapshot:
+    """`snap` with the batch pool's nodes created at `when` (after the incident's autoscaler events)."""
+    moved = tuple(dataclasses.replace(n, created=when) if n.pool == "batch-pool" else n for n in snap.kube.nodes)
+    return cases.with_kube(snap, nodes=moved)
 
 
-def test_no_migration_is_pending_once_the_old_nodes_run_no_pods() -> None:
+def test_an_applied_pool_with_room_makes_the_full_range_information_gke_needs_no_migration() -> None:
+    d = analyze(_joined_later(_applied_batch_pool()))
+    applied = only(d, "GKE-PLAN-APPLIED")
+    assert applied.severity is Severity.INFO and applied.subject == "plan 0123456789abcdef"
+    assert applied.summary == (
+        "plan 0123456789abcdef applied: node pool batch-pool takes new nodes from pod range batch-pods "
+        "(192.168.0.0/22), room for 13 more node(s); its first node joined 2023-11-03T08:00:00Z"
+    )
+    assert any("no longer count" in e for e in applied.evidence), applied.evidence
+    full = only(d, "GKE-POD-RANGE-EXHAUSTED")
+    assert (
+        full.severity is Severity.INFO and "no migration needed: new nodes go to node pool batch-pool" in full.summary
+    )
+    assert (
+        full.remediation.startswith("Nothing to do: GKE needs no migration.") and "cidrx expand" not in full.remediation
+    )
+    # The autoscaler's events are older than the new pool's first node: nothing critical or warning is left.
+    assert "GKE-SCALE-UP-IP-EXHAUSTED" not in ids(d)
+    assert [f.id for f in d.findings if f.severity is not Severity.INFO] == [], d.findings
+
+
+def test_autoscaler_events_after_the_new_pools_first_node_still_count() -> None:
+    d = analyze(_applied_batch_pool())  # batch nodes created 06:00, the events are from 07:08
+    scale = only(d, "GKE-SCALE-UP-IP-EXHAUSTED")
+    assert scale.severity is Severity.CRITICAL
+    assert "though node pool batch-pool (plan 0123456789abcdef) has room for 13 more node(s)" in scale.summary
+    assert "cidrx expand" not in scale.remediation and "batch-pool" in scale.remediation
+    assert only(d, "GKE-POD-RANGE-EXHAUSTED").severity is Severity.INFO
+
+
+def test_events_of_pods_no_longer_waiting_do_not_count() -> None:
+    snap = cases.with_kube(cases.incident(), waiting_pods=())
+    assert "GKE-SCALE-UP-IP-EXHAUSTED" not in ids(analyze(snap))
+
+
+def test_a_pod_pinned_to_the_old_pool_keeps_its_full_range_critical() -> None:
+    snap = _joined_later(_applied_batch_pool())
+    pinned = tuple(dataclasses.replace(p, node_pool=POOL) for p in snap.kube.waiting_pods)
+    d = analyze(cases.with_kube(snap, waiting_pods=pinned))
+    assert only(d, "GKE-POD-RANGE-EXHAUSTED").severity is Severity.CRITICAL
+    assert "GKE-SCALE-UP-IP-EXHAUSTED" in ids(d)
+
+
+def test_once_the_new_range_is_full_too_the_old_one_is_critical_again() -> None:
     snap = _applied_batch_pool()
-    empty = {n.name: 0 for n in snap.kube.nodes if n.pool == POOL}
-    d = analyze(cases.with_kube(snap, pods_per_node={**snap.kube.pods_per_node, **empty}))
-    assert "GKE-PLAN-MIGRATION-PENDING" not in [f.id for f in d.findings]
+    batch = cases.nodes(16, "192.168.0.0/22", pool="batch-pool", prefix=26)
+    snap = cases.with_nodes(snap, cases.nodes(4, POD_CIDR) + batch)
+    d = analyze(snap)
+    assert {f.severity for f in d.findings if f.id == "GKE-POD-RANGE-EXHAUSTED"} == {Severity.CRITICAL}
+    assert "is full too" in only(d, "GKE-PLAN-APPLIED").summary
 
 
-def test_no_migration_is_pending_without_an_applied_plan() -> None:
-    assert "GKE-PLAN-MIGRATION-PENDING" not in [f.id for f in analyze(cases.own_pod_range()).findings]
+def test_an_empty_applied_pool_is_room_not_a_full_row() -> None:
+    snap = _applied_batch_pool()
+    snap = cases.with_kube(snap, nodes=tuple(n for n in snap.kube.nodes if n.pool != "batch-pool"))
+    d = analyze(snap)
+    row = capacity(d, "node-pool")["batch-pool"]
+    assert (row.nodes, row.utilization, row.nodes_fit) == (0, 0.0, 16) and row.note.startswith("no nodes yet")
+    assert capacity(d, "pod-range")["batch-pods"].nodes_fit == 16
+
+
+def test_no_plan_is_applied_without_the_label() -> None:
+    assert "GKE-PLAN-APPLIED" not in ids(analyze(cases.own_pod_range()))

@@ -437,6 +437,71 @@ def incident_kube() -> KubeSection:
     )
 
 
+def incident_kube_objects() -> list[JSON]:
+    """The cluster side of the incident (`incident_kube()`) as API objects for the fake API server: its 4 nodes
+    with their /24s, a few pods on each (one hostNetwork), the Pending pods and the events about them."""
+    section = incident_kube()
+    objs: list[JSON] = []
+    for node in section.nodes:
+        labels = {
+            "topology.kubernetes.io/zone": node.zone,
+            "node.kubernetes.io/instance-type": node.instance_type,
+            "cloud.google.com/gke-nodepool": node.pool,
+        }
+        objs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": node.name, "labels": labels, "creationTimestamp": node.created},
+                "spec": {"podCIDR": node.pod_cidrs[0], "podCIDRs": list(node.pod_cidrs)},
+                "status": {
+                    "addresses": [{"type": "InternalIP", "address": node.internal_ip}],
+                    "allocatable": {"pods": str(node.allocatable_pods)},
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            }
+        )
+        for i in range(4):
+            objs.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": f"web-{node.name[-4:]}-{i}", "namespace": "test"},
+                    "spec": {"nodeName": node.name, "hostNetwork": i == 0, "containers": [{"name": "c"}]},
+                    "status": {"phase": "Running"},
+                }
+            )
+    for pod in section.waiting_pods:
+        objs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": pod.name, "namespace": pod.namespace, "creationTimestamp": pod.created},
+                "spec": {"containers": [{"name": "c"}]},
+                "status": {
+                    "phase": "Pending",
+                    "conditions": [{"type": "PodScheduled", "status": "False", "reason": pod.reason}],
+                },
+            }
+        )
+    for i, event in enumerate(section.events):
+        objs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": f"{event.name}.{i:04x}", "namespace": event.namespace},
+                "involvedObject": {"kind": event.kind, "name": event.name, "namespace": event.namespace},
+                "reason": event.reason,
+                "type": event.type,
+                "message": event.message,
+                "count": event.count,
+                "lastTimestamp": event.last_seen,
+                "source": {"component": event.source},
+            }
+        )
+    return objs
+
+
 EXAMPLE_TAKEN_AT = "2023-11-04T03:20:00Z"
 
 

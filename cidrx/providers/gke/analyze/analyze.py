@@ -15,10 +15,10 @@ from dataclasses import replace
 from cidrx import netmath
 from cidrx.errors import InvalidInput
 from cidrx.model.findings import Capacity, Diagnosis, Finding, FindingKind, Severity, make_diagnosis, utilization
-from cidrx.model.kube import KubeSection
+from cidrx.model.kube import KubeEvent, KubeSection
 from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
-from cidrx.providers.gke.facts.applied import applied_plans
+from cidrx.providers.gke.facts.applied import AppliedPool, applied_pools, parse_time
 from cidrx.providers.gke.facts.node_subnet import NodeSubnetUse, node_subnet_use
 from cidrx.providers.gke.facts.pod_ranges import (
     ROUTES_ROLE,
@@ -28,7 +28,7 @@ from cidrx.providers.gke.facts.pod_ranges import (
     pool_node_prefix,
     pool_range_key,
 )
-from cidrx.providers.gke.facts.pool_copy import PLAN_LABEL, labels
+from cidrx.providers.gke.facts.pool_copy import pools_named
 from cidrx.providers.gke.facts.space import network_space_capacity, route_only_spaces
 from cidrx.providers.gke.model import GkeSection
 
@@ -37,11 +37,13 @@ GKE_POD_RANGE_EXHAUSTED = FindingKind.parse(
     using that range can be created, and cluster-autoscaler reports IP space exhausted."""
 )
 
-GKE_PLAN_MIGRATION_PENDING = FindingKind.parse(
-    """GKE-PLAN-MIGRATION-PENDING (warning): A node-pool plan cidrx applied (the pool carries its `cidrx-plan`
-    label) has room in its pod range, while nodes of pools whose pod range is full still run pods: the fix is
-    moving those workloads onto the new pool (cordon and drain the old nodes, then size the old pool down), not
-    another expansion."""
+GKE_PLAN_APPLIED = FindingKind.parse(
+    """GKE-PLAN-APPLIED (info): A node-pool plan cidrx applied (the pool carries its `cidrx-plan` label), with the
+    room its pod range has left. GKE needs no migration afterwards: every node keeps the pod block it was given
+    when it was created, so the nodes on the full range and their pods carry on, and cluster-autoscaler adds new
+    nodes to the new pool while its range has room. The full range is then reported as info; it turns critical
+    again only when the new range runs out too (or pods are pinned to the old pool), and `expand --plan` refuses
+    another expansion while the new range has room."""
 )
 
 GKE_POD_RANGE_NEARLY_EXHAUSTED = FindingKind.parse(
@@ -180,6 +182,9 @@ def _pool_capacity(gke: GkeSection, kube: KubeSection, ranges: list[RangeUse]) -
         used = sum(kube.pods_per_node.get(n, 0) + kube.host_network_pods_per_node.get(n, 0) for n in names)
         size = p.max_pods_per_node * nodes
         zones = ", ".join(p.locations)
+        fit = r.free_for(pool_node_prefix(p)) if r is not None else None
+        # A pool without nodes holds no pod slots yet: it is empty, not full (its room is the fit column).
+        empty = "no nodes yet; " if nodes == 0 else ""
         out.append(
             Capacity(
                 kind="node-pool",
@@ -188,11 +193,11 @@ def _pool_capacity(gke: GkeSection, kube: KubeSection, ranges: list[RangeUse]) -
                 size=size,
                 used=used,
                 free=max(0, size - used),
-                utilization=utilization(used, size),
+                utilization=utilization(used, size) if size else 0.0,
                 nodes=nodes,
                 # Free blocks of the pool's own per-node size in its range (other pools may take them too).
-                nodes_fit=r.free_for(pool_node_prefix(p)) if r is not None else None,
-                note=f"{p.max_pods_per_node} max pods/node, /{pool_node_prefix(p)} per node from "
+                nodes_fit=fit,
+                note=f"{empty}{p.max_pods_per_node} max pods/node, /{pool_node_prefix(p)} per node from "
                 f"{r.label if r else p.pod_range}; {p.machine_type}; zones {zones}",
                 # The autoscaler's limit, not room in the pod range (that is the pod-range row's max_nodes).
                 extra={"autoscaling_max_nodes": pool_max_nodes(p)},
@@ -308,25 +313,57 @@ def _full_pod_ranges(ranges: list[RangeUse]) -> list[RangeUse]:
     return [r for r in ranges if r.pools and (r.exact or r.utilization_known) and r.free_for(r.node_prefix) == 0]
 
 
+def _scale_up_events(
+    gke: GkeSection, kube: KubeSection, roomy: list[AppliedPool], relieved_pools: set[str]
+) -> tuple[list[KubeEvent], list[KubeEvent]]:
+    """cluster-autoscaler's "IP space exhausted" events, as (those that count, those that no longer do).
+
+    The API server keeps events for an hour by default (kube-apiserver --event-ttl), so they outlive the problem
+    they reported: an event about a pod that is no longer waiting does not count, and once an applied plan's
+    pool has room neither does one last seen before that pool's first node joined, nor one that names only
+    instance groups of pools whose full range the new pool relieves (the autoscaler trying the old pool before
+    it backs off from it and grows the new one), unless the pod is pinned to a pool the new one does not relieve."""
+    waiting = {(p.namespace, p.name) for p in kube.waiting_pods}
+    # A pod pinned to a pool the new one does not relieve (its nodeSelector names it) still waits on a full range.
+    free_pools = relieved_pools | {a.pool.name for a in roomy}
+    stuck = {(p.namespace, p.name) for p in kube.waiting_pods if p.node_pool and p.node_pool not in free_pools}
+    since = min((t for a in roomy if (t := parse_time(a.first_node)) is not None), default=None)
+    current: list[KubeEvent] = []
+    stale: list[KubeEvent] = []
+    for e in kube.events:
+        if e.reason not in SCALE_UP_REASONS or not any(t in e.message.lower() for t in IP_EXHAUSTED_TEXTS):
+            continue
+        seen = parse_time(e.last_seen)
+        named = pools_named(gke, e.message)
+        gone = e.kind == "Pod" and (e.namespace, e.name) not in waiting
+        before = since is not None and seen is not None and seen < since
+        old_pool_only = bool(roomy) and bool(named) and named <= relieved_pools
+        pinned = (e.namespace, e.name) in stuck
+        (stale if gone or ((before or old_pool_only) and not pinned) else current).append(e)
+    return current, stale
+
+
 def _scale_up_findings(
-    gke: GkeSection, kube: KubeSection, flags: str, ranges: list[RangeUse], subnet: NodeSubnetUse | None
+    gke: GkeSection,
+    kube: KubeSection,
+    flags: str,
+    ranges: list[RangeUse],
+    subnet: NodeSubnetUse | None,
+    hits: list[KubeEvent],
+    relieved: dict[str, AppliedPool],
 ) -> list[Finding]:
     """GKE-SCALE-UP-IP-EXHAUSTED, blaming what is full: the autoscaler says "IP space exhausted" both when a pod
     range has no block left and when the subnet's primary range has no address left for the node VM
     (docs/cloud-facts.md), so the finding names the range the snapshot shows full, both when both are, and
-    neither when neither reads full."""
-    hits = [
-        e
-        for e in kube.events
-        if e.reason in SCALE_UP_REASONS and any(t in e.message.lower() for t in IP_EXHAUSTED_TEXTS)
-    ]
+    neither when neither reads full. `hits` are the events that count (`_scale_up_events`); a full range an
+    applied plan's pool relieves (`relieved`) is not the cause any more."""
     if not hits:
         return []
     pending = [p for p in kube.waiting_pods if p.phase == "Pending"]
     total = sum(max(1, e.count) for e in hits)
     evidence = [f"{e.reason} {e.namespace}/{e.name}: {e.message}" for e in hits[:MAX_EVIDENCE]]
     evidence.append(f"{len(pending)} pod(s) Pending")
-    full_pods = _full_pod_ranges(ranges)
+    full_pods = [r for r in _full_pod_ranges(ranges) if (r.name or r.cidr) not in relieved]
     subnet_full = subnet is not None and subnet.free == 0
     subnet_label = subnet.label if subnet is not None else ""
     evidence += [f"pod range {r.label}: no free /{r.node_prefix} block" for r in full_pods]
@@ -345,6 +382,13 @@ def _scale_up_findings(
     elif subnet_full:
         cause = f": the node subnet's {subnet_label} is full; the pod ranges have room"
         fix = f"New nodes need an address from the subnet's primary range: {subnet_fix} and apply it."
+    elif relieved and not full_pods:
+        a = next(iter(relieved.values()))
+        cause = f", though node pool {a.pool.name} (plan {a.plan_id}) has room for {a.free_blocks} more node(s)"
+        fix = (
+            f"Check that node pool {a.pool.name} can take these pods: its autoscaling limit "
+            f"({pool_max_nodes(a.pool)} nodes), its zones, and nodeSelectors or affinity that pin them to another pool."
+        )
     elif full_pods or subnet is None:
         cause = f": pod range {full_pods[0].label} is full" if full_pods else ""
         fix = f"New nodes need a free pod block; {pod_fix} and apply it."
@@ -468,36 +512,90 @@ def _max_pods_findings(gke: GkeSection, kube: KubeSection, tight: set[str]) -> l
     return findings
 
 
-def _migration_findings(snapshot: Snapshot, gke: GkeSection, ranges: list[RangeUse]) -> list[Finding]:
-    """One finding per applied node-pool plan whose pool's range has room while nodes of pools in full pod
-    ranges still run pods: N nodes, M pods."""
-    roomy = [a for a in applied_plans(snapshot) if a.free > 0]
-    planned = {p.name for p in gke.node_pools if labels(p).get(PLAN_LABEL)}
-    old = {p for r in _full_pod_ranges(ranges) for p in r.pools} - planned
-    kube = snapshot.kube
-    stuck = [n for n in kube.nodes if n.pool in old]
-    pods = sum(kube.pods_per_node.get(n.name, 0) for n in stuck)
-    if not roomy or pods == 0:
-        return []  # nothing left to move: empty nodes wait only for their pool's resize
-    names = ", ".join(n.name for n in stuck[:5]) + (" …" if len(stuck) > 5 else "")
-    return [
-        GKE_PLAN_MIGRATION_PENDING.finding(
-            Severity.WARNING,
-            f"plan {a.plan_id}",
-            f"plan {a.plan_id} applied, migration pending: {len(stuck)} node(s) of pools with a full pod range "
-            f"still run {pods} pod(s)",
-            (
-                f"{a.space}: {a.free} of {a.size} addresses free",
-                f"pools with a full pod range: {', '.join(sorted(old))}",
-                f"nodes: {names}",
-            ),
-            "Move the workloads: cordon and drain the old pools' nodes (`kubectl drain --ignore-daemonsets` node "
-            "by node, honouring PodDisruptionBudgets) so their pods land on the new pool, then size the old pools "
-            "down (turn their autoscaling off first). Do not expand again: `expand --plan` refuses while this "
-            "plan's range has room.",
-        )
-        for a in roomy
-    ]
+# What a full pod range means once an applied plan's pool has room (docs/cloud-facts.md, "GKE after an expansion").
+NO_MIGRATION = (
+    "Nothing to do: GKE needs no migration. Nodes on this range keep the pod block each got when it was created, "
+    "and their pods keep running and scheduling up to max pods; the full range stops only new nodes, and "
+    "cluster-autoscaler now adds those to node pool {pool} (pod range {range}, room for {free} more node(s)). "
+    "Size the old pool down only if you want its range back."
+)
+# The range findings an applied pool with room answers: they are about new nodes the range cannot take.
+RELIEVED_KINDS = frozenset(
+    {GKE_POD_RANGE_EXHAUSTED.id, GKE_POD_RANGE_NEARLY_EXHAUSTED.id, GKE_AUTOSCALER_MAX_EXCEEDS_RANGE.id}
+)
+
+
+def _relieved(ranges: list[RangeUse], roomy: list[AppliedPool], kube: KubeSection) -> dict[str, AppliedPool]:
+    """The pod ranges (by key) whose new nodes an applied plan's pool with room takes now, each with that pool:
+    every range but the applied pools' own, except one whose pools a waiting pod is pinned to (its nodeSelector
+    names the pool: the new pool's nodes carry their own pool label, so that pod cannot move)."""
+    if not roomy:
+        return {}
+    best = max(roomy, key=lambda a: (a.free_blocks, a.plan_id))
+    own = {a.range.name or a.range.cidr for a in roomy}
+    pinned = {p.node_pool for p in kube.waiting_pods if p.node_pool}
+    return {
+        r.name or r.cidr: best
+        for r in ranges
+        if r.role != ROUTES_ROLE and (r.name or r.cidr) not in own and not set(r.pools) & pinned
+    }
+
+
+def _relieve(findings: list[Finding], ranges: list[RangeUse], relieved: dict[str, AppliedPool]) -> list[Finding]:
+    """The range findings of relieved ranges as information: the full range is no incident any more."""
+    by_subject = {f"pod range {r.label}": relieved[r.name or r.cidr] for r in ranges if (r.name or r.cidr) in relieved}
+    out = []
+    for f in findings:
+        a = by_subject.get(f.subject)
+        if a is not None and f.id in RELIEVED_KINDS:
+            f = replace(
+                f,
+                severity=Severity.INFO,
+                summary=f"{f.summary}; no migration needed: new nodes go to node pool {a.pool.name} (plan {a.plan_id})",
+                remediation=NO_MIGRATION.format(pool=a.pool.name, range=a.range.label, free=a.free_blocks),
+            )
+        out.append(f)
+    return out
+
+
+def _applied_findings(
+    applied: list[AppliedPool], relieved: dict[str, AppliedPool], ranges: list[RangeUse], stale: list[KubeEvent]
+) -> list[Finding]:
+    """GKE-PLAN-APPLIED, one per node pool a cidrx plan created: what it relieves and the room it has left."""
+    labels = {r.name or r.cidr: r.label for r in ranges}
+    findings = []
+    for a in applied:
+        r, free = a.range, a.free_blocks
+        since = f"; its first node joined {a.first_node}" if a.first_node else ""
+        evidence = [
+            f"node pool {a.pool.name} carries the label cidrx-plan={a.plan_id}",
+            f"{r.label}: {r.nodes} node(s) hold blocks, room for {free} more /{a.node_prefix} block(s)",
+        ]
+        mine = sorted(labels[k] for k, by in relieved.items() if by == a)
+        if mine:
+            evidence.append(
+                f"full or nearly full range(s) whose new nodes it takes: {', '.join(mine)} (GKE needs no migration: "
+                "their nodes keep their pod blocks and pods)"
+            )
+        if stale and mine:
+            evidence.append(
+                f"{len(stale)} cluster-autoscaler 'IP space exhausted' event(s) no longer count: older than the "
+                "pool's first node, about the old pool only, or about pods no longer waiting"
+            )
+        if free:
+            summary = (
+                f"plan {a.plan_id} applied: node pool {a.pool.name} takes new nodes from pod range {r.label}, "
+                f"room for {free} more node(s){since}"
+            )
+            fix = (
+                "Nothing to do: GKE needs no migration (see the range findings). `cidrx expand --plan` refuses "
+                "another expansion while this range has room (`--force` plans one anyway and records why)."
+            )
+        else:
+            summary = f"plan {a.plan_id} applied: node pool {a.pool.name}'s pod range {r.label} is full too{since}"
+            fix = "See the pod range findings: this pool's range needs more address space as well."
+        findings.append(GKE_PLAN_APPLIED.finding(Severity.INFO, f"plan {a.plan_id}", summary, tuple(evidence), fix))
+    return findings
 
 
 def analyze(snapshot: Snapshot) -> Diagnosis:
@@ -507,20 +605,22 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     kube = snapshot.kube
     flags = target_flags(snapshot.target)
     ranges = pod_ranges(gke, kube)
-    findings = _range_findings(ranges, flags, gke.cluster.autopilot)
-    # Every range finding says the range is tight (full, nearly full, or the autoscaler may outgrow it).
+    applied = applied_pools(gke, kube, ranges)
+    roomy = [a for a in applied if a.free_blocks > 0]
+    relieved = _relieved(ranges, roomy, kube)
+    findings = _relieve(_range_findings(ranges, flags, gke.cluster.autopilot), ranges, relieved)
+    # Every range finding says the range is tight (full, nearly full, or the autoscaler may outgrow it), unless
+    # an applied plan's pool takes its new nodes now.
     tight = {r.name or r.cidr for r in ranges if any(f.subject == f"pod range {r.label}" for f in findings)}
+    tight -= set(relieved)
     subnet_use = node_subnet_use(gke, sum(pool_max_nodes(p) for p in gke.node_pools))
     if subnet_use is not None:
         findings += _node_subnet_findings(subnet_use, flags)
-    findings += _scale_up_findings(gke, kube, flags, ranges, subnet_use)
+    relieved_pools = {p for r in ranges if (r.name or r.cidr) in relieved for p in r.pools}
+    hits, stale = _scale_up_events(gke, kube, roomy, relieved_pools)
+    findings += _scale_up_findings(gke, kube, flags, ranges, subnet_use, hits, relieved)
     findings += _max_pods_findings(gke, kube, tight)
-    pending = _migration_findings(snapshot, gke, ranges)
-    if pending:
-        # The space is there already: a full range's fix is the migration, not another expansion.
-        moved = f"Move the workloads onto the new pool (finding {GKE_PLAN_MIGRATION_PENDING.id})."
-        findings = [replace(f, remediation=moved) if f.id == GKE_POD_RANGE_EXHAUSTED.id else f for f in findings]
-    findings = pending + findings
+    findings = _applied_findings(applied, relieved, ranges, stale) + findings
     c = gke.cluster
     own_ranges = {pool_range_key(gke, p) for p in gke.node_pools} - {c.pod_range_name or c.pod_cidr}
     if tight and not c.additional_pod_ranges and not own_ranges and not c.use_routes:

@@ -39,19 +39,28 @@ def labels(pool: NodePool) -> dict[str, str]:
     return out
 
 
+def pools_named(gke: GkeSection, message: str) -> set[str]:
+    """The node pools whose managed instance groups a cluster-autoscaler message names (gke-<cluster>-<pool>-
+    <hash>-grp; the longest pool name that fits, so `default-pool-2`'s group is not also `default-pool`'s)."""
+    prefixes = sorted(((f"gke-{gke.cluster.name}-{p.name}-", p.name) for p in gke.node_pools), reverse=True)
+    found = set()
+    for group in _INSTANCE_GROUP.findall(message):
+        pool = next((name for prefix, name in prefixes if group.startswith(prefix)), None)
+        if pool is not None:
+            found.add(pool)
+    return found
+
+
 def starving_pools(snapshot: Snapshot, gke: GkeSection) -> dict[str, int]:
     """Waiting pods per node pool, counting only pods the snapshot ties to a pool."""
     pools = {p.name for p in gke.node_pools}
     node_pool = {n.name: n.pool for n in snapshot.kube.nodes if n.pool}
-    groups = {f"gke-{gke.cluster.name}-{p}-": p for p in pools}
     mentioned: dict[tuple[str, str], set[str]] = {}
     for e in snapshot.kube.events:
         if e.kind != "Pod":
             continue
-        for group in _INSTANCE_GROUP.findall(e.message):
-            for prefix, pool in groups.items():
-                if group.startswith(prefix):
-                    mentioned.setdefault((e.namespace, e.name), set()).add(pool)
+        for pool in pools_named(gke, e.message):
+            mentioned.setdefault((e.namespace, e.name), set()).add(pool)
     counts: dict[str, int] = {}
     for pod in snapshot.kube.waiting_pods:
         hits = {pod.node_pool} if pod.node_pool in pools else set()
