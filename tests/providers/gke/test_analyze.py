@@ -445,6 +445,16 @@ def test_autoscaler_events_after_the_new_pools_first_node_still_count() -> None:
     assert only(d, "GKE-POD-RANGE-EXHAUSTED").severity is Severity.INFO
 
 
+def test_events_naming_only_the_old_pools_instance_group_do_not_count() -> None:
+    """After the apply the autoscaler may still try the old pool once (and back off from it): an event naming only
+    the old pool's instance group is no sign that the new pool cannot grow."""
+    snap = _applied_batch_pool()  # the events are newer than the batch pool's first node
+    group = f"gke-demo-ip-{POOL}-5f6c2a1d-grp"
+    events = tuple(dataclasses.replace(e, message=f"{e.message} ({group})") for e in snap.kube.events)
+    d = analyze(cases.with_kube(snap, events=events))
+    assert "GKE-SCALE-UP-IP-EXHAUSTED" not in ids(d)
+
+
 def test_events_of_pods_no_longer_waiting_do_not_count() -> None:
     snap = cases.with_kube(cases.incident(), waiting_pods=())
     assert "GKE-SCALE-UP-IP-EXHAUSTED" not in ids(analyze(snap))

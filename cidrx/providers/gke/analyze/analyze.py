@@ -588,8 +588,8 @@ def _applied_findings(
                 f"room for {free} more node(s){since}"
             )
             fix = (
-                "Nothing to do: GKE needs no migration (see the range findings). `cidrx expand --plan` refuses "
-                "another expansion while this range has room (`--force` plans one anyway and records why)."
+                "Nothing to do: GKE needs no migration (see the range findings). While this range has room, "
+                "cidrx expand --plan refuses another expansion (--force plans one anyway and records why)."
             )
         else:
             summary = f"plan {a.plan_id} applied: node pool {a.pool.name}'s pod range {r.label} is full too{since}"
