@@ -486,5 +486,27 @@ def test_an_empty_applied_pool_is_room_not_a_full_row() -> None:
     assert capacity(d, "pod-range")["batch-pods"].nodes_fit == 16
 
 
+def _spare_cluster_range(autopilot: bool) -> Snapshot:
+    """The incident after a cluster-range plan: an additional cluster pod range with room, no pool on it yet."""
+    snap = cases.additional_ranges()
+    snap = cases.with_pools(snap, *(p for p in cases.gke_of(snap).node_pools if p.name != "extra-pool"))
+    snap = cases.with_kube(snap, nodes=tuple(n for n in snap.kube.nodes if n.pool != "extra-pool"))
+    return cases.with_cluster(snap, autopilot=autopilot)
+
+
+def test_a_spare_cluster_range_on_standard_asks_for_a_node_pool_not_another_expansion() -> None:
+    full = only(analyze(_spare_cluster_range(autopilot=False)), "GKE-POD-RANGE-EXHAUSTED")
+    assert full.severity is Severity.CRITICAL  # nothing takes new nodes until a node pool uses the new range
+    assert full.remediation.startswith(f"No further expansion is needed: cluster pod range {cases.EXTRA_RANGE}")
+    assert "cidrx expand" not in full.remediation and "Create a node pool" in full.remediation
+
+
+def test_a_spare_cluster_range_on_autopilot_needs_nothing() -> None:
+    full = only(analyze(_spare_cluster_range(autopilot=True)), "GKE-POD-RANGE-EXHAUSTED")
+    assert full.severity is Severity.INFO
+    assert f"GKE creates new node pools from cluster pod range {cases.EXTRA_RANGE}" in full.summary
+    assert full.remediation.startswith("Nothing to do: GKE needs no migration.")
+
+
 def test_no_plan_is_applied_without_the_label() -> None:
     assert "GKE-PLAN-APPLIED" not in ids(analyze(cases.own_pod_range()))

@@ -558,6 +558,56 @@ def _relieve(findings: list[Finding], ranges: list[RangeUse], relieved: dict[str
     return out
 
 
+def _spare_cluster_ranges(ranges: list[RangeUse]) -> list[RangeUse]:
+    """Additional cluster pod ranges (a `cluster-range` plan's, or the user's) that no node pool uses yet and that
+    have room: GKE gives node pools created from now on their pod blocks from the most available of them."""
+    return [
+        r
+        for r in ranges
+        if r.role == "cluster additional"
+        and not r.pools
+        and (r.exact or r.utilization_known)
+        and r.free_for(r.node_prefix)
+    ]
+
+
+def _spare_range_fix(
+    findings: list[Finding], ranges: list[RangeUse], relieved: dict[str, AppliedPool], autopilot: bool
+) -> tuple[list[Finding], set[str]]:
+    """A full range's findings when an additional cluster pod range has room but no pool uses it yet: on Autopilot
+    GKE creates the next node pools itself from that range (info, no migration); on Standard a new node pool is
+    what is missing, not another expansion. Returns the findings and the keys of the ranges made info."""
+    spare = _spare_cluster_ranges(ranges)
+    if not spare:
+        return findings, set()
+    best = max(spare, key=lambda r: (r.free_for(r.node_prefix), r.label))
+    room = f"cluster pod range {best.label} (room for {best.free_for(best.node_prefix)} node(s))"
+    keys = {f"pod range {r.label}": r.name or r.cidr for r in ranges if (r.name or r.cidr) not in relieved}
+    keys = {subject: key for subject, key in keys.items() if key not in {r.name or r.cidr for r in spare}}
+    out, eased = [], set()
+    for f in findings:
+        key = keys.get(f.subject)
+        if key is not None and f.id in RELIEVED_KINDS:
+            if autopilot:
+                eased.add(key)
+                f = replace(
+                    f,
+                    severity=Severity.INFO,
+                    summary=f"{f.summary}; no migration needed: GKE creates new node pools from {room}",
+                    remediation="Nothing to do: GKE needs no migration. Nodes on this range keep their pod blocks and "
+                    f"pods; Autopilot creates the next node pools itself and gives them pod blocks from {room}.",
+                )
+            else:
+                f = replace(
+                    f,
+                    remediation=f"No further expansion is needed: {room} is not used by any node pool yet. Create a "
+                    "node pool (GKE gives a node pool created now its pod blocks from the most available cluster pod "
+                    "range), or let node auto-provisioning create one; GKE needs no migration of the existing nodes.",
+                )
+        out.append(f)
+    return out, eased
+
+
 def _applied_findings(
     applied: list[AppliedPool], relieved: dict[str, AppliedPool], ranges: list[RangeUse], stale: list[KubeEvent]
 ) -> list[Finding]:
@@ -611,8 +661,9 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     findings = _relieve(_range_findings(ranges, flags, gke.cluster.autopilot), ranges, relieved)
     # Every range finding says the range is tight (full, nearly full, or the autoscaler may outgrow it), unless
     # an applied plan's pool takes its new nodes now.
+    findings, eased = _spare_range_fix(findings, ranges, relieved, gke.cluster.autopilot)
     tight = {r.name or r.cidr for r in ranges if any(f.subject == f"pod range {r.label}" for f in findings)}
-    tight -= set(relieved)
+    tight -= set(relieved) | eased
     subnet_use = node_subnet_use(gke, sum(pool_max_nodes(p) for p in gke.node_pools))
     if subnet_use is not None:
         findings += _node_subnet_findings(subnet_use, flags)

@@ -103,10 +103,13 @@ def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
     )
     d.basis["node_pool_name"] = pool_name
     t = template.name
+    # GKE needs no migration: a node keeps the pod block it got when it was created (docs/cloud-facts.md, "GKE
+    # after an expansion"), so only new nodes need the new range, and the autoscaler adds them to the new pool.
     note = (
-        f"cidrx does not drain {t}: its nodes keep their pods; new capacity comes from {pool_name}. "
-        f"Pods pinned to {t} (nodeSelector cloud.google.com/gke-nodepool) cannot move; to move the "
-        f"rest, cordon and drain {t}'s nodes (kubectl drain --ignore-daemonsets) and lower its limits."
+        f"cidrx does not drain {t}, and GKE needs no migration: {t}'s nodes keep their pod blocks and pods, and "
+        f"cluster-autoscaler adds new nodes to {pool_name}. Pods pinned to {t} (nodeSelector "
+        f"cloud.google.com/gke-nodepool) wait until {t} has room; to free {t}'s range, drain its nodes "
+        "(kubectl drain --ignore-daemonsets) and lower its limits."
     )
     return finish(d, created_at, NAME, pool_name, note)
 
