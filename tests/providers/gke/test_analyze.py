@@ -499,6 +499,8 @@ def test_a_spare_cluster_range_on_standard_asks_for_a_node_pool_not_another_expa
     assert full.severity is Severity.CRITICAL  # nothing takes new nodes until a node pool uses the new range
     assert full.remediation.startswith(f"No further expansion is needed: cluster pod range {cases.EXTRA_RANGE}")
     assert "cidrx expand" not in full.remediation and "Create a node pool" in full.remediation
+    scale = only(analyze(_spare_cluster_range(autopilot=False)), "GKE-SCALE-UP-IP-EXHAUSTED")
+    assert "cidrx expand" not in scale.remediation and "create a node pool" in scale.remediation
 
 
 def test_a_spare_cluster_range_on_autopilot_needs_nothing() -> None:

@@ -373,6 +373,12 @@ def _scale_up_findings(
             "node(s)"
         )
     pod_fix = f"add a pod range with `cidrx expand {flags} --plan`"
+    spare = _spare_cluster_ranges(ranges)
+    if spare:  # a cluster-range plan's range: what is missing is a node pool on it, not more space
+        pod_fix = (
+            f"create a node pool (GKE gives a new pool its pod blocks from the most available cluster pod range; "
+            f"{spare[0].label} has room and no pool yet)"
+        )
     subnet_fix = f"expand the subnet's primary range with `cidrx expand {flags} --plan --strategy subnet-expand`"
     if gke.cluster.use_routes and not subnet_full:
         cause, fix = "", ROUTES_WAY_OUT
