@@ -43,9 +43,10 @@ from cidrx.render.table import (
     percent,
     util_text,
     value_text,
+    verdict,
 )
 
-WIDTH = 960  # of each map's drawing, in CSS pixels
+WIDTH = 760  # of each map's drawing, in SVG units: at a 760 px window its labels are drawn near their 11 px
 BOX = 46  # height of a box
 GAP_X = 4
 
@@ -85,6 +86,10 @@ tr.full td { background: #fdecea; } tr.tight td { background: #fff6e5; }
 .finding { border-left: 4px solid #999; padding: 4px 10px; margin: 8px 0; background: #fafafa; }
 .finding.critical { border-color: #d64541; } .finding.warning { border-color: #e8a33a; }
 .finding.info { border-color: #4a90e2; }
+.verdict { font-weight: 600; font-size: 16px; padding: 6px 10px; margin: 0 0 10px; border-left: 6px solid #4a90e2;
+           background: #eef4fc; }
+.verdict.critical { border-color: #d64541; background: #fdecea; } .verdict.warning { border-color: #e8a33a;
+           background: #fff6e5; } .verdict.ok { border-color: #4caf50; background: #eef8ee; }
 .badge { background: #d64541; color: #fff; font-size: 11px; padding: 1px 6px; border-radius: 3px; }
 .sev { font-weight: 600; text-transform: uppercase; font-size: 12px; } code { font-size: 12px; }
 .legend span { display: inline-block; margin-right: 14px; font-size: 12px; }
@@ -315,7 +320,7 @@ def _area_svg(a: Area, x: float, y: float, w: float, full: bool = False, h: floa
     share = (
         "planned"
         if a.planned
-        else "routed elsewhere"
+        else "other network"
         if a.role == "route"
         else "in use"
         if a.used is None
@@ -532,11 +537,14 @@ def _fix_html(remediation: str) -> str:
     return f"<p><b>Fix:</b> {prose}</p>{commands}"
 
 
+_WORST_FIRST = (Severity.CRITICAL, Severity.WARNING, Severity.INFO)
+
+
 def _findings(d: Diagnosis) -> str:
     if not d.findings:
         return "<p>none</p>"
     out = []
-    for f in d.findings:
+    for f in sorted(d.findings, key=lambda f: _WORST_FIRST.index(f.severity)):  # stable: same order within one
         evidence = "".join(f"<li>{escape(e)}</li>" for e in f.evidence)
         fix = _fix_html(f.remediation) if f.remediation else ""
         out.append(
@@ -563,8 +571,9 @@ def _steps(plan: Plan) -> str:
 
 
 def render_html(d: Diagnosis, maps: Sequence[NetworkMap], plan: Plan | None = None) -> str:
-    """The page: title, the address maps (with the plan's new range when given), capacity, findings, and
-    for a plan its steps, summary and notes."""
+    """The page. A diagnosis: title, the verdict line of the terminal, findings worst first, the address maps,
+    capacity (the answer first, as at a terminal). A plan: title, the address maps with the plan's new range,
+    its steps, summary and notes, capacity, findings."""
     if plan is not None:
         title = f"cidrx plan {plan.plan_id} for {plan.target.label()}"
         meta = f"strategy {plan.strategy}; made {plan.created_at} from snapshot {plan.snapshot_fingerprint[:12]}"
@@ -574,13 +583,16 @@ def render_html(d: Diagnosis, maps: Sequence[NetworkMap], plan: Plan | None = No
     drawn = with_plan(maps, plan)
     sections = "".join(_map_section(m) for m in drawn) or "<p>No address space to draw.</p>"
     worst = next((s for s in (Severity.CRITICAL, Severity.WARNING) if any(f.severity is s for f in d.findings)), None)
-    body = [
-        f"<h1>{escape(title)}</h1><p class='meta'>{escape(meta)}</p>",
-        f"<h2>Address maps</h2>{_legend()}{sections}",
-        _steps(plan) if plan is not None else "",
-        f"<h2>Capacity</h2>{_capacity_table(d)}" if d.capacity else "",
-        f"<h2>Findings ({escape(counts_line(d))})</h2>{_findings(d)}",
-    ]
+    heading = f"<h1>{escape(title)}</h1><p class='meta'>{escape(meta)}</p>"
+    findings = f"<h2>Findings ({escape(counts_line(d))})</h2>{_findings(d)}"
+    maps_html = f"<h2>Address maps</h2>{_legend()}{sections}"
+    capacity = f"<h2>Capacity</h2>{_capacity_table(d)}" if d.capacity else ""
+    if plan is not None:
+        body = [heading, maps_html, _steps(plan), capacity, findings]
+    else:
+        sev, line = verdict(d, counts=False)  # the counts follow in the line under the title
+        body = [f"<p class='verdict {sev.value if sev else 'ok'}'>{escape(line)}</p>{heading}", findings, maps_html]
+        body.append(capacity)
     status = f" — {worst.value}" if worst is not None else ""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -344,7 +344,7 @@ def test_fixes_are_code_blocks_and_exhausted_pools_use_the_legends_red() -> None
 
 def test_boxes_are_drawn_to_scale_with_a_minimum_width() -> None:
     from cidrx.model.netmap import Area
-    from cidrx.render.html import MIN_W, map_svg
+    from cidrx.render.html import MIN_W, WIDTH, map_svg
 
     # A /28 beside a /16 in a /8: the /16 takes what is left after the /28's and the gaps' minimums.
     m = NetworkMap(
@@ -361,7 +361,7 @@ def test_boxes_are_drawn_to_scale_with_a_minimum_width() -> None:
     assert widths["10.1.0.0/28"] == MIN_W
     assert widths["10.0.0.0/16"] == MIN_W  # its share of a /8 (1/256) is below the minimum too
     gaps = [float(w) for w in re.findall(r'<g class="gap"[^>]*>.*?<rect[^>]* width="([0-9.]+)"', svg)]
-    assert max(gaps) > 600  # the rest of the /8 is one wide unallocated box
+    assert max(gaps) > WIDTH - 3 * MIN_W - 3 * 4  # the rest of the /8 is one wide unallocated box
 
 
 def test_calico_leaked_and_borrowed_addresses_are_drawn_inside_their_block() -> None:
@@ -411,3 +411,20 @@ def test_ranges_that_do_not_fit_side_by_side_wrap_onto_rows_inside_their_small_p
     assert all(px <= x and x + w <= px + pw and py <= y and y + h <= py + ph for x, y, w, h in kids)
     assert len({y for _, y, _, _ in kids}) > 1  # stacked in rows, not squeezed into one
     assert all(w >= MIN_ONE for _, _, w, _ in kids)  # each wide enough for ".41" over "borrowed"
+
+
+def test_a_diagnosis_page_leads_with_the_terminals_verdict_then_findings_worst_first() -> None:
+    from cidrx.render.table import verdict
+
+    snap = load_snapshot(EXAMPLES / "calico-borrowing.snapshot.json")
+    d = app_diagnose.analyze(snap)
+    # Findings in the diagnosis' own order, an info one first: the page still shows the worst first.
+    d = dataclasses.replace(d, findings=tuple(reversed(d.findings)))
+    page = render_html(d, app_diagnose.address_maps(snap))
+    body = page.split("<body>", 1)[1]
+    sev, line = verdict(d, counts=False)
+    assert sev is not None and body.startswith(f"<p class='verdict {sev.value}'>{line}</p><h1>")
+    assert body.index("<h2>Findings") < body.index("<h2>Address maps") < body.index("<h2>Capacity")
+    shown = re.findall(r'<div class="finding (\w+)">', body)
+    order = ["critical", "warning", "info"]
+    assert shown == sorted(shown, key=order.index) and shown[0] == "critical"
