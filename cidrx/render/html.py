@@ -402,11 +402,12 @@ def _row(parts: list[_Part], x: float, y: float, w: float, full: bool, *, gaps: 
 
 
 def _rows(parts: list[_Part], gaps: bool, width: float) -> list[list[_Part]]:
-    """`parts` in address order, cut into rows whose boxes take at most FILL of `width` at their minimum
-    widths (a 10.0.0.0/8 network space holds a dozen ranges and the gaps between them; a small block may
-    hold more leaked addresses than fit side by side): to scale within a row. Empty space inside a range
-    (no box) goes with the row it falls in and never makes a row of its own."""
-    budget = width * FILL
+    """`parts` in address order, cut into rows whose boxes fit `width` at their minimum widths (a 10.0.0.0/8
+    network space holds a dozen ranges and the gaps between them; a small block may hold more leaked
+    addresses than fit side by side): to scale within a row. At the top level (`gaps`) the minimums take at
+    most FILL of a row, so the rest is shared to scale; inside a range, empty space (no box) takes the rest,
+    goes with the row it falls in and never makes a row of its own."""
+    budget = width * FILL if gaps else width
     rows: list[list[_Part]] = [[]]
     used = 0.0
     for part in parts:
