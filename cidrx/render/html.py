@@ -7,12 +7,16 @@ the file can be attached to a ticket or opened from a CI artefact offline.
 Each map draws one extent (an address block of a cloud network, a private address space, an IPAM pool) as a row of
 boxes in address order: every range in it and every unallocated gap between them. Boxes are drawn to scale: a
 box is as wide as its share of its parent's addresses, and a range that holds other ranges (a subnet in a routed
-block, a leaked or borrowed address in its IPAM block) draws them inside itself, to scale within it. Address
+block, a leaked or borrowed address in its IPAM block) draws them inside itself, to scale within it, wrapped onto
+as many rows inside it as they need when they do not fit side by side (its box grows taller, never wider). Address
 spaces differ by many orders of magnitude (a /28 next to a /16 is 1/4096 of it), so no box is narrower than a
 minimum that keeps its address legible (MIN_W; MIN_ONE for a single address): a box at its minimum is wider than
 its share and the boxes beside it give up that width in proportion to their sizes, so widths still rank by size
 and every box says its exact size. Inside a range box, reserved, used and free addresses are drawn to scale. A
 plan's new range is drawn in, dashed.
+
+The capacity table keeps one line per row: the terminal table's columns, given up in its order as the window
+narrows, and long text cut with "…" (the cell's title holds all of it).
 """
 
 from __future__ import annotations
@@ -28,10 +32,21 @@ from cidrx.model.netmap import Area, NetworkMap, covered, free_blocks
 from cidrx.model.plan import Plan
 from cidrx.render.age import taken_note
 from cidrx.render.fixes import split_fix
-from cidrx.render.table import by_urgency, counts_line, nodes_text, percent, value_text
+from cidrx.render.table import (
+    CAPACITY_HEADERS,
+    DROP_ORDER,
+    NUMERIC,
+    by_urgency,
+    capacity_cell,
+    capacity_columns,
+    counts_line,
+    percent,
+    util_text,
+    value_text,
+    verdict,
+)
 
-WIDTH = 960  # of each map's drawing, in CSS pixels
-ROW = 74  # height of one row of boxes, label included
+WIDTH = 760  # of each map's drawing, in SVG units: at a 760 px window its labels are drawn near their 11 px
 BOX = 46  # height of a box
 GAP_X = 4
 
@@ -63,10 +78,18 @@ h3 { font-size: 15px; margin: 18px 0 4px; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th, td { text-align: left; padding: 3px 8px; border-bottom: 1px solid #eee; vertical-align: top; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
+table.capacity td, table.capacity th { white-space: nowrap; padding: 3px 6px; }
+table.capacity td > div { max-width: 16em; overflow: hidden; text-overflow: ellipsis; }
+table.capacity td.c-kind > div { max-width: 10em; }
+table.capacity td.c-note { width: 100%; max-width: 0; } table.capacity td.c-note > div { max-width: none; }
 tr.full td { background: #fdecea; } tr.tight td { background: #fff6e5; }
 .finding { border-left: 4px solid #999; padding: 4px 10px; margin: 8px 0; background: #fafafa; }
 .finding.critical { border-color: #d64541; } .finding.warning { border-color: #e8a33a; }
 .finding.info { border-color: #4a90e2; }
+.verdict { font-weight: 600; font-size: 16px; padding: 6px 10px; margin: 0 0 10px; border-left: 6px solid #4a90e2;
+           background: #eef4fc; }
+.verdict.critical { border-color: #d64541; background: #fdecea; } .verdict.warning { border-color: #e8a33a;
+           background: #fff6e5; } .verdict.ok { border-color: #4caf50; background: #eef8ee; }
 .badge { background: #d64541; color: #fff; font-size: 11px; padding: 1px 6px; border-radius: 3px; }
 .sev { font-weight: 600; text-transform: uppercase; font-size: 12px; } code { font-size: 12px; }
 .legend span { display: inline-block; margin-right: 14px; font-size: 12px; }
@@ -79,6 +102,16 @@ svg .range.exhausted > rect.frame { stroke: #b3261e; stroke-width: 3; }
 svg .range.route > rect.frame { stroke: #777; stroke-dasharray: 4 3; }
 svg .range.planned > rect.frame { stroke: #2f6fc4; stroke-width: 2; stroke-dasharray: 6 3; }
 """
+
+# Below NARROW_PX a capacity column is given up, the next one _NARROW_STEP px further down, in the order the terminal's
+# compact table gives them up (table.DROP_ORDER; the note is cut to the room left instead, the nodes stay, names
+# show their id only): at 760 px the table holds what an 80-column terminal shows.
+NARROW_PX = 1000
+_NARROW_STEP = 70
+CSS += "".join(
+    f"@media (max-width: {NARROW_PX - _NARROW_STEP * i}px) {{ table.capacity .c-{col} {{ display: none; }} }}\n"
+    for i, col in enumerate(c for c in DROP_ORDER if c in ("size", "used", "zone", "fit"))
+)
 
 
 # --- the plan's new range, drawn into the maps ----------------------------------------------------------
@@ -122,10 +155,12 @@ def with_plan(maps: Sequence[NetworkMap], plan: Plan | None) -> list[NetworkMap]
 
 
 MIN_W = 96.0  # a box's minimum width: "10.0.208.0/27" still reads in it
-MIN_ONE = 64.0  # a single address's (a leaked or borrowed IP inside its block)
+MIN_ONE = 72.0  # a single address's (a leaked or borrowed IP inside its block): ".41" over "borrowed"
 HEAD = 38  # the band of a box that holds ranges: its own two labels and usage
 PAD = 4  # between a box's frame and the ranges drawn inside it
 LABEL = 16  # the name line under a box
+ROW_GAP = 8  # between one row of boxes (their name lines included) and the next
+FILL = 0.8  # the share of a row its boxes' minimum widths may take: the rest is shared to scale
 
 
 @dataclass
@@ -156,9 +191,12 @@ def _tree(m: NetworkMap) -> list[_Node]:
     return roots
 
 
-def _span(lo: int, hi: int, taken: Sequence[_Node]) -> list[tuple[int, int, _Node | None]]:
+_Part = tuple[int, int, "_Node | None"]
+
+
+def _span(lo: int, hi: int, taken: Sequence[_Node]) -> list[_Part]:
     """[lo, hi] cut into the nodes (address order) and the unclaimed intervals between them."""
-    out: list[tuple[int, int, _Node | None]] = []
+    out: list[_Part] = []
     at = lo
     for n in taken:
         first, last = int(n.net.network_address), int(n.net.broadcast_address)
@@ -172,18 +210,19 @@ def _span(lo: int, hi: int, taken: Sequence[_Node]) -> list[tuple[int, int, _Nod
 
 
 def _min_width(n: _Node) -> float:
+    """The narrowest a range's box may be: its own labels, and room for the widest range it holds (its
+    ranges wrap onto more rows inside it when they do not fit side by side)."""
     own = MIN_ONE if n.area.size == 1 else MIN_W
     if not n.children:
         return own
-    inner = sum(_min_width(c) for c in n.children) + GAP_X * (len(n.children) - 1) + 2 * PAD
-    return max(own, inner)
+    return max(own, max(_min_width(c) for c in n.children) + 2 * PAD + 2 * GAP_X)
 
 
 def _widths(sizes: Sequence[int], mins: Sequence[float], width: float) -> list[float]:
     """Widths proportional to `sizes` within `width`, none below its minimum: an item whose share is below
     its minimum gets the minimum and the others share what is left, in proportion (repeated until stable).
-    When the minimums take most of `width` they are scaled down together (labels then shorten) so
-    a fifth of it is still shared in proportion."""
+    Rows are cut so minimums take at most FILL of a row (_rows); should they still not fit, they are scaled
+    down together (labels then shorten)."""
     # A box's minimum is raised to the largest minimum of any smaller sibling (a small range holding ranges
     # needs room for them), so a larger range is never drawn narrower than a smaller one; empty space inside a
     # range (minimum 0) keeps no minimum.
@@ -191,8 +230,8 @@ def _widths(sizes: Sequence[int], mins: Sequence[float], width: float) -> list[f
         max(m for m, z in zip(mins, sizes, strict=True) if z <= size) if own else 0.0
         for own, size in zip(mins, sizes, strict=True)
     ]
-    if sum(mins) >= width * 0.8:  # too many boxes: smaller minimums, so the largest still stand out
-        k = width * 0.8 / max(1.0, sum(mins))
+    if sum(mins) > width:
+        k = width / sum(mins)
         mins = [w * k for w in mins]
     fixed: set[int] = set()
     while True:
@@ -204,19 +243,26 @@ def _widths(sizes: Sequence[int], mins: Sequence[float], width: float) -> list[f
         fixed |= grow
 
 
-def _height(n: _Node) -> float:
-    if not n.children:
-        return BOX
-    return HEAD + max(_height(c) + LABEL for c in n.children) + PAD
+# Advance widths of 11 px DejaVu Sans (the widest common system-ui fallback, measured in Chromium), rounded up:
+# a label sized by them stays inside its box in narrower fonts too.
+_NARROW = {c: 3.8 for c in " '.,:;/|ijlIJ"} | {c: 4.5 for c in "f-()[]tr!"}
+_WIDE = {c: 8.7 for c in "KVXZBRCAUNHDGOQ&"} | {c: 11.0 for c in "wmMW%@#+=<>…"}
+
+
+def text_width(text: str) -> float:
+    """The width `text` takes in the map's 11 px labels, in px (an upper bound)."""
+    return sum(_NARROW.get(c) or _WIDE.get(c) or 7.0 for c in text)
 
 
 def _fit(text: str, width: float) -> str:
-    # 7 px per character of 11 px system-ui (its widest digits and capitals), so a label stays in its box.
+    # A label keeps 4 px either side inside its box; one that does not fit ends in "…" where it is cut.
     # A box too narrow for two characters (one of many ranges inside a small one) shows none: its title has it.
-    chars = int((width - 8) / 7.0)
-    if chars < 2:
-        return ""
-    return text if len(text) <= chars else text[: chars - 1] + "…"
+    room = width - 8
+    if text_width(text) <= room:
+        return text
+    while text and text_width(text + "…") > room:
+        text = text[:-1]
+    return text + "…" if len(text) >= 2 else ""
 
 
 def _area_title(a: Area) -> str:
@@ -269,17 +315,17 @@ def _area_svg(a: Area, x: float, y: float, w: float, full: bool = False, h: floa
             fill = COLOURS["full"] if a.exhausted or full else COLOURS["used"]
             out.append(f'<rect x="{x + reserved_w:.1f}" y="{y}" width="{used_w:.1f}" height="{band}" fill="{fill}"/>')
     out.append(f'<rect class="frame" x="{x:.1f}" y="{y}" width="{w:.1f}" height="{h:.1f}"/>')
-    top = (a.cidr.removesuffix("/32") if a.size > 1 else "." + a.cidr.removesuffix("/32").rsplit(".", 1)[-1]) + (
-        " FULL" if a.exhausted else ""
-    )
+    top = a.cidr.removesuffix("/32") if a.size > 1 else "." + a.cidr.removesuffix("/32").rsplit(".", 1)[-1]
     out.append(f'<text x="{x + 4:.1f}" y="{y + 15}">{escape(_fit(top, w))}</text>')
     share = (
         "planned"
         if a.planned
-        else "routed elsewhere"
+        else "other network"
         if a.role == "route"
         else "in use"
         if a.used is None
+        else f"FULL {util_text(_util(a))}"
+        if a.exhausted
         else f"{percent(_util(a))} used"
     )
     if a.size == 1:
@@ -309,44 +355,64 @@ def _gap_svg(first: int, last: int, count: int, x: float, y: float, w: float) ->
     )
 
 
-def _place(n: _Node, x: float, y: float, w: float, full: bool, body: list[str]) -> None:
-    h = _height(n)
-    body.append(_area_svg(n.area, x, y, w, full, h, n.parent))
-    if n.children:
-        _row(
-            _span(int(n.net.network_address), int(n.net.broadcast_address), n.children),
-            x + PAD,
-            y + HEAD,
-            w - 2 * PAD,
-            full,
-            body,
-            gaps=False,
-        )
+def _place(n: _Node, x: float, y: float, w: float, full: bool) -> tuple[list[str], float]:
+    """A range's box at (x, y), `w` wide, with the ranges it holds inside it (wrapped onto as many rows as
+    they need): its SVG and its height."""
+    if not n.children:
+        return [_area_svg(n.area, x, y, w, full, BOX, n.parent)], BOX
+    parts = _span(int(n.net.network_address), int(n.net.broadcast_address), n.children)
+    if len(_rows(parts, False, w - 2 * PAD)) > 1:
+        # Ranges that wrap onto several rows fill them: empty space between them would no longer be to scale.
+        parts = [p for p in parts if p[2] is not None]
+    inner, h = _stack(parts, x + PAD, y + HEAD, w - 2 * PAD, full, gaps=False)
+    h += HEAD + PAD
+    return [_area_svg(n.area, x, y, w, full, h, n.parent), *inner], h
 
 
-def _row(
-    parts: list[tuple[int, int, _Node | None]], x: float, y: float, w: float, full: bool, body: list[str], *, gaps: bool
-) -> None:
-    """Lay `parts` side by side in `w`, each as wide as its share of the addresses (minimums kept). Unclaimed
-    intervals are drawn as unallocated boxes at the top level (`gaps`), as empty space inside a range."""
+def _stack(parts: list[_Part], x: float, y: float, w: float, full: bool, *, gaps: bool) -> tuple[list[str], float]:
+    """`parts` (address order) in rows that fit `w` (_rows), one under the other: their SVG and the height
+    they take, name lines included."""
+    body: list[str] = []
+    top = y
+    for row in _rows(parts, gaps, w):
+        svg, h = _row(row, x, y, w, full, gaps=gaps)
+        body += svg
+        y += h + LABEL + ROW_GAP
+    return body, y - ROW_GAP - top
+
+
+def _row(parts: list[_Part], x: float, y: float, w: float, full: bool, *, gaps: bool) -> tuple[list[str], float]:
+    """Lay `parts` side by side in `w`, each as wide as its share of the addresses (minimums kept): their SVG
+    and the height of the tallest. Unclaimed intervals are drawn as unallocated boxes at the top level
+    (`gaps`), as empty space inside a range."""
     mins = [_min_width(n) if n is not None else (MIN_W if gaps else 0.0) for _, _, n in parts]
     widths = _widths([hi - lo + 1 for lo, hi, _ in parts], mins, w - GAP_X * (len(parts) - 1))
+    body: list[str] = []
+    height = 0.0
     for (lo, hi, n), bw in zip(parts, widths, strict=True):
         if n is not None:
-            _place(n, x, y, bw, full, body)
+            svg, h = _place(n, x, y, bw, full)
+            body += svg
+            height = max(height, h)
         elif gaps:
             body.append(_gap_svg(lo, hi, hi - lo + 1, x, y, bw))
+            height = max(height, BOX)
         x += bw + GAP_X
+    return body, height
 
 
-def _rows(parts: list[tuple[int, int, _Node | None]], gaps: bool) -> list[list[tuple[int, int, _Node | None]]]:
-    """`parts` in address order, cut into rows whose boxes fit WIDTH at their minimum widths (a 10.0.0.0/8
-    network space holds a dozen ranges and the gaps between them): to scale within a row."""
-    rows: list[list[tuple[int, int, _Node | None]]] = [[]]
+def _rows(parts: list[_Part], gaps: bool, width: float) -> list[list[_Part]]:
+    """`parts` in address order, cut into rows whose boxes fit `width` at their minimum widths (a 10.0.0.0/8
+    network space holds a dozen ranges and the gaps between them; a small block may hold more leaked
+    addresses than fit side by side): to scale within a row. At the top level (`gaps`) the minimums take at
+    most FILL of a row, so the rest is shared to scale; inside a range, empty space (no box) takes the rest,
+    goes with the row it falls in and never makes a row of its own."""
+    budget = width * FILL if gaps else width
+    rows: list[list[_Part]] = [[]]
     used = 0.0
     for part in parts:
         need = _need(part, gaps)
-        if rows[-1] and used + need > WIDTH:
+        if used > 0 and need > 0 and used + need > budget:
             rows.append([])
             used = 0.0
         rows[-1].append(part)
@@ -354,13 +420,18 @@ def _rows(parts: list[tuple[int, int, _Node | None]], gaps: bool) -> list[list[t
     # The same number of boxes per row where they fit, so a short last row is not stretched across the map.
     per = -(-len(parts) // len(rows))
     even = [parts[i : i + per] for i in range(0, len(parts), per)]
-    if all(sum(_need(p, gaps) for p in row) <= WIDTH for row in even):
+    if len(even) == len(rows) and all(
+        sum(_need(p, gaps) for p in row) <= budget and any(_need(p, gaps) for p in row) for row in even
+    ):
         return even
     return rows
 
 
-def _need(part: tuple[int, int, _Node | None], gaps: bool) -> float:
-    return (_min_width(part[2]) if part[2] is not None else MIN_W if gaps else 0.0) + GAP_X
+def _need(part: _Part, gaps: bool) -> float:
+    """The width a part takes in a row at its minimum (its share of the gaps between boxes included)."""
+    if part[2] is not None:
+        return _min_width(part[2]) + GAP_X
+    return MIN_W + GAP_X if gaps else 0.0
 
 
 def map_svg(m: NetworkMap) -> str:
@@ -368,18 +439,14 @@ def map_svg(m: NetworkMap) -> str:
     own ranges drawn inside it, to scale within it."""
     roots = _tree(m)
     extent = _net(m.cidr)
-    body: list[str] = []
     if extent is not None and all(r.net.subnet_of(extent) for r in roots):
         parts = _span(int(extent.network_address), int(extent.broadcast_address), roots)
         if m.planned:
             parts = [p for p in parts if p[2] is not None]
     else:
         parts = [(int(r.net.network_address), int(r.net.broadcast_address), r) for r in roots]
-    y = 4.0
-    for row in _rows(parts, not m.planned):
-        _row(row, 0.0, y, WIDTH, m.exhausted, body, gaps=not m.planned)
-        y += max((_height(n) if n else BOX for _, _, n in row), default=BOX) + LABEL + 8
-    height = int(y)
+    body, h = _stack(parts, 0.0, 4.0, WIDTH, m.exhausted, gaps=not m.planned)
+    height = int(4 + h + ROW_GAP)
     label = escape(f"address map of {m.title or m.cidr}")
     return (
         f'<svg class="map" role="img" aria-label="{label}" width="{WIDTH}" height="{height}" '
@@ -427,21 +494,39 @@ def _map_section(m: NetworkMap) -> str:
 
 
 def _capacity_table(d: Diagnosis) -> str:
+    """Capacity rows closest to full first, one line each: the columns of the terminal's table (those with
+    something to show), names by their id, a cell too long for its column cut with "…" (its title holds
+    the whole text)."""
+    ordered = by_urgency(d.capacity)
+    cols = capacity_columns(ordered)
     head = "".join(
-        f'<th class="{"n" if h in ("size", "used", "free", "util") else ""}">{h}</th>'
-        for h in ("kind", "name", "zone", "cidr", "size", "used", "free", "util", "nodes/max", "nodes fit", "note")
+        f'<th class="c-{col}{" n" if col in NUMERIC else ""}">{CAPACITY_HEADERS.get(col, col)}</th>' for col in cols
     )
     rows = []
-    for c in by_urgency(d.capacity):
+    for c in ordered:
         cls = "full" if c.utilization >= 1.0 else "tight" if c.utilization >= 0.8 else ""
-        nodes = nodes_text(c)
-        cells = [c.kind, c.name, c.zone or "", c.cidr or ""]
-        numbers = [f"{c.size:,}", f"{c.used:,}", f"{c.free:,}", percent(c.utilization)]
-        tds = "".join(f"<td>{escape(v)}</td>" for v in cells) + "".join(f'<td class="n">{v}</td>' for v in numbers)
-        fit = "" if c.nodes_fit is None else f"{c.nodes_fit:,}"
-        tds += f'<td>{escape(nodes)}</td><td class="n">{fit}</td><td>{escape(c.note or "")}</td>'
-        rows.append(f'<tr class="{cls}">{tds}</tr>')
-    return f"<div class='wide'><table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+        tds = []
+        for col in cols:
+            text = capacity_cell(c, col, display=col != "name", precise=True)
+            if col in NUMERIC:
+                short, whole = _number(text)
+                title = f' title="{escape(whole)}"' if short != whole else ""
+                tds.append(f'<td class="c-{col} n"{title}>{escape(short)}</td>')
+            else:
+                whole = c.name if col == "name" else text
+                title = f' title="{escape(whole)}"' if whole else ""
+                tds.append(f'<td class="c-{col}"{title}><div>{escape(text)}</div></td>')
+        rows.append(f'<tr class="{cls}">{"".join(tds)}</tr>')
+    table = f"<table class='capacity'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    return f"<div class='wide'>{table}</div>"
+
+
+def _number(text: str) -> tuple[str, str]:
+    """A count as shown (thousands separated; beyond 12 digits, an IPv6 range's size, as 1.8e19) and whole."""
+    if not text.isdigit():
+        return text, text
+    whole = f"{int(text):,}"
+    return (whole if len(text) <= 12 else f"{int(text):.1e}".replace("e+", "e")), whole
 
 
 def _fix_html(remediation: str) -> str:
@@ -453,11 +538,14 @@ def _fix_html(remediation: str) -> str:
     return f"<p><b>Fix:</b> {prose}</p>{commands}"
 
 
+_WORST_FIRST = (Severity.CRITICAL, Severity.WARNING, Severity.INFO)
+
+
 def _findings(d: Diagnosis) -> str:
     if not d.findings:
         return "<p>none</p>"
     out = []
-    for f in d.findings:
+    for f in sorted(d.findings, key=lambda f: _WORST_FIRST.index(f.severity)):  # stable: same order within one
         evidence = "".join(f"<li>{escape(e)}</li>" for e in f.evidence)
         fix = _fix_html(f.remediation) if f.remediation else ""
         out.append(
@@ -484,8 +572,9 @@ def _steps(plan: Plan) -> str:
 
 
 def render_html(d: Diagnosis, maps: Sequence[NetworkMap], plan: Plan | None = None) -> str:
-    """The page: title, the address maps (with the plan's new range when given), capacity, findings, and
-    for a plan its steps, summary and notes."""
+    """The page. A diagnosis: title, the verdict line of the terminal, findings worst first, the address maps,
+    capacity (the answer first, as at a terminal). A plan: title, the address maps with the plan's new range,
+    its steps, summary and notes, capacity, findings."""
     if plan is not None:
         title = f"cidrx plan {plan.plan_id} for {plan.target.label()}"
         meta = f"strategy {plan.strategy}; made {plan.created_at} from snapshot {plan.snapshot_fingerprint[:12]}"
@@ -495,13 +584,16 @@ def render_html(d: Diagnosis, maps: Sequence[NetworkMap], plan: Plan | None = No
     drawn = with_plan(maps, plan)
     sections = "".join(_map_section(m) for m in drawn) or "<p>No address space to draw.</p>"
     worst = next((s for s in (Severity.CRITICAL, Severity.WARNING) if any(f.severity is s for f in d.findings)), None)
-    body = [
-        f"<h1>{escape(title)}</h1><p class='meta'>{escape(meta)}</p>",
-        f"<h2>Address maps</h2>{_legend()}{sections}",
-        _steps(plan) if plan is not None else "",
-        f"<h2>Capacity</h2>{_capacity_table(d)}" if d.capacity else "",
-        f"<h2>Findings ({escape(counts_line(d))})</h2>{_findings(d)}",
-    ]
+    heading = f"<h1>{escape(title)}</h1><p class='meta'>{escape(meta)}</p>"
+    findings = f"<h2>Findings ({escape(counts_line(d))})</h2>{_findings(d)}"
+    maps_html = f"<h2>Address maps</h2>{_legend()}{sections}"
+    capacity = f"<h2>Capacity</h2>{_capacity_table(d)}" if d.capacity else ""
+    if plan is not None:
+        body = [heading, maps_html, _steps(plan), capacity, findings]
+    else:
+        sev, line = verdict(d, counts=False)  # the counts follow in the line under the title
+        body = [f"<p class='verdict {sev.value if sev else 'ok'}'>{escape(line)}</p>{heading}", findings, maps_html]
+        body.append(capacity)
     status = f" — {worst.value}" if worst is not None else ""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -208,10 +208,10 @@ def util_text(utilization: float) -> str:
 # The order the compact capacity table gives columns up in when it would not fit: the note, the decimal of
 # util%, the display names, the figures `free`/`util` summarise, the zone, the node figures. kind, name,
 # cidr, free and util always stay.
-_DROP_ORDER = ("note", "precision", "display", "size", "used", "zone", "fit", "nodes")
+DROP_ORDER = ("note", "precision", "display", "size", "used", "zone", "fit", "nodes")
 
 
-def _capacity_columns(ordered: Sequence[Capacity]) -> list[str]:
+def capacity_columns(ordered: Sequence[Capacity]) -> list[str]:
     cols = ["kind", "name"]
     cols += ["zone"] if any(c.zone for c in ordered) else []
     cols += ["cidr", "size", "used", "free", "util"]
@@ -221,7 +221,7 @@ def _capacity_columns(ordered: Sequence[Capacity]) -> list[str]:
     return cols
 
 
-def _capacity_cell(c: Capacity, col: str, display: bool, precise: bool) -> str:
+def capacity_cell(c: Capacity, col: str, display: bool, precise: bool) -> str:
     if col == "name":
         return c.name if display else short_name(c.name)
     if col == "util":
@@ -240,33 +240,33 @@ def _capacity_cell(c: Capacity, col: str, display: bool, precise: bool) -> str:
 
 
 # The full headers of --wide; the compact table says "util" and "nodes" to save columns.
-_CAPACITY_HEADERS = {"util": "util%", "nodes": "nodes/max"}
+CAPACITY_HEADERS = {"util": "util%", "nodes": "nodes/max"}
 
 
 def capacity_table(capacity: Sequence[Capacity], term: Term = PLAIN) -> str:
     """Capacity rows, closest to full first, as one real table: one line per row. When every column does
-    not fit the width, columns are given up in `_DROP_ORDER` (and names lose their display part) until
+    not fit the width, columns are given up in `DROP_ORDER` (and names lose their display part) until
     the rest fits; `Term.wide` keeps every column at its full width however wide that makes the lines."""
     ordered = by_urgency(capacity)
-    cols = _capacity_columns(ordered)
+    cols = capacity_columns(ordered)
     dropped: set[str] = set()
 
     def layout() -> tuple[list[str], list[list[str]]]:
         shown = [c for c in cols if c not in dropped]
         precise = "precision" not in dropped
-        rows = [[_capacity_cell(c, col, "display" not in dropped, precise) for col in shown] for c in ordered]
+        rows = [[capacity_cell(c, col, "display" not in dropped, precise) for col in shown] for c in ordered]
         return shown, rows
 
     shown, rows = layout()
     if not term.wide:
-        for victim in _DROP_ORDER:
+        for victim in DROP_ORDER:
             if _natural_width(shown, rows) <= term.width:
                 break
             dropped.add(victim)
             shown, rows = layout()
     styles = [[_util_style(c) if col in ("free", "util") else None for col in shown] for c in ordered]
     full = "precision" not in dropped
-    headers = [_CAPACITY_HEADERS.get(col, col) if full else col for col in shown]
+    headers = [CAPACITY_HEADERS.get(col, col) if full else col for col in shown]
     width = max(term.width, _natural_width(shown, rows)) if term.wide else term.width
     return grid(headers, rows, Term(width=width, color=term.color), styles=styles, stack=False)
 

@@ -3,7 +3,9 @@
 The pages of the bundled examples are opened in a real headless browser (the system's Chromium, driven
 over the DevTools protocol by Playwright; no browser is downloaded): no console error, no page exception,
 no request that fails or leaves the file, one shape per range with its title, and a screenshot of each
-map. Without Chromium or Playwright those tests skip, unless CIDRX_ENV=1 (CI), where they fail.
+map; and on every bundled example at 760, 1100 and 1600 px, the geometry: nothing wider than the window,
+no two labels overlapping, every range inside the one that holds it, every capacity row one line. Without
+Chromium or Playwright those tests skip, unless CIDRX_REQUIRE_TOOLS says they must run (CI), where they fail.
 """
 
 from __future__ import annotations
@@ -229,8 +231,10 @@ def test_a_pool_with_nothing_left_is_marked_exhausted(index: int, exhausted: boo
     assert any(m.exhausted for m in maps) is exhausted
 
 
-# Every label of the maps against its own box and every other label, every range inside the range that
-# holds it, sibling boxes of one row as wide as their sizes rank (SVG user units, measured in the browser).
+# Every label of the maps against its own box and every other label, every range and its labels inside the range
+# that holds it, sibling boxes of one row as wide as their sizes rank, every range's address shown whole (SVG user
+# units, measured in the browser); the page and its tables not wider than the window; every capacity row one
+# line high.
 _GEOMETRY = """() => {
   const doc = document.documentElement;
   const problems = [];
@@ -245,18 +249,28 @@ _GEOMETRY = """() => {
     for (const g of svg.querySelectorAll('g.range, g.gap')) {
       const r = g.querySelector('rect').getBBox();
       const id = g.dataset.cidr || g.dataset.first;
-      boxes.push({r, id, parent: g.dataset.in || '', size: Number(g.dataset.size)});
+      const own = [];
+      boxes.push({r, id, parent: g.dataset.in || '', size: Number(g.dataset.size), own});
       frames[id] = r;
       for (const t of g.querySelectorAll('text')) {
         const b = t.getBBox();
         labels.push({b, text: t.textContent});
+        own.push({b, text: t.textContent});
         if (b.x < r.x - 0.5 || b.x + b.width > r.x + r.width + 0.5) {
           problems.push(`label "${t.textContent}" runs out of its box ${id}`);
         }
       }
+      const address = g.querySelector('text');
+      if (g.classList.contains('range') && (!address.textContent || address.textContent.endsWith('\u2026'))) {
+        problems.push(`${id} does not show its address whole: "${address.textContent}"`);
+      }
     }
     for (const b of boxes) {
-      if (b.parent && !inside(b.r, frames[b.parent])) problems.push(`${b.id} is not drawn inside ${b.parent}`);
+      if (!b.parent) continue;
+      if (!inside(b.r, frames[b.parent])) problems.push(`${b.id} is not drawn inside ${b.parent}`);
+      for (const l of b.own) {
+        if (!inside(l.b, frames[b.parent])) problems.push(`label "${l.text}" of ${b.id} is not inside ${b.parent}`);
+      }
     }
     for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
       const a = boxes[i], b = boxes[j];
@@ -271,28 +285,49 @@ _GEOMETRY = """() => {
       if (meet(labels[i].b, labels[j].b)) problems.push(`labels "${labels[i].text}" and "${labels[j].text}" overlap`);
     }
   }
-  return {scroll: doc.scrollWidth, client: doc.clientWidth, problems};
+  for (const d of document.querySelectorAll('div.wide')) {
+    if (d.scrollWidth > d.clientWidth) problems.push(`a table scrolls sideways: ${d.scrollWidth} > ${d.clientWidth}`);
+  }
+  const rows = Array.from(document.querySelectorAll('table.capacity tbody tr'), r => r.getBoundingClientRect().height);
+  return {scroll: doc.scrollWidth, client: doc.clientWidth, problems, rows};
 }"""
 
+# The tallest a capacity row may be: one line of 13 px text and its padding (a wrapped cell makes it 45 px).
+MAX_ROW_PX = 30
+WIDTHS = (760, 1100, 1600)
+# Every bundled example's diagnosis, and the plans.
+GEOMETRY_PAGES = [
+    *(
+        (f"{p.name.removesuffix('.snapshot.json')}-diagnosis", ["diagnose", "--snapshot", str(p)])
+        for p in sorted(EXAMPLES.glob("*.snapshot.json"))
+    ),
+    *((name, args) for name, args in PAGES if "--plan" in args),
+]
 
-@pytest.mark.parametrize("width", [760, 1100, 1600])
-@pytest.mark.parametrize(
-    "name",
-    ["eks-diagnosis", "whereabouts-diagnosis", "calico-diagnosis", "gke-plan", "eks-plan", "gke-shared-vpc-diagnosis"],
-)
-def test_no_horizontal_overflow_and_no_label_out_of_its_box(
-    name: str, width: int, tmp_path: Path, browser: Any, shots: Path
+
+def test_the_geometry_pages_are_every_example() -> None:
+    examples = {p.name.removesuffix(".snapshot.json") for p in EXAMPLES.glob("*.snapshot.json")}
+    assert len(examples) >= 15
+    assert {n.removesuffix("-diagnosis") for n, _ in GEOMETRY_PAGES if n.endswith("-diagnosis")} == examples
+
+
+@pytest.mark.parametrize(("name", "args"), GEOMETRY_PAGES, ids=[p[0] for p in GEOMETRY_PAGES])
+def test_no_horizontal_overflow_no_label_overlap_ranges_inside_their_parent_and_compact_rows(
+    name: str, args: list[str], tmp_path: Path, browser: Any, shots: Path
 ) -> None:
-    args = dict(PAGES)[name]
     page_file, _maps = make_page(name, args, tmp_path)
-    page = browser.new_page(viewport={"width": width, "height": 900})
+    page = browser.new_page(viewport={"width": WIDTHS[0], "height": 900})
     try:
         page.goto(page_file.as_uri())
         page.wait_for_load_state("load")
-        found = page.evaluate(_GEOMETRY)
-        assert found["scroll"] <= found["client"], f"horizontal overflow at {width} px: {found}"
-        assert found["problems"] == [], found["problems"][:5]
-        page.screenshot(path=str(shots / f"{name}-{width}px.png"), full_page=True)
+        for width in WIDTHS:
+            page.set_viewport_size({"width": width, "height": 900})
+            found = page.evaluate(_GEOMETRY)
+            assert found["scroll"] <= found["client"], f"horizontal overflow at {width} px: {found}"
+            assert found["problems"] == [], (width, found["problems"][:5])
+            assert max(found["rows"], default=0) <= MAX_ROW_PX, (width, found["rows"])
+            if os.environ.get("CIDRX_SCREENSHOTS"):
+                page.screenshot(path=str(shots / f"{name}-{width}px.png"), full_page=True)
     finally:
         page.close()
 
@@ -309,7 +344,7 @@ def test_fixes_are_code_blocks_and_exhausted_pools_use_the_legends_red() -> None
 
 def test_boxes_are_drawn_to_scale_with_a_minimum_width() -> None:
     from cidrx.model.netmap import Area
-    from cidrx.render.html import MIN_W, map_svg
+    from cidrx.render.html import MIN_W, WIDTH, map_svg
 
     # A /28 beside a /16 in a /8: the /16 takes what is left after the /28's and the gaps' minimums.
     m = NetworkMap(
@@ -326,7 +361,7 @@ def test_boxes_are_drawn_to_scale_with_a_minimum_width() -> None:
     assert widths["10.1.0.0/28"] == MIN_W
     assert widths["10.0.0.0/16"] == MIN_W  # its share of a /8 (1/256) is below the minimum too
     gaps = [float(w) for w in re.findall(r'<g class="gap"[^>]*>.*?<rect[^>]* width="([0-9.]+)"', svg)]
-    assert max(gaps) > 600  # the rest of the /8 is one wide unallocated box
+    assert max(gaps) > WIDTH - 3 * MIN_W - 3 * 4  # the rest of the /8 is one wide unallocated box
 
 
 def test_calico_leaked_and_borrowed_addresses_are_drawn_inside_their_block() -> None:
@@ -353,3 +388,43 @@ def test_a_space_holding_only_routes_elsewhere_is_context_not_red() -> None:
     assert "routes to other networks only" in maps and "EXHAUSTED" not in maps
     drawn = maps.split("<svg", 1)[1]
     assert "#d64541" not in drawn and "#e8833a" not in drawn and 'class="range route"' in drawn
+
+
+def test_ranges_that_do_not_fit_side_by_side_wrap_onto_rows_inside_their_small_parent() -> None:
+    from cidrx.model.netmap import Area
+    from cidrx.render.html import MIN_ONE, map_svg
+
+    # A /26 pool block (drawn at its minimum width in a /16) holding eight leaked addresses.
+    leaked = tuple(Area(f"10.0.0.{i}/32", f"default/pod-{i}", "stale", 1, used=1) for i in range(1, 9))
+    m = NetworkMap("x", "x", "10.0.0.0/16", (Area("10.0.0.0/26", "node-1", "block", 64, used=8), *leaked))
+    svg = map_svg(m)
+    frames = {
+        c: tuple(float(v) for v in xywh)
+        for c, *xywh in re.findall(
+            r'data-cidr="([^"]+)"[^>]*>(?:<title>[^<]*</title>)(?:<rect(?! class="frame")[^>]*/>)*'
+            r'<rect class="frame" x="([0-9.]+)" y="([0-9.]+)" width="([0-9.]+)" height="([0-9.]+)"/>',
+            svg,
+        )
+    }
+    px, py, pw, ph = frames["10.0.0.0/26"]
+    kids = [frames[a.cidr] for a in leaked]
+    assert all(px <= x and x + w <= px + pw and py <= y and y + h <= py + ph for x, y, w, h in kids)
+    assert len({y for _, y, _, _ in kids}) > 1  # stacked in rows, not squeezed into one
+    assert all(w >= MIN_ONE for _, _, w, _ in kids)  # each wide enough for ".41" over "borrowed"
+
+
+def test_a_diagnosis_page_leads_with_the_terminals_verdict_then_findings_worst_first() -> None:
+    from cidrx.render.table import verdict
+
+    snap = load_snapshot(EXAMPLES / "calico-borrowing.snapshot.json")
+    d = app_diagnose.analyze(snap)
+    # Findings in the diagnosis' own order, an info one first: the page still shows the worst first.
+    d = dataclasses.replace(d, findings=tuple(reversed(d.findings)))
+    page = render_html(d, app_diagnose.address_maps(snap))
+    body = page.split("<body>", 1)[1]
+    sev, line = verdict(d, counts=False)
+    assert sev is not None and body.startswith(f"<p class='verdict {sev.value}'>{line}</p><h1>")
+    assert body.index("<h2>Findings") < body.index("<h2>Address maps") < body.index("<h2>Capacity")
+    shown = re.findall(r'<div class="finding (\w+)">', body)
+    order = ["critical", "warning", "info"]
+    assert shown == sorted(shown, key=order.index) and shown[0] == "critical"
