@@ -592,7 +592,11 @@ def render_html(d: Diagnosis, maps: Sequence[NetworkMap], plan: Plan | None = No
         body = [heading, maps_html, _steps(plan), capacity, findings]
     else:
         sev, line = verdict(d, counts=False)  # the counts follow in the line under the title
-        body = [f"<p class='verdict {sev.value if sev else 'ok'}'>{escape(line)}</p>{heading}", findings, maps_html]
+        body = [
+            f"<p class='verdict {sev.value if sev and sev is not Severity.INFO else 'ok'}'>{escape(line)}</p>{heading}",
+            findings,
+            maps_html,
+        ]
         body.append(capacity)
     status = f" — {worst.value}" if worst is not None else ""
     return (

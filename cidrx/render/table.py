@@ -327,9 +327,12 @@ def verdict(d: Diagnosis, width: int = 10**6, counts: bool = True) -> tuple[Seve
     sev = worst(d.findings)
     if sev is None:
         return None, "OK: no problems found"
+    tail = f" ({counts_line(d)})" if counts else ""
+    if sev is Severity.INFO:  # information only (e.g. a full range an applied plan relieves): nothing to do
+        text = "OK: nothing needs action"
+        return sev, text + tail if len(text + tail) <= width else text
     out = [c for c in by_urgency(d.capacity) if is_out(c)]
     head = f"{sev.value.upper()}: "
-    tail = f" ({counts_line(d)})" if counts else ""
     candidates: list[str] = []
     if out:
         kinds: dict[str, list[Capacity]] = {}
@@ -359,7 +362,8 @@ def render_diagnosis(d: Diagnosis, term: Term = PLAIN) -> str:
     so it is on screen at the top during an incident."""
     w = 10**6 if term.wide else term.width
     sev, line = verdict(d, w)
-    out = [paint(line, _SEVERITY_STYLE[sev], term) if sev is not None else paint(line, "green", term)]
+    painted = paint(line, "green" if sev in (None, Severity.INFO) else _SEVERITY_STYLE[sev], term)
+    out = [painted]
     for f in d.findings:  # an info finding, but it changes what the verdict covers: say so at the top
         if f.id == KUBE_UNREACHABLE.id:
             why = f": {f.evidence[0]}" if f.evidence else ""
@@ -378,7 +382,9 @@ def render_diagnosis(d: Diagnosis, term: Term = PLAIN) -> str:
     out.append(heading("Capacity", term))
     out.append(capacity_table(d.capacity, term) if d.capacity else "  (no address spaces found)")
     out.append("")
-    out.append(counts_line(d))
+    if counts_line(d) not in line:
+        out.append(counts_line(d))
+    out.append(painted)  # the verdict again: after a long report it is the line left on screen
     return "\n".join(out) + "\n"
 
 

@@ -112,7 +112,7 @@ def test_table_puts_the_verdict_first_then_findings_worst_first_and_ends_with_co
     starts = [i for i, line in enumerate(lines) if line.split(" ")[0] in ("CRITICAL", "WARNING", "INFO")]
     assert [lines[i].split(" ")[0] for i in starts] == ["CRITICAL", "CRITICAL", "WARNING", "INFO"]
     assert text.index("Findings") < text.index("Capacity")
-    assert lines[-1] == "2 critical, 1 warning, 1 info"
+    assert lines[-2:] == ["2 critical, 1 warning, 1 info", lines[0]]  # counts, then the verdict again
     # evidence is indented under its finding, the fix follows it with its command on a line of its own
     block = text[text.index("EKS-SUBNET-EXHAUSTED") :]
     assert "    - 10.0.208.0/27: 0 of 27 usable addresses free" in block
@@ -131,7 +131,7 @@ def test_table_of_an_empty_diagnosis() -> None:
     text = render_diagnosis(d, "table")
     assert "no address spaces found" in text
     assert "none" in text
-    assert text.rstrip().endswith("0 critical, 0 warning, 0 info")
+    assert text.rstrip().endswith("0 critical, 0 warning, 0 info\nOK: no problems found")
 
 
 # --- json ----------------------------------------------------------------------------------------------
