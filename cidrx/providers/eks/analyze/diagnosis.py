@@ -17,7 +17,12 @@ from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks.analyze import control_plane
 from cidrx.providers.eks.analyze.discovery import capacity as discovery_capacity
 from cidrx.providers.eks.analyze.discovery import findings as discovery_findings
-from cidrx.providers.eks.analyze.provisioners import pod_slots, provisioner_capacity, provisioner_findings
+from cidrx.providers.eks.analyze.provisioners import (
+    pod_slots,
+    provisioner_capacity,
+    provisioner_findings,
+    with_fit,
+)
 from cidrx.providers.eks.collect.cluster import ENICONFIG_DEFAULT_KEY
 from cidrx.providers.eks.facts import discovery
 from cidrx.providers.eks.facts.cni import (
@@ -608,7 +613,7 @@ def nodegroup_capacity(
         size = per_node * nodes
         note = f"{per_node} pods/node ({', '.join(ng.instance_types)})" if t else "instance type unknown"
         row = pod_slots("nodegroup", ng.name, size, used, nodes, note, ng.max_size)
-        out.append(replace(row, nodes_fit=fit(set(ng.subnet_ids))))
+        out.append(with_fit(row, fit(set(ng.subnet_ids))))
     return out
 
 
@@ -697,8 +702,7 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
         from cidrx.model.findings import kube_unreachable
 
         findings.append(kube_unreachable(UNREACHABLE, UNREACHABLE_FIX, reason=kube.reason or "no Kubernetes access"))
-    from cidrx.model.netmap import unallocated_capacity
-    from cidrx.providers.eks.netmap import address_maps
+    from cidrx.providers.eks.netmap import address_maps, block_capacity
 
     pd = cni.prefix_delegation
 
@@ -709,7 +713,7 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     capacity += [*provisioner_capacity(eks, kube, cni, fit), _vpc_capacity(eks)]
     free_28 = {s.subnet_id: free_prefix_blocks(s) for z in zones for s in z.subnets}
     capacity += discovery_capacity(zones, free_28, disc, cni.prefix_delegation)
-    capacity += [unallocated_capacity(m) for m in address_maps(snapshot)]
+    capacity += [block_capacity(m) for m in address_maps(snapshot)]
     pending = _migration_findings(snapshot, uses, findings)
     findings = _left_behind(snapshot, uses, cni, findings)
     if pending:
