@@ -526,6 +526,13 @@ def test_plan_emits_the_fix_as_terraform_without_imports(emitted: Emitted) -> No
     assert "import" not in doc
     assert emitted.planned.startswith(f"# cidrx plan {emitted.plan.plan_id} (custom-networking)")
     assert resources(doc) == resources(parse(emitted.applied_tf))  # the apply only adds import blocks
+    # The time tag the apply writes is not in the configuration: Terraform leaves it alone after the import.
+    created = [
+        b for body in doc["resource"] for k in ("aws_subnet", "aws_eks_node_group") for b in body.get(k, {}).values()
+    ]
+    assert len(created) == 3  # two subnets, the node group
+    for block in created:
+        assert any('tags["cidrx.io/applied-at"]' in str(x) for x in block["lifecycle"][0]["ignore_changes"])
 
 
 def test_apply_that_stops_partway_still_writes_imports_for_what_it_created(emitted: Emitted) -> None:

@@ -238,9 +238,10 @@ def _migration_findings(snapshot: Snapshot, uses: list[SubnetUse], findings: lis
     pods: N nodes, M pods."""
     from ipaddress import ip_address, ip_network
 
-    from cidrx.providers.eks.facts.applied import applied_plans
+    from cidrx.providers.eks.facts.applied import applied_at, applied_plans
 
     roomy = [a for a in applied_plans(snapshot) if a.free > 0]
+    when = applied_at(snapshot)
     full = {f.subject for f in findings if f.id in (EKS_SUBNET_EXHAUSTED.id, EKS_SUBNET_NEARLY_EXHAUSTED.id)}
     nets = [ip_network(u.subnet.cidr) for u in uses if subnet_label(u.subnet) in full and "nodes" in u.roles]
     kube = snapshot.kube
@@ -253,7 +254,8 @@ def _migration_findings(snapshot: Snapshot, uses: list[SubnetUse], findings: lis
         EKS_PLAN_MIGRATION_PENDING.finding(
             Severity.WARNING,
             f"plan {a.plan_id}",
-            f"plan {a.plan_id} applied, migration pending: {len(stuck)} node(s) in full subnets still run "
+            f"plan {a.plan_id} applied{f' {when[a.plan_id]}' if a.plan_id in when else ''}, migration pending: "
+            f"{len(stuck)} node(s) in full subnets still run "
             f"{pods} pod(s)",
             (f"{a.space}: {a.free} of {a.size} addresses free", f"nodes in full subnets: {names}"),
             "Move the workloads: cordon and drain the nodes in the full subnets (`kubectl drain --ignore-daemonsets`"
