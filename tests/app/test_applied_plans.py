@@ -45,6 +45,7 @@ def test_expand_refuses_while_an_applied_plan_has_room_and_force_records_why(
         pending = [f for f in findings if f["id"] == "EKS-PLAN-MIGRATION-PENDING"]
         assert [f["subject"] for f in pending] == [f"plan {plan_id}"], findings
         assert pending[0]["summary"].startswith(f"plan {plan_id} applied {first_at}, migration pending"), pending
+        assert "--plan --out plan.json --strategy eks-migrate" in pending[0]["remediation"]  # the fix is cidrx's
         assert "migration pending" in pending[0]["summary"] and "node(s) in full subnets" in pending[0]["summary"]
         assert all("cidrx expand" not in f["remediation"] for f in findings if f["id"] == "EKS-SUBNET-EXHAUSTED")
 

@@ -254,13 +254,13 @@ def _migration_findings(snapshot: Snapshot, uses: list[SubnetUse], findings: lis
         EKS_PLAN_MIGRATION_PENDING.finding(
             Severity.WARNING,
             f"plan {a.plan_id}",
-            f"plan {a.plan_id} applied{f' {when[a.plan_id]}' if a.plan_id in when else ''}, migration pending: "
-            f"{len(stuck)} node(s) in full subnets still run "
-            f"{pods} pod(s)",
+            f"plan {a.plan_id} applied{' ' + when[a.plan_id] if a.plan_id in when else ''}, migration pending: "
+            f"{len(stuck)} node(s) in full subnets still run {pods} pod(s)",
             (f"{a.space}: {a.free} of {a.size} addresses free", f"nodes in full subnets: {names}"),
-            "Move the workloads: cordon and drain the nodes in the full subnets (`kubectl drain --ignore-daemonsets`"
-            " node by node, honouring PodDisruptionBudgets) so replacements join with the new space, then scale the"
-            " old group down. Do not expand again: `expand --plan` refuses while this plan's space has room.",
+            "Move the workloads with a migration plan (it cordons the nodes in the full subnets, evicts their pods "
+            "honouring PodDisruptionBudgets so replacements join with the new space, then scales their old groups "
+            f"down; rollback undoes it): `{EXPAND} --strategy eks-migrate`. Do not expand again: `expand --plan` "
+            "refuses while this plan's space has room.",
         )
         for a in roomy
     ]
