@@ -175,6 +175,8 @@ def test_self_managed_group_is_cordoned_drained_and_scaled_through_its_auto_scal
         applied = env.apply(expansion)
         assert applied.exit_code == 0, applied.output
         was = size()
+        before = env.cli("diagnose", *env.estate.target, "-o", "json")
+        assert PENDING in [f["id"] for f in json.loads(before.stdout)["findings"]], before.output
         path = tmp_path / "migrate.json"
         made = env.cli("expand", *env.estate.target, "--strategy", "eks-migrate", "--plan", "--out", str(path))
         assert made.exit_code == 0, made.output
@@ -192,6 +194,8 @@ def test_self_managed_group_is_cordoned_drained_and_scaled_through_its_auto_scal
         nodes = env.estate.kube.list("", "v1", "nodes")
         assert all(n.get("spec", {}).get("unschedulable") for n in nodes)
         assert env.estate.kube.count("DELETE", "pods") == 0  # evicted, never deleted
+        shown = env.cli("diagnose", *env.estate.target, "-o", "json")
+        assert PENDING not in [f["id"] for f in json.loads(shown.stdout)["findings"]], shown.output
 
         # Scaling back up launches instances; moto 5 cannot launch from a launch template version made by
         # CreateLaunchTemplateVersion (it keeps that version's UserData undecoded and asserts on it), so the group
