@@ -6,11 +6,13 @@ plan while its new subnets still have room (the hourly CI recipe used to stack a
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from tests.support.cases import case_for
+from tests.support.cases.live import EksLive
 from tests.support.cli import run
 
 pytestmark = pytest.mark.usefixtures("shared_botocore")
@@ -24,14 +26,26 @@ def test_expand_refuses_while_an_applied_plan_has_room_and_force_records_why(
         made = run("expand", *live.target, "--strategy", "custom-networking", "--plan", "--out", str(first))
         assert made.exit_code == 0, made.output
         plan_id = json.loads(first.read_text())["digest"][:16]
+        started = datetime.now(UTC).replace(microsecond=0)
         applied = run("expand", "--apply", str(first), "--yes", *live.access)
         assert applied.exit_code == 0, applied.output
+        # What the apply created carries the time it was created beside the plan tag (EC2 keeps no creation time
+        # for subnets); diagnose says when the plan was applied from it.
+        assert isinstance(live, EksLive) and live.estate is not None
+        ec2 = live.estate.ec2
+        tagged = ec2.describe_subnets(Filters=[{"Name": "tag:cidrx.io/plan", "Values": [plan_id]}])["Subnets"]
+        times = {t["Value"] for s in tagged for t in s["Tags"] if t["Key"] == "cidrx.io/applied-at"}
+        assert len(tagged) == 2 and len(times) >= 1
+        first_at = min(times)
+        assert started <= datetime.strptime(first_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC) <= datetime.now(UTC)
 
         diagnosed = run("diagnose", *live.target, "-o", "json")
         assert diagnosed.exit_code == 3, diagnosed.output  # the old subnets are still full
         findings = json.loads(diagnosed.stdout)["findings"]
         pending = [f for f in findings if f["id"] == "EKS-PLAN-MIGRATION-PENDING"]
         assert [f["subject"] for f in pending] == [f"plan {plan_id}"], findings
+        assert pending[0]["summary"].startswith(f"plan {plan_id} applied {first_at}, migration pending"), pending
+        assert "--plan --out plan.json --strategy eks-migrate" in pending[0]["remediation"]  # the fix is cidrx's
         assert "migration pending" in pending[0]["summary"] and "node(s) in full subnets" in pending[0]["summary"]
         assert all("cidrx expand" not in f["remediation"] for f in findings if f["id"] == "EKS-SUBNET-EXHAUSTED")
 

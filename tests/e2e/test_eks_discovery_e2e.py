@@ -10,6 +10,7 @@ DescribeAddonConfiguration with its configuration schema) is the project's botoc
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -69,6 +70,7 @@ def test_diagnose_plan_apply_reapply(eks: Estate, tmp_path: Path) -> None:
         for az, s in subnets.items():
             tags = {t["Key"]: t["Value"] for t in s["Tags"]}
             assert tags[ROLE] == "1" and tags[DIGEST_TAG] == plan.plan_id
+            assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", tags["cidrx.io/applied-at"])  # when it was made
             assert s["CidrBlock"] == plan.summary["subnets"][az]
             assert route_table_of(estate, s["SubnetId"]) == estate.world.public_route_table_id  # like the nodes'
         assert estate.kube.count("PUT", "daemonsets") == 0  # discovery is on by default: aws-node untouched

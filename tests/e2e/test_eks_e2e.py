@@ -349,7 +349,9 @@ def test_plan_apply_and_apply_again_leave_exactly_the_fix(make_live: Callable[..
     for s in new:
         row = rf"subnet {s['SubnetId']} \([^)]*\) {s['CidrBlock']}: new: 0/2043 used, 2043 free \(0\.0%\)"
         assert re.search(row, said), row
-    assert f"vpc-cidr {w.vpc_id} {cidr}: new: 4096/4096 used, 0 free (100.0%)" in said
+    # The new block is carved entirely into the two subnets: allocated, not used (only AWS's 5 per subnet are).
+    assert f"vpc-cidr {w.vpc_id} {cidr}: new: 10/4096 used, 4086 free (0.2%)" in said
+    assert f"nodegroup {plan.basis['nodegroup_name']}: new: no nodes yet" in said
     resolved = said.split("Findings resolved (")[1].split("Still open (")[0]
     assert "EKS-AZ-EXHAUSTED (critical) ap-southeast-2a" in resolved and "EKS-SUBNET-EXHAUSTED" not in resolved
     still = said.split("Still open (")[1].split("New (")[0]
@@ -414,6 +416,13 @@ def test_plan_apply_and_apply_again_leave_exactly_the_fix(make_live: Callable[..
         assert rows[sid]["note"].startswith("pods;") and rows[sid]["free"] > 1000
     for sid in ng["subnets"]:
         assert rows[sid]["note"].startswith("nodes")
+    block = next(c for c in doc["capacity"] if c["kind"] == "vpc-cidr" and c["cidr"] == str(cidr))
+    assert (block["used"], block["free"], block["extra"]) == (10, 4086, {"unallocated": 0, "free_in_subnets": 4086})
+    empty = next(c for c in doc["capacity"] if c["name"] == plan.basis["nodegroup_name"])
+    assert (empty["size"], empty["utilization"]) == (0, 0.0) and empty["nodes_fit"] > 0  # empty, not full
+    assert empty["note"].startswith("no nodes yet")
+    verdict = live.cidrx("diagnose", *live.target).stdout.splitlines()[0]
+    assert verdict.startswith("CRITICAL: 2 subnets full") and "vpc-cidr" not in verdict, verdict
     (predate,) = findings(doc, "EKS-NODES-PREDATE-ENICONFIG")
     assert predate["severity"] == "warning" and "2 node(s)" in predate["summary"]
 
@@ -517,6 +526,13 @@ def test_plan_emits_the_fix_as_terraform_without_imports(emitted: Emitted) -> No
     assert "import" not in doc
     assert emitted.planned.startswith(f"# cidrx plan {emitted.plan.plan_id} (custom-networking)")
     assert resources(doc) == resources(parse(emitted.applied_tf))  # the apply only adds import blocks
+    # The time tag the apply writes is not in the configuration: Terraform leaves it alone after the import.
+    created = [
+        b for body in doc["resource"] for k in ("aws_subnet", "aws_eks_node_group") for b in body.get(k, {}).values()
+    ]
+    assert len(created) == 3  # two subnets, the node group
+    for block in created:
+        assert any('tags["cidrx.io/applied-at"]' in str(x) for x in block["lifecycle"][0]["ignore_changes"])
 
 
 def test_apply_that_stops_partway_still_writes_imports_for_what_it_created(emitted: Emitted) -> None:

@@ -118,7 +118,7 @@ STRATEGIES = (
         "eks-migrate",
         "eks",
         "after an applied expansion: cordon the nodes in full subnets, evict their pods (Eviction API, "
-        "PodDisruptionBudgets honoured), scale their old managed node groups to 0",
+        "PodDisruptionBudgets honoured), scale their old managed and self-managed node groups to 0",
         "cidrx.providers.eks.strategies.migrate:ACTIONS",
         plan="cidrx.providers.eks.strategies.migrate:make_plan",
         drift="cidrx.providers.eks.strategies.migrate:check_drift",

@@ -907,6 +907,31 @@ class EksApi:
                     f"launch template {template_id} v{version} was not deleted: {error.get('Message') or error}"
                 )
 
+    def set_group_size(self, group: str, size: Mapping[str, int]) -> None:
+        """Set an Auto Scaling group's MinSize, MaxSize and DesiredCapacity (`size` in the node group shape:
+        minSize, maxSize, desiredSize). The group terminates instances beyond the new desired capacity itself."""
+        with _aws("autoscaling:UpdateAutoScalingGroup", f"Auto Scaling group {group}"):
+            self._call(
+                self._client("autoscaling").update_auto_scaling_group,
+                write=True,
+                AutoScalingGroupName=group,
+                MinSize=int(size["minSize"]),
+                MaxSize=int(size["maxSize"]),
+                DesiredCapacity=int(size["desiredSize"]),
+            )
+
+    def group_size(self, group: str) -> dict[str, int] | None:
+        """An Auto Scaling group's size as minSize, maxSize, desiredSize; None when the group is gone."""
+        found = self.describe_auto_scaling_groups(names=[group])
+        if not found:
+            return None
+        g = found[0]
+        return {
+            "minSize": int(g.get("MinSize", 0)),
+            "maxSize": int(g.get("MaxSize", 0)),
+            "desiredSize": int(g.get("DesiredCapacity", 0)),
+        }
+
     def set_group_launch_template(self, group: str, template_id: str, version: str) -> None:
         """Point an Auto Scaling group at a launch template version (new instances use it)."""
         with _aws("autoscaling:UpdateAutoScalingGroup", f"Auto Scaling group {group}"):

@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 # count their nodes. The EksSection holds one `NodeProvisioners`, None when the cluster has none of them, so
 # snapshots of clusters with managed node groups only are unchanged.
 
+# AWS tag cidrx writes beside the plan tag on what an apply creates: when (UTC, ISO 8601, to the second). EC2
+# gives subnets and VPC CIDR associations no creation time (Subnet, VpcCidrBlockAssociation in the EC2 API
+# reference), so diagnose tells when a plan was applied from this tag.
+APPLIED_AT_TAG = "cidrx.io/applied-at"
+
 EC2_NODE_CLASS = "EC2NodeClass"  # karpenter.k8s.aws/v1 (Karpenter on EKS)
 AUTO_NODE_CLASS = "NodeClass"  # eks.amazonaws.com/v1 (EKS Auto Mode)
 

@@ -1,15 +1,20 @@
 """The EKS address map: each CIDR block of the cluster's VPC with the subnets in it (pure, from a snapshot).
 
 It shows what the capacity rows cannot: how much of each VPC block no subnet covers yet, i.e. whether a
-new subnet fits in the VPC as it is or a secondary CIDR block is needed.
+new subnet fits in the VPC as it is or a secondary CIDR block is needed. Each block is also one capacity row
+(`block_capacity`): a block carved entirely into subnets is allocated, not used, so the row counts as used only
+the addresses its subnets use (and AWS reserves) and as free the unallocated space plus what its subnets still
+have free; the unallocated part is a figure of its own.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from ipaddress import IPv4Network
 
 from cidrx import netmath
-from cidrx.model.netmap import Area, NetworkMap
+from cidrx.model.findings import Capacity, utilization
+from cidrx.model.netmap import Area, NetworkMap, covered, free_blocks, unallocated_capacity
 from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks.facts.cni import cni_config
 from cidrx.providers.eks.facts.routing import routed_elsewhere
@@ -53,6 +58,32 @@ def address_maps(snapshot: Snapshot) -> tuple[NetworkMap, ...]:
             )
         out.append(NetworkMap(KIND, eks.vpc.vpc_id, block, tuple(areas), title=f"VPC {eks.vpc.vpc_id} block {block}"))
     return (*out, *routed_maps(eks, blocks))
+
+
+def block_capacity(m: NetworkMap) -> Capacity:
+    """One block of the VPC as a capacity row: `used` = addresses its subnets use or AWS reserves (a range of
+    unknown occupancy counts whole), `free` = the rest; extras `unallocated` (no subnet covers it, where a new
+    subnet fits) and `free_in_subnets`."""
+    row = unallocated_capacity(m)
+    if m.kind != KIND:
+        return row  # routed space: nothing is known about the use of what is in it
+    taken = [a for a in m.areas if not a.planned]
+    in_subnets = covered(m)
+    free_in = sum(a.free or 0 for a in taken)
+    unallocated = row.size - in_subnets
+    used = row.size - unallocated - free_in
+    largest = min((b.prefixlen for b in free_blocks(m)), default=None)
+    note = f"{in_subnets} in {len(taken)} subnet(s), {free_in} free in them; {unallocated} unallocated" + (
+        f", largest free block /{largest}" if largest is not None else ""
+    )
+    return replace(
+        row,
+        used=used,
+        free=row.size - used,
+        utilization=utilization(used, row.size),
+        note=note,
+        extra={"unallocated": unallocated, "free_in_subnets": free_in},
+    )
 
 
 def routed_maps(eks: EksSection, blocks: list[str]) -> list[NetworkMap]:

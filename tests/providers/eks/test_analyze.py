@@ -125,10 +125,29 @@ def test_nodegroup_and_vpc_capacity_rows(incident: Diagnosis) -> None:
 
 
 def test_unallocated_vpc_space_is_a_capacity_row(incident: Diagnosis) -> None:
-    """Four /27 subnets in 10.0.0.0/16: 128 of 65,536 addresses are in subnets, the rest is unallocated."""
+    """Four /27 subnets in 10.0.0.0/16: 128 of 65,536 addresses are in subnets, the rest is unallocated; of the
+    128, two full subnets use 32 each (27 + 5 AWS reserves) and two others 6 each (1 + 5)."""
     block = capacity(incident, "vpc-cidr")[VPC_ID]
-    assert (block.cidr, block.size, block.used, block.free) == ("10.0.0.0/16", 65536, 128, 65408)
-    assert "largest free block /17" in (block.note or "")
+    assert (block.cidr, block.size, block.used, block.free) == ("10.0.0.0/16", 65536, 76, 65460)
+    assert block.extra == {"unallocated": 65408, "free_in_subnets": 52}
+    assert block.note == "128 in 4 subnet(s), 52 free in them; 65408 unallocated, largest free block /17"
+
+
+def test_a_block_carved_into_subnets_is_allocated_not_used() -> None:
+    """A /20 cut into two /21 subnets with nothing in them yet (what an expansion leaves): no unallocated space,
+    but 4086 free addresses in its subnets. The row is not full and the verdict does not call it so."""
+    from cidrx.model.netmap import Area, NetworkMap
+    from cidrx.providers.eks.netmap import KIND, block_capacity
+    from cidrx.render.table import is_out
+
+    areas = tuple(Area(f"100.64.{i}.0/21", f"pods-{i}", "subnet", 2048, used=0, reserved=5) for i in (0, 8))
+    row = block_capacity(NetworkMap(KIND, VPC_ID, "100.64.0.0/20", areas))
+    assert (row.size, row.used, row.free, row.utilization) == (4096, 10, 4086, 0.0024)
+    assert row.extra == {"unallocated": 0, "free_in_subnets": 4086}
+    assert row.note == "4096 in 2 subnet(s), 4086 free in them; 0 unallocated"
+    assert not is_out(row)
+    full = tuple(dataclasses.replace(a, used=2043) for a in areas)
+    assert is_out(block_capacity(NetworkMap(KIND, VPC_ID, "100.64.0.0/20", full)))  # carved and every subnet full
 
 
 def test_findings_are_sorted_worst_first_and_counted(incident: Diagnosis) -> None:

@@ -6,11 +6,13 @@ and the retry and timeout budgets they share.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from cidrx.engine.executor import StepContext
 from cidrx.errors import CloudError
 from cidrx.model.plan import DIGEST_TAG, Step
+from cidrx.providers.eks.model import APPLIED_AT_TAG
 
 if TYPE_CHECKING:
     from cidrx.kube.api import KubeApi
@@ -46,8 +48,10 @@ def kube_api(ctx: StepContext, step: Step) -> KubeApi:
 
 
 def plan_tags(ctx: StepContext, tags: dict[str, str] | None = None) -> dict[str, str]:
-    """`tags` plus the plan tag that lets resume and rollback find what this plan created."""
-    return {**(tags or {}), DIGEST_TAG: ctx.plan_id}
+    """`tags` plus the plan tag that lets resume and rollback find what this plan created, and the time it was
+    created (diagnose says when a plan was applied)."""
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {**(tags or {}), DIGEST_TAG: ctx.plan_id, APPLIED_AT_TAG: now}
 
 
 def tag_of(obj: dict[str, Any]) -> str | None:

@@ -1,7 +1,8 @@
 """The migration actions: cordon a node in full subnets, evict its pods with the Eviction API honouring
-PodDisruptionBudgets, scale its old managed node group down to 0; with their undos (uncordon, scale back to
-the size the apply journal recorded). Evicted pods are not put back: their controllers already recreated
-them on nodes with addresses, so that undo finds nothing to do.
+PodDisruptionBudgets, scale its old managed node group (UpdateNodegroupConfig) or self-managed Auto Scaling
+group (UpdateAutoScalingGroup) down to 0; with their undos (uncordon, scale back to the size the apply journal
+recorded). Evicted pods are not put back: their controllers already recreated them on nodes with addresses, so
+that undo finds nothing to do.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ EVICT_PERMISSIONS = (
     "kubernetes: poddisruptionbudgets.policy list",
 )
 SCALE_PERMISSIONS = ("eks:DescribeNodegroup", "eks:UpdateNodegroupConfig")
+SCALE_GROUP_PERMISSIONS = ("autoscaling:DescribeAutoScalingGroups", "autoscaling:UpdateAutoScalingGroup")
 # How long one node's pods may take to leave (a budget allowing no disruption stops the apply after it).
 EVICT_TIMEOUT = 10 * 60.0
 NODEGROUP_TIMEOUT = 20 * 60.0
@@ -214,10 +216,66 @@ class ScaleBack:
         return None
 
 
+class ScaleAutoScalingGroup:
+    """A self-managed group: its Auto Scaling group's MinSize and DesiredCapacity to 0 (MaxSize kept). The group
+    terminates the instances itself; a group that is gone has nothing left to scale."""
+
+    def before(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        return {"scaling": eks_api(ctx).group_size(params["name"])}
+
+    def check(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
+        now = eks_api(ctx).group_size(params["name"])
+        return {"group": params["name"]} if now is None or now == params["to"] else None
+
+    def act(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs:
+        eks_api(ctx).set_group_size(params["name"], params["to"])
+        return {"group": params["name"]}
+
+    def wait(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
+        return None  # the size is set at once; the group terminates its instances after
+
+    def verify(self, step: Step, params: dict[str, Any], ctx: StepContext, outputs: Outputs) -> None:
+        if self.check(step, params, ctx) is None:
+            raise CloudError(f"Auto Scaling group {params['name']} is not scaled to 0")
+
+
+class ScaleGroupBack:
+    def find(self, step: Step, params: dict[str, Any], ctx: StepContext) -> Outputs | None:
+        was = (ctx.recorded_before.get(step.id) or {}).get("scaling")
+        if not was:
+            return None
+        now = eks_api(ctx).group_size(params["name"])
+        return {"scaling": was} if now is not None and now != was else None
+
+    def in_use(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> str | None:
+        return None
+
+    def describe(self, step: Step, params: dict[str, Any], found: Outputs) -> str:
+        s = found["scaling"]
+        return (
+            f"scale Auto Scaling group {params['name']} back to {s['desiredSize']} "
+            f"(min {s['minSize']}, max {s['maxSize']})"
+        )
+
+    def act(self, step: Step, params: dict[str, Any], found: Outputs, ctx: StepContext) -> Outputs:
+        eks_api(ctx).set_group_size(params["name"], found["scaling"])
+        return {"group": params["name"]}
+
+    def wait(self, step: Step, params: dict[str, Any], outputs: Outputs, ctx: StepContext) -> None:
+        return None
+
+
 CORDON_NODE = Action(
     "eks.cordon-node", NODE_PERMISSIONS, CordonNode, undo=UncordonNode, undo_permissions=NODE_PERMISSIONS
 )
 EVICT_NODE_PODS = Action("eks.evict-node-pods", EVICT_PERMISSIONS, EvictNodePods, undo=LeaveEvicted)
 SCALE_NODEGROUP = Action(
     "eks.scale-nodegroup", SCALE_PERMISSIONS, ScaleNodegroup, undo=ScaleBack, undo_permissions=SCALE_PERMISSIONS
+)
+SCALE_AUTO_SCALING_GROUP = Action(
+    "eks.scale-auto-scaling-group",
+    SCALE_GROUP_PERMISSIONS,
+    ScaleAutoScalingGroup,
+    undo=ScaleGroupBack,
+    undo_permissions=SCALE_GROUP_PERMISSIONS,
 )

@@ -11,6 +11,7 @@ from cidrx.engine.executor import Outputs, StepContext
 from cidrx.errors import CloudError, StalePlan
 from cidrx.model.plan import DIGEST_TAG, Step
 from cidrx.providers.eks.actions.context import eks_api, kube_api, plan_tags, tag_of
+from cidrx.providers.eks.actions.hcl import IGNORE_APPLIED_AT, plan_tags_hcl
 from cidrx.providers.eks.facts.subnets import NODEGROUP_LABEL
 from cidrx.registry import Action
 from cidrx.render.hcl import Block, Expr, import_block, tf_name
@@ -131,7 +132,7 @@ def _nodegroup_hcl(e: Emitter, step: Step) -> None:
             b.attr("disk_size", p["disk_size"])
     if p.get("labels"):
         b.attr("labels", dict(p["labels"]))
-    b.attr("tags", {**p.get("tags", {}), DIGEST_TAG: e.plan.plan_id})
+    b.attr("tags", plan_tags_hcl(e, p.get("tags", {})))
     s = p["scaling"]
     b.block("scaling_config").attr("desired_size", s["desiredSize"]).attr("max_size", s["maxSize"]).attr(
         "min_size", s["minSize"]
@@ -145,7 +146,7 @@ def _nodegroup_hcl(e: Emitter, step: Step) -> None:
             lb.attr("name", lt.get("name", ""))
         lb.attr("version", lt.get("version", "$Latest"))
     # The cluster autoscaler changes the desired size; Terraform should not set it back.
-    b.block("lifecycle").attr("ignore_changes", [Expr("scaling_config[0].desired_size")])
+    b.block("lifecycle").attr("ignore_changes", [Expr("scaling_config[0].desired_size"), IGNORE_APPLIED_AT])
     e.depends(b, step)
     address = e.add(step, b)
     if e.out(step.id, "nodegroup"):

@@ -11,6 +11,7 @@ from cidrx.engine.executor import Outputs, StepContext
 from cidrx.errors import CloudError, StalePlan
 from cidrx.model.plan import DIGEST_TAG, Step
 from cidrx.providers.eks.actions.context import SHORT_TIMEOUT, eks_api, plan_tags, tag_of
+from cidrx.providers.eks.actions.hcl import IGNORE_APPLIED_AT, plan_tags_hcl
 from cidrx.providers.eks.facts.ipam_pools import subnet_cidr
 from cidrx.registry import Action
 from cidrx.render.hcl import Block, Expr, import_block, tf_name
@@ -232,7 +233,8 @@ def _subnet_hcl(e: Emitter, step: Step) -> None:
     # Referencing the association orders the subnet after it (its CIDR must be associated first).
     b.attr("vpc_id", Expr(f"{assoc}.vpc_id") if assoc else p["vpc_id"])
     b.attr("availability_zone", p["az"]).attr("cidr_block", _subnet_cidr(e, p))
-    b.attr("tags", {**p.get("tags", {}), DIGEST_TAG: e.plan.plan_id})
+    b.attr("tags", plan_tags_hcl(e, p.get("tags", {})))
+    b.block("lifecycle").attr("ignore_changes", [IGNORE_APPLIED_AT])
     address = e.add(step, b)
     if sid := e.out(step.id, "subnet_id"):
         e.imports.append(import_block(address, sid))

@@ -17,7 +17,12 @@ from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks.analyze import control_plane
 from cidrx.providers.eks.analyze.discovery import capacity as discovery_capacity
 from cidrx.providers.eks.analyze.discovery import findings as discovery_findings
-from cidrx.providers.eks.analyze.provisioners import pod_slots, provisioner_capacity, provisioner_findings
+from cidrx.providers.eks.analyze.provisioners import (
+    pod_slots,
+    provisioner_capacity,
+    provisioner_findings,
+    with_fit,
+)
 from cidrx.providers.eks.collect.cluster import ENICONFIG_DEFAULT_KEY
 from cidrx.providers.eks.facts import discovery
 from cidrx.providers.eks.facts.cni import (
@@ -233,9 +238,10 @@ def _migration_findings(snapshot: Snapshot, uses: list[SubnetUse], findings: lis
     pods: N nodes, M pods."""
     from ipaddress import ip_address, ip_network
 
-    from cidrx.providers.eks.facts.applied import applied_plans
+    from cidrx.providers.eks.facts.applied import applied_at, applied_plans
 
     roomy = [a for a in applied_plans(snapshot) if a.free > 0]
+    when = applied_at(snapshot)
     full = {f.subject for f in findings if f.id in (EKS_SUBNET_EXHAUSTED.id, EKS_SUBNET_NEARLY_EXHAUSTED.id)}
     nets = [ip_network(u.subnet.cidr) for u in uses if subnet_label(u.subnet) in full and "nodes" in u.roles]
     kube = snapshot.kube
@@ -248,12 +254,13 @@ def _migration_findings(snapshot: Snapshot, uses: list[SubnetUse], findings: lis
         EKS_PLAN_MIGRATION_PENDING.finding(
             Severity.WARNING,
             f"plan {a.plan_id}",
-            f"plan {a.plan_id} applied, migration pending: {len(stuck)} node(s) in full subnets still run "
-            f"{pods} pod(s)",
+            f"plan {a.plan_id} applied{' ' + when[a.plan_id] if a.plan_id in when else ''}, migration pending: "
+            f"{len(stuck)} node(s) in full subnets still run {pods} pod(s)",
             (f"{a.space}: {a.free} of {a.size} addresses free", f"nodes in full subnets: {names}"),
-            "Move the workloads: cordon and drain the nodes in the full subnets (`kubectl drain --ignore-daemonsets`"
-            " node by node, honouring PodDisruptionBudgets) so replacements join with the new space, then scale the"
-            " old group down. Do not expand again: `expand --plan` refuses while this plan's space has room.",
+            "Move the workloads with a migration plan (it cordons the nodes in the full subnets, evicts their pods "
+            "honouring PodDisruptionBudgets so replacements join with the new space, then scales their old groups "
+            f"down; rollback undoes it): `{EXPAND} --strategy eks-migrate`. Do not expand again: `expand --plan` "
+            "refuses while this plan's space has room.",
         )
         for a in roomy
     ]
@@ -608,7 +615,7 @@ def nodegroup_capacity(
         size = per_node * nodes
         note = f"{per_node} pods/node ({', '.join(ng.instance_types)})" if t else "instance type unknown"
         row = pod_slots("nodegroup", ng.name, size, used, nodes, note, ng.max_size)
-        out.append(replace(row, nodes_fit=fit(set(ng.subnet_ids))))
+        out.append(with_fit(row, fit(set(ng.subnet_ids))))
     return out
 
 
@@ -697,8 +704,7 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
         from cidrx.model.findings import kube_unreachable
 
         findings.append(kube_unreachable(UNREACHABLE, UNREACHABLE_FIX, reason=kube.reason or "no Kubernetes access"))
-    from cidrx.model.netmap import unallocated_capacity
-    from cidrx.providers.eks.netmap import address_maps
+    from cidrx.providers.eks.netmap import address_maps, block_capacity
 
     pd = cni.prefix_delegation
 
@@ -709,7 +715,7 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     capacity += [*provisioner_capacity(eks, kube, cni, fit), _vpc_capacity(eks)]
     free_28 = {s.subnet_id: free_prefix_blocks(s) for z in zones for s in z.subnets}
     capacity += discovery_capacity(zones, free_28, disc, cni.prefix_delegation)
-    capacity += [unallocated_capacity(m) for m in address_maps(snapshot)]
+    capacity += [block_capacity(m) for m in address_maps(snapshot)]
     pending = _migration_findings(snapshot, uses, findings)
     findings = _left_behind(snapshot, uses, cni, findings)
     if pending:

@@ -73,6 +73,14 @@ def pod_slots(
     )
 
 
+def with_fit(row: Capacity, nodes_fit: int | None) -> Capacity:
+    """A pod-slot row with how many more nodes fit. A group with no nodes has no slots yet: it is empty, not full,
+    unless no node fits in its subnets either (its utilisation then stays 1)."""
+    if row.size > 0 or row.used > 0 or nodes_fit == 0:
+        return replace(row, nodes_fit=nodes_fit)
+    return replace(row, nodes_fit=nodes_fit, utilization=0.0, note=f"no nodes yet; {row.note}")
+
+
 def provisioner_capacity(
     eks: EksSection, kube: KubeSection, cni: CniConfig, fit: Callable[[set[str]], int | None] = lambda _: None
 ) -> list[Capacity]:
@@ -95,7 +103,7 @@ def provisioner_capacity(
         note = f"{per_node} pods/node ({source}); {where if lt else 'no launch template'}; "
         note += f"subnets {_label(eks, g.subnet_ids)}"
         row = pod_slots("self-managed-group", g.name, size, used, count, note, g.max_size)
-        out.append(replace(row, nodes_fit=fit(set(g.subnet_ids))))
+        out.append(with_fit(row, fit(set(g.subnet_ids))))
     classes = {(c.kind, c.name): c for c in p.node_classes}
     nodes_by_pool: dict[str, list[str]] = defaultdict(list)
     for n in kube.nodes:
@@ -129,7 +137,7 @@ def provisioner_capacity(
                 where += f"; RESERVED_ENIS={reserved}"
         kind = "auto-mode-nodepool" if auto else "karpenter-nodepool"
         row = pod_slots(kind, pool.name, size, used, len(nodes_by_pool.get(pool.name, [])), where)
-        out.append(replace(row, nodes_fit=fit(set(node_class_subnets(eks, c))) if c is not None else None))
+        out.append(with_fit(row, fit(set(node_class_subnets(eks, c))) if c is not None else None))
     return out
 
 

@@ -1,5 +1,6 @@
 """The plans cidrx applied to an EKS cluster's VPC, told by the plan tag on the pod subnets they created
-(custom networking and subnet discovery create them), with the addresses those subnets still have free."""
+(custom networking and subnet discovery create them), with the addresses those subnets still have free, and
+when they were applied (the time tag the apply writes beside the plan tag)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from cidrx.model.applied import AppliedPlan
 from cidrx.model.plan import DIGEST_TAG
 from cidrx.model.snapshot import Snapshot
 from cidrx.providers.eks.facts.subnets import usable_addresses
-from cidrx.providers.eks.model import eks_section
+from cidrx.providers.eks.model import APPLIED_AT_TAG, eks_section
 
 
 def applied_plans(snapshot: Snapshot) -> tuple[AppliedPlan, ...]:
@@ -26,3 +27,14 @@ def applied_plans(snapshot: Snapshot) -> tuple[AppliedPlan, ...]:
         )
         for plan_id, subnets in sorted(by_plan.items())
     )
+
+
+def applied_at(snapshot: Snapshot) -> dict[str, str]:
+    """Plan id -> when its apply created the first of its subnets (UTC, ISO 8601); plans applied by a cidrx that
+    wrote no time tag are left out."""
+    out: dict[str, str] = {}
+    for s in eks_section(snapshot).subnets:
+        plan_id, when = s.tags.get(DIGEST_TAG), s.tags.get(APPLIED_AT_TAG)
+        if plan_id and when:
+            out[plan_id] = min(out.get(plan_id, when), when)
+    return out

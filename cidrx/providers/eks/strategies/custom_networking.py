@@ -29,7 +29,7 @@ from cidrx.providers.eks.facts.ipam_pools import carve, pool_drift, pool_netmask
 from cidrx.providers.eks.facts.provisioners import provisioners
 from cidrx.providers.eks.facts.routing import unreadable_routes
 from cidrx.providers.eks.facts.subnets import node_subnet_ids, subnet_label, usable_addresses
-from cidrx.providers.eks.model import EksSection, Nodegroup, eks_section
+from cidrx.providers.eks.model import APPLIED_AT_TAG, EksSection, Nodegroup, eks_section
 from cidrx.providers.eks.strategies.drift import check_plan_drift
 from cidrx.providers.eks.strategies.network_steps import associate_step, env_step, zone_subnet_steps
 from cidrx.providers.eks.strategies.placement import route_table_for, template_nodegroup, zones_in_use
@@ -131,7 +131,7 @@ def _nodegroup_params(
         "tags": {
             k: v
             for k, v in without_identity(template.labels, template.tags)[1].items()
-            if not k.startswith("aws:") and k != DIGEST_TAG
+            if not k.startswith("aws:") and k not in (DIGEST_TAG, APPLIED_AT_TAG)
         },
     }
     if template.launch_template:

@@ -1,8 +1,9 @@
 """EKS strategy `eks-migrate`: after cidrx applied an expansion whose new subnets have room, move the workloads
 off the nodes in full subnets (they cannot give new pods addresses): cordon each node, evict its pods with the
 Eviction API honouring PodDisruptionBudgets (DaemonSet and mirror pods stay, as with `kubectl drain
---ignore-daemonsets`), then scale each old managed node group whose nodes all sat in full subnets down to 0.
-Their replacements join with the new space. Nodes Karpenter or EKS Auto Mode launched get no steps: their
+--ignore-daemonsets`), then scale each old managed node group (UpdateNodegroupConfig) or self-managed group
+(its Auto Scaling group: UpdateAutoScalingGroup MinSize/DesiredCapacity) whose nodes all sat in full subnets down
+to 0. Their replacements join with the new space. Nodes Karpenter or EKS Auto Mode launched get no steps: their
 drift replaces them once their node class selects subnets with room (`karpenter-subnets`), within their
 disruption budgets. Opt-in: `expand --plan --strategy eks-migrate`; pure: no I/O.
 """
@@ -17,14 +18,21 @@ from cidrx.errors import InvalidInput, StalePlan
 from cidrx.model.options import PlanOptions
 from cidrx.model.plan import DIGEST_TAG, Plan, Step, seal_plan
 from cidrx.model.snapshot import Snapshot
-from cidrx.providers.eks.actions.migrate import CORDON_NODE, EVICT_NODE_PODS, SCALE_NODEGROUP
+from cidrx.providers.eks.actions.migrate import (
+    CORDON_NODE,
+    EVICT_NODE_PODS,
+    SCALE_AUTO_SCALING_GROUP,
+    SCALE_NODEGROUP,
+)
 from cidrx.providers.eks.facts.applied import applied_plans
 from cidrx.providers.eks.facts.cni import cni_config
+from cidrx.providers.eks.facts.provisioners import provisioners
 from cidrx.providers.eks.facts.subnets import subnet_label
 from cidrx.providers.eks.model import EksSection, eks_section
 
 NAME = "eks-migrate"
-ACTIONS = (CORDON_NODE, EVICT_NODE_PODS, SCALE_NODEGROUP)
+ACTIONS = (CORDON_NODE, EVICT_NODE_PODS, SCALE_NODEGROUP, SCALE_AUTO_SCALING_GROUP)
+NODEGROUP, ASG = "nodegroup", "asg"  # who owns a node the migration empties: a managed group, an Auto Scaling group
 NEARLY_FULL = 0.8
 
 
@@ -50,6 +58,30 @@ def _stuck(eks: EksSection, snapshot: Snapshot) -> tuple[list[Any], list[Any]]:
     return full, sorted(nodes, key=lambda n: n.name)
 
 
+def _owners(eks: EksSection, snapshot: Snapshot) -> dict[str, tuple[str, str]]:
+    """Node name -> (kind, group) for the nodes a scale-down can take away: "nodegroup" for a managed node group
+    (not one a plan of cidrx created), "asg" for a self-managed group's Auto Scaling group (its in-service
+    instances, as collect matched them to nodes)."""
+    groups = {ng.name: ng for ng in eks.nodegroups}
+    out: dict[str, tuple[str, str]] = {}
+    for n in snapshot.kube.nodes:
+        if n.pool in groups and not groups[n.pool].tags.get(DIGEST_TAG):
+            out[n.name] = (NODEGROUP, n.pool)
+    for g in provisioners(eks).self_managed:
+        if not g.tags.get(DIGEST_TAG):
+            for name in g.nodes:
+                out.setdefault(name, (ASG, g.name))
+    return out
+
+
+def _size(g: Any) -> dict[str, int]:
+    return {"minSize": g.min_size, "maxSize": g.max_size, "desiredSize": g.desired_size}
+
+
+def _group_param(kind: str) -> str:
+    return "nodegroup" if kind == NODEGROUP else "auto_scaling_group"
+
+
 def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
     eks = eks_section(snapshot)
     roomy = [a for a in applied_plans(snapshot) if a.free > 0]
@@ -59,22 +91,24 @@ def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
             hint="plan an expansion first (`cidrx expand --plan`), apply it, then migrate",
         )
     full, nodes = _stuck(eks, snapshot)
-    groups = {ng.name: ng for ng in eks.nodegroups}
-    managed = [n for n in nodes if n.pool in groups and not groups[n.pool].tags.get(DIGEST_TAG)]
-    others = [n for n in nodes if n not in managed]
-    if not managed:
+    owners = _owners(eks, snapshot)
+    owned = [n for n in nodes if n.name in owners]
+    others = [n for n in nodes if n.name not in owners]
+    if not owned:
         raise InvalidInput(
-            "no node of a managed node group sits in a full subnet: nothing to migrate"
+            "no node of a managed or self-managed node group sits in a full subnet: nothing to migrate"
             + (f" ({len(others)} other node(s) there are rolled by Karpenter/Auto Mode drift)" if others else ""),
         )
     steps: list[Step] = []
-    for n in managed:
+    for n in owned:
+        kind, group = owners[n.name]
+        what = f"node group {group}" if kind == NODEGROUP else f"Auto Scaling group {group}"
         steps.append(
             Step(
                 id=f"cordon-{n.name}",
                 action=CORDON_NODE.name,
-                params={"node": n.name, "nodegroup": n.pool},
-                description=f"cordon node {n.name} ({n.internal_ip}, node group {n.pool}): no new pods there",
+                params={"node": n.name, _group_param(kind): group},
+                description=f"cordon node {n.name} ({n.internal_ip}, {what}): no new pods there",
                 permissions=CORDON_NODE.permissions,
             )
         )
@@ -84,35 +118,55 @@ def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
             Step(
                 id=f"evict-{n.name}",
                 action=EVICT_NODE_PODS.name,
-                params={"node": n.name, "nodegroup": n.pool},
+                params={"node": n.name, _group_param(kind): group},
                 description=f"evict the pods of node {n.name} with the Eviction API, honouring PodDisruptionBudgets "
                 "(DaemonSet and mirror pods stay); stop and report if a budget never allows",
                 depends_on=(f"cordon-{n.name}",),
                 permissions=EVICT_NODE_PODS.permissions,
             )
         )
-    everyone = {n.name for n in snapshot.kube.nodes}
     planned = {s.id for s in steps}
+    groups = {ng.name: ng for ng in eks.nodegroups}
+    asgs = {g.name: g for g in provisioners(eks).self_managed}
     scaled: dict[str, Any] = {}
-    for name in sorted({n.pool for n in managed}):
-        ng = groups[name]
-        mine = [n.name for n in managed if n.pool == name]
-        theirs = [n.name for n in snapshot.kube.nodes if n.pool == name and n.name in everyone]
+    scaled_asgs: dict[str, Any] = {}
+    kept: list[str] = []
+    for kind, name in sorted({owners[n.name] for n in owned}):
+        mine = [n.name for n in owned if owners[n.name] == (kind, name)]
+        theirs = [n for n, owner in owners.items() if owner == (kind, name)]
         if set(theirs) - set(mine):
+            kept.append(name)
             continue  # some of its nodes have addresses: the group stays
-        to = {"minSize": 0, "maxSize": max(1, ng.max_size), "desiredSize": 0}
-        scaled[name] = {"minSize": ng.min_size, "maxSize": ng.max_size, "desiredSize": ng.desired_size}
-        steps.append(
-            Step(
-                id=f"scale-{name}",
-                action=SCALE_NODEGROUP.name,
-                params={"cluster": eks.cluster.name, "name": name, "to": to},
-                description=f"scale node group {name} from {ng.desired_size} node(s) to 0 once its nodes are empty "
-                "(UpdateNodegroupConfig); rollback scales it back",
-                depends_on=tuple(f"evict-{n}" if f"evict-{n}" in planned else f"cordon-{n}" for n in mine),
-                permissions=SCALE_NODEGROUP.permissions,
+        after = tuple(f"evict-{n}" if f"evict-{n}" in planned else f"cordon-{n}" for n in mine)
+        if kind == NODEGROUP:
+            ng = groups[name]
+            scaled[name] = _size(ng)
+            steps.append(
+                Step(
+                    id=f"scale-{name}",
+                    action=SCALE_NODEGROUP.name,
+                    params={"cluster": eks.cluster.name, "name": name, "to": _to(ng)},
+                    description=f"scale node group {name} from {ng.desired_size} node(s) to 0 once its nodes are "
+                    "empty (UpdateNodegroupConfig); rollback scales it back",
+                    depends_on=after,
+                    permissions=SCALE_NODEGROUP.permissions,
+                )
             )
-        )
+        else:
+            g = asgs[name]
+            scaled_asgs[name] = _size(g)
+            steps.append(
+                Step(
+                    id=f"scale-asg-{name}",
+                    action=SCALE_AUTO_SCALING_GROUP.name,
+                    params={"name": name, "to": _to(g)},
+                    description=f"scale self-managed Auto Scaling group {name} from {g.desired_size} instance(s) to 0 "
+                    "once its nodes are empty (UpdateAutoScalingGroup MinSize/DesiredCapacity); rollback scales it "
+                    "back",
+                    depends_on=after,
+                    permissions=SCALE_AUTO_SCALING_GROUP.permissions,
+                )
+            )
     notes = [
         "Pods are evicted, never deleted: a PodDisruptionBudget that allows no disruption holds its pods, and the "
         "apply stops after the per-node timeout naming it (the node stays cordoned; run the same command again).",
@@ -120,63 +174,91 @@ def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
         "nodes and scales the node groups back to the recorded size, but does not move pods back.",
         "Full subnets: " + ", ".join(subnet_label(u.subnet) for u in full),
     ]
+    if kept:
+        notes.append(
+            f"Not scaled down (some of their nodes are in subnets with room): {', '.join(kept)}; their nodes in full "
+            "subnets are cordoned and drained only."
+        )
     if others:
         notes.append(
-            f"{len(others)} node(s) in full subnets belong to no managed node group of the cluster "
+            f"{len(others)} node(s) in full subnets belong to no managed or self-managed node group of the cluster "
             f"({', '.join(n.name for n in others[:5])}): Karpenter and EKS Auto Mode replace them by drift once their "
             "node class selects subnets with room (see `--strategy karpenter-subnets`); no steps for them."
         )
     basis: dict[str, Any] = {
         "applied_plans": sorted(a.plan_id for a in roomy),
-        "nodes": {n.name: n.pool for n in managed},
+        "nodes": {n.name: owners[n.name][1] for n in owned},
         "nodegroups": scaled,
     }
-    summary = {"nodes": len(managed), "nodegroups": sorted(scaled), "onto": [a.space for a in roomy]}
+    if scaled_asgs:
+        basis["auto_scaling_groups"] = scaled_asgs
+    summary: dict[str, Any] = {"nodes": len(owned), "nodegroups": sorted(scaled), "onto": [a.space for a in roomy]}
+    if scaled_asgs:
+        summary["auto_scaling_groups"] = sorted(scaled_asgs)
     return seal_plan(snapshot, created_at, NAME, basis, steps, notes, summary)
+
+
+def _to(g: Any) -> dict[str, int]:
+    return {"minSize": 0, "maxSize": max(1, g.max_size), "desiredSize": 0}
+
+
+def _now_sizes(
+    targets: dict[str, Any], sizes: dict[str, dict[str, int]], was: dict[str, Any]
+) -> tuple[set[str], dict[str, Any]]:
+    """(groups already at the planned size, each planned group's size as the plan's basis would read it: the
+    recorded size once this plan scaled it, None when it is gone)."""
+    done = {name for name, to in targets.items() if sizes.get(name) == to}
+    now: dict[str, Any] = {}
+    for name in targets:
+        if name not in sizes:
+            now[name] = None
+        elif name in done and name in was:
+            now[name] = was[name]
+        else:
+            now[name] = sizes[name]
+    return done, now
 
 
 def read_basis(plan: Plan, snapshot: Snapshot) -> dict[str, Any]:
     """The basis as the estate shows it now. A node that is gone, or a group already at the planned size,
     is this plan's own progress (its scale step removed them)."""
     eks = eks_section(snapshot)
-    groups = {ng.name: ng for ng in eks.nodegroups}
+    owners = _owners(eks, snapshot)
     targets = {str(s.params["name"]): s.params["to"] for s in plan.steps if s.action == SCALE_NODEGROUP.name}
+    asg_targets = {
+        str(s.params["name"]): s.params["to"] for s in plan.steps if s.action == SCALE_AUTO_SCALING_GROUP.name
+    }
     nodes = {n.name: n for n in snapshot.kube.nodes}
     planned = {
-        str(s.params["node"]): str(s.params.get("nodegroup", "")) for s in plan.steps if s.action == CORDON_NODE.name
+        str(s.params["node"]): str(s.params.get("nodegroup") or s.params.get("auto_scaling_group") or "")
+        for s in plan.steps
+        if s.action == CORDON_NODE.name
     }
-    done = {
-        name
-        for name, to in targets.items()
-        if name in groups
-        and {
-            "minSize": groups[name].min_size,
-            "maxSize": groups[name].max_size,
-            "desiredSize": groups[name].desired_size,
-        }
-        == to
-    }
+    done, now_groups = _now_sizes(
+        targets, {ng.name: _size(ng) for ng in eks.nodegroups}, plan.basis.get("nodegroups") or {}
+    )
+    done_asgs, now_asgs = _now_sizes(
+        asg_targets,
+        {g.name: _size(g) for g in provisioners(eks).self_managed},
+        plan.basis.get("auto_scaling_groups") or {},
+    )
     now_nodes: dict[str, Any] = {}
     for name, group in planned.items():
         n = nodes.get(name)
-        now_nodes[name] = n.pool if n is not None else (group if group in done else None)
-    now_groups: dict[str, Any] = {}
-    was = plan.basis.get("nodegroups") or {}
-    for name in targets:
-        ng = groups.get(name)
-        if ng is None:
-            now_groups[name] = None
-        elif name in done and name in was:
-            now_groups[name] = was[name]
+        if n is not None:
+            now_nodes[name] = owners[name][1] if name in owners else n.pool
         else:
-            now_groups[name] = {"minSize": ng.min_size, "maxSize": ng.max_size, "desiredSize": ng.desired_size}
-    return {
+            now_nodes[name] = group if group in done | done_asgs else None
+    out: dict[str, Any] = {
         "applied_plans": sorted(
             a.plan_id for a in applied_plans(snapshot) if a.plan_id in (plan.basis.get("applied_plans") or ())
         ),
         "nodes": now_nodes,
         "nodegroups": now_groups,
     }
+    if "auto_scaling_groups" in plan.basis:
+        out["auto_scaling_groups"] = now_asgs
+    return out
 
 
 def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> None:
@@ -192,6 +274,9 @@ def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> 
     for name, was in (plan.basis.get("nodegroups") or {}).items():
         if now["nodegroups"].get(name) != was:
             problems.append(f"node group {name} was resized since the plan")
+    for name, was in (plan.basis.get("auto_scaling_groups") or {}).items():
+        if (now.get("auto_scaling_groups") or {}).get(name) != was:
+            problems.append(f"Auto Scaling group {name} was resized since the plan")
     if problems:
         done = "Nothing more was applied" if begun else "Nothing was applied"
         raise StalePlan(f"the plan is stale: {'; '.join(problems)}. {done}; make a new plan")
