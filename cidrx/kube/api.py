@@ -419,12 +419,13 @@ class KubeApi:
         with self._guard(_Call("get", "", "", what="API discovery (/apis)")):
             generic = self._client._client  # lightkube has no discovery call; use its HTTP client
 
-            def discover() -> Any:
+            def discover() -> ApiGroupList:
                 response = generic.send(generic._client.build_request("GET", "/apis"))
                 response.raise_for_status()
-                return response
+                # Decoded inside the retried call: a body cut off or garbled on the way is retried (classify).
+                return msgspec.json.decode(response.content, type=ApiGroupList)
 
-            found = msgspec.json.decode(self._retry(discover).content, type=ApiGroupList)
+            found = self._retry(discover)
         return {g.name for g in found.groups if g.name}
 
     def _list_records(
