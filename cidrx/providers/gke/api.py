@@ -821,9 +821,8 @@ def _unreadable(action: str, subject: str | None, detail: str, *, write: bool) -
 def _unparsable(exc: BaseException) -> bool:
     """Whether `exc` is the REST transports' failure to parse a 2xx body (google.protobuf.json_format.Parse
     raises ParseError for JSON that is cut off or garbled)."""
-    from google.protobuf import json_format
-
-    return isinstance(exc, json_format.ParseError)
+    kind = type(exc)
+    return kind.__name__ == "ParseError" and kind.__module__ == "google.protobuf.json_format"
 
 
 class _translating:

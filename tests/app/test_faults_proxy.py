@@ -1,0 +1,304 @@
+"""Faults on the wire, made by the seeded fault proxy (tests/support/fakes/fault_proxy.py) in front of the GCP
+fake, moto's server and the fake API server, and SIGKILL at chosen requests of an apply.
+
+test_faults.py fails requests from inside the fakes (and botocore); here they fail between cidrx's real
+clients and the servers, as a load balancer or a bad network would: 502/503 pages, 429 with Retry-After,
+resets, answers cut off mid-body, 2xx answers truncated to a complete but broken document or garbled with
+bytes no JSON or XML may hold. Shown, per target (GKE, EKS with its cluster, --k8s):
+- diagnose gives the fault-free JSON, or exits 6/7 with one error line (never 1, never a traceback);
+- an apply reaches exactly the fault-free end state, re-running the same command at most MAX_RUNS times,
+  every stop an exit 5, 6 or 7 with one error line;
+- an apply killed (SIGKILL) when the proxy sees its Nth request (before forwarding it, or after the server
+  carried it out and before the answer reaches cidrx) is resumed by the same command: it takes over the
+  lock the killed run left (saying so), ends in the uninterrupted apply's end state, and rollback then
+  returns the estate to what it was before.
+Seeds are fixed, so every run is the same; each faulted run goes to the session's fault ledger.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import Result
+
+from cidrx.engine.lock import lease_name
+from cidrx.model.plan import load_plan
+from tests.app.test_faults import gke_kube_objects
+from tests.support.cli import one_line_error, run
+from tests.support.conftest_faults import FaultLedger, FaultRun
+from tests.support.estates import gke as gke_world
+from tests.support.fakes.fault_proxy import FaultProxy, Seen
+from tests.support.fakes.gcp_server import FakeGcp
+from tests.support.fakes.kube_server import FakeKubeServer
+
+SEEDS = (20261129, 31)
+RATE = 0.3
+WIRE_KINDS = ("5xx", "429", "reset", "cut", "truncate", "garble")
+MAX_RUNS = 6  # runs of the same command an apply under faults may take to converge
+KILL_POINTS = 3  # per plan kind
+JSON = dict[str, Any]
+
+GKE_TARGET = [
+    "--gke",
+    "--project",
+    gke_world.PROJECT,
+    "--location",
+    gke_world.LOCATION,
+    "--cluster",
+    gke_world.CLUSTER,
+    "--no-kube",
+]
+
+
+def record(ledger: FaultLedger, name: str, proxies: list[FaultProxy], converged: bool) -> None:
+    kinds: Counter[str] = Counter()
+    for proxy in proxies:
+        kinds.update({("throttle" if k == "429" else k): v for k, v in proxy.injected.items()})
+    ledger.record(FaultRun(name, sum(p.requests for p in proxies), dict(kinds), converged))
+
+
+def transient_stop(result: Result | subprocess.CompletedProcess[str], allowed: tuple[int, ...]) -> None:
+    """A run that did not succeed stopped with one of `allowed` and one error line, never a traceback."""
+    code = result.exit_code if isinstance(result, Result) else result.returncode
+    output = result.output if isinstance(result, Result) else result.stdout + result.stderr
+    assert code in allowed, output
+    assert "Traceback" not in output and "internal error" not in output, output
+    if isinstance(result, Result):
+        one_line_error(result)
+
+
+def kubeconfig_via(server: FakeKubeServer, proxy: FaultProxy, path: Path) -> str:
+    """A kubeconfig for `server` that goes through `proxy`."""
+    doc = server.kubeconfig_dict()
+    doc["clusters"][0]["cluster"]["server"] = proxy.url
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+# ---- SIGKILL at the Nth request --------------------------------------------------------------------------
+
+
+@dataclass
+class KillSwitch:
+    """A proxy hook: SIGKILLs `pid` when the `n`th request (counted over every proxy it hooks) arrives
+    ("request": not forwarded) or after the server answered it ("answer": carried out, answer lost)."""
+
+    n: int
+    phase: str
+    pid: int = 0
+    fired: Seen | None = None
+    seen: int = 0
+    _numbers: dict[int, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, phase: str, proxy: FaultProxy, seen: Seen) -> bool:
+        with self._lock:
+            if self.fired is not None:
+                return True  # what the dead run had in flight goes nowhere
+            if phase == "request":
+                self.seen += 1
+                self._numbers[id(seen)] = self.seen
+            if self._numbers.get(id(seen)) == self.n and phase == self.phase:
+                self.fired = seen
+                os.kill(self.pid, signal.SIGKILL)
+                return True
+            return False
+
+
+def kill_points(total: list[Seen], seed: int) -> list[tuple[int, str]]:
+    """KILL_POINTS (request number, phase) pairs among the requests around the writes of a clean apply."""
+    writes = [s.n for s in total if s.method != "GET"]
+    assert writes, "the clean apply wrote nothing"
+    window = range(max(1, writes[0] - 2), min(len(total), writes[-1] + 2) + 1)
+    rng = random.Random(seed)
+    return sorted((n, rng.choice(("request", "answer"))) for n in rng.sample(list(window), KILL_POINTS))
+
+
+def killed_child(args: list[str], env: dict[str, str], switch: KillSwitch, proxies: list[FaultProxy], cwd: Path) -> str:
+    """Run `python -m cidrx ARGS` until `switch` kills it; its stderr."""
+    err = cwd / "killed.stderr"
+    with open(err, "w") as stderr:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "cidrx", *args], env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=stderr
+        )
+        switch.pid = child.pid
+        for proxy in proxies:
+            proxy.hooks.append(switch)
+        try:
+            code = child.wait(timeout=120)
+        finally:
+            child.kill()
+            for proxy in proxies:
+                proxy.hooks.remove(switch)
+    text = err.read_text()
+    assert switch.fired is not None, f"the run ended ({code}) before request {switch.n}: {text}"
+    assert code == -signal.SIGKILL, text
+    return text
+
+
+# ==== GKE ===================================================================================================
+
+
+@dataclass
+class Gke:
+    fake: FakeGcp
+    kube: FakeKubeServer
+    proxies: list[FaultProxy]  # in front of the GCP fake, and of the cluster's API server
+    env: dict[str, str]  # points cidrx at the proxies
+    kubeconfig: str
+
+    @property
+    def target(self) -> list[str]:
+        return [*GKE_TARGET[:-1], "--kubeconfig", self.kubeconfig]
+
+    def set_rate(self, rate: float) -> None:
+        for proxy in self.proxies:
+            proxy.rate = rate
+
+
+@contextlib.contextmanager
+def gke_behind_proxy(tmp: Path, seed: int = 0) -> Iterator[Gke]:
+    """A fresh GKE incident in the GCP fake and its cluster in a fake API server (holding the Lease of an
+    apply's lock), a fault proxy in front of each (faults off until `set_rate`)."""
+    with (
+        pytest.MonkeyPatch.context() as mp,
+        gke_world.gke_estate(mp) as fake,
+        FakeKubeServer() as kube,
+        FaultProxy(fake.url, name="gcp", seed=seed, kinds=WIRE_KINDS) as gcp_proxy,
+        FaultProxy(kube.url, name="kube", seed=seed, kinds=WIRE_KINDS) as kube_proxy,
+    ):
+        mp.delenv("KUBECONFIG", raising=False)
+        kube.put_many(gke_kube_objects())
+        env = {
+            **gke_world.gcp_env(fake),
+            "CIDRX_CONTAINER_ENDPOINT": gcp_proxy.url,
+            "CIDRX_COMPUTE_ENDPOINT": gcp_proxy.url,
+        }
+        kubeconfig = kubeconfig_via(kube, kube_proxy, tmp / f"kubeconfig-{kube.port}")
+        yield Gke(fake, kube, [gcp_proxy, kube_proxy], env, kubeconfig)
+    assert not kube.errors
+
+
+def gke_state(fake: FakeGcp, plan_id: str = "") -> JSON:
+    """The subnet's ranges, the firewall rules' sources and the cluster's node pools (`plan_id` written as
+    <plan>, so applies of two plans made from the same estate compare)."""
+    subnet = fake.subnet(gke_world.PROJECT, gke_world.REGION, gke_world.SUBNET)
+    cluster = fake.cluster(gke_world.PROJECT, gke_world.LOCATION, gke_world.CLUSTER)
+    assert subnet is not None and cluster is not None
+    pools = sorted(
+        (p["name"], p.get("networkConfig", {}).get("podRange"), json.dumps(p["config"].get("resourceLabels", {})))
+        for p in cluster.get("nodePools", [])
+    )
+    additional = cluster["ipAllocationPolicy"].get("additionalPodRangesConfig", {}).get("podRangeNames", [])
+    rules = (fake.firewall(gke_world.PROJECT, r["name"]) for r in gke_world.incident_firewalls())
+    firewalls = sorted((r["name"], sorted(r.get("sourceRanges", []))) for r in rules if r is not None)
+    state = {
+        "ranges": sorted((r["rangeName"], r["ipCidrRange"]) for r in subnet.get("secondaryIpRanges", [])),
+        "pools": pools,
+        "additional_pod_ranges": additional,
+        "firewalls": firewalls,
+    }
+    return json.loads(json.dumps(state).replace(plan_id, "<plan>")) if plan_id else state
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_gke_diagnose_through_the_fault_proxy(seed: int, tmp_path: Path, fault_ledger: FaultLedger) -> None:
+    with gke_behind_proxy(tmp_path, seed) as gke:
+        clean = run("diagnose", *gke.target, "-o", "json", env=gke.env)
+        assert clean.exit_code == 3, clean.output
+        gke.set_rate(RATE)
+        faulty = run("diagnose", *gke.target, "-o", "json", env=gke.env)
+    same = (faulty.exit_code, faulty.stdout) == (clean.exit_code, clean.stdout)
+    record(fault_ledger, f"gke diagnose via proxy [{seed}]", gke.proxies, same)
+    assert all(sum(p.injected.values()) > 0 for p in gke.proxies)
+    if not same:
+        transient_stop(faulty, (6, 7))
+
+
+def apply_until_done(command: list[str], env: dict[str, str], between: Callable[[], object] = lambda: None) -> int:
+    """Run the same apply until it succeeds (at most MAX_RUNS times); every stop is transient. Its runs."""
+    for runs in range(1, MAX_RUNS + 1):
+        result = run(*command, env=env)
+        if result.exit_code == 0:
+            return runs
+        transient_stop(result, (5, 6, 7))
+        between()
+    raise AssertionError(f"{' '.join(command)} did not converge in {MAX_RUNS} runs")
+
+
+@pytest.mark.parametrize("strategy", ["node-pool", "cluster-range"])
+def test_gke_apply_through_the_fault_proxy_converges(strategy: str, tmp_path: Path, fault_ledger: FaultLedger) -> None:
+    def apply(rate: float) -> tuple[JSON, list[FaultProxy], int]:
+        with gke_behind_proxy(tmp_path, SEEDS[0]) as gke:
+            plan_path = tmp_path / f"plan-{rate}.json"
+            made = run("expand", *gke.target, "--plan", "--strategy", strategy, "--out", str(plan_path), env=gke.env)
+            assert made.exit_code == 0, made.output
+            gke.set_rate(rate)
+            command = ["expand", "--apply", str(plan_path), "--yes", "--kubeconfig", gke.kubeconfig]
+            # What the fake accepted before a run stopped is carried out meanwhile, as GKE would.
+            runs = apply_until_done(command, gke.env, gke.fake.finish_operations)
+            return gke_state(gke.fake, load_plan(plan_path).plan_id), gke.proxies, runs
+
+    expected, _, _ = apply(0.0)
+    got, proxies, runs = apply(RATE)
+    record(fault_ledger, f"gke apply {strategy} via proxy ({runs} runs)", proxies, got == expected)
+    assert got == expected
+    assert all(sum(p.injected.values()) > 0 for p in proxies)
+
+
+def lease_of(kube: FakeKubeServer, plan_path: Path) -> JSON | None:
+    return kube.get("coordination.k8s.io", "v1", "leases", lease_name(load_plan(plan_path)), "kube-system")
+
+
+def test_gke_apply_killed_at_chosen_requests_resumes_and_rolls_back(
+    tmp_path: Path, fault_ledger: FaultLedger, retry_sleeps: list[float]
+) -> None:
+    def apply_args(gke: Gke) -> list[str]:
+        return ["expand", "--apply", "plan.json", "--yes", "--kubeconfig", gke.kubeconfig]
+
+    with gke_behind_proxy(tmp_path) as gke:
+        before = gke_state(gke.fake)
+        assert run("expand", *gke.target, "--plan", "--out", str(tmp_path / "plan.json"), env=gke.env).exit_code == 0
+        with contextlib.chdir(tmp_path):
+            assert run(*apply_args(gke), env=gke.env).exit_code == 0
+        expected = gke_state(gke.fake, load_plan(tmp_path / "plan.json").plan_id)
+        clean_log = sorted((*gke.proxies[0].log, *gke.proxies[1].log), key=lambda s: s.at)
+    assert expected != before
+
+    for n, phase in kill_points(clean_log, SEEDS[0]):
+        work = tmp_path / f"kill-{n}-{phase}"
+        work.mkdir()
+        with gke_behind_proxy(work) as gke:
+            made = run("expand", *gke.target, "--plan", "--out", str(work / "plan.json"), env=gke.env)
+            assert made.exit_code == 0, made.output
+            switch = KillSwitch(n, phase)
+            killed_child(apply_args(gke), {**os.environ, **gke.env}, switch, gke.proxies, work)
+            assert (work / "plan.json.lock").exists()  # SIGKILL left the lock file behind
+            orphaned = lease_of(gke.kube, work / "plan.json")
+            gke.fake.finish_operations()  # what GKE accepted goes on without the dead client
+            with contextlib.chdir(work):
+                resumed = run(*apply_args(gke), env=gke.env)
+                assert resumed.exit_code == 0, resumed.output
+                assert "whose run ended without releasing it; resuming" in resumed.stderr, resumed.stderr
+                if orphaned is not None:
+                    assert "whose process is gone from this host; resuming" in resumed.stderr, resumed.stderr
+                assert gke_state(gke.fake, load_plan(work / "plan.json").plan_id) == expected, (n, phase)
+                assert not (work / "plan.json.lock").exists() and lease_of(gke.kube, work / "plan.json") is None
+                back = run("rollback", "plan.json", "--yes", "--kubeconfig", gke.kubeconfig, env=gke.env)
+                assert back.exit_code == 0, back.output
+                assert gke_state(gke.fake) == before
+        record(fault_ledger, f"gke apply killed at request {n} ({phase})", gke.proxies, True)
