@@ -41,6 +41,9 @@ from tests.app.test_faults import gke_kube_objects
 from tests.support.cli import one_line_error, run
 from tests.support.conftest_faults import FaultLedger, FaultRun
 from tests.support.estates import gke as gke_world
+from tests.support.estates.eks import REGION, World, build_incident, moto_server
+from tests.support.estates.eks_cluster import incident_server, inventory
+from tests.support.estates.eks_live import clean_env
 from tests.support.fakes.fault_proxy import FaultProxy, Seen
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FakeKubeServer
@@ -50,7 +53,10 @@ RATE = 0.3
 WIRE_KINDS = ("5xx", "429", "reset", "cut", "truncate", "garble")
 MAX_RUNS = 6  # runs of the same command an apply under faults may take to converge
 KILL_POINTS = 3  # per plan kind
+EKS_CLUSTER = "demo"
 JSON = dict[str, Any]
+
+pytestmark = pytest.mark.usefixtures("shared_botocore")  # sessions share one botocore loader
 
 GKE_TARGET = [
     "--gke",
@@ -92,40 +98,54 @@ def kubeconfig_via(server: FakeKubeServer, proxy: FaultProxy, path: Path) -> str
 # ---- SIGKILL at the Nth request --------------------------------------------------------------------------
 
 
+def step_write(seen: Seen) -> bool:
+    """A write of a plan step (the lock's Lease is written before the steps and released after them)."""
+    return seen.method != "GET" and "/leases" not in seen.path
+
+
 @dataclass
 class KillSwitch:
-    """A proxy hook: SIGKILLs `pid` when the `n`th request (counted over every proxy it hooks) arrives
-    ("request": not forwarded) or after the server answered it ("answer": carried out, answer lost)."""
+    """A proxy hook that SIGKILLs `pid` at the `k`th step write (counted over every proxy it hooks): when it
+    arrives ("request": never forwarded), after the server carried it out ("answer": its answer is lost), or
+    at the next request after its answer ("next": between the write and what follows it)."""
 
-    n: int
+    k: int
     phase: str
     pid: int = 0
     fired: Seen | None = None
-    seen: int = 0
-    _numbers: dict[int, int] = field(default_factory=dict)
+    writes: int = 0
+    _target: int | None = None  # id() of the kth write
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __call__(self, phase: str, proxy: FaultProxy, seen: Seen) -> bool:
         with self._lock:
             if self.fired is not None:
                 return True  # what the dead run had in flight goes nowhere
-            if phase == "request":
-                self.seen += 1
-                self._numbers[id(seen)] = self.seen
-            if self._numbers.get(id(seen)) == self.n and phase == self.phase:
-                self.fired = seen
-                os.kill(self.pid, signal.SIGKILL)
-                return True
+            if phase == "request" and self._target is not None and self.phase == "next":
+                return self._kill(seen)
+            if phase == "request" and step_write(seen):
+                self.writes += 1
+                if self.writes == self.k:
+                    self._target = id(seen)
+                    if self.phase == "request":
+                        return self._kill(seen)
+            if phase == "answer" and id(seen) == self._target and self.phase == "answer":
+                return self._kill(seen)
             return False
 
+    def _kill(self, seen: Seen) -> bool:
+        self.fired = seen
+        os.kill(self.pid, signal.SIGKILL)
+        return True
 
-def kill_points(total: list[Seen], seed: int) -> list[tuple[int, str]]:
-    """KILL_POINTS (request number, phase) pairs among the requests around the writes of a clean apply."""
-    writes = [s.n for s in total if s.method != "GET"]
+
+def kill_points(log: list[Seen], seed: int) -> list[tuple[int, str]]:
+    """KILL_POINTS (k, phase) pairs: the kth step write of a clean apply and where around it to kill."""
+    writes = sum(step_write(s) for s in log)
     assert writes, "the clean apply wrote nothing"
-    window = range(max(1, writes[0] - 2), min(len(total), writes[-1] + 2) + 1)
     rng = random.Random(seed)
-    return sorted((n, rng.choice(("request", "answer"))) for n in rng.sample(list(window), KILL_POINTS))
+    points = [(k, phase) for k in range(1, writes + 1) for phase in ("request", "answer", "next")]
+    return sorted(rng.sample(points, KILL_POINTS))
 
 
 def killed_child(args: list[str], env: dict[str, str], switch: KillSwitch, proxies: list[FaultProxy], cwd: Path) -> str:
@@ -145,7 +165,7 @@ def killed_child(args: list[str], env: dict[str, str], switch: KillSwitch, proxi
             for proxy in proxies:
                 proxy.hooks.remove(switch)
     text = err.read_text()
-    assert switch.fired is not None, f"the run ended ({code}) before request {switch.n}: {text}"
+    assert switch.fired is not None, f"the run ended ({code}) before step write {switch.k}: {text}"
     assert code == -signal.SIGKILL, text
     return text
 
@@ -200,7 +220,11 @@ def gke_state(fake: FakeGcp, plan_id: str = "") -> JSON:
     cluster = fake.cluster(gke_world.PROJECT, gke_world.LOCATION, gke_world.CLUSTER)
     assert subnet is not None and cluster is not None
     pools = sorted(
-        (p["name"], p.get("networkConfig", {}).get("podRange"), json.dumps(p["config"].get("resourceLabels", {})))
+        (
+            p["name"],
+            p.get("networkConfig", {}).get("podRange"),
+            json.dumps(p["config"].get("resourceLabels", {}), sort_keys=True),
+        )
         for p in cluster.get("nodePools", [])
     )
     additional = cluster["ipAllocationPolicy"].get("additionalPodRangesConfig", {}).get("podRangeNames", [])
@@ -301,4 +325,136 @@ def test_gke_apply_killed_at_chosen_requests_resumes_and_rolls_back(
                 back = run("rollback", "plan.json", "--yes", "--kubeconfig", gke.kubeconfig, env=gke.env)
                 assert back.exit_code == 0, back.output
                 assert gke_state(gke.fake) == before
-        record(fault_ledger, f"gke apply killed at request {n} ({phase})", gke.proxies, True)
+        record(fault_ledger, f"gke apply killed at step write {n} ({phase})", gke.proxies, True)
+
+
+# ==== EKS (moto's server) and its cluster ======================================================================
+
+
+@pytest.fixture(scope="module")
+def moto_url() -> Iterator[str]:
+    """moto's server on a free loopback port, for this process and the children it kills."""
+    with moto_server() as url, pytest.MonkeyPatch.context() as mp:
+        clean_env(mp, AWS_ENDPOINT_URL=url)
+        yield url
+
+
+@dataclass
+class Eks:
+    session: Any
+    world: World
+    kube: FakeKubeServer
+    proxies: list[FaultProxy]  # in front of moto, and of the cluster's API server
+    env: dict[str, str]
+    kubeconfig: str
+
+    @property
+    def target(self) -> list[str]:
+        return ["--eks", "--region", REGION, "--cluster", EKS_CLUSTER, "--kubeconfig", self.kubeconfig]
+
+    def set_rate(self, rate: float) -> None:
+        for proxy in self.proxies:
+            proxy.rate = rate
+
+    def state(self, plan_id: str = "") -> JSON:
+        ec2, eks = self.session.client("ec2"), self.session.client("eks")
+        state = inventory(ec2, eks, self.kube, self.world, plan_id=plan_id)
+        # A disassociated CIDR stays listed for a while (state "disassociated"), in EC2 as in moto.
+        state["vpc_cidrs"] = [c for c in state["vpc_cidrs"] if c[1] != "disassociated"]
+        return state
+
+
+@contextlib.contextmanager
+def eks_behind_proxy(moto_url: str, tmp: Path, seed: int = 0) -> Iterator[Eks]:
+    """The EKS incident in moto's server (reset first) and its cluster in a fake API server, a fault proxy in
+    front of each (faults off until `set_rate`)."""
+    import boto3
+    import requests
+
+    requests.post(f"{moto_url}/moto-api/reset", timeout=10).raise_for_status()
+    session = boto3.Session(region_name=REGION)
+    world = build_incident(session.client("ec2"), session.client("eks"), region=REGION, cluster=EKS_CLUSTER)
+    kube, _hooks, _controller = incident_server(world)
+    try:
+        with (
+            FaultProxy(moto_url, name="aws", seed=seed, kinds=WIRE_KINDS) as aws_proxy,
+            FaultProxy(kube.url, name="kube", seed=seed, kinds=WIRE_KINDS) as kube_proxy,
+        ):
+            kubeconfig = kubeconfig_via(kube, kube_proxy, tmp / f"kubeconfig-{kube.port}")
+            yield Eks(session, world, kube, [aws_proxy, kube_proxy], {"AWS_ENDPOINT_URL": aws_proxy.url}, kubeconfig)
+    finally:
+        kube.stop()
+    assert not kube.errors
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_eks_diagnose_through_the_fault_proxy(
+    seed: int, moto_url: str, tmp_path: Path, fault_ledger: FaultLedger
+) -> None:
+    with eks_behind_proxy(moto_url, tmp_path, seed) as eks:
+        clean = run("diagnose", *eks.target, "-o", "json", env=eks.env)
+        assert clean.exit_code == 3, clean.output
+        eks.set_rate(RATE)
+        faulty = run("diagnose", *eks.target, "-o", "json", env=eks.env)
+    same = (faulty.exit_code, faulty.stdout) == (clean.exit_code, clean.stdout)
+    record(fault_ledger, f"eks diagnose via proxy [{seed}]", eks.proxies, same)
+    assert all(sum(p.injected.values()) > 0 for p in eks.proxies)
+    if not same:
+        transient_stop(faulty, (6, 7))
+
+
+def test_eks_apply_through_the_fault_proxy_converges(moto_url: str, tmp_path: Path, fault_ledger: FaultLedger) -> None:
+    def apply(rate: float) -> tuple[JSON, list[FaultProxy], int]:
+        with eks_behind_proxy(moto_url, tmp_path, SEEDS[0]) as eks:
+            plan_path = tmp_path / f"plan-{rate}.json"
+            made = run("expand", *eks.target, "--plan", "--out", str(plan_path), env=eks.env)
+            assert made.exit_code == 0, made.output
+            eks.set_rate(rate)
+            runs = apply_until_done(
+                ["expand", "--apply", str(plan_path), "--yes", "--kubeconfig", eks.kubeconfig], eks.env
+            )
+            return eks.state(load_plan(plan_path).plan_id), eks.proxies, runs
+
+    expected, _, _ = apply(0.0)
+    got, proxies, runs = apply(RATE)
+    record(fault_ledger, f"eks apply via proxy ({runs} runs)", proxies, got == expected)
+    assert got == expected
+    assert all(sum(p.injected.values()) > 0 for p in proxies)
+
+
+def test_eks_apply_killed_at_chosen_requests_resumes_and_rolls_back(
+    moto_url: str, tmp_path: Path, fault_ledger: FaultLedger
+) -> None:
+    def apply_args(eks: Eks) -> list[str]:
+        return ["expand", "--apply", "plan.json", "--yes", "--kubeconfig", eks.kubeconfig]
+
+    with eks_behind_proxy(moto_url, tmp_path) as eks:
+        assert run("expand", *eks.target, "--plan", "--out", str(tmp_path / "plan.json"), env=eks.env).exit_code == 0
+        with contextlib.chdir(tmp_path):
+            assert run(*apply_args(eks), env=eks.env).exit_code == 0
+        expected = eks.state(load_plan(tmp_path / "plan.json").plan_id)
+        clean_log = sorted((*eks.proxies[0].log, *eks.proxies[1].log), key=lambda s: s.at)
+
+    for n, phase in kill_points(clean_log, SEEDS[1]):
+        work = tmp_path / f"kill-{n}-{phase}"
+        work.mkdir()
+        with eks_behind_proxy(moto_url, work) as eks:
+            before = eks.state()
+            made = run("expand", *eks.target, "--plan", "--out", str(work / "plan.json"), env=eks.env)
+            assert made.exit_code == 0, made.output
+            switch = KillSwitch(n, phase)
+            killed_child(apply_args(eks), {**os.environ, **eks.env}, switch, eks.proxies, work)
+            assert (work / "plan.json.lock").exists()
+            orphaned = lease_of(eks.kube, work / "plan.json")
+            with contextlib.chdir(work):
+                resumed = run(*apply_args(eks), env=eks.env)
+                assert resumed.exit_code == 0, resumed.output
+                assert "whose run ended without releasing it; resuming" in resumed.stderr, resumed.stderr
+                if orphaned is not None:
+                    assert "whose process is gone from this host; resuming" in resumed.stderr, resumed.stderr
+                assert eks.state(load_plan(work / "plan.json").plan_id) == expected, (n, phase)
+                assert not (work / "plan.json.lock").exists() and lease_of(eks.kube, work / "plan.json") is None
+                back = run("rollback", "plan.json", "--yes", "--kubeconfig", eks.kubeconfig, env=eks.env)
+                assert back.exit_code == 0, back.output
+                assert eks.state() == before
+        record(fault_ledger, f"eks apply killed at step write {n} ({phase})", eks.proxies, True)
