@@ -41,6 +41,7 @@ from cidrx.transport.retry import (
     call_with_retry,
     certificate_failure,
     parse_retry_after,
+    request_timeout,
     status_is_transient,
     with_gave_up_note,
 )
@@ -249,6 +250,7 @@ class KubeApi:
         check_credential_plugin(config, self.context)
         self.server: str = config.cluster.server
         self.chunk_size = chunk_size
+        timeout = request_timeout(timeout)
         try:
             self._client: Client = Client(
                 config=config,

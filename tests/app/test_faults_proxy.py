@@ -458,3 +458,115 @@ def test_eks_apply_killed_at_chosen_requests_resumes_and_rolls_back(
                 assert back.exit_code == 0, back.output
                 assert eks.state() == before
         record(fault_ledger, f"eks apply killed at step write {n} ({phase})", eks.proxies, True)
+
+
+# ==== delays past the client's timeout, and endpoints that hang ================================================
+
+TIMEOUT = {"CIDRX_HTTP_TIMEOUT": "0.3"}  # seconds; each delay fault holds a request for DELAY
+DELAY = 0.6
+
+
+def hang(proxy: FaultProxy, rate: float) -> None:
+    proxy.kinds, proxy.delay, proxy.rate = ("delay",), DELAY, rate
+    if rate >= 1:
+        proxy.max_run = 1_000  # every request, however often it is retried
+
+
+def test_gke_delays_past_the_timeout_are_retried_and_a_hung_endpoint_is_exit_6(
+    tmp_path: Path, fault_ledger: FaultLedger
+) -> None:
+    with gke_behind_proxy(tmp_path, SEEDS[0]) as gke:
+        target = [*GKE_TARGET, "-o", "json"]
+        clean = run("diagnose", *target, env=gke.env)
+        gcp = gke.proxies[0]
+        hang(gcp, 0.2)
+        slow = run("diagnose", *target, env={**gke.env, **TIMEOUT})
+        record(fault_ledger, "gke diagnose with delays", [gcp], slow.stdout == clean.stdout)
+        assert gcp.injected["delay"] > 0
+        assert (slow.exit_code, slow.stdout) == (clean.exit_code, clean.stdout)
+        hang(gcp, 1.0)
+        hung = run("diagnose", *target, env={**gke.env, **TIMEOUT, "CIDRX_RETRY_MAX_ATTEMPTS": "2"})
+    transient_stop(hung, (6,))
+    assert "Read timed out" in one_line_error(hung) and "gave up after 2 attempts" in one_line_error(hung)
+
+
+def test_eks_and_kubernetes_endpoints_that_hang_are_exit_6(moto_url: str, tmp_path: Path) -> None:
+    with eks_behind_proxy(moto_url, tmp_path) as eks:
+        aws, kube = eks.proxies
+        env = {**eks.env, **TIMEOUT, "CIDRX_RETRY_MAX_ATTEMPTS": "2"}
+        hang(aws, 1.0)
+        aws_hung = run("diagnose", *eks.target, env=env)
+        hang(aws, 0.0)
+        hang(kube, 1.0)
+        kube_hung = run("diagnose", "--k8s", "--kubeconfig", eks.kubeconfig, env=env)
+    transient_stop(aws_hung, (6,))
+    assert "did not answer" in one_line_error(aws_hung)
+    # An EKS diagnosis reads its cluster only if it can (a hung API server is a finding there): --k8s needs it.
+    transient_stop(kube_hung, (6,))
+    assert "cannot reach the Kubernetes API" in one_line_error(kube_hung) and "timed out" in one_line_error(kube_hung)
+
+
+# ==== one fault at one place: the bugs the seeded runs found ==================================================
+
+
+def test_gke_garbled_truncated_and_cut_answers_are_transient(tmp_path: Path) -> None:
+    """The container REST transport raised UnicodeDecodeError (garbled) and protobuf's ParseError (truncated)
+    past the retry policy (exit 1); a compute answer cut mid-body that lasted was an "internal error" (exit 1);
+    a write's garbled answer was exit 7 after one request."""
+    with gke_behind_proxy(tmp_path) as gke:
+        target = [*GKE_TARGET, "-o", "json"]
+        clean = run("diagnose", *target, env=gke.env)
+        gcp = gke.proxies[0]
+        cluster_get = f"/clusters/{gke_world.CLUSTER}?"
+        gcp.script = [("GET", cluster_get, "garble"), ("GET", cluster_get, "truncate")]
+        again = run("diagnose", *target, env=gke.env)
+        assert (again.exit_code, again.stdout) == (clean.exit_code, clean.stdout)
+        assert gcp.script == [] and sum(s.path.count(cluster_get) for s in gcp.log) == 4  # clean 1 + 3
+
+        gcp.script = [("GET", "/aggregated/subnetworks", "cut")] * 2
+        lasting = run("diagnose", *target, env={**gke.env, "CIDRX_RETRY_MAX_ATTEMPTS": "2"})
+        transient_stop(lasting, (7,))
+        assert "compute.subnetworks.list" in one_line_error(lasting) and "was cut off" in one_line_error(lasting)
+
+        plan_path = tmp_path / "plan.json"
+        assert run("expand", *gke.target, "--plan", "--out", str(plan_path), env=gke.env).exit_code == 0
+        gcp.script = [("PATCH", "/subnetworks/", "garble")]  # carried out, its answer garbled
+        apply = ["expand", "--apply", str(plan_path), "--yes", "--kubeconfig", gke.kubeconfig]
+        stopped = run(*apply, env=gke.env)
+        transient_stop(stopped, (5,))
+        assert "Google's answer could not be read" in one_line_error(stopped)
+        assert "the change may have been made" in one_line_error(stopped)
+        gke.fake.finish_operations()
+        resumed = run(*apply, env=gke.env)
+        assert resumed.exit_code == 0, resumed.output
+        ranges = gke_state(gke.fake)["ranges"]
+        assert len(ranges) == 3 and [r[0] for r in ranges].count("pods-2") == 1  # added once
+
+
+def test_eks_truncated_json_is_not_read_as_an_empty_answer(moto_url: str, tmp_path: Path) -> None:
+    """botocore reads a JSON-protocol body that does not parse as {"message": body}: a ListNodegroups cut in
+    half was an answer without node groups (a different diagnosis, exit 3), and a garbled byte raised
+    UnicodeDecodeError (exit 1). Both are now retried."""
+    with eks_behind_proxy(moto_url, tmp_path) as eks:
+        target = [*eks.target, "-o", "json"]
+        clean = run("diagnose", *target, env=eks.env)
+        aws = eks.proxies[0]
+        aws.script = [("GET", "/node-groups", "truncate"), ("GET", f"/clusters/{EKS_CLUSTER}", "garble")]
+        again = run("diagnose", *target, env=eks.env)
+        assert (again.exit_code, again.stdout) == (clean.exit_code, clean.stdout)
+        assert aws.script == [] and aws.injected == Counter({"truncate": 1, "garble": 1})
+
+
+def test_kubernetes_discovery_garbled_once_is_retried(tmp_path: Path) -> None:
+    """GET /apis was decoded outside its retried call: one garbled answer ended the run with exit 7 (after a
+    single request, "after every retry")."""
+    from tests.support.cases import whereabouts as wc
+
+    with FakeKubeServer() as server, FaultProxy(server.url, name="kube") as proxy:
+        server.put_many(wc.crashed_node_objects())
+        target = ["--k8s", "--kubeconfig", kubeconfig_via(server, proxy, tmp_path / "kubeconfig"), "-o", "json"]
+        clean = run("diagnose", *target, env={"KUBECONFIG": None})
+        proxy.script = [("GET", "/apis", "garble")]
+        again = run("diagnose", *target, env={"KUBECONFIG": None})
+    assert (again.exit_code, again.stdout) == (clean.exit_code, clean.stdout)
+    assert proxy.injected == Counter({"garble": 1})

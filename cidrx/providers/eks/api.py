@@ -34,6 +34,7 @@ from cidrx.transport.retry import (
     certificate_failure,
     default_policy,
     parse_retry_after,
+    request_timeout,
     status_is_transient,
     with_gave_up_note,
 )
@@ -125,6 +126,7 @@ _REJECTED_CODES = frozenset(
     }
 )
 _PEERING_STATES = frozenset({"active", "pending-acceptance", "provisioning"})
+CALL_TIMEOUT = 60.0  # seconds per HTTP request (botocore's own default), CIDRX_HTTP_TIMEOUT overrides it
 _CREDENTIALS_HINT = "use --profile / AWS_PROFILE, run `aws sso login`, or export AWS_ACCESS_KEY_ID/SECRET"
 
 
@@ -423,7 +425,13 @@ class EksApi:
 
                 # botocore's own retries are off: cidrx.transport.retry is the one policy (it also knows which
                 # failures are safe to retry for a write, which botocore's modes do not distinguish).
-                config = Config(retries={"total_max_attempts": 1}, user_agent_extra="cidrx")
+                timeout = request_timeout(CALL_TIMEOUT)
+                config = Config(
+                    retries={"total_max_attempts": 1},
+                    user_agent_extra="cidrx",
+                    read_timeout=timeout,
+                    connect_timeout=min(timeout, CALL_TIMEOUT),
+                )
                 session: Any = self._session
                 try:
                     client = session.client(service, region_name=self.region, config=config)

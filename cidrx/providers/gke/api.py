@@ -37,6 +37,7 @@ from cidrx.transport.retry import (
     call_with_retry,
     certificate_failure,
     parse_retry_after,
+    request_timeout,
     status_is_transient,
     with_gave_up_note,
 )
@@ -322,7 +323,7 @@ class GkeApi:
 
         def once() -> T:
             try:
-                result = fn(*args, retry=None, timeout=CALL_TIMEOUT, **kwargs)
+                result = fn(*args, retry=None, timeout=request_timeout(CALL_TIMEOUT), **kwargs)
             except UnicodeDecodeError as exc:  # the REST transport decodes a 2xx body as UTF-8 before parsing it
                 raise GarbledAnswer(f"the answer is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
             except Exception as exc:
@@ -383,7 +384,7 @@ class GkeApi:
 
         session, host = self._compute_session()
 
-        def fetch(retry: object = None, timeout: float = CALL_TIMEOUT) -> Json:
+        def fetch(retry: object = None, timeout: float = CALL_TIMEOUT) -> Json:  # _call passes the timeout
             response = session.get(
                 f"{host}{uri}", params=params, timeout=timeout, headers={"Content-Type": "application/json"}
             )

@@ -26,6 +26,9 @@ Fault kinds (`KINDS`):
   a 2xx answer's body.
 "truncate" and "garble" leave non-2xx answers alone (they fault what looks like success).
 
+`script` adds faults chosen by hand: (method, path fragment, kind) triples, each used by the first request
+that matches it (before the seeded draw), for tests of one fault at one place.
+
 `hooks` are called for every request at two points, `("request", seen)` before it is forwarded and
 `("answer", seen)` after the upstream answered and before the answer is relayed: a test kills the client
 there (see KillSwitch in tests/app/test_faults_proxy.py). A hook returning True makes the proxy drop the
@@ -100,6 +103,7 @@ class FaultProxy:
         self.methods = tuple(m.upper() for m in methods) if methods is not None else None
         self.active = True  # False: pass everything through (still counted and hooked)
         self.hooks: list[Hook] = []
+        self.script: list[tuple[str, str, str]] = []
         self.log: list[Seen] = []
         self.injected: Counter[str] = Counter()
         self._seen: Counter[str] = Counter()
@@ -152,6 +156,12 @@ class FaultProxy:
         with self._lock:
             seen = Seen(len(self.log) + 1, method, path)
             self.log.append(seen)
+            for entry in self.script:
+                if entry[0] == method and entry[1] in path:
+                    self.script.remove(entry)
+                    seen.fault = entry[2]
+                    self.injected[seen.fault] += 1
+                    return seen
             if not self.active or self.rate <= 0 or (self.methods is not None and method not in self.methods):
                 return seen
             stable = _VOLATILE.sub("#", f"{method} {path}")
