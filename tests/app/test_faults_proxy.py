@@ -52,7 +52,6 @@ SEEDS = (20261129, 31)
 RATE = 0.3
 WIRE_KINDS = ("5xx", "429", "reset", "cut", "truncate", "garble")
 MAX_RUNS = 6  # runs of the same command an apply under faults may take to converge
-KILL_POINTS = 3  # per plan kind
 EKS_CLUSTER = "demo"
 JSON = dict[str, Any]
 
@@ -70,8 +69,8 @@ GKE_TARGET = [
 ]
 
 
-def record(ledger: FaultLedger, name: str, proxies: list[FaultProxy], converged: bool) -> None:
-    kinds: Counter[str] = Counter()
+def record(ledger: FaultLedger, name: str, proxies: list[FaultProxy], converged: bool, killed: bool = False) -> None:
+    kinds: Counter[str] = Counter({"sigkill": 1} if killed else {})
     for proxy in proxies:
         kinds.update({("throttle" if k == "429" else k): v for k, v in proxy.injected.items()})
     ledger.record(FaultRun(name, sum(p.requests for p in proxies), dict(kinds), converged))
@@ -99,8 +98,11 @@ def kubeconfig_via(server: FakeKubeServer, proxy: FaultProxy, path: Path) -> str
 
 
 def step_write(seen: Seen) -> bool:
-    """A write of a plan step (the lock's Lease is written before the steps and released after them)."""
-    return seen.method != "GET" and "/leases" not in seen.path
+    """A write of a plan step (the lock's Lease is written before the steps and released after them; AWS's
+    query protocol POSTs its reads too)."""
+    if seen.method == "GET" or "/leases" in seen.path:
+        return False
+    return not seen.action.startswith(("Describe", "Get", "List"))
 
 
 @dataclass
@@ -140,12 +142,11 @@ class KillSwitch:
 
 
 def kill_points(log: list[Seen], seed: int) -> list[tuple[int, str]]:
-    """KILL_POINTS (k, phase) pairs: the kth step write of a clean apply and where around it to kill."""
+    """(k, phase) pairs, one per phase: a seeded kth step write of a clean apply and where around it to kill."""
     writes = sum(step_write(s) for s in log)
     assert writes, "the clean apply wrote nothing"
     rng = random.Random(seed)
-    points = [(k, phase) for k in range(1, writes + 1) for phase in ("request", "answer", "next")]
-    return sorted(rng.sample(points, KILL_POINTS))
+    return [(rng.randint(1, writes), phase) for phase in ("request", "answer", "next")]
 
 
 def killed_child(args: list[str], env: dict[str, str], switch: KillSwitch, proxies: list[FaultProxy], cwd: Path) -> str:
@@ -325,7 +326,7 @@ def test_gke_apply_killed_at_chosen_requests_resumes_and_rolls_back(
                 back = run("rollback", "plan.json", "--yes", "--kubeconfig", gke.kubeconfig, env=gke.env)
                 assert back.exit_code == 0, back.output
                 assert gke_state(gke.fake) == before
-        record(fault_ledger, f"gke apply killed at step write {n} ({phase})", gke.proxies, True)
+        record(fault_ledger, f"gke apply killed at step write {n} ({phase})", gke.proxies, True, killed=True)
 
 
 # ==== EKS (moto's server) and its cluster ======================================================================
@@ -457,7 +458,7 @@ def test_eks_apply_killed_at_chosen_requests_resumes_and_rolls_back(
                 back = run("rollback", "plan.json", "--yes", "--kubeconfig", eks.kubeconfig, env=eks.env)
                 assert back.exit_code == 0, back.output
                 assert eks.state() == before
-        record(fault_ledger, f"eks apply killed at step write {n} ({phase})", eks.proxies, True)
+        record(fault_ledger, f"eks apply killed at step write {n} ({phase})", eks.proxies, True, killed=True)
 
 
 # ==== delays past the client's timeout, and endpoints that hang ================================================

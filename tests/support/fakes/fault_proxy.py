@@ -72,6 +72,7 @@ class Seen:
     fault: str | None = None
     status: int | None = None  # the upstream's status, once it answered
     at: float = field(default_factory=time.monotonic)  # when it arrived (orders the logs of several proxies)
+    action: str = ""  # the Action of a query-protocol request (AWS EC2, STS, Auto Scaling: every call is a POST)
 
 
 Hook = Callable[[str, "FaultProxy", Seen], bool | None]
@@ -152,9 +153,9 @@ class FaultProxy:
 
     # ---- deciding -------------------------------------------------------------------------------
 
-    def _decide(self, method: str, path: str) -> Seen:
+    def _decide(self, method: str, path: str, body: bytes = b"") -> Seen:
         with self._lock:
-            seen = Seen(len(self.log) + 1, method, path)
+            seen = Seen(len(self.log) + 1, method, path, action=_query_action(body))
             self.log.append(seen)
             for entry in self.script:
                 if entry[0] == method and entry[1] in path:
@@ -182,6 +183,12 @@ class FaultProxy:
         return any([bool(hook(phase, self, seen)) for hook in list(self.hooks)])
 
 
+def _query_action(body: bytes) -> str:
+    """`Action=...` of a form-encoded request body, or ""."""
+    match = re.match(rb"(?:.*&)?Action=([A-Za-z0-9]+)", body[:512])
+    return match.group(1).decode() if match else ""
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     proxy: FaultProxy
@@ -207,7 +214,7 @@ class _Handler(BaseHTTPRequestHandler):
         proxy = self.server.proxy
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
-        seen = proxy._decide(self.command, self.path)
+        seen = proxy._decide(self.command, self.path, body)
         if proxy._hook("request", seen):
             self._drop()
             return
