@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 import msgspec
 
 from cidrx import registry
-from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput, RetriesExhausted
+from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput
 from cidrx.kube.errors import AlreadyExists, Conflict, KubeUnavailable, NotFound, PatchTestFailed, one_line
 from cidrx.kube.kubeconfig import SERVICE_ACCOUNT, in_cluster, kubeconfig_paths, merge_kubeconfigs
 from cidrx.kube.records import ApiGroupList, EventRecord, ListHead, NodeRecord, PodRecord
@@ -354,8 +354,10 @@ class KubeApi:
                 hint="run the kubeconfig's users[].user.exec command by hand to see what it prints",
             )
         if isinstance(exc, msgspec.ValidationError | msgspec.DecodeError | json.JSONDecodeError):
-            # A 2xx whose body was cut off or garbled on the way: transient (reads were retried; see classify).
-            return RetriesExhausted(
+            # A 2xx whose body was cut off or garbled on the way: transient. A read was retried, and
+            # `with_gave_up_note` makes this RetriesExhausted (exit 7); a write is not repeated (it reached the
+            # server): like a 5xx answer to it, its apply stops (exit 5) and the same command checks first.
+            return CloudError(
                 f"unreadable answer to {call.verb} {call.subject} from {self.server}: {one_line(str(exc))[:200]}",
                 hint=RETRY_LATER_HINT,
             )

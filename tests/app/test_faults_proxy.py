@@ -571,3 +571,33 @@ def test_kubernetes_discovery_garbled_once_is_retried(tmp_path: Path) -> None:
         again = run("diagnose", *target, env={"KUBECONFIG": None})
     assert (again.exit_code, again.stdout) == (clean.exit_code, clean.stdout)
     assert proxy.injected == Counter({"garble": 1})
+
+
+def test_kubernetes_write_with_a_garbled_answer_stops_the_apply_and_the_rerun_converges(tmp_path: Path) -> None:
+    """A write whose answer cannot be read reached the server: it is not repeated, the apply stops with exit 5
+    (as after a 5xx), not 7 after a single request; the same command finds it done."""
+    from tests.app.test_faults import whereabouts_state
+    from tests.support.cases import whereabouts as wc
+
+    env: dict[str, str | None] = {"KUBECONFIG": None}
+
+    def reclaim(garble: bool) -> JSON:
+        with FakeKubeServer() as server, FaultProxy(server.url, name="kube") as proxy:
+            server.put_many(wc.crashed_node_objects())
+            kubeconfig = kubeconfig_via(server, proxy, tmp_path / f"kubeconfig-{garble}")
+            plan_path = tmp_path / f"reclaim-{garble}.json"
+            target = ["--k8s", "--kubeconfig", kubeconfig, "--ipam", "whereabouts"]
+            made = run("reclaim", *target, "--plan", "--out", str(plan_path), env=env)
+            assert made.exit_code == 0, made.output
+            apply = ["reclaim", "--apply", str(plan_path), "--yes", "--kubeconfig", kubeconfig]
+            if garble:
+                proxy.script = [(method, "/ippools/", "garble") for method in ("PUT", "PATCH")]
+                stopped = run(*apply, env=env)
+                transient_stop(stopped, (5,))
+                assert "unreadable answer to" in one_line_error(stopped)
+                assert sum(proxy.injected.values()) == 1
+            done = run(*apply, env=env)
+            assert done.exit_code == 0, done.output
+            return whereabouts_state(server, "")
+
+    assert reclaim(garble=True) == reclaim(garble=False)
