@@ -9,7 +9,11 @@ would fail with a misleading answer. So a run takes two locks before it reads an
 - a `coordination.k8s.io/v1` Lease in the target cluster (when it has one), which guards runs on different
   machines: `holderIdentity` names host, pid and plan, `renewTime` is renewed by a background thread while
   the run lives, and a Lease whose `renewTime + leaseDurationSeconds` is in the past (its holder died) is
-  taken over, and so at once is one whose holder ran on this host and whose process is gone. Every write is
+  taken over, and so at once is one whose holder ran on this host and whose process is gone. A pid alone
+  does not say that: the kernel reuses pids, and a lock naming a pid that now belongs to another process
+  would be kept forever. So on Linux the identity also carries the holder's start time (field 22 of
+  /proc/PID/stat, clock ticks since boot) and the boot id (/proc/sys/kernel/random/boot_id): the holder is
+  gone when no process with that pid has that start time in this boot. Elsewhere only the pid is checked. Every write is
   guarded by the Lease's resourceVersion, so of two runs racing for it one wins. A write the cluster failed
   (5xx) is decided again after re-reading the Lease; one it keeps failing is exit 7, and a final release
   that fails is a warning (the run's outcome stands; the Lease expires).
@@ -56,9 +60,32 @@ def lock_path(plan_path: str | Path) -> Path:
     return Path(f"{plan_path}.lock")
 
 
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+_START = "/start "
+
+
+def process_start(pid: int) -> str | None:
+    """`TICKS@BOOT` naming process `pid` apart from any later process given the same pid: its start time
+    (field 22 of /proc/PID/stat, clock ticks after boot, proc(5)) and the first 8 characters of this boot's
+    id. None when the process does not exist or /proc cannot tell (not Linux)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = BOOT_ID.read_text().strip()
+    except OSError:
+        return None
+    # Field 2 (comm) is in parentheses and may hold spaces and ')': the fields after it follow the last ')'.
+    fields = stat.rpartition(")")[2].split()
+    if len(fields) < 20 or not fields[19].isdigit() or not boot:
+        return None
+    return f"{fields[19]}@{boot[:8]}"
+
+
 def identity(plan: Plan) -> str:
-    """Who holds the lock: host, pid and plan, readable in `kubectl get lease` and in the refusal."""
-    return f"{socket.gethostname()}/pid {os.getpid()}/plan {plan.plan_id}"
+    """Who holds the lock: host, pid, plan and (on Linux) the process's start, readable in `kubectl get lease`
+    and in the refusal."""
+    pid = os.getpid()
+    start = process_start(pid)
+    return f"{socket.gethostname()}/pid {pid}/plan {plan.plan_id}" + (f"{_START}{start}" if start else "")
 
 
 def holder_process(holder: str) -> tuple[str, int | None]:
@@ -66,6 +93,26 @@ def holder_process(holder: str) -> tuple[str, int | None]:
     host, _, rest = holder.partition("/pid ")
     pid, _, _ = rest.partition("/")
     return host, int(pid) if pid.isdigit() else None
+
+
+def holder_gone(holder: str) -> str | None:
+    """Why the run named by `holder` (an `identity`) has certainly ended, when it ran on this host: its pid
+    is gone, or now belongs to another process (its start differs). None when it may still be running, or
+    ran elsewhere, or the text is not one cidrx wrote: never take over on an assumption."""
+    host, pid = holder_process(holder)
+    if host != socket.gethostname() or pid is None:
+        return None
+    recorded = holder.partition(_START)[2].partition("/")[0] or None
+    if recorded is not None and BOOT_ID.exists():
+        now = process_start(pid)
+        if now is None:
+            return "whose process is gone from this host"
+        if now != recorded:
+            return f"whose process is gone from this host (pid {pid} now belongs to another process)"
+        return None
+    if pid != os.getpid() and not process_alive(pid):
+        return "whose process is gone from this host"
+    return None
 
 
 def process_alive(pid: int) -> bool:
@@ -136,6 +183,7 @@ class FileLock:
     def __init__(self, plan_path: str | Path, me: str) -> None:
         self.path = lock_path(plan_path)
         self.me = me
+        self.taken_over: Holder | None = None  # the holder named in a file left by a run that was killed
         self._fd: int | None = None
 
     def try_acquire(self) -> Holder | None:
@@ -155,6 +203,8 @@ class FileLock:
             if not self._still_named(fd):
                 os.close(fd)  # its holder removed it between our open and our flock: lock the new one
                 continue
+            left = self._read(fd)  # a file that names a holder was left by a run that ended without removing it
+            self.taken_over = left if left.identity and left.identity != self.me else None
             since = _micro_time(datetime.now(UTC))
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps({"holder": self.me, "since": since}).encode() + b"\n", 0)
@@ -232,11 +282,10 @@ class LeaseLock:
             return False  # unreadable: never take over on an assumption
         return renewed + timedelta(seconds=seconds) < self.now()
 
-    def _orphaned(self, lease: JSON) -> bool:
-        """Held by a run on this host whose process is gone (it ended without releasing the Lease: killed, or
-        the cluster failed its final delete): no need to wait out the lease duration."""
-        host, pid = holder_process(str((lease.get("spec") or {}).get("holderIdentity") or ""))
-        return host == socket.gethostname() and pid is not None and pid != os.getpid() and not process_alive(pid)
+    def _orphaned(self, lease: JSON) -> str | None:
+        """Why the Lease is held by a run on this host whose process is gone (it ended without releasing the
+        Lease: killed, or the cluster failed its final delete): no need to wait out the lease duration."""
+        return holder_gone(str((lease.get("spec") or {}).get("holderIdentity") or ""))
 
     def _spec(self) -> JSON:
         t = _micro_time(self.now())
@@ -271,8 +320,9 @@ class LeaseLock:
                     continue  # created meanwhile by another run: read it
                 holder = self._holder(lease)
                 if holder.identity and holder.identity != self.me:
-                    if self._orphaned(lease):
-                        self.taken_over, self.taken_over_why = holder, "whose process is gone from this host"
+                    orphaned = self._orphaned(lease)
+                    if orphaned:
+                        self.taken_over, self.taken_over_why = holder, orphaned
                     elif self._expired(lease):
                         self.taken_over, self.taken_over_why = holder, "whose run stopped renewing it"
                     else:
@@ -410,6 +460,11 @@ def plan_lock(
             raise _refusal(plan, blocker[0], wait) from None
     renewer: _Renewer | None = None
     try:
+        if file_lock.taken_over is not None:
+            note(
+                f"took over {file_lock.taken_over.describe()}, whose run ended without releasing it; "
+                "resuming from the journal and the plan's tags"
+            )
         if lease is not None:
             if lease.taken_over is not None:
                 note(

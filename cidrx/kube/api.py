@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 import msgspec
 
 from cidrx import registry
-from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput, RetriesExhausted
+from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput
 from cidrx.kube.errors import AlreadyExists, Conflict, KubeUnavailable, NotFound, PatchTestFailed, one_line
 from cidrx.kube.kubeconfig import SERVICE_ACCOUNT, in_cluster, kubeconfig_paths, merge_kubeconfigs
 from cidrx.kube.records import ApiGroupList, EventRecord, ListHead, NodeRecord, PodRecord
@@ -41,6 +41,7 @@ from cidrx.transport.retry import (
     call_with_retry,
     certificate_failure,
     parse_retry_after,
+    request_timeout,
     status_is_transient,
     with_gave_up_note,
 )
@@ -249,6 +250,7 @@ class KubeApi:
         check_credential_plugin(config, self.context)
         self.server: str = config.cluster.server
         self.chunk_size = chunk_size
+        timeout = request_timeout(timeout)
         try:
             self._client: Client = Client(
                 config=config,
@@ -352,8 +354,10 @@ class KubeApi:
                 hint="run the kubeconfig's users[].user.exec command by hand to see what it prints",
             )
         if isinstance(exc, msgspec.ValidationError | msgspec.DecodeError | json.JSONDecodeError):
-            # A 2xx whose body was cut off or garbled on the way: transient (reads were retried; see classify).
-            return RetriesExhausted(
+            # A 2xx whose body was cut off or garbled on the way: transient. A read was retried, and
+            # `with_gave_up_note` makes this RetriesExhausted (exit 7); a write is not repeated (it reached the
+            # server): like a 5xx answer to it, its apply stops (exit 5) and the same command checks first.
+            return CloudError(
                 f"unreadable answer to {call.verb} {call.subject} from {self.server}: {one_line(str(exc))[:200]}",
                 hint=RETRY_LATER_HINT,
             )
@@ -419,12 +423,13 @@ class KubeApi:
         with self._guard(_Call("get", "", "", what="API discovery (/apis)")):
             generic = self._client._client  # lightkube has no discovery call; use its HTTP client
 
-            def discover() -> Any:
+            def discover() -> ApiGroupList:
                 response = generic.send(generic._client.build_request("GET", "/apis"))
                 response.raise_for_status()
-                return response
+                # Decoded inside the retried call: a body cut off or garbled on the way is retried (classify).
+                return msgspec.json.decode(response.content, type=ApiGroupList)
 
-            found = msgspec.json.decode(self._retry(discover).content, type=ApiGroupList)
+            found = self._retry(discover)
         return {g.name for g in found.groups if g.name}
 
     def _list_records(

@@ -22,7 +22,8 @@ Retry-After (seconds or an HTTP date), which is then used as is. Attempts are bo
 and by a total time `budget`: a retry whose sleep would end past the budget is not made, and the last
 error is raised (its message then says how many attempts were made). `sleep`, `monotonic` and `uniform`
 are module attributes so tests can replace them; CIDRX_RETRY_MAX_ATTEMPTS and CIDRX_RETRY_BUDGET tune
-the policy from the environment.
+the policy from the environment, and CIDRX_HTTP_TIMEOUT caps the seconds one request may wait for its
+answer (`request_timeout`): an endpoint that hangs is then retried as a read, and ends as unreachable.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ T = TypeVar("T")
 
 MAX_ATTEMPTS_ENV = "CIDRX_RETRY_MAX_ATTEMPTS"
 BUDGET_ENV = "CIDRX_RETRY_BUDGET"
+TIMEOUT_ENV = "CIDRX_HTTP_TIMEOUT"
 
 # Replaceable by tests (never sleep for real in a test).
 sleep: Callable[[float], None] = time.sleep
@@ -105,6 +107,17 @@ def default_policy() -> RetryPolicy:
         max_delay=base.max_delay,
         budget=_env_number(BUDGET_ENV, base.budget, integer=False),
     )
+
+
+def request_timeout(default: float) -> float:
+    """Seconds one HTTP request may take: CIDRX_HTTP_TIMEOUT when set (a number > 0), else the client's
+    `default`."""
+    seconds = _env_number(TIMEOUT_ENV, default, integer=False)
+    if seconds <= 0:
+        raise InvalidInput(
+            f"{TIMEOUT_ENV}={seconds:g} is not a number of seconds > 0", hint=f"unset {TIMEOUT_ENV} or fix it"
+        )
+    return seconds
 
 
 def parse_retry_after(value: object) -> float | None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cidrx.engine.lock import FileLock, LeaseLock, lease_name, plan_lock
+from cidrx.engine.lock import FileLock, LeaseLock, identity, lease_name, plan_lock, process_start
 from cidrx.engine.waiting import Waiter
 from cidrx.errors import ExitStatus, LockHeld
 from cidrx.kube.api import KubeApi
@@ -182,11 +182,17 @@ def test_the_lock_file_does_not_outlive_its_holder(tmp_path: Path) -> None:
 
 
 def test_a_lock_file_left_by_a_killed_run_is_taken_and_removed(tmp_path: Path) -> None:
-    # SIGKILL leaves the file (the kernel drops the flock): the next run takes it at once.
+    # SIGKILL leaves the file (the kernel drops the flock): the next run takes it at once, and says so.
     (tmp_path / "plan.json.lock").write_text('{"holder": "host/pid 1/plan p", "since": "then"}\n')
-    lock = FileLock(tmp_path / "plan.json", "me")
-    assert lock.try_acquire() is None
-    lock.release()
+    notes: list[str] = []
+    clock = FakeClock()
+    waiter = Waiter(sleep=clock.sleep, monotonic=clock.monotonic)
+    with plan_lock(make_plan(), tmp_path / "plan.json", leases=None, wait=None, waiter=waiter, note=notes.append):
+        pass
+    assert notes == [
+        f"took over host/pid 1/plan p since then (file lock {tmp_path / 'plan.json.lock'}), whose run ended "
+        "without releasing it; resuming from the journal and the plan's tags"
+    ]
     assert list(tmp_path.iterdir()) == []
 
 
@@ -240,6 +246,44 @@ def test_a_live_lease_of_a_gone_process_on_this_host_is_taken_over(
     assert lock.try_acquire() is None
     assert lock.taken_over is not None and lock.taken_over.identity == gone
     assert lock.taken_over_why == "whose process is gone from this host"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process start times come from Linux's /proc")
+def test_a_lease_naming_a_reused_pid_is_taken_over_and_the_real_holder_refused(
+    kube_server: FakeKubeServer, leases: KubeLeases
+) -> None:
+    """The pid of a killed run can be given to another process: the start time in the identity tells them apart."""
+    import os
+    import socket
+
+    from cidrx.engine.lock import process_start
+
+    plan = make_plan()
+    parent = os.getppid()
+    real = process_start(parent)
+    assert real is not None
+    ticks, _, boot = real.partition("@")
+    reused = f"{socket.gethostname()}/pid {parent}/plan p/start {int(ticks) + 1}@{boot}"  # alive, but not it
+    seed_lease(kube_server, plan, reused, NOW)
+    lock = LeaseLock(leases, plan, identity(plan), now=lambda: NOW)
+    assert lock.try_acquire() is None
+    assert lock.taken_over is not None and lock.taken_over.identity == reused
+    assert lock.taken_over_why == f"whose process is gone from this host (pid {parent} now belongs to another process)"
+    lock.release()
+
+    held = f"{socket.gethostname()}/pid {parent}/plan p/start {real}"  # the very process: refused
+    seed_lease(kube_server, plan, held, NOW)
+    holder = LeaseLock(leases, plan, identity(plan), now=lambda: NOW).try_acquire()
+    assert holder is not None and holder.identity == held
+
+
+def test_the_identity_names_the_process_start_on_linux() -> None:
+    import os
+
+    me = identity(make_plan())
+    assert f"/pid {os.getpid()}/plan " in me
+    if Path("/proc/self/stat").exists():
+        assert me.rpartition("/start ")[2] == process_start(os.getpid())
 
 
 def test_a_live_lease_of_a_running_process_on_this_host_is_refused(

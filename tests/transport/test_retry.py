@@ -117,6 +117,17 @@ def test_env_tunes_the_default_policy(monkeypatch: pytest.MonkeyPatch) -> None:
         assert caught.value.exit_code == 2
 
 
+def test_env_sets_the_request_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert retry.request_timeout(60.0) == 60.0
+    monkeypatch.setenv(retry.TIMEOUT_ENV, "2.5")
+    assert retry.request_timeout(60.0) == 2.5
+    for bad in ("0", "x", "-1"):
+        monkeypatch.setenv(retry.TIMEOUT_ENV, bad)
+        with pytest.raises(InvalidInput, match=retry.TIMEOUT_ENV) as caught:
+            retry.request_timeout(60.0)
+        assert caught.value.exit_code == 2
+
+
 def test_keyboard_interrupt_is_never_retried(clock: FakeClock) -> None:
     fn = Flaky(KeyboardInterrupt())
     with pytest.raises(KeyboardInterrupt):

@@ -15,6 +15,7 @@ server that way.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -33,6 +34,7 @@ from cidrx.transport.retry import (
     certificate_failure,
     default_policy,
     parse_retry_after,
+    request_timeout,
     status_is_transient,
     with_gave_up_note,
 )
@@ -124,11 +126,36 @@ _REJECTED_CODES = frozenset(
     }
 )
 _PEERING_STATES = frozenset({"active", "pending-acceptance", "provisioning"})
+CALL_TIMEOUT = 60.0  # seconds per HTTP request (botocore's own default), CIDRX_HTTP_TIMEOUT overrides it
 _CREDENTIALS_HINT = "use --profile / AWS_PROFILE, run `aws sso login`, or export AWS_ACCESS_KEY_ID/SECRET"
 
 
 class GarbledAnswer(Exception):
     """A success answer without what it must hold: cut off or garbled between AWS and cidrx."""
+
+
+# botocore's protocols whose answers are JSON. Their parser reads a success body that is not JSON as
+# {"message": body} (botocore/parsers.py BaseJSONParser._parse_body_as_json), so a cut-off answer would
+# look like an empty one (a ListNodegroups without node groups); and it decodes the body as UTF-8 outside
+# that guard, so a garbled byte raised UnicodeDecodeError. The XML parsers raise ResponseParserError.
+_JSON_PROTOCOLS = frozenset({"json", "rest-json"})
+
+
+def check_answer(operation_model: Any, response_dict: Any, **_: Any) -> None:
+    """botocore `before-parse` handler: a 2xx JSON answer must be whole JSON, else GarbledAnswer (a transient
+    failure of the call: `classify` retries it for reads)."""
+    status = int(response_dict.get("status_code") or 0)
+    body = response_dict.get("body")
+    if not 200 <= status < 300 or not isinstance(body, bytes) or not body.strip():
+        return
+    if operation_model.has_streaming_output or operation_model.service_model.resolved_protocol not in _JSON_PROTOCOLS:
+        return
+    try:
+        json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise GarbledAnswer(f"the answer is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except ValueError as exc:
+        raise GarbledAnswer(f"the answer is not whole JSON ({exc})") from None
 
 
 def _one_line(text: str) -> str:
@@ -157,9 +184,11 @@ def translate(exc: BaseException, action: str, subject: str | None = None) -> Ci
     from botocore.parsers import ResponseParserError
 
     if isinstance(exc, GarbledAnswer | ResponseParserError):
-        return RetriesExhausted(
+        # A read was retried: `with_gave_up_note` makes this RetriesExhausted (exit 7). A write is never
+        # repeated (it may have been carried out): its apply stops (exit 5) and the same command resumes.
+        return CloudError(
             f"{action}{on}: AWS's answer could not be read ({_one_line(str(exc))[:200]})",
-            hint=RETRY_LATER_HINT,
+            hint="run the same command again (a change it asked for may have been made: it checks first)",
         )
     if isinstance(exc, bx.InvalidRegionError):
         return InvalidInput(
@@ -396,7 +425,13 @@ class EksApi:
 
                 # botocore's own retries are off: cidrx.transport.retry is the one policy (it also knows which
                 # failures are safe to retry for a write, which botocore's modes do not distinguish).
-                config = Config(retries={"total_max_attempts": 1}, user_agent_extra="cidrx")
+                timeout = request_timeout(CALL_TIMEOUT)
+                config = Config(
+                    retries={"total_max_attempts": 1},
+                    user_agent_extra="cidrx",
+                    read_timeout=timeout,
+                    connect_timeout=min(timeout, CALL_TIMEOUT),
+                )
                 session: Any = self._session
                 try:
                     client = session.client(service, region_name=self.region, config=config)
@@ -406,6 +441,7 @@ class EksApi:
                     if isinstance(exc, BotoCoreError):  # InvalidRegionError is a ValueError too
                         raise
                     raise _bad_endpoint(str(exc)) from None
+            client.meta.events.register("before-parse", check_answer)
             endpoint = str(client.meta.endpoint_url)
             if urlsplit(endpoint).scheme not in ("http", "https"):
                 raise _bad_endpoint(f"{endpoint!r} is not an http:// or https:// URL")

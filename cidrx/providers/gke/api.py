@@ -28,7 +28,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput, RetriesExhausted
+from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput
 from cidrx.transport import activity
 from cidrx.transport.environment import check_proxy_environment
 from cidrx.transport.retry import (
@@ -37,6 +37,7 @@ from cidrx.transport.retry import (
     call_with_retry,
     certificate_failure,
     parse_retry_after,
+    request_timeout,
     status_is_transient,
     with_gave_up_note,
 )
@@ -187,6 +188,9 @@ def translate(exc: BaseException, action: str, subject: str | None = None) -> Ci
         import requests
     except ImportError:  # pragma: no cover - requests ships with google-auth's transport
         requests = None  # type: ignore[assignment]
+    if requests is not None and isinstance(exc, requests.exceptions.ChunkedEncodingError):
+        # The server answered and the answer was cut off on the way (cut, not refused): as a garbled answer.
+        return CloudError(f"{action}{on}: Google's answer was cut off ({_one_line(exc)})", hint=RETRY_LATER_HINT)
     if requests is not None and isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.Timeout):
         return AccessDenied(
             f"cannot reach the Google Cloud endpoint for {action}: {_one_line(exc)}",
@@ -318,7 +322,14 @@ class GkeApi:
         parses such a body to an empty message), a transient failure like a 5xx."""
 
         def once() -> T:
-            result = fn(*args, retry=None, timeout=CALL_TIMEOUT, **kwargs)
+            try:
+                result = fn(*args, retry=None, timeout=request_timeout(CALL_TIMEOUT), **kwargs)
+            except UnicodeDecodeError as exc:  # the REST transport decodes a 2xx body as UTF-8 before parsing it
+                raise GarbledAnswer(f"the answer is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+            except Exception as exc:
+                if _unparsable(exc):
+                    raise GarbledAnswer(f"the answer is not JSON ({_one_line(str(exc))[:120]})") from exc
+                raise
             if want is not None and not getattr(result, want, None):
                 raise GarbledAnswer(f"the answer has no {want!r}: it was cut off or garbled on the way")
             return result
@@ -329,11 +340,7 @@ class GkeApi:
         except CidrxError:
             raise
         except GarbledAnswer as exc:
-            on = f" on {subject}" if subject else ""
-            raise with_gave_up_note(
-                RetriesExhausted(f"{action}{on}: Google's answer could not be read ({exc})", hint=RETRY_LATER_HINT),
-                exc,
-            ) from exc
+            raise with_gave_up_note(_unreadable(action, subject, str(exc), write=write), exc) from exc
         except Exception as exc:
             err = _translated(exc, action, subject)
             if isinstance(err, CidrxError):
@@ -377,7 +384,7 @@ class GkeApi:
 
         session, host = self._compute_session()
 
-        def fetch(retry: object = None, timeout: float = CALL_TIMEOUT) -> Json:
+        def fetch(retry: object = None, timeout: float = CALL_TIMEOUT) -> Json:  # _call passes the timeout
             response = session.get(
                 f"{host}{uri}", params=params, timeout=timeout, headers={"Content-Type": "application/json"}
             )
@@ -797,6 +804,26 @@ _classify_write = functools.partial(classify, write=True)
 
 class GarbledAnswer(Exception):
     """A success answer without what it must hold: cut off or garbled between Google and cidrx."""
+
+
+def _unreadable(action: str, subject: str | None, detail: str, *, write: bool) -> CidrxError:
+    """The error for an answer that was cut off or garbled on the way. A read was retried, so it ends as
+    RetriesExhausted (exit 7: `with_gave_up_note` makes it so); a write is never repeated (it may have been
+    carried out), so its apply stops (exit 5) and the same command finds what it did."""
+    on = f" on {subject}" if subject else ""
+    if write:
+        return CloudError(
+            f"{action}{on}: Google's answer could not be read ({detail}); the change may have been made",
+            hint="run the same command again: it checks what was done before doing anything",
+        )
+    return CloudError(f"{action}{on}: Google's answer could not be read ({detail})", hint=RETRY_LATER_HINT)
+
+
+def _unparsable(exc: BaseException) -> bool:
+    """Whether `exc` is the REST transports' failure to parse a 2xx body (google.protobuf.json_format.Parse
+    raises ParseError for JSON that is cut off or garbled)."""
+    kind = type(exc)
+    return kind.__name__ == "ParseError" and kind.__module__ == "google.protobuf.json_format"
 
 
 class _translating:
