@@ -37,7 +37,6 @@ from click.testing import Result
 
 from cidrx.engine.lock import lease_name
 from cidrx.model.plan import load_plan
-from tests.app.test_faults import gke_kube_objects
 from tests.support.cli import one_line_error, run
 from tests.support.conftest_faults import FaultLedger, FaultRun
 from tests.support.estates import gke as gke_world
@@ -203,7 +202,7 @@ def gke_behind_proxy(tmp: Path, seed: int = 0) -> Iterator[Gke]:
         FaultProxy(kube.url, name="kube", seed=seed, kinds=WIRE_KINDS) as kube_proxy,
     ):
         mp.delenv("KUBECONFIG", raising=False)
-        kube.put_many(gke_kube_objects())
+        kube.put_many(gke_world.incident_kube_objects())
         env = {
             **gke_world.gcp_env(fake),
             "CIDRX_CONTAINER_ENDPOINT": gcp_proxy.url,

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from cidrx.providers.eks.model import APPLIED_AT_TAG
 from tests.support.estates.eks import (
     ACCOUNT,
     INSTANCE_TYPE,
@@ -308,7 +309,8 @@ def inventory(ec2: Any, eks: Any, server: FakeKubeServer, world: World, *, plan_
 
     def tags(tag_list: Iterable[Mapping[str, str]] | Mapping[str, str] | None) -> list[tuple[str, str]]:
         pairs = tag_list.items() if isinstance(tag_list, Mapping) else ((t["Key"], t["Value"]) for t in tag_list or ())
-        return sorted((k, "<plan>" if k == PLAN_TAG and v == plan_id else v) for k, v in pairs)
+        stand_for = {PLAN_TAG: {plan_id: "<plan>"}}
+        return sorted((k, "<time>" if k == APPLIED_AT_TAG else stand_for.get(k, {}).get(v, v)) for k, v in pairs)
 
     vpc = ec2.describe_vpcs(VpcIds=[world.vpc_id])["Vpcs"][0]
     subnets = ec2.describe_subnets(Filters=vpc_filter)["Subnets"]
