@@ -106,3 +106,31 @@ def test_collect_reads_the_pools_creation_time_from_system_data() -> None:
     )
     assert _created_at({}) is None
     assert isinstance(pool_from(aw.pool_json("p", count=1, maxPods=30)), AgentPool)
+
+
+def test_each_plan_says_in_its_notes_whether_anything_moves_after_the_apply() -> None:
+    from cidrx.app import plan as app_plan
+    from cidrx.model.options import PlanOptions
+
+    node = app_plan.make_plan(cases.node_subnet(), PlanOptions())
+    assert node.notes[0].startswith("Nothing has to move after the apply: nodepool1's nodes keep the addresses")
+    pods = app_plan.make_plan(cases.pod_subnet(), PlanOptions())
+    assert pods.notes[0].startswith("After the apply, move the workloads: workers's nodes still take pod addresses")
+    assert "kubectl cordon -l kubernetes.azure.com/agentpool=workers" in pods.notes[0]
+
+
+def test_expand_plan_refuses_a_second_expansion_while_the_applied_one_has_room() -> None:
+    from cidrx.app import plan as app_plan
+    from cidrx.errors import InvalidInput
+    from cidrx.model.options import PlanOptions
+
+    new = Subnet(aw.subnet_id(aw.POD_VNET, "workers2-pods"), "workers2-pods", "10.30.2.0/23", ip_configurations=16)
+    snap = with_applied(cases.pod_subnet(), "workers", new, pods=True)
+    try:
+        app_plan.make_plan(snap, PlanOptions())
+    except InvalidInput as exc:
+        assert f"plan {PLAN} was applied to" in str(exc) and "agent pool workers2" in str(exc)
+    else:
+        raise AssertionError("a second expansion was planned")
+    forced = app_plan.make_plan(snap, PlanOptions(force=True))
+    assert any(f"plan {PLAN} (agent pool workers2" in n for n in forced.notes)
