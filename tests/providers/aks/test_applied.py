@@ -134,3 +134,14 @@ def test_expand_plan_refuses_a_second_expansion_while_the_applied_one_has_room()
         raise AssertionError("a second expansion was planned")
     forced = app_plan.make_plan(snap, PlanOptions(force=True))
     assert any(f"plan {PLAN} (agent pool workers2" in n for n in forced.notes)
+
+
+def test_a_new_subnet_running_low_warns_while_the_old_one_stays_relieved() -> None:
+    # /25: 123 usable, the new node's 31 taken, 92 free: room for 2 more nodes of 31, but the copied autoscaler
+    # range needs (5 + 1) x 31 = 186 up front.
+    new = Subnet(aw.subnet_id(aw.NODE_VNET, "nodepool12-nodes"), "nodepool12-nodes", "10.10.3.0/25", 31)
+    d = analyze(with_applied(cases.node_subnet(), "nodepool1", new, pods=False))
+    assert {(f.id, f.subject, f.severity) for f in d.findings if f.severity != Severity.INFO} == {
+        ("AKS-SUBNET-TOO-SMALL", "subnet nodepool12-nodes", Severity.WARNING)
+    }
+    assert "room for 2 more node(s)" in only(d, "AKS-PLAN-APPLIED").summary
