@@ -43,6 +43,7 @@ SPEC = ProviderSpec(
     fleet_scope="subscription",
     list_clusters="cidrx.providers.aks.fleet:list_clusters",
     kube_context="cidrx.providers.aks.fleet:kube_context",
+    applied_plans="cidrx.providers.aks.facts.applied:applied_plans",
 )
 
 STRATEGIES = (

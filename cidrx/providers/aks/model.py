@@ -136,6 +136,10 @@ class AksSection:
     # The VNet the pools' subnets are in (None: the pools use the AKS-managed VNet, which cidrx does not read).
     vnet: VirtualNetwork | None = None
     route_tables: tuple[RouteTable, ...] = ()
+    # Agent pool name -> ARM's systemData.createdAt (RFC 3339) for the pools whose API answer carries it. Kept here,
+    # not on AgentPool: fields of tuple items are fingerprinted even when empty, and an empty dict here is not, so
+    # snapshots taken before this field keep their fingerprints.
+    pools_created_at: dict[str, str] = field(default_factory=dict)
 
     def pool(self, name: str) -> AgentPool | None:
         return next((p for p in self.agent_pools if p.name == name), None)

@@ -10,10 +10,14 @@ Finding ids are stable (docs/findings.md lists them).
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import datetime
+
 from cidrx.errors import InvalidInput
 from cidrx.model.findings import Capacity, Diagnosis, Finding, FindingKind, Severity, make_diagnosis, utilization
 from cidrx.model.kube import KubeSection
 from cidrx.model.snapshot import Snapshot
+from cidrx.providers.aks.facts.applied import AppliedPool, applied_pools, parse_time
 from cidrx.providers.aks.facts.subnets import (
     AZURE_RESERVED_PER_SUBNET,
     KUBENET,
@@ -30,21 +34,23 @@ from cidrx.providers.aks.model import AksSection
 from cidrx.providers.aks.netmap import network_space_capacity
 
 AKS_SUBNET_FULL = FindingKind.parse(
-    """AKS-SUBNET-FULL (critical): A node subnet has fewer free addresses than one more node takes there (its
-    own address, and with Azure CNI node subnet every pod address too): scaling, upgrading or creating nodes
-    fails with `SubnetIsFull`."""
+    """AKS-SUBNET-FULL (critical or info): A node subnet has fewer free addresses than one more node takes there
+    (its own address, and with Azure CNI node subnet every pod address too): scaling, upgrading or creating nodes
+    fails with `SubnetIsFull`; info once a pool cidrx added (AKS-PLAN-APPLIED) takes the new nodes."""
 )
 
 AKS_SUBNET_TOO_SMALL = FindingKind.parse(
-    """AKS-SUBNET-TOO-SMALL (warning or critical): The agent pools on a node subnet may autoscale to more nodes
-    than it holds: AKS checks (max nodes + 1) x (max pods + 1) addresses up front and refuses with
-    `InsufficientSubnetSize`; critical when not even the current nodes plus the upgrade surge fit."""
+    """AKS-SUBNET-TOO-SMALL (warning or critical or info): The agent pools on a node subnet may autoscale to more
+    nodes than it holds: AKS checks (max nodes + 1) x (max pods + 1) addresses up front and refuses with
+    `InsufficientSubnetSize`; critical when not even the current nodes plus the upgrade surge fit; info once a pool
+    cidrx added (AKS-PLAN-APPLIED) takes the new nodes."""
 )
 
 AKS_POD_SUBNET_EXHAUSTED = FindingKind.parse(
     """AKS-POD-SUBNET-EXHAUSTED (critical or warning): A pod subnet (dynamic allocation) has no batch of 16
     addresses left for another node, or Azure CNI's ClusterSubnetState says it is exhausted: new pods stay in
-    ContainerCreating; warning when it runs low."""
+    ContainerCreating; warning when it runs low, or once a pool cidrx added (AKS-PLAN-APPLIED) has a pod subnet
+    with room (pods placed on the old pool's nodes still fail until they move)."""
 )
 
 AKS_OVERLAY_POD_CIDR_EXHAUSTED = FindingKind.parse(
@@ -61,6 +67,16 @@ AKS_KUBENET_ROUTE_LIMIT = FindingKind.parse(
 AKS_SUBNET_ERRORS_SEEN = FindingKind.parse(
     """AKS-SUBNET-ERRORS-SEEN (critical): Cluster events report `SubnetIsFull` or `InsufficientSubnetSize`, or
     pods failing for lack of addresses: the shortage already stops work."""
+)
+
+AKS_PLAN_APPLIED = FindingKind.parse(
+    """AKS-PLAN-APPLIED (info or warning): A plan cidrx applied (its agent pool carries the `cidrx-plan` tag), with
+    the room its new subnet has left. After an `aks-node-pool` plan nothing has to move: Azure CNI gave every
+    existing node its pods' addresses when it was created, so the full subnet stops only new nodes, and those go
+    to the new pool; the full subnet is then reported as info. After an `aks-pod-subnet` plan the old
+    pool's nodes still take batches of 16 from the old pod subnet as their pods grow, so pods placed on them keep
+    failing until they move to the new pool (warning). The old subnet turns critical again when the new subnet
+    runs out too, and `expand --plan` refuses another expansion while the new subnet has room."""
 )
 
 KINDS = FindingKind.all_in(globals())
@@ -201,10 +217,14 @@ def _route_findings(aks: AksSection) -> list[Finding]:
     ]
 
 
-def _event_findings(kube: KubeSection, fix: str) -> list[Finding]:
+def _event_findings(kube: KubeSection, fix: str, since: datetime | None = None) -> tuple[list[Finding], int]:
+    """AKS-SUBNET-ERRORS-SEEN, and how many such events were left out as older than `since` (the creation of an
+    applied plan's pool with room: they tell of the shortage it answered)."""
     seen = [e for e in kube.events if any(w.lower() in e.message.lower() for w in ERROR_WORDS)]
+    stale = [e for e in seen if since is not None and (t := parse_time(e.last_seen)) is not None and t < since]
+    seen = [e for e in seen if e not in stale]
     if not seen:
-        return []
+        return [], len(stale)
     return [
         AKS_SUBNET_ERRORS_SEEN.finding(
             Severity.CRITICAL,
@@ -213,7 +233,122 @@ def _event_findings(kube: KubeSection, fix: str) -> list[Finding]:
             tuple(f"{e.kind} {e.namespace}/{e.name} {e.reason}: {e.message[:160]}" for e in seen[:5]),
             fix,
         )
-    ]
+    ], len(stale)
+
+
+# What a full node subnet means once a node-pool plan's pool has room (docs/cloud-facts.md, "AKS after an
+# expansion").
+NO_MIGRATION = (
+    "Nothing has to move: Azure CNI gave each node on subnet {old} its pods' addresses when the node was created, "
+    "so those nodes and their pods carry on; the full subnet stops only new nodes, and cluster-autoscaler adds "
+    "those to agent pool {pool} (subnet {new}, room for {room} more node(s)). Pool(s) {pools} cannot scale up or "
+    "take an upgrade's surge node on the full subnet: set their max count to their node count (`az aks nodepool "
+    "update --update-cluster-autoscaler --max-count N`), or move their workloads to {pool} before their next upgrade."
+)
+# What a full pod subnet means once a pod-subnet plan's pool has room (docs/cloud-facts.md, "AKS after an
+# expansion").
+MOVE_PODS = (
+    "Move the workloads: the nodes of {pools} still take batches of 16 addresses from pod subnet {old} as their "
+    "pods grow, and the scheduler keeps placing pods on them, where they stay in ContainerCreating. Cordon those "
+    "nodes (`kubectl cordon -l kubernetes.azure.com/agentpool={first}`) so new pods land on agent pool {pool} "
+    "(pod subnet {new}, room for {room} more batch(es) of 16), then drain them and scale {pools} down."
+)
+RELIEVED_KINDS = frozenset({AKS_SUBNET_FULL.id, AKS_SUBNET_TOO_SMALL.id, AKS_POD_SUBNET_EXHAUSTED.id})
+
+
+def _relieved(uses: list[SubnetUse], roomy: list[AppliedPool], kube: KubeSection) -> dict[str, AppliedPool]:
+    """The subnets (by subject) whose shortage an applied plan's pool with room answers, each with that pool: the
+    node subnets when a node-pool plan's pool has room, the pod subnets when a pod-subnet plan's has, except the
+    applied pools' own and a subnet whose pools a waiting pod is pinned to (its nodeSelector names the pool)."""
+    own = {a.use.subnet.id.lower() for a in roomy}
+    pinned = {p.node_pool for p in kube.waiting_pods if p.node_pool}
+    out: dict[str, AppliedPool] = {}
+    for u in uses:
+        mates = [a for a in roomy if a.role == u.role]
+        if not mates or u.subnet.id.lower() in own or {p.name for p in u.pools} & pinned:
+            continue
+        out[f"subnet {u.subnet.name}"] = max(mates, key=lambda a: (a.room, a.plan_id))
+    return out
+
+
+def _relieve(findings: list[Finding], uses: list[SubnetUse], relieved: dict[str, AppliedPool]) -> list[Finding]:
+    """The relieved subnets' findings: info for node subnets (nothing has to move), warning for pod subnets (the
+    old pool's nodes must be moved off)."""
+    by_subject = {f"subnet {u.subnet.name}": u for u in uses}
+    out = []
+    for f in findings:
+        a = relieved.get(f.subject)
+        u = by_subject.get(f.subject)
+        if a is not None and u is not None and f.id in RELIEVED_KINDS:
+            pools = ", ".join(p.name for p in u.pools)
+            words = {"old": u.subnet.name, "pool": a.pool.name, "new": a.use.subnet.name, "room": a.room}
+            if a.role == "nodes":
+                f = replace(
+                    f,
+                    severity=Severity.INFO,
+                    summary=f"{f.summary}; no migration needed: new nodes go to agent pool {a.pool.name} "
+                    f"(plan {a.plan_id})",
+                    remediation=NO_MIGRATION.format(pools=pools, **words),
+                )
+            else:
+                f = replace(
+                    f,
+                    severity=Severity.WARNING,
+                    summary=f"{f.summary}; agent pool {a.pool.name} (plan {a.plan_id}) has room, but pods placed on "
+                    f"the nodes of {pools} still fail until they move",
+                    remediation=MOVE_PODS.format(pools=pools, first=u.pools[0].name, **words),
+                )
+        out.append(f)
+    return out
+
+
+def _applied_findings(applied: list[AppliedPool], relieved: dict[str, AppliedPool], stale: int) -> list[Finding]:
+    """AKS-PLAN-APPLIED, one per agent pool a cidrx plan created: what it relieves and the room it has left."""
+    out = []
+    for a in applied:
+        s = a.use.subnet
+        when = f" {a.applied_at}" if a.applied_at else ""
+        unit = "node(s)" if a.role == "nodes" else "batch(es) of 16 pod addresses"
+        kind = "subnet" if a.role == "nodes" else "pod subnet"
+        evidence = [
+            f"agent pool {a.pool.name} carries the tag cidrx-plan={a.plan_id}",
+            f"{kind} {s.name} {s.address_prefix}: {a.use.used} of {a.use.size} usable addresses taken, "
+            f"{a.use.free} free (room for {a.room} more {unit})",
+        ]
+        mine = sorted(subject for subject, by in relieved.items() if by == a)
+        if mine:
+            evidence.append(f"full subnet(s) it relieves: {', '.join(s.removeprefix('subnet ') for s in mine)}")
+        if stale and mine:
+            evidence.append(
+                f"{stale} SubnetIsFull/InsufficientSubnetSize event(s) from before the pool was created no longer count"
+            )
+        severity = Severity.INFO
+        if not a.room:
+            summary = f"plan {a.plan_id} applied{when}: agent pool {a.pool.name}'s {kind} {s.name} is full too"
+            fix = f"See the findings of subnet {s.name}: the new space needs more addresses as well."
+        elif a.role == "nodes":
+            summary = (
+                f"plan {a.plan_id} applied{when}: agent pool {a.pool.name} takes new nodes in subnet {s.name} "
+                f"({s.address_prefix}), {a.use.free} addresses free, room for {a.room} more node(s)"
+            )
+            fix = (
+                "Nothing has to move (see the full subnet's findings). While this subnet has room, cidrx expand "
+                "--plan refuses another expansion (--force plans one anyway and records why)."
+            )
+        else:
+            summary = (
+                f"plan {a.plan_id} applied{when}: agent pool {a.pool.name} takes pod addresses from pod subnet "
+                f"{s.name} ({s.address_prefix}), {a.use.free} addresses free, room for {a.room} more batch(es)"
+            )
+            fix = (
+                "Move the workloads off the nodes of the full pod subnet's pools (see its finding); while this pod "
+                "subnet has room, cidrx expand --plan refuses another expansion (--force plans one anyway)."
+            )
+            if mine:
+                severity = Severity.WARNING
+                summary += "; migration pending"
+        out.append(AKS_PLAN_APPLIED.finding(severity, f"plan {a.plan_id}", summary, tuple(evidence), fix))
+    return out
 
 
 def _capacity(uses: list[SubnetUse], pod: PodCidrUse | None, aks: AksSection) -> list[Capacity]:
@@ -269,14 +404,20 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     kube = snapshot.kube
     uses = subnet_uses(aks)
     fix = f"Add a subnet and an agent pool using it: `cidrx expand {snapshot.target.flags()} --plan --out plan.json`."
-    findings = _subnet_findings(aks, uses, fix, kube)
+    applied = applied_pools(aks, kube)
+    roomy = [a for a in applied if a.room > 0]
+    relieved = _relieved(uses, roomy, kube)
+    findings = _relieve(_subnet_findings(aks, uses, fix, kube), uses, relieved)
     pod = pod_cidr_use(aks)
     mode = cluster_mode(aks.cluster)
     if pod is not None and mode in (OVERLAY, KUBENET):
         findings += _pod_cidr_findings(aks, pod)
     if mode == KUBENET:
         findings += _route_findings(aks)
-    findings += _event_findings(kube, OVERLAY_WAY_OUT if mode == OVERLAY else fix)
+    # Errors from before an applied pool with room was created tell of the shortage it answered; later ones count.
+    times = [t for a in roomy if (t := parse_time(a.applied_at)) is not None]
+    seen, stale = _event_findings(kube, OVERLAY_WAY_OUT if mode == OVERLAY else fix, min(times) if times else None)
+    findings = _applied_findings(applied, relieved, stale) + findings + seen
     if not kube.available:
         from cidrx.model.findings import kube_unreachable
 

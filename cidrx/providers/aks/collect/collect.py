@@ -8,6 +8,7 @@ nowhere else.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from cidrx.errors import InvalidInput
@@ -69,6 +70,14 @@ def pool_from(obj: Json) -> AgentPool:
         etag=str(obj.get("etag") or p.get("eTag") or ""),
         properties=copied_properties(p),
     )
+
+
+def _created_at(obj: Json) -> str | None:
+    """systemData.createdAt of an ARM resource (a string in REST JSON; the SDK's model may give a datetime)."""
+    value = (obj.get("systemData") or {}).get("createdAt")
+    if isinstance(value, datetime):
+        return value.isoformat().replace("+00:00", "Z")
+    return str(value) if value else None
 
 
 def subnet_from(obj: Json) -> Subnet:
@@ -133,9 +142,9 @@ def route_table_from(obj: Json) -> RouteTable:
 
 def collect_aks(api: AksApi, resource_group: str, cluster_name: str) -> AksSection:
     cluster = cluster_from(api.get_cluster(resource_group, cluster_name))
-    pools = tuple(
-        sorted((pool_from(p) for p in api.list_agent_pools(resource_group, cluster_name)), key=lambda p: p.name)
-    )
+    raw_pools = api.list_agent_pools(resource_group, cluster_name)
+    pools = tuple(sorted((pool_from(p) for p in raw_pools), key=lambda p: p.name))
+    created = {str(p.get("name") or ""): when for p in raw_pools if (when := _created_at(p))}
     subnet_ids = [i for p in pools for i in (p.vnet_subnet_id, p.pod_subnet_id) if i]
     vnet = None
     route_tables: list[RouteTable] = []
@@ -167,4 +176,6 @@ def collect_aks(api: AksApi, resource_group: str, cluster_name: str) -> AksSecti
             table = api.get_route_table(parts["rg"], parts["name"])
             if table is not None:
                 route_tables.append(route_table_from(table))
-    return AksSection(api.subscription, resource_group, cluster, pools, vnet, tuple(route_tables))
+    return AksSection(
+        api.subscription, resource_group, cluster, pools, vnet, tuple(route_tables), pools_created_at=created
+    )

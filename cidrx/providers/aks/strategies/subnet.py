@@ -252,9 +252,24 @@ def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str, strategy: 
         "template_pool": template.name,
         "new_address_space": str(placed.new_space) if placed.new_space else None,
     }
+    if role == "pods":
+        # Dynamic allocation: a node asks its own pool's pod subnet for batches of 16 as its pods grow
+        # (docs/cloud-facts.md, "AKS after an expansion").
+        after = (
+            f"After the apply, move the workloads: {template.name}'s nodes still take pod addresses from "
+            f"{old.name} in batches of 16, so pods placed on them fail once their batches are used. Cordon them "
+            f"(kubectl cordon -l kubernetes.azure.com/agentpool={template.name}), drain them and scale "
+            f"{template.name} down; cidrx does not drain them."
+        )
+    else:
+        after = (
+            f"Nothing has to move after the apply: {template.name}'s nodes keep the addresses they reserved for their "
+            f"pods when they were created; new nodes come from {new_pool}. {template.name} cannot scale up or take "
+            f"an upgrade's surge node on {old.name}: lower its max count, or move its workloads to {new_pool} before "
+            "its next upgrade."
+        )
     notes = [
-        f"cidrx does not drain {template.name}: its nodes keep their pods; new capacity comes from {new_pool}. To move "
-        f"the rest, cordon and drain {template.name}'s nodes and lower its node count.",
+        after,
         "Azure subnets carry no tags: cidrx knows its subnet by name and address prefix, and its agent pool by the "
         f"tag {PLAN_TAG}.",
         f"NSG rules and firewalls that list {old.address_prefix} must list {placed.cidr} too.",
