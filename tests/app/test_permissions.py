@@ -280,7 +280,8 @@ def _plans() -> list[Plan]:
     pooled = eks_cases.ipam_pool(eks_cases.subnet_discovery(enis=1, free=3, tagged=False))
     plans.append(app_plan.make_plan(pooled, PlanOptions(strategy="subnet-discovery", add_nodes=2000)))
     plans.append(app_plan.make_plan(eks_cases.discovery_example(), PlanOptions(strategy="control-plane-subnets")))
-    plans.append(app_plan.make_plan(_expanded(eks_cases.example()), PlanOptions(strategy="eks-migrate")))
+    for migrating in (eks_cases.example(), eks_provisioner_cases.self_managed(version="4")):
+        plans.append(app_plan.make_plan(_expanded(migrating), PlanOptions(strategy="eks-migrate")))
     gke = gke_cases.with_ip_masq(gke_cases.with_firewalls(gke_cases.incident()))
     plans += [app_plan.make_plan(gke, PlanOptions(strategy=s)) for s in ("node-pool", "cluster-range")]
     aks = [aks_cases.node_subnet(), aks_cases.pod_subnet(), aks_cases.full_vnet()]
