@@ -140,12 +140,13 @@ def serve(prometheus: str, data: Path, log: Path) -> Iterator[str]:
     picked."""
     config = data.parent / "prometheus.yml"
     config.write_text(CONFIG)
+    proc = None
     for _ in range(5):
         port = free_port()
         proc = _start(prometheus, config, data, port, log)
         if proc is not None:
             break
-    else:
+    if proc is None:
         raise RuntimeError(f"prometheus found every port it was given taken; its log:\n{log.read_text()[-3000:]}")
     try:
         yield f"http://127.0.0.1:{port}"
