@@ -16,7 +16,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import socket
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -41,6 +40,7 @@ from tests.support.estates.eks import ACCOUNT, REGION, build_incident, fake_aws_
 from tests.support.estates.eks_cluster import incident_server, shared_botocore_loader
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FAKE_TOKEN, FakeKubeServer, RequestRecord
+from tests.support.ports import refused_port
 from tests.support.prometheus_text import parse
 
 
@@ -72,10 +72,7 @@ def finding_ids(member: dict[str, Any]) -> set[str]:
 
 def closed_port_url() -> str:
     """An http URL on 127.0.0.1 where nothing listens (connection refused)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{refused_port()}"
 
 
 def write_kubeconfig(path: Path, servers: dict[str, str]) -> Path:

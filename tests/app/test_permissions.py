@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -463,34 +462,23 @@ def test_no_provider_role_holds_another_providers_groups(purpose: str) -> None:
 # -- moto IAM enforcement --------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
-def two_motos() -> Iterator[tuple[str, str]]:
+def two_motos(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """(enforcing moto in this process, non-enforcing moto in a child process for EKS)."""
-    import requests
-
-    eks_port = _free_port()
-    child = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(eks_port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    eks_url = f"http://127.0.0.1:{eks_port}"
+    # Port 0: the child binds a free port itself and says which (werkzeug's " * Running on URL", once it listens),
+    # so no other process (another pytest-xdist worker's server) can take the port in between.
+    log = tmp_path_factory.mktemp("moto-eks") / "stderr"
+    with log.open("wb") as err:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", "0"], stdout=subprocess.DEVNULL, stderr=err
+        )
     try:
         deadline = time.monotonic() + 30
-        while True:
-            try:
-                requests.get(f"{eks_url}/moto-api/", timeout=1)
-                break
-            except requests.ConnectionError:
-                if time.monotonic() > deadline or child.poll() is not None:
-                    raise
-                time.sleep(0.05)  # waiting for a child process to listen, not for a cloud state
+        while not (running := re.search(r"Running on (http://127\.0\.0\.1:\d+)", log.read_text())):
+            if time.monotonic() > deadline or child.poll() is not None:
+                raise RuntimeError(f"moto's server did not start: {log.read_text()}")
+            time.sleep(0.05)  # waiting for a child process to listen, not for a cloud state
+        eks_url = running.group(1)
         with moto_server() as url:
             yield url, eks_url
     finally:

@@ -19,6 +19,7 @@ import pytest
 
 from tests.support.cli import one_line_error, run
 from tests.support.conftest_prometheus import CONTEXT, DAY, TARGET, Lab
+from tests.support.ports import refused_port
 
 STEP_AT = 10 * DAY  # after the history's start
 
@@ -114,9 +115,7 @@ def test_no_series_for_the_target_is_exit_2(forecast_lab: Lab) -> None:
 
 
 def test_unreachable_prometheus_is_exit_6() -> None:
-    from tests.support.prometheus_server import free_port
-
-    result = run("forecast", "--k8s", "--context", CONTEXT, "--prometheus", f"http://127.0.0.1:{free_port()}")
+    result = run("forecast", "--k8s", "--context", CONTEXT, "--prometheus", f"http://127.0.0.1:{refused_port()}")
     assert result.exit_code == 6
     assert "cannot reach Prometheus" in one_line_error(result)
 

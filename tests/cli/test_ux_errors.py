@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from click.testing import Result
 
 from cidrx import registry
 from tests.support.cli import run
 from tests.support.estates.eks import AwsCalls, fake_aws_env, moto_incident
 from tests.support.fakes.kube_server import FakeKubeServer, is_lock
+from tests.support.ports import refused_port
 
 REPO = Path(__file__).resolve().parents[2]
 EKS_EX = str(REPO / "examples" / "eks-demo-ip.snapshot.json")
@@ -79,8 +81,11 @@ def eks_plan(aws: tuple[Any, Any, AwsCalls], tmp_path: Path) -> tuple[Path, AwsC
 
 def _closed_port_kubeconfig(tmp_path: Path) -> str:
     with FakeKubeServer() as server:
-        path = str(server.kubeconfig(tmp_path / "kubeconfig"))
-    return path  # the server is stopped: connections to it are refused
+        config = server.kubeconfig_dict()
+    config["clusters"][0]["cluster"]["server"] = f"http://127.0.0.1:{refused_port()}"  # connections are refused
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
 
 
 def test_eks_apply_with_an_unreachable_cluster_is_6_and_writes_nothing(

@@ -3,7 +3,6 @@ kubeconfig resolution."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from cidrx.errors import EXIT_ACCESS, EXIT_RETRY_LATER, AccessDenied, RetriesExh
 from cidrx.kube.api import KubeApi
 from cidrx.kube.errors import AlreadyExists, Conflict, KubeUnavailable, PatchTestFailed
 from tests.support.fakes.kube_server import FakeKubeServer
+from tests.support.ports import refused_port
 
 ENI = ("crd.k8s.amazonaws.com", "v1alpha1", "eniconfigs")
 WB = ("whereabouts.cni.cncf.io", "v1alpha1", "ippools")
@@ -258,9 +258,7 @@ def test_server_errors_map_to_cidrx_errors(api: KubeApi, kube_server: FakeKubeSe
 
 
 def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return refused_port()
 
 
 def kubeconfig(

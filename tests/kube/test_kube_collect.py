@@ -6,7 +6,6 @@ with the aws-cni "failed to assign an IP address to container" sandbox error, aw
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -41,6 +40,7 @@ from tests.support.estates.kube_objects import (
     seed_eks_cluster,
 )
 from tests.support.fakes.kube_server import FakeKubeServer
+from tests.support.ports import refused_port
 
 
 def test_collect_eks_cluster(kube_server: FakeKubeServer, kubeconfig_path: Path) -> None:
@@ -195,9 +195,7 @@ def test_forbidden_pods_list_is_access_denied(kube_server: FakeKubeServer, kubec
 
 
 def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return refused_port()
 
 
 def write_kubeconfig(path: Path, server: str, *, context: str = "eks-demo") -> Path:

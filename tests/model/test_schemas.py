@@ -23,6 +23,7 @@ from cidrx.model.snapshot import save_snapshot
 from tests.support.cases import eks as eks_cases
 from tests.support.cases.eks_migrate import after_expansion
 from tests.support.cli import run
+from tests.support.ports import refused_port
 from tools import docgen
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -206,16 +207,13 @@ def test_committed_fleet_schema_is_what_the_models_generate_and_valid() -> None:
 def test_a_real_fleet_json_validates(kube_server: Any, tmp_path: Path) -> None:
     """`diagnose --k8s --all-contexts -o json` over a cluster with a full Whereabouts pool and a context whose
     API server is not there: one member with a diagnosis, one with an error, both as the schema says."""
-    import socket
 
     import yaml
 
     from tests.support.cases import whereabouts as whereabouts_cases
 
     kube_server.put_many(whereabouts_cases.crashed_node_objects())
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        down = f"http://127.0.0.1:{s.getsockname()[1]}"  # closed once the block ends: connection refused
+    down = f"http://127.0.0.1:{refused_port()}"  # connection refused
     config = kube_server.kubeconfig_dict(context="lab")
     config["clusters"].append({"name": "down", "cluster": {"server": down}})
     config["contexts"].append({"name": "down", "context": {"cluster": "down", "user": "fake"}})

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -53,15 +54,39 @@ class FaultLedger:
 
 
 LEDGER = pytest.StashKey[FaultLedger]()
+WORKER_OUTPUT = "cidrx_fault_runs"  # key of a pytest-xdist worker's runs in what it sends the controller
+
+
+def _ledger(config: pytest.Config) -> FaultLedger:
+    if LEDGER not in config.stash:
+        config.stash[LEDGER] = FaultLedger()
+    return config.stash[LEDGER]
 
 
 @pytest.fixture
 def fault_ledger(request: pytest.FixtureRequest) -> FaultLedger:
     """The session's ledger of faulted runs (made on first use)."""
-    stash = request.config.stash
-    if LEDGER not in stash:
-        stash[LEDGER] = FaultLedger()
-    return stash[LEDGER]
+    return _ledger(request.config)
+
+
+# Under pytest-xdist each worker fills its own ledger, and only the controller prints the summary: a worker
+# hands its runs over when its session ends (`workeroutput`), and the controller adds them to its ledger.
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    output = getattr(session.config, "workeroutput", None)
+    ledger = session.config.stash.get(LEDGER, None)
+    if output is not None and ledger is not None:
+        output[WORKER_OUTPUT] = [
+            {"name": r.name, "requests": r.requests, "injected": dict(r.injected), "converged": r.converged}
+            for r in ledger.runs
+        ]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    runs = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT, [])
+    ledger = _ledger(node.config)
+    for run in runs:
+        ledger.record(FaultRun(run["name"], run["requests"], run["injected"], run["converged"]))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:

@@ -93,12 +93,17 @@ def _ready(url: str) -> bool:
         return False
 
 
-@contextlib.contextmanager
-def serve(prometheus: str, data: Path, log: Path) -> Iterator[str]:
-    """Prometheus over `data` on a free loopback port until the block ends; yields its base URL."""
-    config = data.parent / "prometheus.yml"
-    config.write_text(CONFIG)
-    port = free_port()
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _start(prometheus: str, config: Path, data: Path, port: int, log: Path) -> subprocess.Popen[bytes] | None:
+    """Prometheus on `port`, once it answers ready; None when the port was taken before it could bind it."""
     url = f"http://127.0.0.1:{port}"
     with log.open("wb") as out:
         proc = subprocess.Popen(
@@ -113,20 +118,40 @@ def serve(prometheus: str, data: Path, log: Path) -> Iterator[str]:
             stdout=out,
             stderr=subprocess.STDOUT,
         )
-        try:
-            deadline = time.monotonic() + READY_WITHIN
-            while not _ready(url):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"prometheus did not get ready; its log:\n{log.read_text()[-3000:]}")
-                time.sleep(0.2)
-            yield url
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    deadline = time.monotonic() + READY_WITHIN
+    while not _ready(url):
+        if proc.poll() is not None:
+            if "address already in use" in log.read_text():
+                return None
+            raise RuntimeError(f"prometheus exited with {proc.returncode}; its log:\n{log.read_text()[-3000:]}")
+        if time.monotonic() > deadline:
+            _stop(proc)
+            raise RuntimeError(f"prometheus did not get ready; its log:\n{log.read_text()[-3000:]}")
+        time.sleep(0.2)
+    return proc
+
+
+@contextlib.contextmanager
+def serve(prometheus: str, data: Path, log: Path) -> Iterator[str]:
+    """Prometheus over `data` on a free loopback port until the block ends; yields its base URL.
+
+    Prometheus cannot report a port it picked itself, so the port is picked here, and another process (another
+    pytest-xdist worker's server) may bind it in between: then Prometheus exits saying so, and a new port is
+    picked."""
+    config = data.parent / "prometheus.yml"
+    config.write_text(CONFIG)
+    proc = None
+    for _ in range(5):
+        port = free_port()
+        proc = _start(prometheus, config, data, port, log)
+        if proc is not None:
+            break
+    if proc is None:
+        raise RuntimeError(f"prometheus found every port it was given taken; its log:\n{log.read_text()[-3000:]}")
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        _stop(proc)
 
 
 def series_count(url: str, selector: str) -> int:

@@ -8,7 +8,6 @@ simulation fails signature checks), the test replays the answer EC2/EKS sends, t
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +22,7 @@ from cidrx.errors import EXIT_ACCESS, EXIT_INTERNAL, AccessDenied, CidrxError, C
 from cidrx.providers.eks.api import EksApi, translate
 from tests.support.estates.eks import REGION, World, fake_aws_env, moto_incident
 from tests.support.fakes import eks_addons
+from tests.support.ports import refused_port
 
 
 @pytest.fixture
@@ -136,9 +136,7 @@ def test_eks_access_denied_is_raised_even_for_the_addon(aws: Any) -> None:
 
 
 def test_unreachable_endpoint_is_access_denied(monkeypatch: pytest.MonkeyPatch) -> None:
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = refused_port()  # a port nobody listens on
     fake_aws_env(monkeypatch, AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}", AWS_MAX_ATTEMPTS="1")
     with pytest.raises(AccessDenied) as info:
         EksApi(REGION).describe_cluster("demo")
