@@ -304,6 +304,15 @@ def pod_refs(section: CalicoSection) -> set[str]:
     return refs
 
 
+def pod_names(section: CalicoSection) -> Iterator[str]:
+    """The pod name of every allocation attribute: the collected pods share these strings (one each instead of
+    two for 60,000 pods, docs/performance.md)."""
+    for block in section.blocks:
+        for attr in block.attributes:
+            if attr.pod:
+                yield attr.pod
+
+
 def collect_served(api: KubeApi, groups: set[str]) -> CalicoSection | None:
     """The section, when the cluster serves Calico's IPAM (crd.projectcalico.org/v1, or projectcalico.org/v3
     alone); otherwise None."""
