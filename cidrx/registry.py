@@ -125,7 +125,8 @@ class IpamSpec(_Spec):
     api_groups: tuple[str, ...]
     # The module whose `collect_served(api, groups)` reads its section (None when the cluster does not run
     # it), `pod_refs(section)` names the pods its records point at and `cidrs(section)` the ranges it hands
-    # out; the section is stored in the snapshot's kube section under `field`, typed `section`.
+    # out; the section is stored in the snapshot's kube section under `field`, typed `section`. Optional:
+    # `pod_names(section)`, the pod name strings its records hold, which the collected pods then share.
     collect: str
     field: str
     # Collected only for these providers' targets (empty: all); such an IPAM is analysed as part of those

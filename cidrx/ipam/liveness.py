@@ -15,7 +15,7 @@ address inside an IPAM-managed range, plus every pod an IPAM record names).
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cidrx.model.kube import PodState
@@ -39,6 +39,44 @@ def canonical_ip(text: str) -> str:
 def is_unfinished(pod: PodState) -> bool:
     """True while the pod may hold its address: every phase but Succeeded/Failed (Pending included)."""
     return pod.phase not in FINISHED_PHASES
+
+
+class PodsByKey(Mapping[str, PodState]):
+    """The snapshot's pods by "namespace/name" (what IPAM records name), without a "namespace/name" string per
+    pod: indexed by the name each pod already holds (several pods of one name, in different namespaces, are
+    kept in a tuple), so a 60,000-pod index costs its table only (docs/performance.md)."""
+
+    def __init__(self, pods: Sequence[PodState]) -> None:
+        by_name: dict[str, PodState | tuple[PodState, ...]] = {}
+        for pod in pods:
+            held = by_name.get(pod.name)
+            by_name[pod.name] = pod if held is None else (*(held if isinstance(held, tuple) else (held,)), pod)
+        self._by_name = by_name
+        self._pods = pods
+
+    def __getitem__(self, key: str) -> PodState:
+        at = key.find("/")
+        while at >= 0:  # a key has one "/"; any other split is tried too, as a dict of keys would match it
+            held = self._by_name.get(key[at + 1 :])
+            if held is not None:
+                namespace = key[:at]
+                for pod in held if isinstance(held, tuple) else (held,):
+                    if pod.namespace == namespace:
+                        return pod
+            at = key.find("/", at + 1)
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return (pod.key for pod in self._pods)
+
+    def __len__(self) -> int:
+        return len(self._pods)
+
+    def values(self) -> Sequence[PodState]:  # type: ignore[override]  # the pods themselves, in their order
+        return self._pods
 
 
 def _key(pod: PodState) -> str:

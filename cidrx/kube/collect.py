@@ -174,6 +174,7 @@ def collect_with(api: KubeApi, *, provider: str) -> KubeSection:
         raw = reads.read(api, groups) if reads is not None else None
         ipam = _collect_ipams(api, groups, provider)
         wanted = _ipam_pod_refs(ipam, provider)
+        names = _ipam_pod_names(ipam, provider)
         ranges = AddressRanges.of(_ipam_cidrs(ipam, provider))
         events = chain.from_iterable(api.event_records(reason) for reason in EVENT_REASONS)
         section = section_from(
@@ -184,6 +185,7 @@ def collect_with(api: KubeApi, *, provider: str) -> KubeSection:
             api.context,
             reads=(reads, raw) if reads is not None else None,
             ipam_pod_refs=wanted,
+            pod_names=names,
             ipam_ranges=ranges,
         )
         extra: dict[str, Any] = {}
@@ -221,6 +223,18 @@ def _ipam_pod_refs(ipam: Mapping[str, Any], provider: str = "") -> set[str]:
         if ipam.get(name) is not None:
             refs |= collector.pod_refs(ipam[name])
     return refs
+
+
+def _ipam_pod_names(ipam: Mapping[str, Any], provider: str = "") -> dict[str, str]:
+    """The pod name strings the IPAM records hold (collectors with `pod_names`), each as its own key: the
+    pods listed next share them instead of holding equal strings of their own."""
+    names: dict[str, str] = {}
+    for name, collector in _collectors(provider):
+        found = getattr(collector, "pod_names", None)
+        if found is not None and ipam.get(name) is not None:
+            for text in found(ipam[name]):
+                names.setdefault(text, text)
+    return names
 
 
 def _ipam_cidrs(ipam: Mapping[str, Any], provider: str = "") -> list[str]:
@@ -308,12 +322,14 @@ def section_from(
     reads: tuple[ClusterReads, Any] | None = None,
     ipam_pod_refs: set[str] | frozenset[str] = frozenset(),
     ipam_ranges: AddressRanges = NO_RANGES,
+    pod_names: Mapping[str, str] | None = None,
 ) -> KubeSection:
     """A KubeSection from Kubernetes objects: the compact records KubeApi lists (`pod_records` & co.), or
     dicts (whole or trimmed), converted to those records first; sorted for a stable fingerprint.
 
     `ipam_pod_refs` ("namespace/name") and `ipam_ranges` select the pods kept as PodState in `ipam_pods`:
-    every pod an IPAM record names, and every listed (so unfinished) pod reporting an address in a range.
+    every pod an IPAM record names, and every listed (so unfinished) pod reporting an address in a range;
+    `pod_names` (the name strings IPAM records hold) are shared by the PodStates of the same names.
     `reads`: the provider's cluster reads and what they read (their node keys are kept, their fields added)."""
     per_node: dict[str, int] = {}
     host_net: dict[str, int] = {}
@@ -338,7 +354,7 @@ def section_from(
         if (ipam_pod_refs and meta is not None and f"{meta.namespace}/{meta.name}" in ipam_pod_refs) or (
             ipam_ranges and any(ipam_ranges.contains(ip) for ip in _reported_ips(status, meta))
         ):
-            named.append(pod_state_from(pod))
+            named.append(pod_state_from(pod, pod_names))
         node = pod_ip_node(pod)
         if node:
             per_node[node] = per_node.get(node, 0) + 1
@@ -507,7 +523,8 @@ def _network_status(raw: Any) -> tuple[list[str], bool]:
     return [ip for ip in ips if is_ip_address(ip)], True
 
 
-def pod_state_from(pod: PodRecord | JSON) -> PodState:
+def pod_state_from(pod: PodRecord | JSON, names: Mapping[str, str] | None = None) -> PodState:
+    """The PodState of `pod`; its name is the equal string in `names` when there is one."""
     record = _record(pod, PodRecord)
     meta = record.metadata or _POD_META
     status = record.status or _POD_STATUS
@@ -523,7 +540,7 @@ def pod_state_from(pod: PodRecord | JSON) -> PodState:
     # Namespaces, phases and node names repeat across 60,000 pods: one shared string each (docs/performance.md).
     return PodState(
         namespace=intern(meta.namespace or ""),
-        name=meta.name,
+        name=names.get(meta.name, meta.name) if names else meta.name,
         phase=intern(status.phase or ""),
         node=intern((record.spec.nodeName if record.spec is not None else None) or ""),
         ips=tuple(dict.fromkeys([*ips, *extra])),

@@ -40,7 +40,7 @@ class KubePod:
     node_pool: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class KubeEvent:
     namespace: str
     kind: str
@@ -78,7 +78,7 @@ class WorkloadEnv:
         return default
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PodState:
     """A pod that an IPAM record names (an allocation's pod reference), or an
     unfinished pod that reports an address inside an IPAM-managed range: the evidence for deciding whether

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator, Mapping
 from sys import intern
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import msgspec
 
@@ -94,12 +94,13 @@ def section_from(
     sorted by name for a stable fingerprint."""
     config = None
     shared: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
+    slots: dict[Ordinals, Ordinals] = {}
     for obj in configs:
         if _meta(obj).get("name") == "default":
             config = config_from(obj)
     return CalicoSection(
         pools=tuple(sorted(_sound((pool_from(p) for p in pools), "IPPool"), key=lambda p: p.name)),
-        blocks=tuple(sorted(_sound((block_from(b) for b in blocks), "IPAMBlock"), key=lambda b: b.name)),
+        blocks=tuple(sorted(_sound((block_from(b, slots) for b in blocks), "IPAMBlock"), key=lambda b: b.name)),
         affinities=tuple(sorted((affinity_from(a) for a in affinities), key=lambda a: a.name)),
         handles=tuple(sorted((handle_from(h, shared) for h in handles), key=lambda h: h.name)),
         config=config,
@@ -210,15 +211,29 @@ class _BlockSpec(msgspec.Struct):
 BlockRecord = listed("IPAMBlock", _BlockSpec)  # what block_from reads (cidrx.ipam.records: any value taken)
 
 
-def block_from(obj: Listed | JSON) -> IPAMBlock:
+Ordinals = tuple[int | None, ...]
+
+
+def _one(values: Ordinals, shared: dict[Ordinals, Ordinals] | None) -> Ordinals:
+    """`values`, or the equal tuple already in `shared`. A tuple holding a JSON `true` is never shared (it equals
+    one holding 1, and must still be written as it was read)."""
+    if shared is None or any(v.__class__ is bool for v in values):
+        return values
+    return shared.setdefault(values, values)
+
+
+def block_from(obj: Listed | JSON, shared: dict[Ordinals, Ordinals] | None = None) -> IPAMBlock:
+    """One IPAMBlock. With `shared` (one collection's memo), equal `allocations` and `unallocated` tuples are one
+    tuple: Calico hands out ordinals lowest free first, so thousands of blocks repeat a few dozen patterns."""
     meta, spec = parts(obj, BlockRecord, _BlockSpec)
-    allocations = tuple(a if isinstance(a, int) else None for a in _array(spec.allocations))
+    allocations = _one(tuple(a if isinstance(a, int) else None for a in _array(spec.allocations)), shared)
+    unallocated = _one(tuple(int(u) for u in _array(spec.unallocated) if isinstance(u, int)), shared)
     return IPAMBlock(
         name=str(meta.name or ""),
         cidr=str(spec.cidr or ""),
         affinity=str(spec.affinity) if spec.affinity else None,
         allocations=allocations,
-        unallocated=tuple(int(u) for u in _array(spec.unallocated) if isinstance(u, int)),
+        unallocated=cast("tuple[int, ...]", unallocated),  # ints only: built from ints above
         attributes=tuple(attribute_from(a) for a in _array(spec.attributes) if isinstance(a, Mapping)),
         strict_affinity=_bool(spec.strictAffinity),
         deleted=_bool(spec.deleted),
@@ -287,6 +302,15 @@ def pod_refs(section: CalicoSection) -> set[str]:
             if 0 <= index < len(block.attributes):
                 refs.update(block.attributes[index].pod_refs)
     return refs
+
+
+def pod_names(section: CalicoSection) -> Iterator[str]:
+    """The pod name of every allocation attribute: the collected pods share these strings (one each instead of
+    two for 60,000 pods, docs/performance.md)."""
+    for block in section.blocks:
+        for attr in block.attributes:
+            if attr.pod:
+                yield attr.pod
 
 
 def collect_served(api: KubeApi, groups: set[str]) -> CalicoSection | None:

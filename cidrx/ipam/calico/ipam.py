@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 class Calico(DeclaredPlans):
     def analyze(self, section: CalicoSection, kube: KubeSection) -> tuple[list[Capacity], list[Finding]]:
         from cidrx.ipam.calico.analyze import analyze_calico
+        from cidrx.ipam.liveness import PodsByKey
 
-        pods = {p.key: p for p in kube.ipam_pods}
+        pods = PodsByKey(kube.ipam_pods)
         return analyze_calico(section, pods, kube.nodes, available=kube.available)
 
 

@@ -159,7 +159,7 @@ class IPAMBlock:
         return self.attributes[index]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BlockAffinity:
     name: str
     node: str
@@ -169,7 +169,7 @@ class BlockAffinity:
     resource_version: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class IPAMHandle:
     name: str
     handle_id: str

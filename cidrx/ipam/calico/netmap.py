@@ -22,8 +22,9 @@ def address_maps(section: CalicoSection | None, kube: KubeSection) -> list[Netwo
     if section is None:
         return []
     from cidrx.ipam.calico.analyze import block_ip, borrowed_ips, leaked_ips, pool_of
+    from cidrx.ipam.liveness import PodsByKey
 
-    pods = {p.key: p for p in kube.ipam_pods}
+    pods = PodsByKey(kube.ipam_pods)
     leaked = {(leak.cidr, leak.ip): leak for leak in leaked_ips(section, pods)} if kube.available else {}
     borrowed = {(b.cidr, block_ip(b.cidr, o)): a for b, o, a in borrowed_ips(section)}
 

@@ -73,10 +73,11 @@ def section_from(
         ranges += found
         if config is not None:
             nad_configs.append(config)
+    podrefs: dict[str, str] = {}  # one collection's memo: a pod's allocation and its reservation share the podref
     return WhereaboutsSection(
-        pools=tuple(sorted((pool_from(p) for p in pools), key=lambda p: (p.namespace, p.name))),
+        pools=tuple(sorted((pool_from(p, podrefs) for p in pools), key=lambda p: (p.namespace, p.name))),
         ranges=tuple(sorted(ranges, key=lambda r: (r.nad, r.network_name, r.written))),
-        overlapping=tuple(sorted((reservation_from(r) for r in reservations), key=_reservation_order)),
+        overlapping=tuple(sorted((reservation_from(r, podrefs) for r in reservations), key=_reservation_order)),
         nads=tuple(sorted(nad_configs, key=lambda n: (n.namespace, n.name))),
     )
 
@@ -148,7 +149,13 @@ class _ReservationSpec(msgspec.Struct):
 ReservationRecord = listed("OverlappingRangeIPReservation", _ReservationSpec)
 
 
-def pool_from(obj: Listed | JSON) -> WhereaboutsPool:
+def _shared(text: str, memo: dict[str, str] | None) -> str:
+    """`text`, or the equal string already in `memo` (which keeps the first of each)."""
+    return text if memo is None else memo.setdefault(text, text)
+
+
+def pool_from(obj: Listed | JSON, podrefs: dict[str, str] | None = None) -> WhereaboutsPool:
+    """One IPPool. With `podrefs` (one collection's memo, see `section_from`), equal podrefs are one string."""
     meta, spec = parts(obj, PoolRecord, _PoolSpec)
     cidr = str(spec.range or "")
     network = parse_network(cidr)
@@ -165,7 +172,7 @@ def pool_from(obj: Listed | JSON) -> WhereaboutsPool:
                 Allocation(
                     offset=str(key),
                     ip=_offset_text(start, last, str(key)) if network is not None else "",
-                    podref=str(entry.get("podref") or ""),
+                    podref=_shared(str(entry.get("podref") or ""), podrefs),
                     ifname=intern(str(entry.get("ifname") or "")),  # a few interface names, 24,000 entries
                     id=str(entry.get("id") or ""),
                 )
@@ -193,12 +200,12 @@ def _reservation_order(r: OverlappingReservation) -> tuple[str, int, int, int, s
     return (r.namespace, 0, version, value, r.name)
 
 
-def reservation_from(obj: Listed | JSON) -> OverlappingReservation:
+def reservation_from(obj: Listed | JSON, podrefs: dict[str, str] | None = None) -> OverlappingReservation:
     meta, spec = parts(obj, ReservationRecord, _ReservationSpec)
     return OverlappingReservation(
         name=str(meta.name or ""),
         namespace=intern(str(meta.namespace or "")),
-        podref=str(spec.podref or ""),
+        podref=_shared(str(spec.podref or ""), podrefs),
         resource_version=str(meta.resourceVersion or ""),
         ifname=intern(str(spec.ifname or "")),
     )

@@ -20,9 +20,10 @@ if TYPE_CHECKING:
 
 class Whereabouts(DeclaredPlans):
     def analyze(self, section: WhereaboutsSection, kube: KubeSection) -> tuple[list[Capacity], list[Finding]]:
+        from cidrx.ipam.liveness import PodsByKey
         from cidrx.ipam.whereabouts.analyze import analyze_whereabouts
 
-        return analyze_whereabouts(section, {p.key: p for p in kube.ipam_pods}, available=kube.available)
+        return analyze_whereabouts(section, PodsByKey(kube.ipam_pods), available=kube.available)
 
 
 IPAM = Whereabouts(SPEC.name)

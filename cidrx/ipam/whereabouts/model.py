@@ -94,7 +94,7 @@ def name_addresses(name: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Allocation:
     """One entry of IPPool spec.allocations."""
 
@@ -157,7 +157,7 @@ class NetworkRange:
         return pool_name(self.range, self.network_name) if self.range else ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OverlappingReservation:
     """An OverlappingRangeIPReservation: cluster-wide claim on one address, named by it.
 

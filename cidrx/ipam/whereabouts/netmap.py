@@ -20,9 +20,10 @@ def address_maps(section: WhereaboutsSection | None, kube: KubeSection) -> list[
     pods that decide which reservations are stale (none are marked when the cluster was not reachable)."""
     if section is None:
         return []
+    from cidrx.ipam.liveness import PodsByKey
     from cidrx.ipam.whereabouts.analyze import pool_space, stale_allocations
 
-    pods = {p.key: p for p in kube.ipam_pods}
+    pods = PodsByKey(kube.ipam_pods)
     stale = {(id(s.pool), s.allocation.ip) for s in stale_allocations(section, pods)} if kube.available else set()
     out = []
     for pool in section.pools:

@@ -20,7 +20,7 @@ from cidrx.ipam.calico.analyze import leak_reason, leaked_ips
 from cidrx.ipam.calico.blocks import releasable_empty_blocks
 from cidrx.ipam.calico.model import AllocationAttribute, CalicoSection
 from cidrx.ipam.calico.strategies.section import calico_section, current_section
-from cidrx.ipam.liveness import AddressHolders
+from cidrx.ipam.liveness import AddressHolders, PodsByKey
 from cidrx.model.kube import PodState
 from cidrx.model.plan import Plan, Step, seal_plan
 from cidrx.model.snapshot import Snapshot
@@ -42,7 +42,7 @@ def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
     calico = calico_section(snapshot)
     if not snapshot.kube.available:
         raise InvalidInput(f"a Calico reclaim plan needs the Kubernetes API: {snapshot.kube.reason}")
-    pods = {p.key: p for p in snapshot.kube.ipam_pods}
+    pods = PodsByKey(snapshot.kube.ipam_pods)
     handles = _handle_names(calico)
     # Written back in the API the objects were read from; the key only appears for v3 (older plans have none).
     api_param = {"api": calico.api_version} if calico.api_version else {}
@@ -123,7 +123,7 @@ def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> 
     for name, cidr in plan.basis.get("blocks", {}).items():
         if name in blocks and blocks[name] != cidr:
             problems.append(f"IPAMBlock {name} now covers {blocks[name]}, not {cidr}")
-    pods = {p.key: p for p in snapshot.kube.ipam_pods}
+    pods = PodsByKey(snapshot.kube.ipam_pods)
     holders = AddressHolders.of(pods.values())
     for step in plan.steps:
         if step.id not in begun:

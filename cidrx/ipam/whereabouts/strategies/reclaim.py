@@ -18,7 +18,7 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from cidrx.errors import InvalidInput, StalePlan
-from cidrx.ipam.liveness import AddressHolders
+from cidrx.ipam.liveness import AddressHolders, PodsByKey
 from cidrx.ipam.whereabouts.actions.delete_reservation import DELETE_RESERVATION
 from cidrx.ipam.whereabouts.actions.release_allocations import RELEASE
 from cidrx.ipam.whereabouts.analyze import (
@@ -70,7 +70,7 @@ def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str) -> Plan:
     if not snapshot.kube.available:
         raise InvalidInput(f"reclaim needs the Kubernetes API, which was not reachable: {snapshot.kube.reason}")
     section = _section(snapshot)
-    pods = {p.key: p for p in snapshot.kube.ipam_pods}
+    pods = PodsByKey(snapshot.kube.ipam_pods)
     holders = holders_of(pods)
     stale = stale_allocations(section, pods, holders)
     steps: list[Step] = []
@@ -250,7 +250,7 @@ def check_drift(plan: Plan, snapshot: Snapshot, begun: Collection[str] = ()) -> 
             "Nothing was applied; make a new plan"
         )
     pools = {p.key: p for p in section.pools}
-    pods = {p.key: p for p in snapshot.kube.ipam_pods}
+    pods = PodsByKey(snapshot.kube.ipam_pods)
     holders = holders_of(pods)
     problems: list[str] = []
     for key, basis in (plan.basis.get("pools") or {}).items():
