@@ -600,3 +600,49 @@ def test_kubernetes_write_with_a_garbled_answer_stops_the_apply_and_the_rerun_co
             return whereabouts_state(server, "")
 
     assert reclaim(garble=True) == reclaim(garble=False)
+
+
+def test_kubernetes_write_answered_429_or_503_is_repeated_and_other_5xx_stop_the_apply(
+    tmp_path: Path, retry_sleeps: list[float]
+) -> None:
+    """429 (priority and fairness) and 503 say the API server did not process the write: it is sent again
+    after Retry-After and the apply goes on (before, a 503 stopped it with exit 5). A 502 may hide a write
+    that happened: the apply stops with exit 5 and the same command, re-run, checks before it writes."""
+    from tests.app.test_faults import whereabouts_state
+    from tests.support.cases import whereabouts as wc
+
+    env: dict[str, str | None] = {"KUBECONFIG": None}
+    pool_write = ("PATCH", "/ippools/")
+
+    def reclaim(name: str, script: list[str]) -> tuple[JSON, list[Result], FaultProxy]:
+        with FakeKubeServer() as server, FaultProxy(server.url, name="kube", retry_after=4) as proxy:
+            server.put_many(wc.crashed_node_objects())
+            kubeconfig = kubeconfig_via(server, proxy, tmp_path / f"kubeconfig-{name}")
+            plan_path = tmp_path / f"reclaim-{name}.json"
+            target = ["--k8s", "--kubeconfig", kubeconfig, "--ipam", "whereabouts"]
+            made = run("reclaim", *target, "--plan", "--out", str(plan_path), env=env)
+            assert made.exit_code == 0, made.output
+            proxy.script = [(*pool_write, kind) for kind in script]
+            apply = ["reclaim", "--apply", str(plan_path), "--yes", "--kubeconfig", kubeconfig]
+            results = [run(*apply, env=env)]
+            if results[0].exit_code != 0:
+                results.append(run(*apply, env=env))
+            assert results[-1].exit_code == 0, results[-1].output
+            assert proxy.script == []
+            return whereabouts_state(server, ""), results, proxy
+
+    expected, _, _ = reclaim("clean", [])
+    retry_sleeps.clear()
+    got, results, proxy = reclaim("throttled", ["429", "503"])
+    assert got == expected and len(results) == 1  # one run: both refusals were repeated
+    assert retry_sleeps == [4.0, 4.0]  # Retry-After, as the proxy said
+    first_pool = next(s.path for s in proxy.log if s.method == "PATCH")
+    assert [s.fault for s in proxy.log if s.path == first_pool and s.method == "PATCH"][:3] == ["429", "503", None]
+
+    got, results, proxy = reclaim("bad-gateway", ["502"])
+    assert got == expected and len(results) == 2
+    transient_stop(results[0], (5,))
+    assert "502 Bad Gateway" in one_line_error(results[0]) and "run the same command again" in one_line_error(
+        results[0]
+    )
+    assert proxy.injected == Counter({"502": 1})
