@@ -11,7 +11,11 @@ bytes no JSON or XML may hold. Shown, per target (GKE, EKS with its cluster, --k
 - an apply killed (SIGKILL) when the proxy sees its Nth request (before forwarding it, or after the server
   carried it out and before the answer reaches cidrx) is resumed by the same command: it takes over the
   lock the killed run left (saying so), ends in the uninterrupted apply's end state, and rollback then
-  returns the estate to what it was before.
+  returns the estate to what it was before;
+- a rollback killed the same way at a chosen undo write is taken over by the next `cidrx rollback`, which ends
+  with the estate exactly as before the apply;
+- a Kubernetes write answered 429 or 503 (not processed) is sent again after Retry-After; other 5xx stop the
+  apply (exit 5) and its re-run converges.
 Seeds are fixed, so every run is the same; each faulted run goes to the session's fault ledger.
 """
 
@@ -326,6 +330,61 @@ def test_gke_apply_killed_at_chosen_requests_resumes_and_rolls_back(
                 assert back.exit_code == 0, back.output
                 assert gke_state(gke.fake) == before
         record(fault_ledger, f"gke apply killed at step write {n} ({phase})", gke.proxies, True, killed=True)
+
+
+def test_gke_rollback_killed_at_chosen_undo_writes_is_taken_over_and_ends_where_the_estate_began(
+    tmp_path: Path, fault_ledger: FaultLedger
+) -> None:
+    """`cidrx rollback` SIGKILLed at a seeded undo write (before it is forwarded, and after the server carried
+    it out with its answer lost): the same command takes over the lock the dead run left, says so, resumes
+    from the rollback journal and what is left live, and leaves the estate exactly as before the apply."""
+
+    def applied(work: Path) -> contextlib.AbstractContextManager[Gke]:
+        @contextlib.contextmanager
+        def world() -> Iterator[Gke]:
+            with gke_behind_proxy(work) as gke, contextlib.chdir(work):
+                made = run("expand", *gke.target, "--plan", "--out", "plan.json", env=gke.env)
+                assert made.exit_code == 0, made.output
+                done = run("expand", "--apply", "plan.json", "--yes", "--kubeconfig", gke.kubeconfig, env=gke.env)
+                assert done.exit_code == 0, done.output
+                gke.fake.finish_operations()
+                for proxy in gke.proxies:
+                    proxy.log.clear()
+                yield gke
+
+        return world()
+
+    def rollback_args(gke: Gke) -> list[str]:
+        return ["rollback", "plan.json", "--yes", "--kubeconfig", gke.kubeconfig]
+
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    with gke_behind_proxy(clean) as gke:
+        before = gke_state(gke.fake)
+    with applied(clean) as gke:
+        assert run(*rollback_args(gke), env=gke.env).exit_code == 0
+        assert gke_state(gke.fake) == before
+        writes = sum(step_write(s) for s in (*gke.proxies[0].log, *gke.proxies[1].log))
+    assert writes >= 2, "the rollback undid fewer than two writes"
+    rng = random.Random(SEEDS[1])
+    for n, phase in ((rng.randint(1, writes), "request"), (rng.randint(1, writes), "answer")):
+        work = tmp_path / f"kill-{n}-{phase}"
+        work.mkdir()
+        with applied(work) as gke:
+            switch = KillSwitch(n, phase)
+            killed_child(rollback_args(gke), {**os.environ, **gke.env}, switch, gke.proxies, work)
+            assert (work / "plan.json.lock").exists()  # SIGKILL left the lock file behind
+            orphaned = lease_of(gke.kube, work / "plan.json")
+            gke.fake.finish_operations()  # what GKE accepted goes on without the dead client
+            back = run(*rollback_args(gke), env=gke.env)
+            assert back.exit_code == 0, back.output
+            assert "whose run ended without releasing it; resuming" in back.stderr, back.stderr
+            if orphaned is not None:
+                assert "whose process is gone from this host; resuming" in back.stderr, back.stderr
+            gke.fake.finish_operations()
+            assert gke_state(gke.fake) == before, (n, phase)
+            assert not (work / "plan.json.lock").exists() and lease_of(gke.kube, work / "plan.json") is None
+        record(fault_ledger, f"gke rollback killed at undo write {n} ({phase})", gke.proxies, True, killed=True)
 
 
 # ==== EKS (moto's server) and its cluster ======================================================================
