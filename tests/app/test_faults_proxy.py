@@ -43,10 +43,12 @@ from cidrx.engine.lock import lease_name
 from cidrx.model.plan import load_plan
 from tests.support.cli import one_line_error, run
 from tests.support.conftest_faults import FaultLedger, FaultRun
+from tests.support.estates import aks as aks_world
 from tests.support.estates import gke as gke_world
 from tests.support.estates.eks import REGION, World, build_incident, moto_server
 from tests.support.estates.eks_cluster import incident_server, inventory
 from tests.support.estates.eks_live import clean_env
+from tests.support.fakes.arm_server import FakeArm
 from tests.support.fakes.fault_proxy import FaultProxy, Seen
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FakeKubeServer
@@ -705,3 +707,113 @@ def test_kubernetes_write_answered_429_or_503_is_repeated_and_other_5xx_stop_the
         results[0]
     )
     assert proxy.injected == Counter({"502": 1})
+
+
+# ==== AKS (the ARM fake) =======================================================================================
+
+
+@contextlib.contextmanager
+def aks_behind_proxy(seed: int = 0) -> Iterator[tuple[FakeArm, FaultProxy, dict[str, str]]]:
+    """The three AKS estates in the ARM fake, a fault proxy in front of it (faults off until its rate is set),
+    and the environment that points cidrx's azure-mgmt clients at the proxy."""
+    with (
+        pytest.MonkeyPatch.context() as mp,
+        aks_world.aks_estate(mp) as arm,
+        FaultProxy(arm.url, name="arm", seed=seed, kinds=WIRE_KINDS) as proxy,
+    ):
+        yield arm, proxy, {aks_world.ENDPOINT_ENV: proxy.url}
+
+
+def aks_state(arm: FakeArm, plan_id: str = "") -> JSON:
+    """The node cluster's VNet (address space, subnets with their prefixes) and its agent pools with their
+    subnets (`plan_id` written as <plan>)."""
+    vnet = arm.vnet(aks_world.SUB, aks_world.RG, aks_world.NODE_VNET)["properties"]
+    pools = sorted(
+        (p["name"], str(p["properties"].get("vnetSubnetID", "")).rsplit("/", 1)[-1], p["properties"].get("count"))
+        for key, p in arm.pools.items()
+        if key[2].lower() == aks_world.NODE_CLUSTER.lower()
+    )
+    state = {
+        "space": vnet["addressSpace"]["addressPrefixes"],
+        "subnets": sorted((s["name"], s["properties"].get("addressPrefix")) for s in vnet["subnets"]),
+        "pools": pools,
+    }
+    return json.loads(json.dumps(state).replace(plan_id, "<plan>")) if plan_id else state
+
+
+AKS_TARGET = [*aks_world.target_flags(aks_world.NODE_CLUSTER), "--no-kube"]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_aks_diagnose_through_the_fault_proxy(seed: int, fault_ledger: FaultLedger) -> None:
+    with aks_behind_proxy(seed) as (_arm, proxy, env):
+        clean = run("diagnose", *AKS_TARGET, "-o", "json", env=env)
+        assert clean.exit_code == 3, clean.output
+        proxy.rate = 0.5  # a diagnosis of a handful of requests: make it meet faults
+        faulty = run("diagnose", *AKS_TARGET, "-o", "json", env=env)
+    same = (faulty.exit_code, faulty.stdout) == (clean.exit_code, clean.stdout)
+    record(fault_ledger, f"aks diagnose via proxy [{seed}]", [proxy], same)
+    assert sum(proxy.injected.values()) > 0
+    if not same:
+        transient_stop(faulty, (6, 7))
+
+
+@pytest.mark.parametrize("kind", ["garble", "truncate"])
+def test_aks_unreadable_success_answers_are_transient(kind: str, tmp_path: Path) -> None:
+    """azure-core retries status codes and broken connections but raises a 200 whose body does not parse
+    (DecodeError, an HttpResponseError with status 200): it was "Azure refused ... (200)", exit 1. A read is
+    now retried (the same JSON); on every attempt it is exit 7; a write's is not repeated: exit 5, and the same
+    command, run again, converges."""
+    with aks_behind_proxy() as (arm, proxy, env):
+        target = [*AKS_TARGET, "-o", "json"]
+        clean = run("diagnose", *target, env=env)
+        proxy.script = [
+            ("GET", "/managedClusters/", kind),
+            ("GET", "/agentPools", kind),
+            ("GET", "/virtualNetworks/", kind),
+        ]
+        again = run("diagnose", *target, env=env)
+        assert (again.exit_code, again.stdout) == (clean.exit_code, clean.stdout)
+        assert proxy.script == [] and proxy.injected == Counter({kind: 3})
+
+        proxy.script = [("GET", "/virtualNetworks/", kind)] * 2
+        lasting = run("diagnose", *target, env={**env, "CIDRX_RETRY_MAX_ATTEMPTS": "2"})
+        transient_stop(lasting, (7,))
+        assert "Azure's answer could not be read" in one_line_error(lasting)
+
+        plan_path = tmp_path / "plan.json"
+        assert run("expand", *AKS_TARGET, "--plan", "--out", str(plan_path), env=env).exit_code == 0
+        expected_steps = len(load_plan(plan_path).steps)
+        # The PUT's own answer only starts the operation (its body is not read); the subnet's GET that ends the
+        # operation is the answer cidrx reads. The first GET (is it there already? 404) is left alone.
+        proxy.script = [("GET", "/subnets/", kind)] * 2
+        apply = ["expand", "--apply", str(plan_path), "--yes", "--no-kube"]
+        stopped = run(*apply, env=env)
+        transient_stop(stopped, (5,))
+        assert "the change may have been made" in one_line_error(stopped)
+        assert proxy.script == [] and "/subnets/" in next(s.path for s in reversed(proxy.log) if s.fault == kind)
+        arm.finish_operations()
+        resumed = run(*apply, env=env)
+        assert resumed.exit_code == 0, resumed.output
+        state = aks_state(arm)
+        assert expected_steps >= 2 and len(state["pools"]) == 2 and len(state["subnets"]) == 4  # added once
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_aks_apply_through_the_fault_proxy_converges(seed: int, tmp_path: Path, fault_ledger: FaultLedger) -> None:
+    def apply(rate: float) -> tuple[JSON, FaultProxy, int]:
+        with aks_behind_proxy(seed) as (arm, proxy, env):
+            plan_path = tmp_path / f"plan-{rate}.json"
+            made = run("expand", *AKS_TARGET, "--plan", "--out", str(plan_path), env=env)
+            assert made.exit_code == 0, made.output
+            proxy.rate = rate
+            command = ["expand", "--apply", str(plan_path), "--yes", "--no-kube"]
+            # What ARM accepted before a run stopped is carried out meanwhile, as Azure would.
+            runs = apply_until_done(command, env, arm.finish_operations)
+            return aks_state(arm, load_plan(plan_path).plan_id), proxy, runs
+
+    expected, _, _ = apply(0.0)
+    got, proxy, runs = apply(0.5)
+    record(fault_ledger, f"aks apply via proxy [{seed}] ({runs} runs)", [proxy], got == expected)
+    assert got == expected
+    assert sum(proxy.injected.values()) > 0
