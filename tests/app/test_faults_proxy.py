@@ -1,10 +1,11 @@
 """Faults on the wire, made by the seeded fault proxy (tests/support/fakes/fault_proxy.py) in front of the GCP
-fake, moto's server and the fake API server, and SIGKILL at chosen requests of an apply.
+fake, moto's server, the fake API server and the ARM fake (AKS), and SIGKILL at chosen requests of an apply
+and of a rollback.
 
 test_faults.py fails requests from inside the fakes (and botocore); here they fail between cidrx's real
 clients and the servers, as a load balancer or a bad network would: 502/503 pages, 429 with Retry-After,
 resets, answers cut off mid-body, 2xx answers truncated to a complete but broken document or garbled with
-bytes no JSON or XML may hold. Shown, per target (GKE, EKS with its cluster, --k8s):
+bytes no JSON or XML may hold. Shown, per target (GKE, EKS with its cluster, --k8s, AKS):
 - diagnose gives the fault-free JSON, or exits 6/7 with one error line (never 1, never a traceback);
 - an apply reaches exactly the fault-free end state, re-running the same command at most MAX_RUNS times,
   every stop an exit 5, 6 or 7 with one error line;
