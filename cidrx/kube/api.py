@@ -719,7 +719,7 @@ def _from_credential_plugin(exc: BaseException) -> bool:
 
 def classify(exc: BaseException, *, write: bool) -> Retryable | None:
     """The retry policy's view of a Kubernetes client failure (see cidrx.transport.retry for what is safe):
-    429 (API priority and fairness, with Retry-After) always, 5xx for reads; failures to connect always,
+    429 (API priority and fairness, with Retry-After) and 503 always, other 5xx for reads; failures to connect always,
     a connection broken after the request was sent for reads only."""
     import httpx2
 
@@ -732,7 +732,7 @@ def classify(exc: BaseException, *, write: bool) -> Retryable | None:
     status = _status_of(exc)
     if status is not None:
         code = status[0]
-        if not status_is_transient(code, write=write):
+        if not status_is_transient(code, write=write, kube=True):
             return None
         response = getattr(exc, "response", None)
         headers = getattr(response, "headers", None)

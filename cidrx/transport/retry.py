@@ -11,7 +11,8 @@ What is safe to retry (the classifiers follow this; see each `*/api.py`):
 - Reads: always, on throttling, 5xx and connection failures (a failed list page is re-requested with the
   same continue token; pages already handed to the caller are never fetched twice).
 - Writes: only when the request certainly did not take effect: throttling (429 / RequestLimitExceeded:
-  the service refused it) and failures to connect (nothing was sent). A 5xx or a reset after the request
+  the service refused it; for the Kubernetes API also 503, see RETRYABLE_KUBE_WRITE_STATUSES) and failures
+  to connect (nothing was sent). A 5xx or a reset after the request
   was sent may hide a write that happened; it is not retried here: the apply engine's check-then-act on
   the next run (resume) finds it done instead of doing it twice.
 - Never: access denied, invalid parameter, not found, 4xx other than 429, and the 409/412/422 conflicts
@@ -234,9 +235,22 @@ def with_gave_up_note(err: CidrxError, cause: BaseException) -> CidrxError:
 
 
 RETRYABLE_READ_STATUSES = frozenset({429, 500, 502, 503, 504})
+# Answers that say a write was not processed, so sending it again is safe. 429: refused before it was handled
+# (every API here). For the Kubernetes API server also 503: its max-in-flight and API priority-and-fairness
+# filters reject a request before any handler runs (429 with Retry-After,
+# https://kubernetes.io/docs/concepts/cluster-administration/flow-control/), and client-go repeats any verb,
+# writes included, on 429 and 5xx answers that carry Retry-After (kubernetes/client-go rest/request.go,
+# checkWait). Every cidrx write to Kubernetes carries its own guard (resourceVersion, a JSON-patch test, a
+# create that answers AlreadyExists), so a 503 whose request did happen behind a proxy meets that guard on the
+# repeat, never a second change. Other 5xx may hide a write that happened: the apply stops and its re-run
+# checks first.
 RETRYABLE_WRITE_STATUSES = frozenset({429})
+RETRYABLE_KUBE_WRITE_STATUSES = frozenset({429, 503})
 
 
-def status_is_transient(status: int, *, write: bool) -> bool:
-    """Whether an HTTP status is worth retrying: 429 always, 500/502/503/504 only for reads."""
-    return status in (RETRYABLE_WRITE_STATUSES if write else RETRYABLE_READ_STATUSES)
+def status_is_transient(status: int, *, write: bool, kube: bool = False) -> bool:
+    """Whether an HTTP status is worth retrying: 429 always, 500/502/503/504 for reads, and for writes to the
+    Kubernetes API (`kube`) also 503 (see RETRYABLE_KUBE_WRITE_STATUSES)."""
+    if not write:
+        return status in RETRYABLE_READ_STATUSES
+    return status in (RETRYABLE_KUBE_WRITE_STATUSES if kube else RETRYABLE_WRITE_STATUSES)

@@ -1,17 +1,22 @@
 """Faults on the wire, made by the seeded fault proxy (tests/support/fakes/fault_proxy.py) in front of the GCP
-fake, moto's server and the fake API server, and SIGKILL at chosen requests of an apply.
+fake, moto's server, the fake API server and the ARM fake (AKS), and SIGKILL at chosen requests of an apply
+and of a rollback.
 
 test_faults.py fails requests from inside the fakes (and botocore); here they fail between cidrx's real
 clients and the servers, as a load balancer or a bad network would: 502/503 pages, 429 with Retry-After,
 resets, answers cut off mid-body, 2xx answers truncated to a complete but broken document or garbled with
-bytes no JSON or XML may hold. Shown, per target (GKE, EKS with its cluster, --k8s):
+bytes no JSON or XML may hold. Shown, per target (GKE, EKS with its cluster, --k8s, AKS):
 - diagnose gives the fault-free JSON, or exits 6/7 with one error line (never 1, never a traceback);
 - an apply reaches exactly the fault-free end state, re-running the same command at most MAX_RUNS times,
   every stop an exit 5, 6 or 7 with one error line;
 - an apply killed (SIGKILL) when the proxy sees its Nth request (before forwarding it, or after the server
   carried it out and before the answer reaches cidrx) is resumed by the same command: it takes over the
   lock the killed run left (saying so), ends in the uninterrupted apply's end state, and rollback then
-  returns the estate to what it was before.
+  returns the estate to what it was before;
+- a rollback killed the same way at a chosen undo write is taken over by the next `cidrx rollback`, which ends
+  with the estate exactly as before the apply;
+- a Kubernetes write answered 429 or 503 (not processed) is sent again after Retry-After; other 5xx stop the
+  apply (exit 5) and its re-run converges.
 Seeds are fixed, so every run is the same; each faulted run goes to the session's fault ledger.
 """
 
@@ -39,10 +44,12 @@ from cidrx.engine.lock import lease_name
 from cidrx.model.plan import load_plan
 from tests.support.cli import one_line_error, run
 from tests.support.conftest_faults import FaultLedger, FaultRun
+from tests.support.estates import aks as aks_world
 from tests.support.estates import gke as gke_world
 from tests.support.estates.eks import REGION, World, build_incident, moto_server
 from tests.support.estates.eks_cluster import incident_server, inventory
 from tests.support.estates.eks_live import clean_env
+from tests.support.fakes.arm_server import FakeArm
 from tests.support.fakes.fault_proxy import FaultProxy, Seen
 from tests.support.fakes.gcp_server import FakeGcp
 from tests.support.fakes.kube_server import FakeKubeServer
@@ -328,6 +335,61 @@ def test_gke_apply_killed_at_chosen_requests_resumes_and_rolls_back(
         record(fault_ledger, f"gke apply killed at step write {n} ({phase})", gke.proxies, True, killed=True)
 
 
+def test_gke_rollback_killed_at_chosen_undo_writes_is_taken_over_and_ends_where_the_estate_began(
+    tmp_path: Path, fault_ledger: FaultLedger
+) -> None:
+    """`cidrx rollback` SIGKILLed at a seeded undo write (before it is forwarded, and after the server carried
+    it out with its answer lost): the same command takes over the lock the dead run left, says so, resumes
+    from the rollback journal and what is left live, and leaves the estate exactly as before the apply."""
+
+    def applied(work: Path) -> contextlib.AbstractContextManager[Gke]:
+        @contextlib.contextmanager
+        def world() -> Iterator[Gke]:
+            with gke_behind_proxy(work) as gke, contextlib.chdir(work):
+                made = run("expand", *gke.target, "--plan", "--out", "plan.json", env=gke.env)
+                assert made.exit_code == 0, made.output
+                done = run("expand", "--apply", "plan.json", "--yes", "--kubeconfig", gke.kubeconfig, env=gke.env)
+                assert done.exit_code == 0, done.output
+                gke.fake.finish_operations()
+                for proxy in gke.proxies:
+                    proxy.log.clear()
+                yield gke
+
+        return world()
+
+    def rollback_args(gke: Gke) -> list[str]:
+        return ["rollback", "plan.json", "--yes", "--kubeconfig", gke.kubeconfig]
+
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    with gke_behind_proxy(clean) as gke:
+        before = gke_state(gke.fake)
+    with applied(clean) as gke:
+        assert run(*rollback_args(gke), env=gke.env).exit_code == 0
+        assert gke_state(gke.fake) == before
+        writes = sum(step_write(s) for s in (*gke.proxies[0].log, *gke.proxies[1].log))
+    assert writes >= 2, "the rollback undid fewer than two writes"
+    rng = random.Random(SEEDS[1])
+    for n, phase in ((rng.randint(1, writes), "request"), (rng.randint(1, writes), "answer")):
+        work = tmp_path / f"kill-{n}-{phase}"
+        work.mkdir()
+        with applied(work) as gke:
+            switch = KillSwitch(n, phase)
+            killed_child(rollback_args(gke), {**os.environ, **gke.env}, switch, gke.proxies, work)
+            assert (work / "plan.json.lock").exists()  # SIGKILL left the lock file behind
+            orphaned = lease_of(gke.kube, work / "plan.json")
+            gke.fake.finish_operations()  # what GKE accepted goes on without the dead client
+            back = run(*rollback_args(gke), env=gke.env)
+            assert back.exit_code == 0, back.output
+            assert "whose run ended without releasing it; resuming" in back.stderr, back.stderr
+            if orphaned is not None:
+                assert "whose process is gone from this host; resuming" in back.stderr, back.stderr
+            gke.fake.finish_operations()
+            assert gke_state(gke.fake) == before, (n, phase)
+            assert not (work / "plan.json.lock").exists() and lease_of(gke.kube, work / "plan.json") is None
+        record(fault_ledger, f"gke rollback killed at undo write {n} ({phase})", gke.proxies, True, killed=True)
+
+
 # ==== EKS (moto's server) and its cluster ======================================================================
 
 
@@ -600,3 +662,159 @@ def test_kubernetes_write_with_a_garbled_answer_stops_the_apply_and_the_rerun_co
             return whereabouts_state(server, "")
 
     assert reclaim(garble=True) == reclaim(garble=False)
+
+
+def test_kubernetes_write_answered_429_or_503_is_repeated_and_other_5xx_stop_the_apply(
+    tmp_path: Path, retry_sleeps: list[float]
+) -> None:
+    """429 (priority and fairness) and 503 say the API server did not process the write: it is sent again
+    after Retry-After and the apply goes on (before, a 503 stopped it with exit 5). A 502 may hide a write
+    that happened: the apply stops with exit 5 and the same command, re-run, checks before it writes."""
+    from tests.app.test_faults import whereabouts_state
+    from tests.support.cases import whereabouts as wc
+
+    env: dict[str, str | None] = {"KUBECONFIG": None}
+    pool_write = ("PATCH", "/ippools/")
+
+    def reclaim(name: str, script: list[str]) -> tuple[JSON, list[Result], FaultProxy]:
+        with FakeKubeServer() as server, FaultProxy(server.url, name="kube", retry_after=4) as proxy:
+            server.put_many(wc.crashed_node_objects())
+            kubeconfig = kubeconfig_via(server, proxy, tmp_path / f"kubeconfig-{name}")
+            plan_path = tmp_path / f"reclaim-{name}.json"
+            target = ["--k8s", "--kubeconfig", kubeconfig, "--ipam", "whereabouts"]
+            made = run("reclaim", *target, "--plan", "--out", str(plan_path), env=env)
+            assert made.exit_code == 0, made.output
+            proxy.script = [(*pool_write, kind) for kind in script]
+            apply = ["reclaim", "--apply", str(plan_path), "--yes", "--kubeconfig", kubeconfig]
+            results = [run(*apply, env=env)]
+            if results[0].exit_code != 0:
+                results.append(run(*apply, env=env))
+            assert results[-1].exit_code == 0, results[-1].output
+            assert proxy.script == []
+            return whereabouts_state(server, ""), results, proxy
+
+    expected, _, _ = reclaim("clean", [])
+    retry_sleeps.clear()
+    got, results, proxy = reclaim("throttled", ["429", "503"])
+    assert got == expected and len(results) == 1  # one run: both refusals were repeated
+    assert retry_sleeps == [4.0, 4.0]  # Retry-After, as the proxy said
+    first_pool = next(s.path for s in proxy.log if s.method == "PATCH")
+    assert [s.fault for s in proxy.log if s.path == first_pool and s.method == "PATCH"][:3] == ["429", "503", None]
+
+    got, results, proxy = reclaim("bad-gateway", ["502"])
+    assert got == expected and len(results) == 2
+    transient_stop(results[0], (5,))
+    assert "502 Bad Gateway" in one_line_error(results[0]) and "run the same command again" in one_line_error(
+        results[0]
+    )
+    assert proxy.injected == Counter({"502": 1})
+
+
+# ==== AKS (the ARM fake) =======================================================================================
+
+
+@contextlib.contextmanager
+def aks_behind_proxy(seed: int = 0) -> Iterator[tuple[FakeArm, FaultProxy, dict[str, str]]]:
+    """The three AKS estates in the ARM fake, a fault proxy in front of it (faults off until its rate is set),
+    and the environment that points cidrx's azure-mgmt clients at the proxy."""
+    with (
+        pytest.MonkeyPatch.context() as mp,
+        aks_world.aks_estate(mp) as arm,
+        FaultProxy(arm.url, name="arm", seed=seed, kinds=WIRE_KINDS) as proxy,
+    ):
+        yield arm, proxy, {aks_world.ENDPOINT_ENV: proxy.url}
+
+
+def aks_state(arm: FakeArm, plan_id: str = "") -> JSON:
+    """The node cluster's VNet (address space, subnets with their prefixes) and its agent pools with their
+    subnets (`plan_id` written as <plan>)."""
+    vnet = arm.vnet(aks_world.SUB, aks_world.RG, aks_world.NODE_VNET)["properties"]
+    pools = sorted(
+        (p["name"], str(p["properties"].get("vnetSubnetID", "")).rsplit("/", 1)[-1], p["properties"].get("count"))
+        for key, p in arm.pools.items()
+        if key[2].lower() == aks_world.NODE_CLUSTER.lower()
+    )
+    state = {
+        "space": vnet["addressSpace"]["addressPrefixes"],
+        "subnets": sorted((s["name"], s["properties"].get("addressPrefix")) for s in vnet["subnets"]),
+        "pools": pools,
+    }
+    return json.loads(json.dumps(state).replace(plan_id, "<plan>")) if plan_id else state
+
+
+AKS_TARGET = [*aks_world.target_flags(aks_world.NODE_CLUSTER), "--no-kube"]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_aks_diagnose_through_the_fault_proxy(seed: int, fault_ledger: FaultLedger) -> None:
+    with aks_behind_proxy(seed) as (_arm, proxy, env):
+        clean = run("diagnose", *AKS_TARGET, "-o", "json", env=env)
+        assert clean.exit_code == 3, clean.output
+        proxy.rate = 0.5  # a diagnosis of a handful of requests: make it meet faults
+        faulty = run("diagnose", *AKS_TARGET, "-o", "json", env=env)
+    same = (faulty.exit_code, faulty.stdout) == (clean.exit_code, clean.stdout)
+    record(fault_ledger, f"aks diagnose via proxy [{seed}]", [proxy], same)
+    assert sum(proxy.injected.values()) > 0
+    if not same:
+        transient_stop(faulty, (6, 7))
+
+
+@pytest.mark.parametrize("kind", ["garble", "truncate"])
+def test_aks_unreadable_success_answers_are_transient(kind: str, tmp_path: Path) -> None:
+    """azure-core retries status codes and broken connections but raises a 200 whose body does not parse
+    (DecodeError, an HttpResponseError with status 200): it was "Azure refused ... (200)", exit 1. A read is
+    now retried (the same JSON); on every attempt it is exit 7; a write's is not repeated: exit 5, and the same
+    command, run again, converges."""
+    with aks_behind_proxy() as (arm, proxy, env):
+        target = [*AKS_TARGET, "-o", "json"]
+        clean = run("diagnose", *target, env=env)
+        proxy.script = [
+            ("GET", "/managedClusters/", kind),
+            ("GET", "/agentPools", kind),
+            ("GET", "/virtualNetworks/", kind),
+        ]
+        again = run("diagnose", *target, env=env)
+        assert (again.exit_code, again.stdout) == (clean.exit_code, clean.stdout)
+        assert proxy.script == [] and proxy.injected == Counter({kind: 3})
+
+        proxy.script = [("GET", "/virtualNetworks/", kind)] * 2
+        lasting = run("diagnose", *target, env={**env, "CIDRX_RETRY_MAX_ATTEMPTS": "2"})
+        transient_stop(lasting, (7,))
+        assert "Azure's answer could not be read" in one_line_error(lasting)
+
+        plan_path = tmp_path / "plan.json"
+        assert run("expand", *AKS_TARGET, "--plan", "--out", str(plan_path), env=env).exit_code == 0
+        expected_steps = len(load_plan(plan_path).steps)
+        # The PUT's own answer only starts the operation (its body is not read); the subnet's GET that ends the
+        # operation is the answer cidrx reads. The first GET (is it there already? 404) is left alone.
+        proxy.script = [("GET", "/subnets/", kind)] * 2
+        apply = ["expand", "--apply", str(plan_path), "--yes", "--no-kube"]
+        stopped = run(*apply, env=env)
+        transient_stop(stopped, (5,))
+        assert "the change may have been made" in one_line_error(stopped)
+        assert proxy.script == [] and "/subnets/" in next(s.path for s in reversed(proxy.log) if s.fault == kind)
+        arm.finish_operations()
+        resumed = run(*apply, env=env)
+        assert resumed.exit_code == 0, resumed.output
+        state = aks_state(arm)
+        assert expected_steps >= 2 and len(state["pools"]) == 2 and len(state["subnets"]) == 4  # added once
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_aks_apply_through_the_fault_proxy_converges(seed: int, tmp_path: Path, fault_ledger: FaultLedger) -> None:
+    def apply(rate: float) -> tuple[JSON, FaultProxy, int]:
+        with aks_behind_proxy(seed) as (arm, proxy, env):
+            plan_path = tmp_path / f"plan-{rate}.json"
+            made = run("expand", *AKS_TARGET, "--plan", "--out", str(plan_path), env=env)
+            assert made.exit_code == 0, made.output
+            proxy.rate = rate
+            command = ["expand", "--apply", str(plan_path), "--yes", "--no-kube"]
+            # What ARM accepted before a run stopped is carried out meanwhile, as Azure would.
+            runs = apply_until_done(command, env, arm.finish_operations)
+            return aks_state(arm, load_plan(plan_path).plan_id), proxy, runs
+
+    expected, _, _ = apply(0.0)
+    got, proxy, runs = apply(0.5)
+    record(fault_ledger, f"aks apply via proxy [{seed}] ({runs} runs)", [proxy], got == expected)
+    assert got == expected
+    assert sum(proxy.injected.values()) > 0

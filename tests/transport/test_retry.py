@@ -248,7 +248,8 @@ def test_kube_classifier() -> None:
     assert kube(status(429, {"Retry-After": "2"}), write=True) == Retryable(2.0)
     for code in (500, 502, 503, 504):
         assert kube(status(code), write=False) == Retryable(None)
-        assert kube(status(code), write=True) is None
+        assert kube(status(code), write=True) == (Retryable(None) if code == 503 else None)
+    assert kube(status(503, {"Retry-After": "3"}), write=True) == Retryable(3.0)  # not processed: repeat it
     for code in (400, 401, 403, 404, 409, 410, 422):
         assert kube(status(code), write=False) is None
     connect = httpx2.ConnectError("refused", request=request)

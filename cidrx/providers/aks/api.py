@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from cidrx.errors import AccessDenied, CidrxError, CloudError, InvalidInput, RetriesExhausted, StalePlan, Unreachable
+from cidrx.transport.retry import RETRY_LATER_HINT, Retryable, call_with_retry, with_gave_up_note
 
 Json = dict[str, Any]
 T = TypeVar("T")
@@ -71,8 +72,9 @@ def subnet_id(subscription: str, resource_group: str, vnet: str, subnet: str) ->
     )
 
 
-def translate(exc: Exception, what: str) -> CidrxError:
-    """The one translation of an Azure SDK failure into a cidrx error."""
+def translate(exc: Exception, what: str, *, write: bool = False) -> CidrxError:
+    """The one translation of an Azure SDK failure into a cidrx error (`write`: of a call that asked for a
+    change, which may have been made when its answer could not be read)."""
     from azure.core.exceptions import (
         ClientAuthenticationError,
         HttpResponseError,
@@ -83,6 +85,14 @@ def translate(exc: Exception, what: str) -> CidrxError:
 
     if isinstance(exc, CidrxError):
         return exc
+    if unreadable(exc):
+        detail = f"{type(exc).__name__}: {_message(exc)}"[:200]
+        if write:
+            return CloudError(
+                f"{what}: Azure's answer could not be read ({detail}); the change may have been made",
+                hint="run the same command again: it checks what was done before doing anything",
+            )
+        return CloudError(f"{what}: Azure's answer could not be read ({detail})", hint=RETRY_LATER_HINT)
     if isinstance(exc, ClientAuthenticationError):
         return AccessDenied(
             f"Azure refused the credentials while {what}: {_message(exc)}",
@@ -123,12 +133,31 @@ def _message(exc: Any) -> str:
     return f"{code}: {first}" if code else first
 
 
-def call(what: str, fn: Callable[[], T]) -> T:
-    """Run one SDK call, translating its failures."""
+def unreadable(exc: BaseException) -> bool:
+    """Whether `exc` is a success answer whose body could not be read: cut short or garbled between Azure and
+    cidrx. azure-core's RetryPolicy retries status codes (408, 429, 5xx) and broken connections, but an answer
+    that arrived whole with a body that does not parse is raised at once: azure-core's ContentDecodePolicy as
+    DecodeError (an HttpResponseError carrying the 200), the generated clients' deserializer as
+    DeserializationError, bytes that are not UTF-8 as UnicodeDecodeError (azure-core
+    pipeline/policies/_universal.py, ContentDecodePolicy.deserialize_from_text)."""
+    from azure.core.exceptions import DecodeError, DeserializationError
+
+    return isinstance(exc, DecodeError | DeserializationError | UnicodeDecodeError)
+
+
+def _classify_read(exc: BaseException) -> Retryable | None:
+    """cidrx's retry of a read, on top of azure-core's own: an unreadable answer is transient."""
+    return Retryable() if unreadable(exc) else None
+
+
+def call(what: str, fn: Callable[[], T], *, write: bool = False) -> T:
+    """Run one SDK call, translating its failures. A read whose answer could not be read is sent again
+    (within the retry policy; it ends as exit 7); a write is not repeated: it may have been carried out, so
+    its apply stops and the same command checks first."""
     try:
-        return fn()
+        return fn() if write else call_with_retry(fn, _classify_read)
     except Exception as exc:
-        raise translate(exc, what) from exc
+        raise with_gave_up_note(translate(exc, what, write=write), exc) from exc
 
 
 def _if_missing(exc: Exception) -> bool:
@@ -234,11 +263,11 @@ class AksApi:
 
     def _maybe(self, what: str, fn: Callable[[], Any]) -> Json | None:
         try:
-            return _json(fn())
+            return _json(call_with_retry(fn, _classify_read))
         except Exception as exc:
             if _if_missing(exc):
                 return None
-            raise translate(exc, what) from exc
+            raise with_gave_up_note(translate(exc, what), exc) from exc
 
     # -- writes (guarded; long-running ones return pollers) ---------------------------------------------------
 
@@ -248,12 +277,14 @@ class AksApi:
             lambda: self.network.subnets.begin_create_or_update(
                 resource_group, vnet, name, body, headers={"If-None-Match": "*"}
             ),
+            write=True,
         )
 
     def delete_subnet(self, resource_group: str, vnet: str, name: str, etag: str) -> Any:
         return call(
             f"deleting subnet {vnet}/{name}",
             lambda: self.network.subnets.begin_delete(resource_group, vnet, name, headers={"If-Match": etag}),
+            write=True,
         )
 
     def update_vnet(self, resource_group: str, name: str, body: Json, etag: str) -> Any:
@@ -262,6 +293,7 @@ class AksApi:
             lambda: self.network.virtual_networks.begin_create_or_update(
                 resource_group, name, body, headers={"If-Match": etag}
             ),
+            write=True,
         )
 
     def sync_peering(self, resource_group: str, vnet: str, peering: Json) -> Any:
@@ -276,6 +308,7 @@ class AksApi:
             lambda: self.network.virtual_network_peerings.begin_create_or_update(
                 resource_group, vnet, name, body, sync_remote_address_space="true", headers={"If-Match": etag}
             ),
+            write=True,
         )
 
     def create_agent_pool(self, resource_group: str, cluster: str, name: str, body: Json) -> Any:
@@ -286,6 +319,7 @@ class AksApi:
             lambda: self.containers.agent_pools.begin_create_or_update(
                 resource_group, cluster, name, body, match_condition=MatchConditions.IfMissing
             ),
+            write=True,
         )
 
     def delete_agent_pool(self, resource_group: str, cluster: str, name: str, etag: str) -> Any:
@@ -296,12 +330,15 @@ class AksApi:
             lambda: self.containers.agent_pools.begin_delete(
                 resource_group, cluster, name, etag=etag, match_condition=MatchConditions.IfNotModified
             ),
+            write=True,
         )
 
 
 def wait_poller(poller: Any, what: str, timeout: float) -> None:
-    """Wait for a long-running operation; its failure as a CloudError naming `what`."""
-    call(what, lambda: poller.result(timeout=timeout))
+    """Wait for a long-running operation; its failure as a CloudError naming `what`. The operation was
+    accepted: a poll whose answer could not be read ends the step as a write's would (the poller keeps its
+    failure, so it is not polled again here; the same command, run again, finds what the operation did)."""
+    call(what, lambda: poller.result(timeout=timeout), write=True)
     if not poller.done():
         raise CloudError(f"{what} did not finish within {int(timeout)} s; run the same command again to resume")
 

@@ -27,7 +27,8 @@ Fault kinds (`KINDS`):
 "truncate" and "garble" leave non-2xx answers alone (they fault what looks like success).
 
 `script` adds faults chosen by hand: (method, path fragment, kind) triples, each used by the first request
-that matches it (before the seeded draw), for tests of one fault at one place.
+that matches it (before the seeded draw), for tests of one fault at one place; a script's kind may also be
+a 5xx status ("500", "503", ...): that status, not forwarded (a scripted "503" carries Retry-After).
 
 `hooks` are called for every request at two points, `("request", seen)` before it is forwarded and
 `("answer", seen)` after the upstream answered and before the answer is relayed: a test kills the client
@@ -222,10 +223,11 @@ class _Handler(BaseHTTPRequestHandler):
         if fault == "reset":
             self._drop()
             return
-        if fault == "5xx":
-            status = 502 if len(self.path) % 2 else 503
+        if fault is not None and (fault == "5xx" or (fault.isdigit() and fault.startswith("5"))):
+            status = int(fault) if fault.isdigit() else 502 if len(self.path) % 2 else 503
             page = f"<html><body><h1>{status} {http.client.responses[status]}</h1></body></html>".encode()
-            self._answer(status, {"Content-Type": "text/html"}, page)
+            extra = {"Retry-After": str(proxy.retry_after)} if status == 503 and fault.isdigit() else {}
+            self._answer(status, {"Content-Type": "text/html", **extra}, page)
             return
         if fault == "429":
             page = b"<html><body><h1>429 Too Many Requests</h1></body></html>"
