@@ -56,6 +56,7 @@ SDK_LOGGERS = (
     "httpx2",
     "httpcore2",
     "lightkube",
+    "azure",
 )
 
 
@@ -180,8 +181,10 @@ def cli(verbose: int, quiet: bool, no_color: bool, wide: bool) -> None:
     root.setLevel(level)
     # The SDKs' debug logs print whole requests: signed AWS requests carry X-Amz-Security-Token, OAuth
     # refreshes carry refresh tokens, Kubernetes requests bearer tokens. -vv is for cidrx's own detail.
+    # Without -v their warnings stay quiet too: they are about retries the SDK made itself (azure-core's
+    # "Incomplete download"), and cidrx says in its own line what finally failed.
     for name in SDK_LOGGERS:
-        logging.getLogger(name).setLevel(max(level, logging.INFO))
+        logging.getLogger(name).setLevel(max(level, logging.INFO if verbose else logging.ERROR))
 
 
 cli.add_command(diagnose)
