@@ -4,7 +4,7 @@ scale the old agent pool to 0 through the agent pool API; with their undos (unco
 autoscaler settings the apply journal recorded).
 
 The scale step is an ARM PUT of the agent pool with its writable properties as read, autoscaling off
-(`enableAutoScaling=false`, no min/max count: AKS refuses a manual count on an autoscaled pool) and `count` 0,
+(`enableAutoScaling=false`, no min/max count: the autoscaler owns an autoscaled pool's count) and `count` 0,
 sent with `If-Match` and the ETag of that read, so a concurrent change to the pool makes it fail (412) instead of
 being overwritten (docs/cloud-facts.md, "AKS migration").
 """
