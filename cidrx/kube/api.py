@@ -459,8 +459,9 @@ class KubeApi:
         return map(msgspec.to_builtins, self.node_records())
 
     def iter_pods(self, field_selector: str | None = None) -> Iterator[JSON]:
-        """Pods in all namespaces, trimmed to: metadata name/namespace/uid/creationTimestamp and the Multus
-        network-status annotations; spec nodeName/hostNetwork/nodeSelector; status phase/podIP(s)/conditions and
+        """Pods in all namespaces, trimmed to: metadata name/namespace/uid/creationTimestamp, the Multus
+        network-status and the mirror-pod annotations, and ownerReferences kind/controller (a drain reads them);
+        spec nodeName/hostNetwork/nodeSelector; status phase/podIP(s)/conditions and
         containerStatuses[].state.waiting.reason. `field_selector`: e.g. "status.phase!=Succeeded"."""
         return map(msgspec.to_builtins, self.pod_records(field_selector))
 

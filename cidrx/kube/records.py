@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import msgspec
 
+from cidrx.kube.drain import MIRROR_ANNOTATION
+
 NETWORK_STATUS = "k8s.v1.cni.cncf.io/network-status"
 NETWORKS_STATUS = "k8s.v1.cni.cncf.io/networks-status"  # the Multus name before network-status
 
@@ -64,6 +66,13 @@ class NodeRecord(_Struct):
 class _PodAnnotations(_Struct):
     network_status: str | None = msgspec.field(name=NETWORK_STATUS, default=None)
     networks_status: str | None = msgspec.field(name=NETWORKS_STATUS, default=None)
+    # A drain leaves mirror pods (cidrx.kube.drain).
+    config_mirror: str | None = msgspec.field(name=MIRROR_ANNOTATION, default=None)
+
+
+class _OwnerRef(_Struct):
+    kind: str | None = None
+    controller: bool | None = None
 
 
 class PodMeta(_Struct):
@@ -72,6 +81,7 @@ class PodMeta(_Struct):
     uid: str | None = None
     creationTimestamp: str | None = None
     annotations: _PodAnnotations | None = None
+    ownerReferences: list[_OwnerRef] | None = None  # a drain leaves DaemonSet pods (cidrx.kube.drain)
 
 
 class _PodSpec(_Struct):

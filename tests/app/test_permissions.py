@@ -286,6 +286,7 @@ def _plans() -> list[Plan]:
     aks = [aks_cases.node_subnet(), aks_cases.pod_subnet(), aks_cases.full_vnet()]
     aks.append(aks_cases.full_vnet(aks_cases.pod_subnet(), "10.30.0.0/23"))
     plans += [app_plan.make_plan(s, PlanOptions()) for s in aks]
+    plans.append(app_plan.make_plan(aks_cases.pod_subnet_expanded(), PlanOptions(strategy="aks-migrate")))
     plans.append(app_plan.make_plan(gke_cases.node_subnet_full(), PlanOptions(strategy="subnet-expand")))
     # Clusters without managed node groups: their follow-up steps (Karpenter, Auto Mode).
     pinned = eks_provisioner_cases.self_managed(version="4")

@@ -176,3 +176,60 @@ def test_the_life_of_an_aks_incident_on_the_node_pool_path(tmp_path: Path, monke
         assert [f["severity"] for f in by_id(undone_doc, "AKS-SUBNET-FULL")] == ["critical"]
         assert [f["severity"] for f in by_id(undone_doc, "AKS-SUBNET-ERRORS-SEEN")] == ["critical"]
     assert not kube.errors
+
+
+def test_the_pod_subnet_path_migrates_the_old_pool_and_rolls_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """aks-pod-subnet applied -> diagnose: migration pending, the fix is `--strategy aks-migrate` -> its plan ->
+    apply: the old pool's nodes cordoned, their pods evicted through the Eviction API (the DaemonSet pods stay),
+    the pool at 0 with autoscaling off -> AKS releases the old pool's pod addresses (the test plays it) -> diagnose
+    exits 0 with nothing pending -> rollback uncordons the nodes and restores count and autoscaler."""
+    from tests.support.cases.aks_migrate import APP_PODS, after_expansion
+
+    key = (aw.SUB, aw.RG, aw.POD_CLUSTER, "workers")
+    with after_expansion(tmp_path, monkeypatch) as live:
+        assert live.arm is not None and live.kube is not None
+        arm, kube = live.arm, live.kube
+        code, before = diagnose(*live.target)
+        (pending,) = by_id(before, "AKS-PLAN-APPLIED")
+        assert pending["severity"] == "warning" and pending["summary"].endswith("migration pending")
+        assert "--plan --out plan.json --strategy aks-migrate" in pending["remediation"]
+
+        plan_path = tmp_path / "migrate.json"
+        made = run("expand", *live.target, "--strategy", "aks-migrate", "--plan", "--out", str(plan_path))
+        assert made.exit_code == 0, made.output
+        plan = load_plan(plan_path)
+        nodes = sorted(plan.basis["nodes"])
+        assert len(nodes) == 3 and plan.basis["agent_pools"] == {
+            "workers": {"count": 3, "enableAutoScaling": True, "minCount": 2, "maxCount": 6}
+        }
+        applied = run("expand", "--apply", str(plan_path), "--yes", *live.access)
+        assert applied.exit_code == 0, applied.output
+        for name in nodes:
+            node = kube.get("", "v1", "nodes", name)
+            assert node is not None and node["spec"]["unschedulable"] is True
+        left = sorted(p["metadata"]["name"] for p in kube.list("", "v1", "pods"))
+        assert left == sorted(f"azure-cns-{n[-1]}" for n in nodes)  # the DaemonSet pods stay
+        assert kube.count("POST", "pods", path_contains="/eviction") == APP_PODS * len(nodes)
+        assert kube.count("DELETE", "pods") == 0  # evicted, never deleted
+        props = arm.pools[key]["properties"]
+        assert props["count"] == 0 and props["enableAutoScaling"] is False
+        assert "minCount" not in props and "maxCount" not in props
+
+        # AKS takes the pool's VMs away: their pod addresses go back to the old pod subnet.
+        old = next(s for s in arm.subnets(aw.SUB, aw.RG, aw.POD_VNET) if s["name"] == "pods")
+        old["properties"].pop("ipConfigurations", None)
+        arm.put_subnet(aw.SUB, aw.RG, aw.POD_VNET, old)
+        code, after = diagnose(*live.target)
+        assert code == 0, after["findings"]
+        (done,) = by_id(after, "AKS-PLAN-APPLIED")
+        assert done["severity"] == "info" and "migration pending" not in done["summary"]
+
+        undone = run("rollback", str(plan_path), "--yes", *live.rollback_access)
+        assert undone.exit_code == 0, undone.output
+        for name in nodes:
+            node = kube.get("", "v1", "nodes", name)
+            assert node is not None and not node["spec"].get("unschedulable")
+        props = arm.pools[key]["properties"]
+        assert (props["count"], props["enableAutoScaling"], props["minCount"], props["maxCount"]) == (3, True, 2, 6)

@@ -21,6 +21,7 @@ from cidrx.cli import cli
 from cidrx.cli.expand import RECLAIM_STRATEGIES, STRATEGIES
 from cidrx.model.snapshot import save_snapshot
 from tests.support.cases import eks as eks_cases
+from tests.support.cases.aks_migrate import after_expansion as aks_after_expansion
 from tests.support.cases.eks_migrate import after_expansion
 from tests.support.cli import run
 from tests.support.ports import refused_port
@@ -133,18 +134,23 @@ def test_plans_for_every_strategy_validate(plan_inputs: list[Path]) -> None:
 MIGRATIONS = {s.name for s in registry.strategies() if s.migration}
 
 
-def test_a_migration_plan_validates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every migration strategy's plan, made on the live estate after an applied expansion (moto and the fake
-    API server), validates against the plan schema."""
-    assert {"eks-migrate"} == MIGRATIONS, "a new migration strategy needs its live estate here"
-    with after_expansion(tmp_path, monkeypatch) as live:
+# Each migration strategy's live estate after an applied expansion.
+MIGRATION_ESTATES = {"eks-migrate": after_expansion, "aks-migrate": aks_after_expansion}
+
+
+@pytest.mark.parametrize("name", sorted(MIGRATION_ESTATES))
+def test_a_migration_plan_validates(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every migration strategy's plan, made on the live estate after an applied expansion (moto or the ARM fake,
+    and the fake API server), validates against the plan schema."""
+    assert set(MIGRATION_ESTATES) == MIGRATIONS, "a new migration strategy needs its live estate here"
+    with MIGRATION_ESTATES[name](tmp_path, monkeypatch) as live:
         path = tmp_path / "migrate.json"
-        made = run("expand", *live.target, "--strategy", "eks-migrate", "--plan", "--out", str(path))
+        made = run("expand", *live.target, "--strategy", name, "--plan", "--out", str(path))
         assert made.exit_code == 0, made.output
         doc = json.loads(path.read_text())
     validate("plan", doc)
-    _keys_match_schema(doc, schema("plan"), schema("plan")["$defs"], "plan eks-migrate")
-    assert doc["strategy"] == "eks-migrate" and doc["steps"]
+    _keys_match_schema(doc, schema("plan"), schema("plan")["$defs"], f"plan {name}")
+    assert doc["strategy"] == name and doc["steps"]
 
 
 def test_the_schemas_reject_what_cidrx_would_refuse() -> None:

@@ -69,4 +69,16 @@ STRATEGIES = (
         options=frozenset({"cidr", "add_nodes", "template", "pool_name", "max_pods_per_node"}),
         pool_name=AGENT_POOL_NAME,
     ),
+    Strategy(
+        "aks-migrate",
+        "aks",
+        "after an applied pod-subnet expansion: cordon the nodes of the old pools on full pod subnets, evict their "
+        "pods (Eviction API, PodDisruptionBudgets honoured), scale those pools to 0 (System pools: drain only)",
+        "cidrx.providers.aks.strategies.migrate:ACTIONS",
+        plan="cidrx.providers.aks.strategies.migrate:make_plan",
+        drift="cidrx.providers.aks.strategies.migrate:check_drift",
+        basis="cidrx.providers.aks.strategies.migrate:read_basis",
+        options=frozenset(),
+        migration=True,
+    ),
 )

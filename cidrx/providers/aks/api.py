@@ -322,6 +322,17 @@ class AksApi:
             write=True,
         )
 
+    def update_agent_pool(self, resource_group: str, cluster: str, name: str, body: Json, etag: str) -> Any:
+        """Replace an existing agent pool's writable properties (PUT), guarded by the ETag the caller read."""
+        from azure.core import MatchConditions
+
+        return call(
+            f"updating agent pool {name} of {cluster}",
+            lambda: self.containers.agent_pools.begin_create_or_update(
+                resource_group, cluster, name, body, etag=etag, match_condition=MatchConditions.IfNotModified
+            ),
+        )
+
     def delete_agent_pool(self, resource_group: str, cluster: str, name: str, etag: str) -> Any:
         from azure.core import MatchConditions
 

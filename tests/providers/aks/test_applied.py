@@ -116,7 +116,7 @@ def test_each_plan_says_in_its_notes_whether_anything_moves_after_the_apply() ->
     assert node.notes[0].startswith("Nothing has to move after the apply: nodepool1's nodes keep the addresses")
     pods = app_plan.make_plan(cases.pod_subnet(), PlanOptions())
     assert pods.notes[0].startswith("After the apply, move the workloads: workers's nodes still take pod addresses")
-    assert "kubectl cordon -l kubernetes.azure.com/agentpool=workers" in pods.notes[0]
+    assert "--plan --out migrate.json --strategy aks-migrate" in pods.notes[0]
 
 
 def test_expand_plan_refuses_a_second_expansion_while_the_applied_one_has_room() -> None:

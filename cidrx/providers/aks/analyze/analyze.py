@@ -267,6 +267,8 @@ def _relieved(uses: list[SubnetUse], roomy: list[AppliedPool], kube: KubeSection
         mates = [a for a in roomy if a.role == u.role]
         if not mates or u.subnet.id.lower() in own or {p.name for p in u.pools} & pinned:
             continue
+        if u.role == "pods" and all(p.count == 0 for p in u.pools):
+            continue  # its pools were scaled to 0 (aks-migrate): nothing is left on it to move
         out[f"subnet {u.subnet.name}"] = max(mates, key=lambda a: (a.room, a.plan_id))
     return out
 
@@ -302,7 +304,9 @@ def _relieve(findings: list[Finding], uses: list[SubnetUse], relieved: dict[str,
     return out
 
 
-def _applied_findings(applied: list[AppliedPool], relieved: dict[str, AppliedPool], stale: int) -> list[Finding]:
+def _applied_findings(
+    applied: list[AppliedPool], relieved: dict[str, AppliedPool], stale: int, flags: str
+) -> list[Finding]:
     """AKS-PLAN-APPLIED, one per agent pool a cidrx plan created: what it relieves and the room it has left."""
     out = []
     for a in applied:
@@ -341,8 +345,10 @@ def _applied_findings(applied: list[AppliedPool], relieved: dict[str, AppliedPoo
                 f"{s.name} ({s.address_prefix}), {a.use.free} addresses free, room for {a.room} more batch(es)"
             )
             fix = (
-                "Move the workloads off the nodes of the full pod subnet's pools (see its finding); while this pod "
-                "subnet has room, cidrx expand --plan refuses another expansion (--force plans one anyway)."
+                "Move the workloads off the nodes of the full pod subnet's pools: plan their migration (cordon, drain "
+                f"through the Eviction API, scale the old pools to 0): `cidrx expand {flags} --plan --out plan.json "
+                "--strategy aks-migrate`. While this pod subnet has room, cidrx expand --plan refuses another "
+                "expansion (--force plans one anyway)."
             )
             if mine:
                 severity = Severity.WARNING
@@ -417,7 +423,7 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     # Errors from before an applied pool with room was created tell of the shortage it answered; later ones count.
     times = [t for a in roomy if (t := parse_time(a.applied_at)) is not None]
     seen, stale = _event_findings(kube, OVERLAY_WAY_OUT if mode == OVERLAY else fix, min(times) if times else None)
-    findings = _applied_findings(applied, relieved, stale) + findings + seen
+    findings = _applied_findings(applied, relieved, stale, snapshot.target.flags()) + findings + seen
     if not kube.available:
         from cidrx.model.findings import kube_unreachable
 

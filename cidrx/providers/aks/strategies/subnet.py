@@ -257,9 +257,9 @@ def make_plan(snapshot: Snapshot, opts: PlanOptions, created_at: str, strategy: 
         # (docs/cloud-facts.md, "AKS after an expansion").
         after = (
             f"After the apply, move the workloads: {template.name}'s nodes still take pod addresses from "
-            f"{old.name} in batches of 16, so pods placed on them fail once their batches are used. Cordon them "
-            f"(kubectl cordon -l kubernetes.azure.com/agentpool={template.name}), drain them and scale "
-            f"{template.name} down; cidrx does not drain them."
+            f"{old.name} in batches of 16, so pods placed on them fail once their batches are used. Plan their "
+            f"migration (cordon, drain, scale {template.name} to 0): `cidrx expand {snapshot.target.flags()} --plan "
+            "--out migrate.json --strategy aks-migrate`."
         )
     else:
         after = (
