@@ -106,11 +106,10 @@ def make_plan(snapshot: Snapshot, opts: PlanOptions) -> Plan:
     if roomy and not opts.force:
         a = roomy[0]
         raise InvalidInput(
-            f"plan {a.plan_id} was applied to {snapshot.target.label()} and its new space still has room ({a.space}: "
+            f"plan {a.plan_id}{a.when} to {snapshot.target.label()} still has room in its new space ({a.space}: "
             f"{a.free} of {a.size} addresses free); another expansion would stack on it",
-            hint="move the workloads onto it (nodes in the full subnets/ranges cannot get pod addresses: cordon and "
-            "drain them so they are replaced), or pass --force to plan another expansion anyway (the plan records "
-            "why)",
+            hint="`cidrx diagnose` says what is left to do (a migration where the provider needs one), or pass --force "
+            "to plan another expansion anyway (the plan records why)",
         )
     plan = _run_plan(name, snapshot, opts)
     if roomy:

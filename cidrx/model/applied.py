@@ -14,9 +14,15 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class AppliedPlan:
     """Plan `plan_id` (the tag/label value) created `space` (e.g. "subnets subnet-a, subnet-b"), of `size`
-    addresses of which `free` are still free."""
+    addresses of which `free` are still free, at `applied_at` (RFC 3339; "" when the estate does not show it)."""
 
     plan_id: str
     space: str
     size: int
     free: int
+    applied_at: str = ""
+
+    @property
+    def when(self) -> str:
+        """ " applied <time>" or "", to follow the plan id in a sentence."""
+        return f" applied {self.applied_at}" if self.applied_at else ""

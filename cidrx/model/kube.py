@@ -6,6 +6,7 @@ Only the fields analysis reads are kept, so a 2,000-node, 60,000-pod cluster sta
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from cidrx import registry
@@ -151,3 +152,20 @@ class KubeSection:
             repeated("nodes", self.nodes, lambda n: n.name, "node"),
             repeated("ipam_pods", self.ipam_pods, lambda p: p.key, "pod"),
         )
+
+
+def parse_time(text: str) -> datetime | None:
+    """An RFC 3339 time as Kubernetes and the clouds write it ("2024-05-01T10:00:00Z"), in UTC when it names no
+    zone; None when absent or unreadable."""
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def first_node_created(kube: KubeSection, pool: str) -> str:
+    """When the first node of node pool `pool` still in the cluster was created (its Node's creationTimestamp, as
+    written), "" when none is known: the earliest moment a snapshot proves the pool existed."""
+    times = [(t, n.created) for n in kube.nodes if n.pool == pool and (t := parse_time(n.created)) is not None]
+    return min(times)[1] if times else ""

@@ -51,7 +51,12 @@ def test_expand_refuses_while_an_applied_plan_has_room_and_force_records_why(
 
         again = run("expand", *live.target, "--plan", "--out", str(tmp_path / "second.json"))
         assert again.exit_code == 2, again.output
-        assert f"plan {plan_id} was applied to" in again.output and "addresses free" in again.output
+        assert (
+            f"plan {plan_id}" in again.output
+            and "still has room in its new space" in again.output
+            and "addresses free" in again.output
+        )
+        assert f"plan {plan_id} applied 20" in again.output  # when: the time tag beside the plan tag
         assert "--force" in again.output and "Traceback" not in again.output
         assert not (tmp_path / "second.json").exists()
 
@@ -75,7 +80,11 @@ def test_gke_node_pool_plan_is_recognised_by_its_pool_label(tmp_path: Path, monk
         live.settle()
         again = run("expand", *live.target, "--plan", "--out", str(tmp_path / "second.json"))
         assert again.exit_code == 2, again.output
-        assert f"plan {plan_id} was applied to" in again.output and "node pool" in again.output, again.output
+        assert (
+            f"plan {plan_id}" in again.output
+            and "still has room in its new space" in again.output
+            and "node pool" in again.output
+        ), again.output
         assert not (tmp_path / "second.json").exists()
         forced = run(
             "expand", *live.target, "--strategy", "node-pool", "--plan", "--force", "--out", str(tmp_path / "f.json")

@@ -158,7 +158,11 @@ def test_the_life_of_an_aks_incident_on_the_node_pool_path(tmp_path: Path, monke
 
         again = run("expand", *target, "--plan", "--out", str(tmp_path / "second.json"))
         assert again.exit_code == 2, again.output
-        assert f"plan {plan.plan_id} was applied to" in again.output and f"agent pool {pool}" in again.output
+        assert (
+            f"plan {plan.plan_id}" in again.output
+            and "still has room in its new space" in again.output
+            and f"agent pool {pool}" in again.output
+        )
         assert not (tmp_path / "second.json").exists()
 
         refused = run("rollback", str(plan_path), "--yes", *access)

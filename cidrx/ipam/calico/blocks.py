@@ -8,22 +8,12 @@ snapshot and once on the block as it is right before the write. Pure: no I/O.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from cidrx.ipam.calico.analyze import blocks_by_node, is_empty
 from cidrx.ipam.calico.model import BlockAffinity, CalicoSection, IPAMBlock
+from cidrx.model.kube import parse_time
 
 # libcalico-go/lib/ipam/ipam_block_reader_writer.go EmptyBlockMinReclaimAge (commit 87c15906f20c).
 EMPTY_BLOCK_MIN_RECLAIM_AGE = 60.0
-
-
-def parse_time(text: str) -> datetime | None:
-    """An RFC 3339 time as Kubernetes writes it ("2024-05-01T10:00:00Z"), or None."""
-    try:
-        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def block_age_seconds(block: IPAMBlock, now: str) -> float | None:

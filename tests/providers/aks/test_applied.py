@@ -129,7 +129,11 @@ def test_expand_plan_refuses_a_second_expansion_while_the_applied_one_has_room()
     try:
         app_plan.make_plan(snap, PlanOptions())
     except InvalidInput as exc:
-        assert f"plan {PLAN} was applied to" in str(exc) and "agent pool workers2" in str(exc)
+        assert (
+            f"plan {PLAN}" in str(exc)
+            and "still has room in its new space" in str(exc)
+            and "agent pool workers2" in str(exc)
+        )
     else:
         raise AssertionError("a second expansion was planned")
     forced = app_plan.make_plan(snap, PlanOptions(force=True))

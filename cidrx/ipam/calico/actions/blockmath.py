@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 
 from cidrx.ipam.calico.actions.objects import JSON, now_rfc3339
-from cidrx.ipam.calico.blocks import parse_time
+from cidrx.model.kube import parse_time
 
 
 def attr_at(spec: JSON, ordinal: int) -> JSON | None:

@@ -15,9 +15,9 @@ from datetime import datetime
 
 from cidrx.errors import InvalidInput
 from cidrx.model.findings import Capacity, Diagnosis, Finding, FindingKind, Severity, make_diagnosis, utilization
-from cidrx.model.kube import KubeSection
+from cidrx.model.kube import KubeSection, parse_time
 from cidrx.model.snapshot import Snapshot
-from cidrx.providers.aks.facts.applied import AppliedPool, applied_pools, parse_time
+from cidrx.providers.aks.facts.applied import AppliedPool, applied_pools
 from cidrx.providers.aks.facts.subnets import (
     AZURE_RESERVED_PER_SUBNET,
     KUBENET,

@@ -16,10 +16,9 @@ ARM subnets carry no tags, so the pool is what is recognised; the new subnet is 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 from cidrx.model.applied import AppliedPlan
-from cidrx.model.kube import KubeSection
+from cidrx.model.kube import KubeSection, first_node_created
 from cidrx.model.snapshot import Snapshot
 from cidrx.providers.aks.facts.pool_copy import PLAN_TAG
 from cidrx.providers.aks.facts.subnets import SubnetUse, subnet_uses
@@ -54,19 +53,6 @@ class AppliedPool:
         return f"agent pool {self.pool.name} ({kind} {s.name} {s.address_prefix})"
 
 
-def parse_time(text: str) -> datetime | None:
-    """An RFC 3339 timestamp (ARM's and Kubernetes'), None when absent or unreadable."""
-    try:
-        return datetime.fromisoformat(text.strip().replace("Z", "+00:00")) if text.strip() else None
-    except ValueError:
-        return None
-
-
-def _first_node(kube: KubeSection, pool: str) -> str:
-    times = [(t, n.created) for n in kube.nodes if n.pool == pool and (t := parse_time(n.created)) is not None]
-    return min(times)[1] if times else ""
-
-
 def applied_pools(aks: AksSection, kube: KubeSection) -> list[AppliedPool]:
     """Every agent pool a cidrx plan created (it carries the `cidrx-plan` tag), by plan id."""
     uses = subnet_uses(aks)
@@ -78,7 +64,7 @@ def applied_pools(aks: AksSection, kube: KubeSection) -> list[AppliedPool]:
         role, subnet_id = ("pods", pool.pod_subnet_id) if pool.pod_subnet_id else ("nodes", pool.vnet_subnet_id)
         use = next((u for u in uses if u.role == role and u.subnet.id.lower() == subnet_id.lower()), None)
         if use is not None:
-            when = aks.pools_created_at.get(pool.name) or _first_node(kube, pool.name)
+            when = aks.pools_created_at.get(pool.name) or first_node_created(kube, pool.name)
             found.append(AppliedPool(plan_id, pool, use, when))
     return sorted(found, key=lambda a: (a.plan_id, a.pool.name))
 
@@ -90,6 +76,6 @@ def applied_plans(snapshot: Snapshot) -> tuple[AppliedPlan, ...]:
     if aks is None:
         return ()
     return tuple(
-        AppliedPlan(a.plan_id, a.space, a.use.size, a.use.free if a.room else 0)
+        AppliedPlan(a.plan_id, a.space, a.use.size, a.use.free if a.room else 0, a.applied_at)
         for a in applied_pools(aks, snapshot.kube)
     )

@@ -18,12 +18,14 @@ def applied_plans(snapshot: Snapshot) -> tuple[AppliedPlan, ...]:
         plan_id = s.tags.get(DIGEST_TAG)
         if plan_id:
             by_plan.setdefault(plan_id, []).append((s.subnet_id, usable_addresses(s.cidr), s.available_ips))
+    when = applied_at(snapshot)
     return tuple(
         AppliedPlan(
             plan_id,
             "subnets " + ", ".join(sid for sid, _, _ in sorted(subnets)),
             sum(size for _, size, _ in subnets),
             sum(free for _, _, free in subnets),
+            when.get(plan_id, ""),
         )
         for plan_id, subnets in sorted(by_plan.items())
     )

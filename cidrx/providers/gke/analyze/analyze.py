@@ -15,10 +15,10 @@ from dataclasses import replace
 from cidrx import netmath
 from cidrx.errors import InvalidInput
 from cidrx.model.findings import Capacity, Diagnosis, Finding, FindingKind, Severity, make_diagnosis, utilization
-from cidrx.model.kube import KubeEvent, KubeSection
+from cidrx.model.kube import KubeEvent, KubeSection, parse_time
 from cidrx.model.snapshot import Snapshot
 from cidrx.model.target import Target
-from cidrx.providers.gke.facts.applied import AppliedPool, applied_pools, parse_time
+from cidrx.providers.gke.facts.applied import AppliedPool, applied_pools
 from cidrx.providers.gke.facts.node_subnet import NodeSubnetUse, node_subnet_use
 from cidrx.providers.gke.facts.pod_ranges import (
     ROUTES_ROLE,

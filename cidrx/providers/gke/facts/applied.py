@@ -13,10 +13,9 @@ range carries none), so it is not recognised here. Pure: no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 from cidrx.model.applied import AppliedPlan
-from cidrx.model.kube import KubeSection
+from cidrx.model.kube import KubeSection, first_node_created
 from cidrx.model.snapshot import Snapshot
 from cidrx.providers.gke.facts.pod_ranges import RangeUse, pod_ranges, pool_node_prefix
 from cidrx.providers.gke.facts.pool_copy import PLAN_LABEL, labels
@@ -49,19 +48,6 @@ class AppliedPool:
         return f"node pool {self.pool.name} (pod range {self.range.label})"
 
 
-def parse_time(text: str) -> datetime | None:
-    """A Kubernetes/RFC 3339 timestamp, None when absent or unreadable."""
-    try:
-        return datetime.fromisoformat(text.strip().replace("Z", "+00:00")) if text.strip() else None
-    except ValueError:
-        return None
-
-
-def _first_node(kube: KubeSection, pool: str) -> str:
-    times = [(t, n.created) for n in kube.nodes if n.pool == pool and (t := parse_time(n.created)) is not None]
-    return min(times)[1] if times else ""
-
-
 def applied_pools(gke: GkeSection, kube: KubeSection, ranges: list[RangeUse]) -> list[AppliedPool]:
     """Every node pool a cidrx plan created (it carries the `cidrx-plan` label), by plan id."""
     found = []
@@ -69,7 +55,7 @@ def applied_pools(gke: GkeSection, kube: KubeSection, ranges: list[RangeUse]) ->
         plan_id = labels(pool).get(PLAN_LABEL)
         use = next((r for r in ranges if pool.name in r.pools), None)
         if plan_id and use is not None:
-            found.append(AppliedPool(plan_id, pool, use, _first_node(kube, pool.name)))
+            found.append(AppliedPool(plan_id, pool, use, first_node_created(kube, pool.name)))
     return sorted(found, key=lambda a: (a.plan_id, a.pool.name))
 
 
@@ -79,6 +65,12 @@ def applied_plans(snapshot: Snapshot) -> tuple[AppliedPlan, ...]:
         return ()
     found = applied_pools(gke, snapshot.kube, pod_ranges(gke, snapshot.kube))
     return tuple(
-        AppliedPlan(a.plan_id, a.space, a.range.size, max(0, a.range.size - a.range.used) if a.free_blocks else 0)
+        AppliedPlan(
+            a.plan_id,
+            a.space,
+            a.range.size,
+            max(0, a.range.size - a.range.used) if a.free_blocks else 0,
+            a.first_node,
+        )
         for a in found
     )
