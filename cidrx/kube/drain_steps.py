@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from cidrx.errors import ApplyInterrupted, CloudError
 from cidrx.kube.drain import to_evict
 from cidrx.model.plan import Step
+from cidrx.registry import Action
 
 if TYPE_CHECKING:
     from cidrx.engine.executor import Outputs, StepContext
@@ -167,3 +168,13 @@ class LeaveEvicted:
 
     def wait(self, step: Step, params: dict[str, Any], outputs: Outputs, ctx: StepContext) -> None:
         return None
+
+
+def drain_actions(family: str) -> tuple[Action, Action]:
+    """A provider's cordon and evict Actions (`<family>.cordon-node`, `<family>.evict-node-pods`): the same
+    Kubernetes steps and permissions whichever cloud's migration runs them. Rollback uncordons; evicted pods stay
+    where their controllers recreated them."""
+    cordon = Action(
+        f"{family}.cordon-node", NODE_PERMISSIONS, CordonNode, undo=UncordonNode, undo_permissions=NODE_PERMISSIONS
+    )
+    return cordon, Action(f"{family}.evict-node-pods", EVICT_PERMISSIONS, EvictNodePods, undo=LeaveEvicted)

@@ -15,14 +15,7 @@ from typing import Any
 
 from cidrx.engine.executor import Outputs, StepContext
 from cidrx.errors import CloudError
-from cidrx.kube.drain_steps import (
-    EVICT_PERMISSIONS,
-    NODE_PERMISSIONS,
-    CordonNode,
-    EvictNodePods,
-    LeaveEvicted,
-    UncordonNode,
-)
+from cidrx.kube.drain_steps import drain_actions
 from cidrx.model.plan import Step
 from cidrx.providers.aks.actions.common import POOL_TIMEOUT, aks_api, wait
 from cidrx.registry import Action
@@ -120,10 +113,7 @@ class ScalePoolBack:
         return None
 
 
-CORDON_NODE = Action(
-    "aks.cordon-node", NODE_PERMISSIONS, CordonNode, undo=UncordonNode, undo_permissions=NODE_PERMISSIONS
-)
-EVICT_NODE_PODS = Action("aks.evict-node-pods", EVICT_PERMISSIONS, EvictNodePods, undo=LeaveEvicted)
+CORDON_NODE, EVICT_NODE_PODS = drain_actions("aks")
 SCALE_AGENT_POOL = Action(
     "aks.scale-agent-pool", SCALE_PERMISSIONS, ScaleAgentPool, undo=ScalePoolBack, undo_permissions=SCALE_PERMISSIONS
 )

@@ -11,14 +11,7 @@ from typing import Any
 
 from cidrx.engine.executor import Outputs, StepContext
 from cidrx.errors import CloudError
-from cidrx.kube.drain_steps import (
-    EVICT_PERMISSIONS,
-    NODE_PERMISSIONS,
-    CordonNode,
-    EvictNodePods,
-    LeaveEvicted,
-    UncordonNode,
-)
+from cidrx.kube.drain_steps import drain_actions
 from cidrx.model.plan import Step
 from cidrx.providers.eks.actions.context import eks_api
 from cidrx.registry import Action
@@ -133,10 +126,7 @@ class ScaleGroupBack:
         return None
 
 
-CORDON_NODE = Action(
-    "eks.cordon-node", NODE_PERMISSIONS, CordonNode, undo=UncordonNode, undo_permissions=NODE_PERMISSIONS
-)
-EVICT_NODE_PODS = Action("eks.evict-node-pods", EVICT_PERMISSIONS, EvictNodePods, undo=LeaveEvicted)
+CORDON_NODE, EVICT_NODE_PODS = drain_actions("eks")
 SCALE_NODEGROUP = Action(
     "eks.scale-nodegroup", SCALE_PERMISSIONS, ScaleNodegroup, undo=ScaleBack, undo_permissions=SCALE_PERMISSIONS
 )
