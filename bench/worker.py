@@ -58,7 +58,6 @@ GCP_MODULES = (
     "cidrx.render.jsonout",
     "google.api_core.exceptions",
     "google.auth.transport.requests",
-    "google.cloud.container_v1",
 )
 
 

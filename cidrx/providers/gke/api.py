@@ -1,5 +1,6 @@
-"""The one door to Google Cloud for the GKE target: a thin adapter over the container v1 and compute v1
-clients, the client factory, and the single Google-error translator.
+"""The one door to Google Cloud for the GKE target: reads as REST JSON through google-auth's authorized
+session, writes through the container v1 and compute v1 clients, the client factory, and the single
+Google-error translator.
 
 Why it exists: collect/steps code must run against the loopback fake (tests/support/fakes/gcp_server.py) with
 the real clients, must not pay for the google-cloud imports at import time (`cidrx --help` budget:
@@ -224,6 +225,110 @@ def to_json(message: Any) -> Json:
     return data
 
 
+# Scalar fields of the container v1 Cluster and NodePool messages (and the messages inside them) declared
+# `optional` in google/container/v1/cluster_service.proto (googleapis/google-cloud-python,
+# packages/google-cloud-container 2.67.0): proto3 JSON keeps them when they hold their default (false, 0,
+# "", an enum's zero), and leaves out every other default. A name that is `optional` in one message and not
+# in another (`enabled`, `mode`, ...) is kept: no converter reads a default of those as anything but unset.
+_PRESENCE_FIELDS = frozenset(
+    {
+        "allowExternalTraffic",
+        "allowNetAdmin",
+        "architectureTaintBehavior",
+        "autopilotCompatibilityAuditingEnabled",
+        "batchNodeCount",
+        "batchPercentage",
+        "currentState",
+        "defaultEnablePrivateNodes",
+        "disableL4LbFirewallReconciliation",
+        "disabled",
+        "dmaEntryLimit",
+        "enableCiliumClusterwideNetworkPolicy",
+        "enableFqdnNetworkPolicy",
+        "enableInsecureBindingSystemAuthenticated",
+        "enableInsecureBindingSystemUnauthenticated",
+        "enableK8sCertsViaDns",
+        "enableK8sTokensViaDns",
+        "enableNestedVirtualization",
+        "enablePrivateNodes",
+        "enablePtpKvmTimeSync",
+        "enablePublicEndpoint",
+        "enableRelay",
+        "enabled",
+        "flexStart",
+        "gcpPublicCidrsAccessEnabled",
+        "gcpSecretManagerSecretUri",
+        "globalAccess",
+        "gpuDirectStrategy",
+        "gpuDriverVersion",
+        "gpuSharingStrategy",
+        "hpaProfile",
+        "hugepageSize1g",
+        "hugepageSize2m",
+        "inTransitEncryptionConfig",
+        "insecureKubeletReadonlyPortEnabled",
+        "localSsdEncryptionMode",
+        "minNodeCpus",
+        "mode",
+        "noStandardNodePools",
+        "noSystemImpersonation",
+        "noSystemMutation",
+        "noUnsafeWebhooks",
+        "performanceMonitoringUnit",
+        "privateEndpointEnforcementEnabled",
+        "respectPdbDuringNodePoolDeletion",
+        "satisfiesPzi",
+        "satisfiesPzs",
+        "scalabilityMode",
+        "scope",
+        "shutdownGracePeriodCriticalPodsSeconds",
+        "shutdownGracePeriodSeconds",
+        "singleProcessOomKill",
+        "standard",
+        "strategy",
+        "swapSizeGib",
+        "swapSizePercent",
+        "threadsPerCore",
+        "totalEgressBandwidthTier",
+        "vulnerabilityMode",
+    }
+)
+
+# The map fields of those messages (same source): JSON objects keyed by the user, not messages.
+_MAP_FIELDS = frozenset({"labels", "maintenanceExclusions", "metadata", "resourceLabels", "sysctls", "tags"})
+
+
+def proto_json(value: Any) -> Any:
+    """Container v1 REST JSON as the container client rendered it (`to_json` of the parsed message): fields
+    that hold their proto3 default (false, 0, "", [], null, an enum's `..._UNSPECIFIED`) are left out unless
+    declared `optional`. GKE (and the loopback fake) may send such defaults explicitly (`"utilization": 0`,
+    `"accelerators": []`); the collect converters and the snapshot were written against the client's view,
+    which never held them. Fields the client did not know are kept (it dropped them)."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if key in _MAP_FIELDS and isinstance(item, dict):
+                # A map keeps entries holding a default ({"team": ""}); an empty map is left out.
+                if item:
+                    out[key] = {k: proto_json(v) for k, v in item.items()}
+                continue
+            item = proto_json(item)
+            if (key in _PRESENCE_FIELDS and item is not None and item != []) or not _proto_default(item):
+                out[key] = item
+        return out
+    if isinstance(value, list):
+        return [proto_json(v) for v in value]
+    return value
+
+
+def _proto_default(value: Any) -> bool:
+    if value is None or value is False or value == "" or value == []:
+        return True
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value == 0
+    return isinstance(value, str) and value.endswith("_UNSPECIFIED")
+
+
 def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
@@ -347,15 +452,17 @@ class GkeApi:
                 err = with_gave_up_note(err, exc)
             raise err from exc
 
-    def _compute_session(self) -> tuple[Any, str]:
-        """An authorized HTTP session for the compute REST API and its base URL, created once.
+    def _session(self, api: str) -> tuple[Any, str]:
+        """An authorized HTTP session for the `api` ("compute" or "container") REST API and its base URL,
+        created once per API.
 
-        Reads go through it rather than through compute_v1's clients: importing compute_v1 loads its
-        one types module of several thousand proto-plus message classes, about 110 MB of resident memory
-        before the first request (bench/bench_diagnose.py measured a GKE diagnose at 184 MB, 147 MB of it
-        imports), and its list methods parse every page into protobuf messages that `to_json` turns back
-        into the REST JSON the API sent. The writes still use the clients (their ExtendedOperation)."""
-        cached = self._clients.get("compute-session")
+        Reads go through it rather than through the SDK clients: importing compute_v1 loads its one types
+        module of several thousand proto-plus message classes, about 110 MB of resident memory before the
+        first request (bench/bench_diagnose.py measured a GKE diagnose at 184 MB, 147 MB of it imports),
+        and its list methods parse every page into protobuf messages that `to_json` turns back into the
+        REST JSON the API sent; container_v1 and the gRPC/proto-plus stack it imports held another ~23 MB
+        of an 86 MB collect. The writes still use the clients (their operations and request types)."""
+        cached = self._clients.get(f"{api}-session")
         if cached is not None:
             return cached  # type: ignore[no-any-return]
         check_proxy_environment()
@@ -366,23 +473,28 @@ class GkeApi:
                 "the GKE target needs the Google Cloud client libraries (google.auth cannot be imported)",
                 hint=_INSTALL_HINT,
             ) from None
-        endpoint = (os.environ.get(COMPUTE_ENDPOINT_ENV) or "").rstrip("/")
-        creds = self._creds("compute", endpoint or None)
-        # As the compute REST transport does: an endpoint without a scheme is https.
-        host = (
-            (endpoint if "://" in endpoint else f"https://{endpoint}") if endpoint else "https://compute.googleapis.com"
+        env, default_host = (
+            (CONTAINER_ENDPOINT_ENV, "container.googleapis.com")
+            if api == "container"
+            else (COMPUTE_ENDPOINT_ENV, "compute.googleapis.com")
         )
-        session = AuthorizedSession(creds, default_host="compute.googleapis.com")  # type: ignore[no-untyped-call]
-        self._clients["compute-session"] = (session, host)
+        endpoint = (os.environ.get(env) or "").rstrip("/")
+        creds = self._creds(api, endpoint or None)
+        # As the SDK's REST transports do: an endpoint without a scheme is https.
+        host = (endpoint if "://" in endpoint else f"https://{endpoint}") if endpoint else f"https://{default_host}"
+        session = AuthorizedSession(creds, default_host=default_host)  # type: ignore[no-untyped-call]
+        self._clients[f"{api}-session"] = (session, host)
         return session, host
 
-    def _json_get(self, action: str, subject: str, uri: str, params: Json, want: str | None = None) -> Json:
-        """One compute GET as REST JSON, retried under cidrx's policy; errors are raised as the client
-        raises them (google.api_core.exceptions.from_http_response), so `translate` applies. `want`: as
-        for `_call`."""
+    def _json_get(
+        self, action: str, subject: str, uri: str, params: Json, want: str | None = None, *, api: str = "compute"
+    ) -> Json:
+        """One GET of the `api` REST API as REST JSON, retried under cidrx's policy; errors are raised as
+        the clients raise them (google.api_core.exceptions.from_http_response), so `translate` applies.
+        `want`: as for `_call`."""
         from google.api_core import exceptions as gx
 
-        session, host = self._compute_session()
+        session, host = self._session(api)
 
         def fetch(retry: object = None, timeout: float = CALL_TIMEOUT) -> Json:  # _call passes the timeout
             response = session.get(
@@ -428,36 +540,22 @@ class GkeApi:
         return self._list_clusters(self.project, self.location)
 
     def _list_clusters(self, project: str, location: str) -> Json:
-        gke = self._client("container")
         where = "every location" if location == ALL_LOCATIONS else location
-        resp = self._call(
-            "container.clusters.list",
-            f"GKE clusters of project {project} in {where}",
-            gke.list_clusters,
-            parent=f"projects/{project}/locations/{location}",
-        )
-        return to_json(resp)
+        subject = f"GKE clusters of project {project} in {where}"
+        uri = f"/v1/projects/{project}/locations/{location}/clusters"
+        return proto_json(self._json_get("container.clusters.list", subject, uri, {}, api="container"))  # type: ignore[no-any-return]
 
     def get_cluster(self, cluster: str) -> Json:
-        gke = self._client("container")
-        msg = self._call(
-            "container.clusters.get",
-            self._cluster_subject(cluster),
-            gke.get_cluster,
-            want="name",
-            name=self._cluster_name(cluster),
+        uri = f"/v1/{self._cluster_name(cluster)}"
+        answer = self._json_get(
+            "container.clusters.get", self._cluster_subject(cluster), uri, {}, want="name", api="container"
         )
-        return to_json(msg)
+        return proto_json(answer)  # type: ignore[no-any-return]
 
     def list_node_pools(self, cluster: str) -> list[Json]:
-        gke = self._client("container")
-        resp = self._call(
-            "container.clusters.get",
-            self._cluster_subject(cluster),
-            gke.list_node_pools,
-            parent=self._cluster_name(cluster),
-        )
-        return [to_json(p) for p in resp.node_pools]
+        uri = f"/v1/{self._cluster_name(cluster)}/nodePools"
+        page = self._json_get("container.clusters.get", self._cluster_subject(cluster), uri, {}, api="container")
+        return [proto_json(p) for p in page.get("nodePools") or []]
 
     def list_clusters_of(self, project: str) -> list[Json]:
         """Every cluster of `project` in every location (clusters.list with location `-`), as REST JSON."""
@@ -648,8 +746,13 @@ class GkeApi:
         name = node_pool.get("name", "")
         try:
             pool = container_v1.NodePool.from_json(json.dumps(node_pool))
-        except Exception as exc:  # json_format.ParseError: a field the API does not have
-            raise CidrxError(f"internal error: cidrx built an invalid node pool {name!r}: {_one_line(exc)}") from exc
+        except Exception as exc:  # json_format.ParseError: a field the installed client does not have
+            # Reads are REST JSON (proto_json), so a setting GKE added after this client version reaches the
+            # copy; refusing here is better than creating the pool without it.
+            raise CidrxError(
+                f"node pool {name!r} cannot be sent: {_one_line(exc)}",
+                hint="a setting newer than the installed google-cloud-container, or a cidrx bug: upgrade cidrx",
+            ) from exc
         op = self._call(
             "container.clusters.update",
             f"node pool {name!r} of {self._cluster_subject(cluster)}",

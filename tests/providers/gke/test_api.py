@@ -6,6 +6,7 @@ dicts out, error translation to cidrx errors and exit codes, paging, and the ope
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -35,6 +36,8 @@ from cidrx.providers.gke.api import (
     StaleFingerprint,
     compute_operation_state,
     container_operation_state,
+    proto_json,
+    to_json,
 )
 from tests.support.estates.gke import (
     CLUSTER,
@@ -76,7 +79,7 @@ def test_clients_use_the_overrides_and_the_poller_too(gcp: FakeGcp, gke_api: Gke
     subnets = gke_api._clients["SubnetworksClient"]
     # compute's ExtendedOperation poller would default to compute.googleapis.com (see gcp_server.py).
     assert subnets._transport._region_operations_client._transport._host == gcp.url
-    assert gke_api._clients["container"]._transport._host == gcp.url
+    assert gke_api._clients["container-session"][1] == gcp.url  # container reads: REST JSON on the override
     # Created once per GkeApi.
     gke_api.get_subnetwork(REGION, SUBNET)
     assert gke_api._clients["SubnetworksClient"] is subnets
@@ -151,6 +154,58 @@ def test_reads_do_not_import_compute_v1() -> None:
     env[ANONYMOUS_ENV] = "1"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, env=env, check=True)
     assert out.stdout.splitlines()[-1] == "False", out.stdout + out.stderr
+
+
+def test_collect_does_not_import_the_sdk_clients(gcp: FakeGcp) -> None:
+    """A whole GKE collect reads over REST JSON: container_v1 and the gRPC/proto-plus stack it imports held
+    about 23 MB of the collect's peak (docs/performance.md, round seven); compute_v1 about 110 MB."""
+    code = (
+        "import sys\n"
+        "from cidrx.providers.gke.api import GkeApi\n"
+        "from cidrx.providers.gke.collect.collect import collect_gke\n"
+        f"section = collect_gke(GkeApi({PROJECT!r}, {LOCATION!r}), {CLUSTER!r})\n"
+        "print(section.cluster.name, len(section.node_pools))\n"
+        "sdk = ('google.cloud.container_v1', 'google.cloud.compute_v1', 'proto')\n"
+        "print(sorted(m for m in sdk if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == [f"{CLUSTER} 1", "[]"], out.stdout + out.stderr
+
+
+def test_proto_json_is_what_the_container_client_made_of_the_answer() -> None:
+    """Container reads skip the client; its view of an answer holding explicit defaults is the reference."""
+    from google.cloud import container_v1
+
+    answer = {
+        "name": "c1",
+        "status": "STATUS_UNSPECIFIED",
+        "currentNodeCount": 0,
+        "description": "",
+        "enableKubernetesAlpha": False,
+        "locations": [],
+        "resourceLabels": {"team": "", "env": "prod"},
+        "defaultMaxPodsConstraint": {"maxPodsPerNode": "110"},
+        "ipAllocationPolicy": {
+            "useIpAliases": True,
+            "additionalPodRangesConfig": {
+                "podRangeNames": ["extra"],
+                "podRangeInfo": [{"rangeName": "extra", "utilization": 0}],
+            },
+        },
+        "networkConfig": {"enableFqdnNetworkPolicy": False, "datapathProvider": "DATAPATH_PROVIDER_UNSPECIFIED"},
+        "autopilot": {},
+        "nodePools": [
+            {
+                "name": "p1",
+                "config": {"accelerators": [], "diskSizeGb": 0, "labels": {}, "metadata": {"k": ""}},
+                "autoscaling": {"enabled": True, "minNodeCount": 0, "maxNodeCount": 3},
+                "management": {"autoUpgrade": False, "autoRepair": True},
+                "networkConfig": {"enablePrivateNodes": False, "podRange": ""},
+            }
+        ],
+    }
+    parsed = container_v1.Cluster.from_json(json.dumps(answer), ignore_unknown_fields=True)
+    assert proto_json(answer) == to_json(parsed)
 
 
 def test_unreachable_endpoint_is_access_denied(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -302,10 +357,13 @@ def test_busy_cluster_is_cluster_busy(gcp: FakeGcp, gke_api: GkeApi) -> None:
     gcp.finish_operations()
 
 
-def test_invalid_node_pool_json_is_an_internal_error(gcp: FakeGcp, gke_api: GkeApi) -> None:
-    with pytest.raises(CidrxError, match="invalid node pool 'x'") as caught:
+def test_a_node_pool_field_the_client_does_not_know_is_refused(gcp: FakeGcp, gke_api: GkeApi) -> None:
+    """Reads keep fields newer than the installed client (proto_json); a copy holding one is not sent
+    without it."""
+    with pytest.raises(CidrxError, match=r"node pool 'x' cannot be sent: .*notAField") as caught:
         gke_api.create_node_pool(CLUSTER, {"name": "x", "notAField": 1})
     assert caught.value.exit_code == EXIT_INTERNAL
+    assert "upgrade cidrx" in str(caught.value)
     assert gcp.count("POST") == 0
 
 
