@@ -24,7 +24,6 @@ used for has an override. Otherwise credentials are Application Default Credenti
 from __future__ import annotations
 
 import functools
-import json
 import os
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -492,13 +491,35 @@ class GkeApi:
         """One GET of the `api` REST API as REST JSON, retried under cidrx's policy; errors are raised as
         the clients raise them (google.api_core.exceptions.from_http_response), so `translate` applies.
         `want`: as for `_call`."""
+        return self._json_request("GET", action, subject, uri, params, None, want, api=api)
+
+    def _json_request(
+        self,
+        method: str,
+        action: str,
+        subject: str,
+        uri: str,
+        params: Json,
+        body: Json | None,
+        want: str | None = None,
+        *,
+        api: str = "compute",
+    ) -> Json:
+        """One request of the `api` REST API with a JSON body (`body`, None for none), its answer as REST JSON:
+        `_json_get`'s checks; a request with a body is a write (cidrx's write classification: not repeated after
+        an answer that may mean it was carried out)."""
         from google.api_core import exceptions as gx
 
         session, host = self._session(api)
 
         def fetch(retry: object = None, timeout: float = CALL_TIMEOUT) -> Json:  # _call passes the timeout
-            response = session.get(
-                f"{host}{uri}", params=params, timeout=timeout, headers={"Content-Type": "application/json"}
+            response = session.request(
+                method,
+                f"{host}{uri}",
+                params=params,
+                json=body,
+                timeout=timeout,
+                headers={"Content-Type": "application/json"},
             )
             if response.status_code >= 400:
                 raise gx.from_http_response(response)  # type: ignore[no-untyped-call]
@@ -512,7 +533,7 @@ class GkeApi:
                 raise GarbledAnswer(f"the answer has no {want!r}: it was cut off or garbled on the way")
             return page
 
-        return self._call(action, subject, fetch)
+        return self._call(action, subject, fetch, write=body is not None)
 
     def _json_pages(self, action: str, subject: str, uri: str, params: Json) -> Iterator[Json]:
         """The pages of a compute list as REST JSON (`_json_get`), each page its own retried request
@@ -740,28 +761,21 @@ class GkeApi:
         return handle if project == self.project else {**handle, "project": project}
 
     def create_node_pool(self, cluster: str, node_pool: Json) -> Json:
-        """Create a node pool from its REST JSON (name, config, initialNodeCount, networkConfig, ...)."""
-        container_v1 = _import_sdk("google.cloud.container_v1")
-        gke = self._client("container")
+        """Create a node pool from its REST JSON (name, config, initialNodeCount, networkConfig, ...), sent as it
+        is (nodePools.create): the copy was read as REST JSON, so a setting GKE added after the installed client
+        library reaches the new pool unchanged instead of failing to convert."""
         name = node_pool.get("name", "")
-        try:
-            pool = container_v1.NodePool.from_json(json.dumps(node_pool))
-        except Exception as exc:  # json_format.ParseError: a field the installed client does not have
-            # Reads are REST JSON (proto_json), so a setting GKE added after this client version reaches the
-            # copy; refusing here is better than creating the pool without it.
-            raise CidrxError(
-                f"node pool {name!r} cannot be sent: {_one_line(exc)}",
-                hint="a setting newer than the installed google-cloud-container, or a cidrx bug: upgrade cidrx",
-            ) from exc
-        op = self._call(
+        op = self._json_request(
+            "POST",
             "container.clusters.update",
             f"node pool {name!r} of {self._cluster_subject(cluster)}",
-            gke.create_node_pool,
-            write=True,
-            parent=self._cluster_name(cluster),
-            node_pool=pool,
+            f"/v1/{self._cluster_name(cluster)}/nodePools",
+            {},
+            {"nodePool": node_pool},
+            want="name",
+            api="container",
         )
-        return {"api": "container", "name": str(op.name)}
+        return {"api": "container", "name": str(op["name"])}
 
     def add_cluster_pod_ranges(self, cluster: str, range_names: list[str]) -> Json:
         """UpdateCluster with update.additionalPodRangesConfig.podRangeNames = `range_names`."""

@@ -222,8 +222,9 @@ class DiscoveryIndex:
         return self._to_numbers(method.api, {"$ref": method.response_ref}, payload, None, None)
 
     def decode_enum_numbers(self, method: Method, body: Any) -> Any:
-        """A request body with enum numbers turned into names, as the real API stores them (a client that
-        sent ``$alt=json;enum-encoding=int`` still reads names back from a client that did not)."""
+        """A request body as the real API stores it: enum numbers turned into names (a client that sent
+        ``$alt=json;enum-encoding=int`` still reads names back from a client that did not), and int64/uint64
+        sent as JSON numbers (parsers take both) read back as the JSON strings Google writes them as."""
         if method.request_ref is None:
             return body
         return self._to_numbers(method.api, {"$ref": method.request_ref}, body, None, None, to_names=True)
@@ -251,6 +252,9 @@ class DiscoveryIndex:
         if kind == "array" and isinstance(value, list):
             items: JSON = schema.get("items") or {}
             return [self._to_numbers(api, items, item, owner, prop, to_names=to_names) for item in value]
+        is_int = isinstance(value, int) and not isinstance(value, bool)
+        if to_names and schema.get("format") in ("int64", "uint64") and is_int:
+            return str(value)
         if to_names and "enum" in schema and isinstance(value, int) and owner is not None and prop is not None:
             return (self.proto_enum(api, owner, prop) or {}).get(value, value)
         if not to_names and "enum" in schema and isinstance(value, str) and owner is not None and prop is not None:

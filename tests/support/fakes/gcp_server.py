@@ -831,7 +831,7 @@ class FakeGcp(FirewallsMixin, NodeAddressesMixin, LoopbackServer):
                 payload = fault.body if fault.body is not None else GcpError(fault.status, "injected").body(api)
                 headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
                 return _Response(fault.status, _encode(payload), headers)
-            if ENUMS_AS_NUMBERS in multi.get("$alt", []) and body is not None:
+            if body is not None:  # stored as Google stores it, whichever JSON form of enums and int64 came
                 body = self.discovery.decode_enum_numbers(match.method, body)
             handler = self._handlers.get(match.method.id)
             if handler is None:
