@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from cidrx.providers.eks.model import APPLIED_AT_TAG
 from tests.support.estates.eks import ACCOUNT, NODE_AMI, NODEGROUP, World, build_incident
 from tests.support.estates.eks_cluster import Hooks
 from tests.support.fakes.kube_server import FakeKubeServer, RequestRecord
@@ -255,6 +256,11 @@ def self_managed_cluster(server: FakeKubeServer, hooks: Hooks, world: World) -> 
 _NODE_CLASS_KINDS = ("EC2NodeClass", "NodeClass")
 
 
+def _when(tag: Any) -> Any:
+    """A tag's value, "<time>" for the time an apply wrote (it differs between two applies of one plan)."""
+    return "<time>" if tag["Key"] == APPLIED_AT_TAG else tag["Value"]
+
+
 def provisioner_inventory(ec2: Any, server: FakeKubeServer, world: World, *, plan_id: str) -> dict[str, Any]:
     """VPC CIDRs, subnets and their route tables (ids replaced by CIDRs and Name tags), ENIConfigs, node
     classes, the Karpenter Deployment's env and annotations and aws-node's env, with the plan id replaced
@@ -286,7 +292,7 @@ def provisioner_inventory(ec2: Any, server: FakeKubeServer, world: World, *, pla
     return {
         "vpc_cidrs": sorted((a["CidrBlock"], a["CidrBlockState"]["State"]) for a in vpc["CidrBlockAssociationSet"]),
         "subnets": sorted(
-            (s["CidrBlock"], s["AvailabilityZone"], scrub(sorted((t["Key"], t["Value"]) for t in s.get("Tags") or [])))
+            (s["CidrBlock"], s["AvailabilityZone"], scrub(sorted((t["Key"], _when(t)) for t in s.get("Tags") or [])))
             for s in subnets
         ),
         "route_table_associations": sorted(
