@@ -53,7 +53,9 @@ def test_pod_subnet_plan_relieves_the_pod_subnet_but_says_the_old_nodes_must_mov
     old = only(d, "AKS-POD-SUBNET-EXHAUSTED")
     assert (old.subject, old.severity) == ("subnet pods", Severity.WARNING)
     assert "pods placed on the nodes of workers still fail until they move" in old.summary
-    assert "kubectl cordon -l kubernetes.azure.com/agentpool=workers" in old.remediation
+    assert (
+        "--plan --out plan.json --strategy aks-migrate`" in old.remediation and "cidrx expand --aks" in old.remediation
+    )
     assert [f for f in d.findings if f.severity == Severity.CRITICAL] == []  # the sandbox errors predate the pool
     snap = with_applied(cases.pod_subnet(), "workers", new, pods=True)
     [plan] = applied_plans(snap)

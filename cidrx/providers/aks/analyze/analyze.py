@@ -249,9 +249,10 @@ NO_MIGRATION = (
 # expansion").
 MOVE_PODS = (
     "Move the workloads: the nodes of {pools} still take batches of 16 addresses from pod subnet {old} as their "
-    "pods grow, and the scheduler keeps placing pods on them, where they stay in ContainerCreating. Cordon those "
-    "nodes (`kubectl cordon -l kubernetes.azure.com/agentpool={first}`) so new pods land on agent pool {pool} "
-    "(pod subnet {new}, room for {room} more batch(es) of 16), then drain them and scale {pools} down."
+    "pods grow, and the scheduler keeps placing pods on them, where they stay in ContainerCreating. Move them to "
+    "agent pool {pool} (pod subnet {new}, room for {room} more batch(es) of 16) with cidrx's migration plan (it "
+    "cordons those nodes, evicts their pods through the Eviction API and scales {pools} to 0): "
+    "`cidrx expand {flags} --plan --out plan.json --strategy aks-migrate`."
 )
 RELIEVED_KINDS = frozenset({AKS_SUBNET_FULL.id, AKS_SUBNET_TOO_SMALL.id, AKS_POD_SUBNET_EXHAUSTED.id})
 
@@ -273,7 +274,9 @@ def _relieved(uses: list[SubnetUse], roomy: list[AppliedPool], kube: KubeSection
     return out
 
 
-def _relieve(findings: list[Finding], uses: list[SubnetUse], relieved: dict[str, AppliedPool]) -> list[Finding]:
+def _relieve(
+    findings: list[Finding], uses: list[SubnetUse], relieved: dict[str, AppliedPool], flags: str
+) -> list[Finding]:
     """The relieved subnets' findings: info for node subnets (nothing has to move), warning for pod subnets (the
     old pool's nodes must be moved off)."""
     by_subject = {f"subnet {u.subnet.name}": u for u in uses}
@@ -298,7 +301,7 @@ def _relieve(findings: list[Finding], uses: list[SubnetUse], relieved: dict[str,
                     severity=Severity.WARNING,
                     summary=f"{f.summary}; agent pool {a.pool.name} (plan {a.plan_id}) has room, but pods placed on "
                     f"the nodes of {pools} still fail until they move",
-                    remediation=MOVE_PODS.format(pools=pools, first=u.pools[0].name, **words),
+                    remediation=MOVE_PODS.format(pools=pools, flags=flags, **words),
                 )
         out.append(f)
     return out
@@ -413,7 +416,7 @@ def analyze(snapshot: Snapshot) -> Diagnosis:
     applied = applied_pools(aks, kube)
     roomy = [a for a in applied if a.room > 0]
     relieved = _relieved(uses, roomy, kube)
-    findings = _relieve(_subnet_findings(aks, uses, fix, kube), uses, relieved)
+    findings = _relieve(_subnet_findings(aks, uses, fix, kube), uses, relieved, snapshot.target.flags())
     pod = pod_cidr_use(aks)
     mode = cluster_mode(aks.cluster)
     if pod is not None and mode in (OVERLAY, KUBENET):
