@@ -53,6 +53,8 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit
 
+from tests.support.fakes.loopback import serve_in_thread, stop_serving
+
 KINDS = ("5xx", "429", "reset", "cut", "delay", "truncate", "garble")
 # Kinds that never reach the server: the request certainly did not take effect.
 NOT_FORWARDED = ("5xx", "429", "reset")
@@ -120,19 +122,13 @@ class FaultProxy:
         httpd = _Server(("127.0.0.1", 0), _Handler)
         httpd.proxy = self
         self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=f"fault-{self.name}", daemon=True
-        )
-        self._thread.start()
+        self._thread = serve_in_thread(httpd, f"fault-{self.name}")
         return self
 
     def stop(self) -> None:
         if self._httpd is None:
             return
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        stop_serving(self._httpd, self._thread)
         self._httpd = self._thread = None
 
     def __enter__(self) -> Self:

@@ -65,6 +65,21 @@ class WireAnswer(Protocol):
     def reset(self) -> str | None: ...
 
 
+def serve_in_thread(httpd: ThreadingHTTPServer, name: str) -> threading.Thread:
+    """Serve `httpd` from a started daemon thread (checking for shutdown every 50 ms)."""
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+def stop_serving(httpd: ThreadingHTTPServer, thread: threading.Thread | None) -> None:
+    """Stop what `serve_in_thread` started: no new requests, the socket closed, the thread gone."""
+    httpd.shutdown()
+    httpd.server_close()
+    if thread is not None:
+        thread.join(timeout=5)
+
+
 class LoopbackServer:
     """An HTTP fake on the loopback interface. Use as a context manager, or call ``start()``/``stop()``."""
 
@@ -97,19 +112,13 @@ class LoopbackServer:
         httpd = _HTTPServer((self._host, port), _Handler)
         httpd.fake = self
         self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=self.thread_name, daemon=True
-        )
-        self._thread.start()
+        self._thread = serve_in_thread(httpd, self.thread_name)
         return self
 
     def stop(self) -> None:
         if self._httpd is None:
             return
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        stop_serving(self._httpd, self._thread)
         self._httpd, self._thread = None, None
 
     def __enter__(self) -> Self:
